@@ -1,0 +1,150 @@
+"""Checkpoints: a directory of `config.json` + `model.safetensors` + the tokenizer, written atomically.
+
+Loading never unpickles anything: weights come from safetensors, everything else from JSON.
+Every way a checkpoint can be wrong (missing, damaged, of another config) raises a `UserError`
+naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorsError
+from safetensors.torch import load_file, save_file
+
+from clearformer.config import ConfigError, ModelConfig
+from clearformer.errors import UserError
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+META_FILE = "meta.json"
+
+
+def _atomic(path: Path, write) -> None:
+    """Write through a temporary file in the same directory, then rename over `path`.
+
+    A reader (or a run killed mid-write) sees either the old file or the new one, never half.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    try:
+        write(temporary)
+        with open(temporary, "rb") as stream:
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    _atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    _atomic(path, lambda temporary: Path(temporary).write_bytes(data))
+
+
+def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
+    tensors = {name: t.detach().contiguous().cpu() for name, t in tensors.items()}
+    _atomic(path, lambda temporary: save_file(tensors, temporary, metadata=metadata))
+
+
+def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict with tied (shared) tensors stored once, as safetensors requires."""
+    seen: dict[int, str] = {}
+    tensors = {}
+    for name, tensor in model.state_dict().items():
+        key = tensor.data_ptr()
+        if key in seen and tensor.numel() > 0:
+            continue
+        seen[key] = name
+        tensors[name] = tensor
+    return tensors
+
+
+def save_model(directory: str | Path, model, tokenizer, meta: dict | None = None) -> Path:
+    """Write a loadable checkpoint directory: config, weights, tokenizer (and optional meta.json)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model.config.save(directory / CONFIG_FILE)
+    atomic_save_tensors(directory / WEIGHTS_FILE, model_tensors(model))
+    tokenizer.save(directory)
+    if meta is not None:
+        atomic_write_text(directory / META_FILE, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return directory
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    if not path.exists():
+        raise UserError(f"{path}: missing (not a clearformer checkpoint?)")
+    try:
+        return load_file(str(path))
+    except (SafetensorsError, OSError, ValueError, RuntimeError) as error:
+        raise UserError(f"{path}: damaged weights file ({str(error).splitlines()[0]})") from None
+
+
+def load_weights_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """Copy tensors into `model`, failing with one line if names or shapes differ (another config)."""
+    expected = model_tensors(model)
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    if missing or unexpected:
+        detail = f"missing {missing[:3]}" if missing else f"unexpected {unexpected[:3]}"
+        raise UserError(f"{path}: weights do not match config.json ({detail})")
+    for name, tensor in tensors.items():
+        if tuple(tensor.shape) != tuple(expected[name].shape):
+            raise UserError(f"{path}: {name} has shape {tuple(tensor.shape)}, "
+                            f"config.json implies {tuple(expected[name].shape)}")
+    model.load_state_dict(tensors, strict=False)
+
+
+def load_model(directory: str | Path, device: str | torch.device = "cpu", model_class=None):
+    """(model in eval mode, tokenizer, meta dict) from a checkpoint directory."""
+    from clearformer.tokenize import load_tokenizer
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserError(f"{directory}: no such checkpoint directory")
+    config_path = directory / CONFIG_FILE
+    if not config_path.exists():
+        raise UserError(f"{config_path}: missing (not a clearformer checkpoint?)")
+    try:
+        config = ModelConfig.load(config_path)
+    except ConfigError as error:
+        raise UserError(f"{config_path}: {error}") from None
+    except TypeError as error:
+        raise UserError(f"{config_path}: damaged config ({error})") from None
+    if model_class is None:
+        model_class = model_class_for(config)
+    model = model_class(config)
+    load_weights_into(model, read_weights(directory / WEIGHTS_FILE), directory / WEIGHTS_FILE)
+    tokenizer = load_tokenizer(directory)
+    if len(tokenizer) != config.tgt_vocab_size:
+        raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
+                        f"tgt_vocab_size={config.tgt_vocab_size}")
+    meta = {}
+    if (directory / META_FILE).exists():
+        try:
+            meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise UserError(f"{directory / META_FILE}: damaged ({error})") from None
+    return model.to(device).eval(), tokenizer, meta
+
+
+def model_class_for(config: ModelConfig):
+    """Encoder-decoder Transformer, or the decoder-only LM when the config has no encoder."""
+    if config.n_encoder_layers == 0:
+        from clearformer.model.lm import LanguageModel
+
+        return LanguageModel
+    from clearformer.model.transformer import Transformer
+
+    return Transformer

@@ -1,0 +1,155 @@
+"""One config object for every model clearformer builds, and its named presets.
+
+A `ModelConfig` is plain data: it round-trips through JSON (`to_dict` / `from_dict`), which is
+how checkpoints store it (`config.json`), so a checkpoint never needs pickled Python objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+
+class ConfigError(UserError, ValueError):
+    """A config that cannot describe a working model (the message says which field and why)."""
+
+
+@dataclass
+class ModelConfig:
+    """Every size and switch of a clearformer model.
+
+    Sizes
+        src_vocab_size / tgt_vocab_size: number of token ids on each side (0 for a decoder-only LM's
+            source side).
+        d_model: width of every residual stream vector.
+        n_heads: attention heads; each head works in d_model / n_heads dimensions.
+        n_kv_heads: key/value heads (None = n_heads: plain multi-head attention; 1 = multi-query;
+            in between = grouped-query attention).
+        n_encoder_layers / n_decoder_layers: depth of each stack (0 encoder layers = decoder-only).
+        d_ff: hidden width of the position-wise feed-forward network.
+        max_len: longest sequence the model accepts (positions 0 .. max_len-1).
+
+    Switches (paper defaults first)
+        positional: "sinusoidal" (the paper), "learned" (BERT/GPT style), "rope" or "none".
+        norm_first: False = post-norm Add & Norm as in the paper; True = pre-norm.
+        scale_embedding: multiply token embeddings by sqrt(d_model) (the paper does; the seeds' toy
+            walkthroughs do not).
+        tie_embeddings: "none", "decoder" (target embedding = output projection) or "all"
+            (source, target and output share one matrix; needs one joint vocabulary).
+        bias: biases on the attention projections.
+        dropout: dropout on sublayer outputs, embeddings and attention weights.
+        activation: "relu" (the paper) or "gelu".
+        attention: "mha" (including GQA/MQA through n_kv_heads) or "mla".
+    """
+
+    src_vocab_size: int = 10
+    tgt_vocab_size: int = 10
+    d_model: int = 4
+    n_heads: int = 1
+    n_kv_heads: int | None = None
+    n_encoder_layers: int = 1
+    n_decoder_layers: int = 1
+    d_ff: int = 8
+    dropout: float = 0.0
+    max_len: int = 256
+    positional: str = "sinusoidal"
+    norm_first: bool = False
+    scale_embedding: bool = True
+    tie_embeddings: str = "none"
+    bias: bool = True
+    activation: str = "relu"
+    layer_norm_eps: float = 1e-5
+    pad_id: int = 0
+    attention: str = "mha"
+    # Multi-Head Latent Attention (DeepSeek-V2) sizes; used only when attention == "mla".
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    rope_base: float = 10000.0
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    def validate(self) -> None:
+        def need(ok: bool, message: str) -> None:
+            if not ok:
+                raise ConfigError(message)
+
+        need(self.d_model > 0 and self.n_heads > 0, "d_model and n_heads must be positive")
+        need(self.d_model % self.n_heads == 0,
+             f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        need(self.n_heads % self.kv_heads == 0,
+             f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.kv_heads}")
+        need(self.kv_heads >= 1, "n_kv_heads must be at least 1")
+        need(self.positional in ("sinusoidal", "learned", "rope", "none"),
+             f"positional must be sinusoidal, learned, rope or none, not {self.positional!r}")
+        need(self.tie_embeddings in ("none", "decoder", "all"),
+             f"tie_embeddings must be none, decoder or all, not {self.tie_embeddings!r}")
+        need(self.tie_embeddings != "all" or self.n_encoder_layers == 0
+             or self.src_vocab_size == self.tgt_vocab_size,
+             "tie_embeddings='all' needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
+        need(self.activation in ("relu", "gelu"), f"activation must be relu or gelu, not {self.activation!r}")
+        need(self.attention in ("mha", "mla"), f"attention must be mha or mla, not {self.attention!r}")
+        need(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), not {self.dropout}")
+        need(self.max_len > 0, "max_len must be positive")
+        need(self.positional != "rope" or self.head_dim % 2 == 0, "rope needs an even head dimension")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    def save(self, path: str | Path) -> None:
+        from clearformer.checkpoint import atomic_write_text
+
+        atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ModelConfig:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ConfigError(f"{path}: not a readable JSON config ({error})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: a config must be a JSON object")
+        return cls.from_dict(data)
+
+
+# The paper's sizes (Table 3) and the seeds' toy size. Vocabulary sizes are filled in by the caller.
+PRESETS: dict[str, dict] = {
+    "toy": dict(d_model=4, n_heads=1, n_encoder_layers=1, n_decoder_layers=1, d_ff=8,
+                dropout=0.0, scale_embedding=False),
+    "toy-translate": dict(d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=128,
+                          dropout=0.0, max_len=64),
+    "small": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=0.1),
+    "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.1),
+    "big": dict(d_model=1024, n_heads=16, n_encoder_layers=6, n_decoder_layers=6, d_ff=4096, dropout=0.3),
+}
+
+
+def preset(name: str, **overrides) -> ModelConfig:
+    """Build the config of a named preset; keyword arguments override any field."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    return ModelConfig(**{**PRESETS[name], **overrides})

@@ -1,0 +1,27 @@
+"""The model, one module per step of the data path: embedding -> attention -> layers -> transformer."""
+
+from clearformer.model.attention import (
+    MultiHeadAttention,
+    causal_mask,
+    combine_masks,
+    explicit_attention,
+    fast_attention,
+    masked_softmax,
+    padding_mask,
+)
+from clearformer.model.embedding import (
+    InputEmbedding,
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    TokenEmbedding,
+    sinusoidal_table,
+)
+from clearformer.model.layers import AddNorm, Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward
+from clearformer.model.transformer import OutputProjection, Transformer
+
+__all__ = [
+    "AddNorm", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "InputEmbedding",
+    "LearnedPositionalEmbedding", "MultiHeadAttention", "OutputProjection", "SinusoidalPositionalEncoding",
+    "TokenEmbedding", "Transformer", "causal_mask", "combine_masks", "explicit_attention", "fast_attention",
+    "masked_softmax", "padding_mask", "sinusoidal_table",
+]

@@ -1,0 +1,143 @@
+"""Token embeddings and position information: the first two steps of the data path.
+
+    token ids (batch, seq) -> TokenEmbedding -> (batch, seq, d_model)
+                            + positions      -> X (batch, seq, d_model)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from clearformer import trace
+
+
+class TokenEmbedding(nn.Module):
+    """A lookup table of one d_model vector per token id (row i = vector of token i).
+
+    Looking a row up equals multiplying a one-hot vector by the table. With `scale=True` the
+    vectors are multiplied by sqrt(d_model), as in the paper (section 3.4), so that they are not
+    drowned by the positional encoding when the table is initialised with std d_model^-0.5.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, scale: bool = True, pad_id: int | None = 0) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.scale = scale
+        self.pad_id = pad_id
+        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # std d_model^-0.5: with the sqrt(d_model) scale the model sees unit variance, and a table
+        # tied to the output projection starts with logits near 0 (first loss near ln(vocab)).
+        nn.init.normal_(self.weight, std=self.d_model**-0.5)
+        if self.pad_id is not None and self.pad_id < self.weight.shape[0]:
+            with torch.no_grad():
+                self.weight[self.pad_id].zero_()
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (batch, seq) int64 -> (batch, seq, d_model)."""
+        vectors = nn.functional.embedding(ids, self.weight)
+        trace.emit(self, "lookup", vectors)
+        if self.scale:
+            vectors = vectors * math.sqrt(self.d_model)
+            trace.emit(self, "scaled", vectors)
+        return vectors
+
+
+def sinusoidal_table(length: int, d_model: int, base: float = 10000.0,
+                     device: torch.device | None = None) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)).
+
+    Returns (length, d_model), even columns sine and odd columns cosine (interleaved, as in the
+    paper). Computed in float64 so that long tables stay exact to float32 precision.
+    """
+    position = torch.arange(length, dtype=torch.float64, device=device).unsqueeze(1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)
+    angle = position / torch.pow(torch.tensor(base, dtype=torch.float64), two_i / d_model)
+    table = torch.zeros(length, d_model, dtype=torch.float64, device=device)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table.float()
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Fixed sine/cosine positions added to the embeddings (no parameters).
+
+    The table is a non-persistent buffer precomputed for `max_len` positions; a longer input
+    extends it on the fly, since the formula is defined for every position.
+    """
+
+    def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.base = base
+        self.register_buffer("table", sinusoidal_table(max_len, d_model, base), persistent=False)
+
+    def encoding(self, length: int, offset: int = 0) -> torch.Tensor:
+        """The (length, d_model) rows for positions offset .. offset+length-1."""
+        needed = offset + length
+        if needed > self.table.shape[0]:
+            self.table = sinusoidal_table(max(needed, 2 * self.table.shape[0]), self.d_model, self.base,
+                                          device=self.table.device)
+        return self.table[offset:needed]
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x (batch, seq, d_model) -> x + PE[offset : offset+seq]."""
+        pe = self.encoding(x.shape[1], offset).to(x.dtype)
+        trace.emit(self, "PE", pe)
+        return x + pe
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """One trained vector per position 0 .. max_len-1 (BERT/GPT style); cannot go past max_len."""
+
+    def __init__(self, d_model: int, max_len: int = 512) -> None:
+        super().__init__()
+        self.max_len = max_len
+        self.weight = nn.Parameter(torch.empty(max_len, d_model))
+        nn.init.normal_(self.weight, std=d_model**-0.5)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x (batch, seq, d_model) -> x + P[offset : offset+seq]."""
+        end = offset + x.shape[1]
+        if end > self.max_len:
+            raise ValueError(f"sequence of {end} positions is longer than the learned table ({self.max_len})")
+        pe = self.weight[offset:end]
+        trace.emit(self, "PE", pe)
+        return x + pe
+
+
+class NoPositions(nn.Module):
+    """No absolute positions (used with RoPE, which rotates queries and keys instead)."""
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        return x
+
+
+def build_positions(kind: str, d_model: int, max_len: int) -> nn.Module:
+    if kind == "sinusoidal":
+        return SinusoidalPositionalEncoding(d_model, max_len)
+    if kind == "learned":
+        return LearnedPositionalEmbedding(d_model, max_len)
+    return NoPositions()  # "rope" and "none": attention handles (or skips) positions
+
+
+class InputEmbedding(nn.Module):
+    """Token embedding + positions + dropout: X = E[ids] (* sqrt(d)) + PE."""
+
+    def __init__(self, tokens: TokenEmbedding, positions: nn.Module, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.tokens = tokens
+        self.positions = positions
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """ids (batch, seq) -> X (batch, seq, d_model); `offset` = position of ids[:, 0]."""
+        trace.emit(self, "token_ids", ids)
+        x = self.positions(self.tokens(ids), offset)
+        trace.emit(self, "X", x)
+        return self.dropout(x)

@@ -1,0 +1,115 @@
+"""The encoder-decoder Transformer that joins the pieces, in the order data flows through it:
+
+    src ids -> embed + positions -> encoder -> memory
+    tgt ids -> embed + positions -> decoder (masked self-attention, cross-attention to memory)
+            -> output projection -> logits -> softmax -> probabilities
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from clearformer import trace
+from clearformer.config import ModelConfig
+from clearformer.model.attention import causal_mask, padding_mask
+from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
+from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+
+
+def build_rotary(config: ModelConfig) -> nn.Module | None:
+    """The rotary position module for attention when config.positional == "rope", else None."""
+    if config.positional != "rope":
+        return None
+    from clearformer.model.rope import RotaryEmbedding
+
+    return RotaryEmbedding(config.head_dim, config.max_len, config.rope_base)
+
+
+class OutputProjection(nn.Module):
+    """Decoder states -> one score (logit) per target token: logits = h W^T + b.
+
+    With tied embeddings W is the target embedding table itself (paper section 3.4).
+    """
+
+    def __init__(self, d_model: int, vocab_size: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(d_model, vocab_size)
+        nn.init.normal_(self.linear.weight, std=d_model**-0.5)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (batch, tgt_len, d_model) -> logits (batch, tgt_len, vocab)."""
+        logits = self.linear(hidden)
+        trace.emit(self, "logits", logits)
+        if trace.recording():
+            trace.emit(self, "probabilities", torch.softmax(logits.float(), dim=-1))
+        return logits
+
+
+class Transformer(nn.Module):
+    """The model of "Attention Is All You Need", built from one `ModelConfig`."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        c = config
+        rotary = build_rotary(c)
+        layer_args = dict(d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout,
+                          norm_first=c.norm_first, bias=c.bias, activation=c.activation, eps=c.layer_norm_eps,
+                          n_kv_heads=c.n_kv_heads, rotary=rotary)
+        self.src_embed = InputEmbedding(TokenEmbedding(c.src_vocab_size, c.d_model, c.scale_embedding, c.pad_id),
+                                        build_positions(c.positional, c.d_model, c.max_len), c.dropout)
+        self.tgt_embed = InputEmbedding(TokenEmbedding(c.tgt_vocab_size, c.d_model, c.scale_embedding, c.pad_id),
+                                        build_positions(c.positional, c.d_model, c.max_len), c.dropout)
+        self.encoder = Encoder([EncoderLayer(**layer_args) for _ in range(c.n_encoder_layers)],
+                               c.d_model, c.norm_first, c.layer_norm_eps)
+        self.decoder = Decoder([DecoderLayer(**layer_args) for _ in range(c.n_decoder_layers)],
+                               c.d_model, c.norm_first, c.layer_norm_eps)
+        self.output = OutputProjection(c.d_model, c.tgt_vocab_size)
+        if c.tie_embeddings == "all":
+            self.tgt_embed.tokens.weight = self.src_embed.tokens.weight
+        if c.tie_embeddings in ("decoder", "all"):
+            self.output.linear.weight = self.tgt_embed.tokens.weight
+        trace.name_modules(self)
+
+    # -- the data path, one step at a time --------------------------------------------------------
+
+    def encode(self, src_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """src_ids (batch, src_len) -> memory (batch, src_len, d_model), src_mask (batch, 1, 1, src_len)."""
+        src_mask = padding_mask(src_ids, self.config.pad_id)
+        memory = self.encoder(self.src_embed(src_ids), src_mask)
+        return memory, src_mask
+
+    def decode(self, tgt_ids: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+               cache: list[dict] | None = None, position: int = 0) -> torch.Tensor:
+        """tgt_ids (batch, tgt_len) decoder input (shifted right), memory from `encode`
+        -> decoder states (batch, tgt_len, d_model).
+
+        With a `cache` (from `new_cache`), tgt_ids holds only the new tokens, starting at absolute
+        position `position`; keys and values of earlier positions come from the cache.
+        """
+        tgt_len = tgt_ids.shape[1]
+        k_len = position + tgt_len if cache is not None else tgt_len
+        self_mask = causal_mask(tgt_len, k_len, tgt_ids.device)
+        # Target padding only ever follows the real tokens, so the causal mask already keeps real
+        # queries off it; the padded query rows are ignored by the loss.
+        x = self.tgt_embed(tgt_ids, offset=position)
+        return self.decoder(x, memory, self_mask, src_mask, cache, position)
+
+    def project(self, hidden: torch.Tensor) -> torch.Tensor:
+        """decoder states (batch, tgt_len, d_model) -> logits (batch, tgt_len, tgt_vocab)."""
+        return self.output(hidden)
+
+    def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: src_ids (batch, src_len), tgt_ids (batch, tgt_len) -> logits (batch, tgt_len, vocab)."""
+        memory, src_mask = self.encode(src_ids)
+        return self.project(self.decode(tgt_ids, memory, src_mask))
+
+    def new_cache(self) -> list[dict]:
+        """An empty key/value cache: one dict per decoder layer, filled during incremental decoding."""
+        return [{} for _ in self.decoder.layers]
+
+    def num_parameters(self) -> int:
+        """Trainable parameters, each shared (tied) matrix counted once."""
+        return sum(p.numel() for p in self.parameters())

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorsError
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from clearformer.config import ConfigError, ModelConfig
@@ -87,7 +87,7 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         raise UserError(f"{path}: missing (not a clearformer checkpoint?)")
     try:
         return load_file(str(path))
-    except (SafetensorsError, OSError, ValueError, RuntimeError) as error:
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
         raise UserError(f"{path}: damaged weights file ({str(error).splitlines()[0]})") from None
 
 

@@ -1,0 +1,77 @@
+"""`clearformer explain`: every intermediate of a forward pass, step by step, as the seeds show it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "explain", help="show every step of the Transformer on a sentence or a seed example",
+        description="Print every named intermediate (embeddings, PE, Q, K, V, scores, weights, Add & Norm, "
+                    "FFN, cross-attention, probabilities...) from the same modules that train.")
+    parser.add_argument("sentence", nargs="?", help="a source sentence to translate with a trained checkpoint")
+    parser.add_argument("--example", help="a built-in seed walkthrough: i-love-you or india-is-great")
+    parser.add_argument("--checkpoint", help="checkpoint directory (default: the last `clearformer train`)")
+    parser.add_argument("--decimals", type=int, default=4, help="decimals shown (default 4)")
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("--output", "-o", help="write to this file instead of standard output")
+    parser.add_argument("--layer", type=int, help="show only this layer")
+    parser.add_argument("--head", type=int, help="show only this attention head")
+    parser.add_argument("--top", type=int, default=10, help="vocabulary entries kept per distribution (0 = all)")
+    parser.add_argument("--max-cols", type=int, default=10, help="columns shown per matrix (0 = all)")
+    parser.add_argument("--max-rows", type=int, default=12, help="rows shown per matrix (0 = all)")
+    parser.add_argument("--plots", metavar="DIR", help="also write PNG figures into DIR")
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained interactive HTML page")
+    parser.set_defaults(func=run)
+
+
+def build(args):
+    """The walkthrough the arguments ask for."""
+    if args.example and args.sentence:
+        raise UserError("give either a sentence or --example, not both")
+    if args.example:
+        from clearformer.explain.examples import run_example
+
+        return run_example(args.example)[0]
+    if args.sentence is None:
+        raise UserError("nothing to explain: give a sentence (with a trained --checkpoint) or --example NAME")
+    from clearformer.checkpoint import load_model
+    from clearformer.explain.translation import explain_translation
+    from clearformer.runs import resolve_checkpoint
+
+    model, tokenizer, _ = load_model(resolve_checkpoint(args.checkpoint))
+    return explain_translation(model, tokenizer, args.sentence, top=args.top)
+
+
+def run(args) -> int:
+    if args.decimals < 0 or args.decimals > 12:
+        raise UserError("--decimals must be between 0 and 12")
+    walk = build(args)
+    if args.format == "json":
+        text = json.dumps(walk.to_dict(), ensure_ascii=False) + "\n"
+    else:
+        from clearformer.explain.render import render
+
+        text = render(walk, args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
+                      color=None if args.output else sys.stdout.isatty())
+    if args.output:
+        from clearformer.checkpoint import atomic_write_text
+
+        atomic_write_text(Path(args.output), text)
+    else:
+        sys.stdout.write(text)
+    if args.plots:
+        from clearformer.explain.plots import write_plots
+
+        for path in write_plots(walk, Path(args.plots)):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.html:
+        from clearformer.explain.html import write_html
+
+        print(f"wrote {write_html(walk, Path(args.html))}", file=sys.stderr)
+    return 0

@@ -1,0 +1,1 @@
+"""Explain: turn recorded intermediates into walkthroughs, print them, check hand-worked examples."""

@@ -1,0 +1,238 @@
+"""Turn what the recorder saw into a walkthrough: an ordered list of labelled steps.
+
+A `Walkthrough` is the one data structure every view reads: the terminal printer, `--format json`,
+the figures and the web page. Each `Step` wraps one recorded tensor (batch item 0) as one or more
+labelled matrices (one per head for per-head tensors), with the formula and one sentence that
+explain it. Steps come in the order the model computed them, which is the seeds' order:
+tokens -> ids -> embeddings -> + PE -> Q, K, V -> scores -> scaled -> softmax -> output -> concat
+and W_O -> Add & Norm -> FFN -> ... -> decoder -> logits -> probabilities -> chosen token.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from clearformer.trace import Record
+
+# name suffix -> (title, formula, one sentence). Longest matching suffix wins.
+CATALOG: dict[str, tuple[str, str, str]] = {
+    "token_ids": ("Token ids", "ids = vocab[tokens]",
+                  "Each token is replaced by its row number in the vocabulary."),
+    "tokens.lookup": ("Embedding lookup", "E[ids]  (= one_hot(ids) · E)",
+                      "Each id selects its row of the embedding table: a learned vector per token."),
+    "tokens.scaled": ("Scaled embeddings", "E[ids] · √d_model",
+                      "The paper multiplies embeddings by √d_model so positions do not drown them."),
+    "PE": ("Positional encoding", "PE(pos,2i) = sin(pos/10000^(2i/d)),  PE(pos,2i+1) = cos(pos/10000^(2i/d))",
+           "A fixed vector per position, so the model can tell word order apart."),
+    "X": ("Input X = embedding + positional encoding", "X = E[ids] + PE",
+          "Adding the position vector gives each token a representation of what it is and where it is."),
+    "Q": ("Queries Q", "Q = X · W^Q  (per head: X · W_i^Q)", "What each token is looking for."),
+    "K": ("Keys K", "K = X · W^K", "What each token offers to the others."),
+    "V": ("Values V", "V = X · W^V", "The information each token hands over when attended to."),
+    "scores": ("Scores QKᵀ", "scores = Q · Kᵀ",
+               "How well each query matches each key: one dot product per pair of tokens."),
+    "scaled": ("Scaled scores", "scaled = Q · Kᵀ / √d_k",
+               "Dividing by √d_k keeps the scores from growing with the width and saturating the softmax."),
+    "mask": ("Mask", "mask[i, j] = 1 where position i may look at position j",
+             "Blocked cells (padding, or future words in the decoder) get -∞ before the softmax."),
+    "weights": ("Attention weights", "weights = softmax(scaled + mask)  (row by row)",
+                "Each row becomes a probability distribution: how much each token attends to each other."),
+    "head_outputs": ("Head output", "head_i = weights · V",
+                     "Each token's output is the weighted average of the value vectors."),
+    "concat": ("Concatenated heads", "Concat(head_1, ..., head_h)",
+               "The heads' outputs side by side, back to d_model columns."),
+    "attention.output": ("Multi-head output (× W^O)", "MultiHead = Concat(heads) · W^O",
+                         "The output projection mixes what the heads found."),
+    "residual": ("Residual sum", "x + Sublayer(x)",
+                 "The sublayer's output is added to its input, so information and gradients flow through."),
+    "norm": ("Layer normalisation", "LayerNorm(x) = γ (x - mean) / √(var + ε) + β",
+             "Each token vector is rescaled to mean 0 and variance 1 (then scaled and shifted)."),
+    "feed_forward.hidden": ("Feed-forward hidden layer", "h = max(0, x · W_1 + b_1)",
+                            "Each position is expanded to d_ff dimensions through a ReLU, on its own."),
+    "feed_forward.output": ("Feed-forward output", "FFN(x) = h · W_2 + b_2", "And projected back to d_model."),
+    "encoder.output": ("Encoder output (memory)", "memory = Encoder(X)",
+                       "The context-aware source vectors that every decoder layer attends to."),
+    "decoder.output": ("Decoder output", "d = Decoder(Y, memory)",
+                       "The target vectors, ready to be turned into word scores."),
+    "logits": ("Logits", "logits = d · W_vocab + b", "One score per vocabulary word."),
+    "probabilities": ("Probabilities", "p = softmax(logits)",
+                      "The scores turned into a probability distribution over the vocabulary."),
+    "chosen": ("Chosen token", "next = argmax(p)  (greedy)", "The most probable word is emitted and fed back in."),
+}
+
+PER_HEAD = {"Q", "K", "V", "scores", "scaled", "weights", "head_outputs", "latent_scores"}
+VOCAB_SIZED = {"logits", "probabilities"}
+
+
+@dataclass
+class Matrix:
+    """A 2-D grid of numbers with labels; `head` is set for per-head matrices."""
+
+    values: list[list[float]]
+    row_labels: list[str]
+    col_labels: list[str]
+    head: int | None = None
+    note: str = ""
+
+
+@dataclass
+class Step:
+    id: str
+    name: str  # the recorder's dotted name
+    title: str
+    formula: str
+    explanation: str
+    stage: str  # "input", "encoder", "decoder", "output", "example"
+    layer: int | None = None
+    sublayer: str | None = None  # "self_attention", "cross_attention", "feed_forward", ...
+    decode_step: int | None = None
+    kind: str = "matrix"  # "matrix", "attention", "distribution", "ids"
+    matrices: list[Matrix] = field(default_factory=list)
+
+
+@dataclass
+class Walkthrough:
+    title: str
+    source_tokens: list[str]
+    target_tokens: list[str] = field(default_factory=list)
+    result: str = ""
+    steps: list[Step] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def find(self, name_suffix: str, decode_step: int | None = None) -> list[Step]:
+        return [s for s in self.steps if s.name.endswith(name_suffix)
+                and (decode_step is None or s.decode_step == decode_step)]
+
+
+def describe(name: str) -> tuple[str, str, str]:
+    """(title, formula, sentence) for a recorded name, by its longest known suffix."""
+    parts = name.split(".")
+    for take in range(min(3, len(parts)), 0, -1):
+        suffix = ".".join(parts[-take:])
+        if suffix in CATALOG:
+            return CATALOG[suffix]
+        if take == 2 and parts[-1] == "output" and parts[-2].endswith("attention"):
+            return CATALOG["attention.output"]
+    return (parts[-1].replace("_", " ").capitalize(), "", "")
+
+
+def _where(name: str) -> tuple[str, int | None, str | None]:
+    """(stage, layer, sublayer) from a dotted name such as decoder.layers.1.cross_attention.weights."""
+    stage = "input" if "embed" in name.split(".")[0] else name.split(".")[0]
+    layer = None
+    match = re.search(r"layers\.(\d+)\.([a-z_0-9]+)", name)
+    sublayer = None
+    if match:
+        layer, sublayer = int(match.group(1)), match.group(2)
+    if stage in ("output", "generate"):
+        stage = "output"
+    return stage, layer, sublayer
+
+
+def _sequence(name: str, axis: str) -> str:
+    """Which sequence ("source" or "target") the `axis` ("query" or "key") of tensor `name` runs over."""
+    head = name.split(".")[0]
+    if head in ("tgt_embed", "decoder", "output", "generate"):
+        return "source" if axis == "key" and ".cross_attention." in name else "target"
+    return "source"
+
+
+def _labels_for(name: str, labels: dict[str, list[str]], length: int, axis: str) -> list[str]:
+    """Token labels for a tensor axis of `length` entries (the last ones when decoding with a cache)."""
+    tokens = labels.get(_sequence(name, axis), [])
+    if len(tokens) >= length:
+        return list(tokens[len(tokens) - length:])
+    return [str(i) for i in range(length)]
+
+
+def _grid(tensor: torch.Tensor) -> list[list[float]]:
+    if tensor.dim() == 0:
+        tensor = tensor.reshape(1, 1)
+    if tensor.dim() == 1:
+        tensor = tensor.unsqueeze(0)
+    return [[float(x) for x in row] for row in tensor.double().tolist()]
+
+
+def step_from_record(record: Record, labels: dict[str, list[str]], vocab: list[str] | None = None,
+                     top: int = 10, index: int = 0) -> Step:
+    """One walkthrough step from one record (batch item 0)."""
+    name = record.name
+    last = name.split(".")[-1]
+    title, formula, sentence = describe(name)
+    stage, layer, sublayer = _where(name)
+    value = record.value
+    step = Step(id=f"{index}:{name}" + (f"@{record.step}" if record.step is not None else ""), name=name,
+                title=title, formula=formula, explanation=sentence, stage=stage, layer=layer, sublayer=sublayer,
+                decode_step=record.step)
+    if last in PER_HEAD and value.dim() == 4:  # (batch, heads, rows, cols)
+        value = value[0]
+        step.kind = "attention" if last in ("scores", "scaled", "weights") else "matrix"
+        for head in range(value.shape[0]):
+            rows = _labels_for(name, labels, value.shape[1], "key" if last in ("K", "V") else "query")
+            if last in ("scores", "scaled", "weights"):
+                cols = _labels_for(name, labels, value.shape[2], "key")
+            else:
+                cols = [f"d{j}" for j in range(value.shape[2])]
+            step.matrices.append(Matrix(_grid(value[head]), rows, cols, head=head))
+        return step
+    if last == "mask" and value.dim() == 3:  # (batch, rows, cols) bool
+        value = value[0].to(torch.float64)
+        rows = _labels_for(name, labels, value.shape[0], "query")
+        cols = _labels_for(name, labels, value.shape[1], "key")
+        step.kind = "attention"
+        step.matrices.append(Matrix(_grid(value), rows, cols, note="1 = may attend, 0 = blocked (-∞)"))
+        return step
+    if last == "token_ids":
+        ids = value[0] if value.dim() == 2 else value
+        step.kind = "ids"
+        cols = _labels_for(name, labels, ids.shape[-1], "query")
+        step.matrices.append(Matrix(_grid(ids.reshape(1, -1)), ["id"], cols))
+        return step
+    if last == "chosen":
+        token = int(value.reshape(-1)[0])
+        step.kind = "ids"
+        word = vocab[token] if vocab and token < len(vocab) else str(token)
+        step.matrices.append(Matrix([[float(token)]], ["chosen"], [word], note=word))
+        return step
+    if value.dim() == 3:
+        value = value[0]
+    if last in VOCAB_SIZED:
+        step.kind = "distribution"
+        row = value[-1] if value.dim() == 2 else value  # the position that predicts the next token
+        k = row.numel() if top <= 0 else min(top, row.numel())
+        order = torch.topk(row, k).indices
+        if top <= 0 or k == row.numel():
+            order = torch.arange(row.numel())
+        cols = [vocab[i] if vocab and i < len(vocab) else str(i) for i in order.tolist()]
+        note = "" if k == row.numel() else f"top {k} of {row.numel()}"
+        position = labels.get("target", [])[-1:] or ["next"]
+        step.matrices.append(Matrix(_grid(row[order]), position, cols, note=note))
+        return step
+    if value.dim() == 2:
+        rows = _labels_for(name, labels, value.shape[0], "query")
+        cols = [f"d{j}" for j in range(value.shape[1])]
+        step.matrices.append(Matrix(_grid(value), rows, cols))
+        return step
+    step.matrices.append(Matrix(_grid(value.reshape(value.shape[0], -1) if value.dim() > 2 else value),
+                                [], []))
+    return step
+
+
+def build_walkthrough(records: list[Record], title: str, source_tokens: list[str],
+                      target_tokens: list[str] | None = None, vocab: list[str] | None = None,
+                      target_by_step: dict[int, list[str]] | None = None, top: int = 10,
+                      skip: tuple[str, ...] = ()) -> Walkthrough:
+    """A walkthrough of `records` in order. `target_by_step[t]` labels the decoder input at decoding step t."""
+    walk = Walkthrough(title, list(source_tokens), list(target_tokens or []))
+    for index, record in enumerate(records):
+        if any(record.name.endswith(s) for s in skip):
+            continue
+        target = (target_by_step or {}).get(record.step, target_tokens or [])
+        labels = {"source": list(source_tokens), "target": list(target)}
+        walk.steps.append(step_from_record(record, labels, vocab, top, index))
+    return walk

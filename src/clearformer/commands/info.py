@@ -1,0 +1,82 @@
+"""`clearformer info`: a preset's or checkpoint's sizes and parameter count, module by module."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from clearformer.config import PRESETS, preset
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("info", help="sizes and parameter count of a preset or checkpoint")
+    parser.add_argument("--preset", default="base", help=f"one of: {', '.join(PRESETS)} (default base)")
+    parser.add_argument("--vocab", type=int, default=37000, help="vocabulary size (default 37000, as the paper)")
+    parser.add_argument("--tie", choices=["none", "decoder", "all"], default="all",
+                        help="shared embeddings (default all: source = target = output, as the paper)")
+    parser.add_argument("--checkpoint", help="describe a trained checkpoint instead of a preset")
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.set_defaults(func=run)
+
+
+def parameter_breakdown(model) -> dict[str, int]:
+    """Parameters per top-level part (embeddings, encoder, decoder, output), tied matrices counted once."""
+    seen: set[int] = set()
+    parts: dict[str, int] = {}
+    for name, parameter in model.named_parameters():
+        if id(parameter) in seen:
+            continue
+        seen.add(id(parameter))
+        part = name.split(".")[0]
+        parts[part] = parts.get(part, 0) + parameter.numel()
+    return parts
+
+
+def describe(model, name: str) -> dict:
+    config = model.config
+    info = {"name": name, "config": config.to_dict(), "parameters": model.num_parameters(),
+            "parameters_by_part": parameter_breakdown(model)}
+    try:
+        from clearformer.model.cache import kv_cache_bytes_per_token
+    except ImportError:
+        kv_cache_bytes_per_token = None
+    if kv_cache_bytes_per_token is not None:
+        info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
+    return info
+
+
+def run(args) -> int:
+    import torch
+
+    if args.checkpoint:
+        from clearformer.checkpoint import load_model
+
+        model, _, _ = load_model(args.checkpoint)
+        name = args.checkpoint
+    else:
+        if args.vocab <= 0:
+            from clearformer.errors import UserError
+
+            raise UserError("--vocab must be positive")
+        config = preset(args.preset, src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, tie_embeddings=args.tie)
+        with torch.device("meta"):  # sizes only: no memory, no initialisation time
+            from clearformer.checkpoint import model_class_for
+
+            model = model_class_for(config)(config)
+        name = f"preset {args.preset}"
+    info = describe(model, name)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+        return 0
+    c = info["config"]
+    print(f"{name}: d_model={c['d_model']}, heads={c['n_heads']}, layers={c['n_encoder_layers']}+"
+          f"{c['n_decoder_layers']}, d_ff={c['d_ff']}, dropout={c['dropout']}, vocab={c['tgt_vocab_size']}, "
+          f"tied embeddings={c['tie_embeddings']}, positions={c['positional']}, "
+          f"{'pre' if c['norm_first'] else 'post'}-norm")
+    for part, count in info["parameters_by_part"].items():
+        print(f"  {part:<12} {count:>14,}")
+    total = info["parameters"]
+    print(f"  {'total':<12} {total:>14,}  ({total / 1e6:.1f}M parameters)")
+    if "kv_cache_bytes_per_token" in info:
+        print(f"  KV cache per token: {info['kv_cache_bytes_per_token']}")
+    return 0

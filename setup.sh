@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One command for a fresh machine: set clearformer up in ./.venv, then run the main job
+# (the seed walkthrough, then the toy translation). `./setup.sh --no-demo` only sets up.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+PIP=(.venv/bin/python -m pip --disable-pip-version-check)
+"${PIP[@]}" install -q --upgrade pip
+
+# torch: keep one that is already there (>= 2.3); otherwise take the CPU build 2.13.0.
+# (An unpinned `torch` would pull a multi-GB CUDA build.)
+if ! .venv/bin/python -c "import torch, sys; v = tuple(int(x) for x in torch.__version__.split('+')[0].split('.')[:2]); sys.exit(v < (2, 3))" 2>/dev/null; then
+  echo "==> installing torch 2.13.0 (CPU)"
+  "${PIP[@]}" install -q torch==2.13.0
+fi
+echo "==> installing clearformer and its tools"
+"${PIP[@]}" install -q -e ".[serve,dev]"
+
+# The browser tests drive Debian's Chromium; install it where we may (root with apt-get).
+if [ -f scripts/install-browser.sh ]; then
+  bash scripts/install-browser.sh || echo "note: could not install Chromium; the browser tests will be skipped"
+fi
+
+if [ "${1:-}" = "--no-demo" ]; then
+  exit 0
+fi
+CF=.venv/bin/clearformer
+echo
+echo "==> 1/3  The seeds' walkthrough: 'I love you', every number (clearformer explain --example i-love-you)"
+"$CF" explain --example i-love-you --decimals 4
+echo "==> 2/3  Training the toy translator (clearformer train --preset toy-translate)"
+"$CF" train --preset toy-translate
+echo "==> 3/3  Translating (clearformer translate \"I love you\")"
+"$CF" translate "I love you"
+echo
+echo "Done. Next: .venv/bin/clearformer explain \"I love you\"   |   .venv/bin/clearformer serve"

@@ -25,6 +25,10 @@ def register(subparsers) -> None:
     parser.add_argument("--top", type=int, default=10, help="vocabulary entries kept per distribution (0 = all)")
     parser.add_argument("--max-cols", type=int, default=10, help="columns shown per matrix (0 = all)")
     parser.add_argument("--max-rows", type=int, default=12, help="rows shown per matrix (0 = all)")
+    parser.add_argument("--only", metavar="NAMES",
+                        help="comma-separated step names to print (e.g. weights,probabilities,chosen); a "
+                             "translation prints the attention weights, distributions and choices by default")
+    parser.add_argument("--all", action="store_true", help="print every recorded step of a translation")
     parser.add_argument("--plots", metavar="DIR", help="also write PNG figures into DIR")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained interactive HTML page")
     parser.set_defaults(func=run)
@@ -48,6 +52,26 @@ def build(args):
     return explain_translation(model, tokenizer, args.sentence, top=args.top)
 
 
+TRANSLATION_FOCUS = ("token_ids", "weights", "probabilities", "chosen")
+
+
+def shown_steps(walk, args):
+    """The walkthrough limited to the steps the terminal should print (JSON, plots and HTML get all)."""
+    import dataclasses
+
+    if args.only:
+        wanted = tuple(name.strip() for name in args.only.split(",") if name.strip())
+    elif args.sentence and not args.all:
+        wanted = TRANSLATION_FOCUS
+    else:
+        return walk
+    steps = [step for step in walk.steps if step.name.split(".")[-1] in wanted or step.name.endswith(wanted)]
+    if not steps:
+        raise UserError(f"--only {args.only!r} matches no step; names look like: "
+                        f"{', '.join(sorted({s.name.split('.')[-1] for s in walk.steps}))}")
+    return dataclasses.replace(walk, steps=steps)
+
+
 def run(args) -> int:
     if args.decimals < 0 or args.decimals > 12:
         raise UserError("--decimals must be between 0 and 12")
@@ -57,7 +81,7 @@ def run(args) -> int:
     else:
         from clearformer.explain.render import render
 
-        text = render(walk, args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
+        text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
                       color=None if args.output else sys.stdout.isatty())
     if args.output:
         from clearformer.checkpoint import atomic_write_text

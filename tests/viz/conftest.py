@@ -1,0 +1,87 @@
+"""Shared fixtures of the viz tests: a tiny random translation checkpoint and a live `clearformer serve`."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+WORDS = "I love you the cat Je t' aime le chat".split()
+SERVER_START_SECONDS = 90
+
+
+def build_checkpoint(directory: Path) -> Path:
+    """A 1+1-layer, 2-head, d_model 16 Transformer with random weights and a vocabulary for "I love you"."""
+    from clearformer.checkpoint import save_model
+    from clearformer.config import preset
+    from clearformer.model.transformer import Transformer
+    from clearformer.tokenize import SPECIALS, WordTokenizer
+
+    tokenizer = WordTokenizer(list(SPECIALS) + WORDS)
+    config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
+                    n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=12)
+    torch.manual_seed(0)
+    save_model(directory, Transformer(config), tokenizer, {"note": "random weights, for tests"})
+    return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    return build_checkpoint(tmp_path_factory.mktemp("viz") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_checkpoint):
+    from clearformer.checkpoint import load_model
+
+    model, tokenizer, _ = load_model(tiny_checkpoint)
+    return model, tokenizer
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def live_server(tiny_checkpoint, tmp_path_factory):
+    """`clearformer serve --checkpoint <tiny>` as a real process on a free loopback port -> its base URL."""
+    import httpx
+
+    port = free_port()
+    runs = tmp_path_factory.mktemp("runs")
+    env = dict(os.environ, CLEARFORMER_RUNS=str(runs))
+    log = tmp_path_factory.mktemp("server") / "serve.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", "serve", "--checkpoint",
+                                    str(tiny_checkpoint), "--port", str(port)], stdout=output,
+                                   stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    try:
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"clearformer serve exited with {process.returncode}: {log.read_text()}")
+            try:
+                if httpx.get(url + "api/info", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"clearformer serve silent for {SERVER_START_SECONDS} s: {log.read_text()}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,0 +1,240 @@
+"""End to end in a real browser: Debian's chromium, driven by Playwright (no browser download).
+
+The live tests start `clearformer serve` (see conftest.live_server), type a sentence, step through the
+walkthrough with the keyboard and compare the numbers the page shows with the recorder's, recorded
+here independently from the same checkpoint. Without chromium these tests skip, unless CI is set:
+then a missing browser is a failure (install it with scripts/install-browser.sh).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from clearformer import trace
+from clearformer.explain.examples import run_example
+from clearformer.explain.html import write_html
+
+CHROMIUM = os.environ.get("CLEARFORMER_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+MAX_PRESSES = 400
+
+
+def _require_browser() -> None:
+    missing = []
+    if not Path(CHROMIUM).exists():
+        missing.append(f"Debian's chromium package ({CHROMIUM})")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("the playwright Python package")
+    if missing:
+        reason = f"browser tests need {' and '.join(missing)}: run scripts/install-browser.sh"
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail(f"{reason} (CI is set, so a missing browser is a failure)")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # /dev/shm is tiny in containers; chromium then crashes rendering larger pages without this flag.
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                              args=["--disable-dev-shm-usage"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    tab = context.new_page()
+    tab.set_default_timeout(20_000)
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    # The browser logs every 4xx answer; the one test that sends a bad sentence expects a 400 (and checks it).
+    expected = "Failed to load resource: the server responded with a status of 400"
+    tab.on("console", lambda message: errors.append(message.text)
+           if message.type == "error" and not message.text.startswith(expected) else None)
+    yield tab
+    context.close()
+    assert errors == [], f"the page logged errors: {errors}"
+
+
+# --- reading the page ---------------------------------------------------------------------------------------
+
+def where(tab) -> tuple[str, int | None]:
+    view = tab.locator("#cf-view")
+    decode = view.get_attribute("data-decode-step")
+    return view.get_attribute("data-step-name"), (int(decode) if decode else None)
+
+
+def press_until(tab, key: str, name: str, decode_step: int | None = None) -> list[str]:
+    """Press `key` until the page shows step `name` (at `decode_step`); return the names passed on the way."""
+    passed = [where(tab)[0]]
+    for _ in range(MAX_PRESSES):
+        if where(tab) == (name, decode_step):
+            return passed
+        tab.keyboard.press(key)
+        passed.append(where(tab)[0])
+    raise AssertionError(f"never reached {name} at step {decode_step} with {key}")
+
+
+def click_step(tab, name: str) -> None:
+    """Click a step in the side list, opening its group first as a person would."""
+    button = tab.locator(f'.cf-nav-step[title="{name}"]').first
+    if not button.is_visible():
+        button.locator("xpath=../summary").click()
+    button.click()
+    assert where(tab)[0] == name
+
+
+def shown(tab, selector: str) -> tuple[np.ndarray, list[list[str]]]:
+    """(exact values from data-value, rounded texts) of the heatmap cells under `selector`."""
+    cells = tab.eval_on_selector_all(f"{selector} .cf-cell", "cells => cells.map(c => [+c.dataset.row, "
+                                     "+c.dataset.col, c.dataset.value, c.textContent])")
+    rows, cols = max(c[0] for c in cells) + 1, max(c[1] for c in cells) + 1
+    values, texts = np.zeros((rows, cols)), [[""] * cols for _ in range(rows)]
+    for row, col, value, text in cells:
+        values[row, col] = float(value)
+        texts[row][col] = text
+    return values, texts
+
+
+def assert_shows(tab, selector: str, expected: torch.Tensor) -> None:
+    """The cells under `selector` hold exactly `expected` and show it rounded to 4 decimals."""
+    values, texts = shown(tab, selector)
+    expected = expected.double().numpy()
+    np.testing.assert_allclose(values, expected, rtol=0, atol=1e-12)
+    assert texts == [[f"{v:.4f}" for v in row] for row in expected]
+
+
+# --- the live page ------------------------------------------------------------------------------------------
+
+def recorded_translation(model, tokenizer, sentence: str):
+    """The encoder's records, the greedy output ids, and the records of the last decoding step (whole prefix),
+    recorded here with the model's own modules (not through the walkthrough code the server uses)."""
+    ids = tokenizer.encode(sentence) + [tokenizer.eos_id]
+    src = torch.tensor([ids])
+    limit = min(model.config.max_len - 1, 2 * len(ids) + 8)  # the server's bound on the generated length
+    with torch.no_grad():
+        with trace.Recorder() as encoder:
+            memory, src_mask = model.encode(src)
+        generated = [tokenizer.bos_id]
+        for _ in range(limit):
+            logits = model.project(model.decode(torch.tensor([generated]), memory, src_mask))[:, -1]
+            generated.append(int(logits.argmax(-1)))
+            if generated[-1] == tokenizer.eos_id:
+                break
+        with trace.Recorder() as last:
+            model.project(model.decode(torch.tensor([generated[:-1]]), memory, src_mask))
+    return encoder, generated, last
+
+
+def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, tiny_model, tmp_path):
+    model, tokenizer = tiny_model
+    page.goto(live_server)
+    page.wait_for_selector("#cf-view[data-step-name]")
+    # A sentence the model cannot read is refused with the server's one-line message, shown on the page.
+    page.fill("#cf-sentence", "zzz qqq")
+    page.click("#cf-explain")
+    page.wait_for_selector("#cf-status.cf-error")
+    assert "unknown" in page.inner_text("#cf-status")
+
+    page.fill("#cf-sentence", "I love you")
+    page.click("#cf-explain")
+    page.wait_for_function("document.querySelector('#cf-summary h1').textContent === "
+                           "\"Translating 'I love you'\"")
+    encoder, generated, last = recorded_translation(model, tokenizer, "I love you")
+    final = len(generated) - 2  # the decoding step that chose the last token
+
+    # The seeds' order: tokens -> ids -> embeddings -> + PE -> X -> Q, K, V -> scores -> scaled -> softmax.
+    page.locator("body").click(position={"x": 5, "y": 300})  # keyboard focus on the page, not the input
+    passed = press_until(page, "ArrowRight", "encoder.layers.0.self_attention.weights")
+    attention = [f"encoder.layers.0.self_attention.{n}" for n in ("Q", "K", "V", "scores", "scaled", "mask",
+                                                                  "weights")]
+    assert passed == ["src_embed.token_ids", "src_embed.tokens.lookup", "src_embed.tokens.scaled",
+                      "src_embed.positions.PE", "src_embed.X", *attention]
+    weights = encoder.get("encoder.layers.0.self_attention.weights")[0]
+    for head in range(model.config.n_heads):
+        assert_shows(page, f'#cf-matrices .cf-matrix[data-head="{head}"]', weights[head])
+    page.select_option("#cf-head", "1")
+    assert page.locator("#cf-matrices .cf-matrix").count() == 1
+    page.select_option("#cf-head", "all")
+
+    # The alignment panel grows by one row per generated word.
+    for t in range(min(final, 2) + 1):
+        page.select_option("#cf-decode", str(t))
+        assert where(page)[1] == t
+        assert page.locator("#cf-alignment .cf-row-label").count() == t + 1
+
+    # To the end: the translation, then back to the last step's distribution and cross-attention.
+    page.locator("body").click(position={"x": 5, "y": 300})
+    page.keyboard.press("End")
+    assert where(page) == ("generate.chosen", final)
+    words = [tokenizer.id_to_token(i) for i in generated[1:]]
+    assert page.locator("#cf-produced .cf-token").all_inner_texts() == words
+    assert page.inner_text("#cf-result") == tokenizer.decode(generated[1:])
+    press_until(page, "ArrowLeft", "output.probabilities", final)
+    probabilities = last.get("output.probabilities")[0, -1]
+    top = torch.topk(probabilities, 10)
+    bars = page.eval_on_selector_all("#cf-matrices .cf-bar-row", "rows => rows.map(r => [r.dataset.label, "
+                                     "+r.dataset.value, r.classList.contains('cf-chosen')])")
+    assert [b[0] for b in bars] == [tokenizer.id_to_token(i) for i in top.indices.tolist()]
+    np.testing.assert_allclose([b[1] for b in bars], top.values.double().numpy(), rtol=0, atol=1e-12)
+    assert [b[0] for b in bars if b[2]] == [words[-1]]
+    press_until(page, "ArrowLeft", "decoder.layers.0.cross_attention.weights", final)
+    cross = last.get("decoder.layers.0.cross_attention.weights")[0]
+    for head in range(model.config.n_heads):
+        assert_shows(page, f'#cf-matrices .cf-matrix[data-head="{head}"]', cross[head])
+    alignment, _ = shown(page, "#cf-alignment")
+    np.testing.assert_allclose(alignment, cross.double().mean(0).numpy(), atol=1e-12)
+    shot = tmp_path / "walkthrough.png"
+    page.screenshot(path=shot)
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("CLEARFORMER_TEST_ARTIFACTS"):  # CI can keep it: set this to a directory it uploads
+        artifacts = Path(os.environ["CLEARFORMER_TEST_ARTIFACTS"])
+        artifacts.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, artifacts / "viz-walkthrough.png")
+
+
+def test_seed_example_on_the_live_page(page, live_server, golden):
+    page.goto(live_server)
+    page.wait_for_function("document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
+    _, recorder = run_example("i-love-you")
+    click_step(page, "self_attention.weights")
+    assert_shows(page, "#cf-matrices", recorder.get("self_attention.weights")[0, 0])
+    values, _ = shown(page, "#cf-matrices")
+    np.testing.assert_allclose(values, golden["seed_002_i_love_you"]["weights"], atol=1e-6)
+    click_step(page, "masked_example.weights")
+    blocked = page.eval_on_selector_all("#cf-matrices .cf-cell",
+                                        "cells => cells.map(c => !!c.dataset.blocked)")
+    assert blocked == [j > i for i in range(4) for j in range(4)]  # the blank upper triangle
+    page.hover('#cf-matrices .cf-cell[data-row="1"][data-col="0"]')
+    expected = float(recorder.get("masked_example.weights")[0, 0, 1, 0])
+    assert page.inner_text("#cf-tooltip") == f"Je · <START> = {expected!r}"
+
+
+def test_exported_page_works_offline(page, tmp_path):
+    walk, recorder = run_example("india-is-great")
+    path = write_html(walk, tmp_path / "india.html")
+    requests: list[str] = []
+    page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()))
+    page.goto(path.as_uri())
+    page.wait_for_selector("#cf-view[data-step-name]")
+    assert requests == [path.as_uri()]  # nothing but the file itself: no CDN, no other file
+    page.locator("body").click(position={"x": 5, "y": 300})
+    press_until(page, "ArrowRight", "multi_head.weights")
+    page.keyboard.press("ArrowLeft")
+    assert where(page)[0] == "multi_head.scaled"
+    page.click("#cf-next")
+    page.select_option("#cf-head", "1")
+    assert_shows(page, "#cf-matrices", recorder.get("multi_head.weights")[0, 1])
+    assert page.inner_text("#cf-formula") == walk.find("multi_head.weights")[0].formula

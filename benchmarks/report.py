@@ -37,8 +37,11 @@ def machine() -> str:
     return where
 
 
-def write_section(name: str, title: str, body: str, command: str | None = None) -> None:
-    """Replace (or append) section `name` of BENCHMARKS.md with `body` (markdown)."""
+def write_section(name: str, title: str, body: str, command: str | None = None, where: str | None = None) -> None:
+    """Replace (or append) section `name` of BENCHMARKS.md with `body` (markdown).
+
+    `where` describes the machine when the numbers were measured elsewhere (a lent GPU machine).
+    """
     command = command or "python " + " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = (f"<!-- begin {name} -->\n## {title}\n\n- Machine: {machine()}\n- Date: {stamp}\n"

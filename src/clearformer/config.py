@@ -108,6 +108,27 @@ class ModelConfig:
         need(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), not {self.dropout}")
         need(self.max_len > 0, "max_len must be positive")
         need(self.positional != "rope" or self.head_dim % 2 == 0, "rope needs an even head dimension")
+        if self.attention == "mla":
+            self._validate_mla(need)
+
+    def _validate_mla(self, need) -> None:
+        """MLA's sizes must describe a latent, keys, values and a RoPE part that fit together."""
+        need(self.kv_lora_rank > 0, f"attention='mla' needs kv_lora_rank > 0 (the latent c_KV), "
+                                    f"not {self.kv_lora_rank}")
+        need(self.qk_nope_head_dim > 0,
+             f"attention='mla' needs qk_nope_head_dim > 0, not {self.qk_nope_head_dim}")
+        need(self.v_head_dim > 0, f"attention='mla' needs v_head_dim > 0, not {self.v_head_dim}")
+        need(self.q_lora_rank >= 0,
+             f"q_lora_rank must be >= 0 (0 = no query compression), not {self.q_lora_rank}")
+        need(self.qk_rope_head_dim >= 0 and self.qk_rope_head_dim % 2 == 0,
+             f"qk_rope_head_dim must be even and >= 0, not {self.qk_rope_head_dim}")
+        need(self.positional != "rope" or self.qk_rope_head_dim > 0,
+             "attention='mla' with positional='rope' needs qk_rope_head_dim > 0 (the decoupled RoPE key)")
+        need(self.positional == "rope" or self.qk_rope_head_dim == 0,
+             f"qk_rope_head_dim={self.qk_rope_head_dim} is MLA's decoupled RoPE key: "
+             f"it needs positional='rope' (or set it to 0)")
+        need(self.n_kv_heads is None or self.n_kv_heads == self.n_heads,
+             "n_kv_heads does not apply to attention='mla' (all heads' keys and values come from one latent)")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -136,6 +157,9 @@ class ModelConfig:
         return cls.from_dict(data)
 
 
+LM_DEFAULTS = dict(src_vocab_size=0, n_encoder_layers=0, positional="rope", norm_first=True,
+                   activation="gelu", tie_embeddings="decoder", scale_embedding=False, dropout=0.0)
+
 # The paper's sizes (Table 3) and the seeds' toy size. Vocabulary sizes are filled in by the caller.
 PRESETS: dict[str, dict] = {
     "toy": dict(d_model=4, n_heads=1, n_encoder_layers=1, n_decoder_layers=1, d_ff=8,
@@ -145,6 +169,12 @@ PRESETS: dict[str, dict] = {
     "small": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=0.1),
     "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.1),
     "big": dict(d_model=1024, n_heads=16, n_encoder_layers=6, n_decoder_layers=6, d_ff=4096, dropout=0.3),
+    # Decoder-only language models (GPT style: pre-norm, GELU, RoPE, output tied to the embedding).
+    **{name: dict(LM_DEFAULTS, **sizes) for name, sizes in {
+        "lm-tiny": dict(d_model=64, n_heads=4, n_decoder_layers=2, d_ff=256, max_len=128),
+        "lm-small": dict(d_model=256, n_heads=8, n_decoder_layers=4, d_ff=1024, max_len=256),
+        "lm-base": dict(d_model=512, n_heads=8, n_decoder_layers=6, d_ff=2048, max_len=512),
+    }.items()},
 }
 
 

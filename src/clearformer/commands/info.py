@@ -36,12 +36,9 @@ def describe(model, name: str) -> dict:
     config = model.config
     info = {"name": name, "config": config.to_dict(), "parameters": model.num_parameters(),
             "parameters_by_part": parameter_breakdown(model)}
-    try:
-        from clearformer.model.cache import kv_cache_bytes_per_token
-    except ImportError:
-        kv_cache_bytes_per_token = None
-    if kv_cache_bytes_per_token is not None:
-        info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
+    from clearformer.model.cache import kv_cache_bytes_per_token
+
+    info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
     return info
 
 
@@ -78,5 +75,7 @@ def run(args) -> int:
     total = info["parameters"]
     print(f"  {'total':<12} {total:>14,}  ({total / 1e6:.1f}M parameters)")
     if "kv_cache_bytes_per_token" in info:
-        print(f"  KV cache per token: {info['kv_cache_bytes_per_token']}")
+        from clearformer.model.cache import describe_kv_cache
+
+        print(f"  KV cache (decoder self-attention): {describe_kv_cache(info['kv_cache_bytes_per_token'])}")
     return 0

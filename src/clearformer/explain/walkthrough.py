@@ -46,6 +46,15 @@ CATALOG: dict[str, tuple[str, str, str]] = {
                "The heads' outputs side by side, back to d_model columns."),
     "attention.output": ("Multi-head output (× W^O)", "MultiHead = Concat(heads) · W^O",
                          "The output projection mixes what the heads found."),
+    "latent": ("Latent c_KV (MLA)", "c_KV = X · W^DKV",
+               "Multi-Head Latent Attention compresses keys and values of each token into one small vector; "
+               "only it (and the RoPE key) is cached."),
+    "K_rope": ("Decoupled RoPE key (MLA)", "k^R = RoPE(X · W^KR)",
+               "One rotary key per token, shared by every head, carries the position."),
+    "Q_rope": ("RoPE part of the queries (MLA)", "q^R = RoPE(c_Q · W^QR)", "Each head's rotary query part."),
+    "K_nope": ("Keys from the latent (MLA)", "k^C = c_KV · W^UK", "Each head's keys, up-projected from the latent."),
+    "Q_absorbed": ("Absorbed queries (MLA)", "q · W^UKᵀ",
+                   "The key up-projection folded into the query, so scores are taken against the latent."),
     "residual": ("Residual sum", "x + Sublayer(x)",
                  "The sublayer's output is added to its input, so information and gradients flow through."),
     "norm": ("Layer normalisation", "LayerNorm(x) = γ (x - mean) / √(var + ε) + β",
@@ -63,7 +72,7 @@ CATALOG: dict[str, tuple[str, str, str]] = {
     "chosen": ("Chosen token", "next = argmax(p)  (greedy)", "The most probable word is emitted and fed back in."),
 }
 
-PER_HEAD = {"Q", "K", "V", "scores", "scaled", "weights", "head_outputs", "latent_scores"}
+PER_HEAD = {"Q", "K", "V", "scores", "scaled", "weights", "head_outputs", "Q_rope", "K_nope", "Q_absorbed"}
 VOCAB_SIZED = {"logits", "probabilities"}
 
 

@@ -96,8 +96,44 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
 
 def fast_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                    dropout: float = 0.0, scale: float | None = None) -> torch.Tensor:
-    """The same as `explicit_attention`'s output, through torch's fused kernel."""
+    """The same as `explicit_attention`'s output, through torch's fused kernel.
+
+    A single query (a decoding step with a KV cache) takes two small matrix products instead: for
+    one query row the fused kernel's tiling costs more than it saves (benchmarks/decode_speed.py).
+    A query with every key blocked gets zeros, as from the fused kernel.
+    """
+    if q.shape[-2] == 1 and dropout == 0.0:
+        scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            weights = weights.nan_to_num(0.0)
+        return weights @ v
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale)
+
+
+def grouped_fast_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                           mask: torch.Tensor | None = None, dropout: float = 0.0) -> torch.Tensor:
+    """Grouped-query attention through the fused kernel, without copying keys/values per query head.
+
+    q (batch, heads, q_len, d), k/v (batch, kv_heads, k_len, d): query heads j*group .. j*group+group-1
+    share kv head j, so they are stacked as rows, (batch, kv_heads, group * q_len, d), and attend to
+    that one head (the mask is repeated to match). Returns (batch, heads, q_len, d_v), the same as
+    repeating k/v `group` times.
+    """
+    batch, heads, q_len, d = q.shape
+    kv_heads, k_len = k.shape[1], k.shape[2]
+    group = heads // kv_heads
+    rows = q.reshape(batch, kv_heads, group * q_len, d)
+    if mask is not None:
+        mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+        mask = mask.expand(mask.shape[0], mask.shape[1], q_len, k_len)
+        if mask.shape[1] == 1:
+            mask = mask.unsqueeze(2).expand(mask.shape[0], 1, group, q_len, k_len)
+        mask = mask.reshape(mask.shape[0], -1, group * q_len, k_len)
+    out = F.scaled_dot_product_attention(rows, k, v, attn_mask=mask, dropout_p=dropout)
+    return out.reshape(batch, heads, q_len, v.shape[-1])
 
 
 # ----------------------------------------------------------------------------- multi-head
@@ -171,13 +207,15 @@ class MultiHeadAttention(nn.Module):
         trace.emit(self, "Q", q)
         trace.emit(self, "K", k)
         trace.emit(self, "V", v)
-        if self.n_kv_heads != self.n_heads:
-            group = self.n_heads // self.n_kv_heads
-            k = k.repeat_interleave(group, dim=1)
-            v = v.repeat_interleave(group, dim=1)
         dropout = self.dropout if self.training else 0.0
         if self.explicit or trace.recording():
+            if self.n_kv_heads != self.n_heads:  # per-head scores and weights for the recorder
+                group = self.n_heads // self.n_kv_heads
+                k = k.repeat_interleave(group, dim=1)
+                v = v.repeat_interleave(group, dim=1)
             heads, _ = explicit_attention(q, k, v, mask, dropout, recorder_prefix=self)
+        elif self.n_kv_heads != self.n_heads:
+            heads = grouped_fast_attention(q, k, v, mask, dropout)
         else:
             heads = fast_attention(q, k, v, mask, dropout)
         batch, _, q_len, _ = heads.shape

@@ -14,6 +14,7 @@ from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
+from clearformer.model.latent import build_decoder_self_attention
 from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 
 
@@ -64,7 +65,9 @@ class Transformer(nn.Module):
                                         build_positions(c.positional, c.d_model, c.max_len), c.dropout)
         self.encoder = Encoder([EncoderLayer(**layer_args) for _ in range(c.n_encoder_layers)],
                                c.d_model, c.norm_first, c.layer_norm_eps)
-        self.decoder = Decoder([DecoderLayer(**layer_args) for _ in range(c.n_decoder_layers)],
+        # attention="mla" swaps the decoder's self-attention (the cached one) for latent attention.
+        self.decoder = Decoder([DecoderLayer(**layer_args, self_attention=build_decoder_self_attention(c))
+                                for _ in range(c.n_decoder_layers)],
                                c.d_model, c.norm_first, c.layer_norm_eps)
         self.output = OutputProjection(c.d_model, c.tgt_vocab_size)
         if c.tie_embeddings == "all":

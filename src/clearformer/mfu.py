@@ -1,0 +1,117 @@
+"""Model FLOPs utilisation (MFU), as nanoGPT and the PaLM paper (appendix B) define it.
+
+    MFU = (model FLOPs per token x tokens per second) / peak FLOP/s of the machine
+
+Model FLOPs per token (forward + backward = 3 x forward, 2 FLOPs per multiply-add):
+    6 N                                  every weight used in a matrix product, once per token
+  + 6 L T n_h (d_qk + d_v)               attention scores and the weighted sum over T positions
+(with d_qk = d_v = d_head this is nanoGPT's 12 L H Q T). The peak is not a datasheet number: it is
+measured once with a large fp32 matrix product on this machine (with the thread count in use) and
+cached in ~/.cache/clearformer/matmul_peak.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+
+def cache_file() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "clearformer" / "matmul_peak.json"
+
+
+def machine_key(device: torch.device) -> str:
+    """What the peak depends on: processor, thread count, torch version, device."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    if device.type == "cuda":
+        cpu = torch.cuda.get_device_name(device)
+    return f"{cpu}|threads={torch.get_num_threads()}|torch={torch.__version__}|{device.type}"
+
+
+def measure_matmul_peak(size: int = 2048, repeats: int = 5, device: str | torch.device = "cpu") -> float:
+    """Best FLOP/s of a (size x size) @ (size x size) fp32 product over `repeats` timed runs."""
+    device = torch.device(device)
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    best = float("inf")
+    for attempt in range(repeats + 1):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if attempt:  # the first run warms caches and thread pools
+            best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best
+
+
+def matmul_peak(device: str | torch.device = "cpu", refresh: bool = False) -> float:
+    """This machine's measured fp32 matmul peak in FLOP/s, from the cache when present."""
+    device = torch.device(device)
+    path = cache_file()
+    key = machine_key(device)
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    if not refresh and isinstance(known.get(key), (int, float)):
+        return float(known[key])
+    peak = measure_matmul_peak(device=device)
+    known[key] = peak
+    try:
+        from clearformer.checkpoint import atomic_write_text
+
+        atomic_write_text(path, json.dumps(known, indent=2) + "\n")
+    except OSError:
+        pass  # a read-only home only costs a re-measurement next time
+    return peak
+
+
+def matmul_parameters(model: torch.nn.Module) -> int:
+    """Parameters used in matrix products per token: all, minus tables that are only looked up
+    (learned positions; the token embedding unless it is tied to the output projection)."""
+    seen: set[int] = set()
+    total = 0
+    output_weight = getattr(getattr(model, "output", None), "linear", None)
+    tied_ids = {id(output_weight.weight)} if output_weight is not None else set()
+    for name, parameter in model.named_parameters():
+        if id(parameter) in seen:
+            continue
+        seen.add(id(parameter))
+        lookup_only = name.endswith("positions.weight") or (
+            name.endswith("tokens.weight") and id(parameter) not in tied_ids)
+        if not lookup_only:
+            total += parameter.numel()
+    return total
+
+
+def flops_per_token(model: torch.nn.Module, seq_len: int) -> float:
+    """Training FLOPs (forward + backward) per token at context length `seq_len`."""
+    config = model.config
+    if config.attention == "mla":
+        d_qk, d_v = config.qk_nope_head_dim + config.qk_rope_head_dim, config.v_head_dim
+    else:
+        d_qk = d_v = config.head_dim
+    attention = 6 * config.n_decoder_layers * seq_len * config.n_heads * (d_qk + d_v)
+    return 6 * matmul_parameters(model) + attention
+
+
+def mfu(tokens_per_second: float, flops_per_token_: float, peak: float) -> float:
+    """Fraction of the measured peak that the model's arithmetic used."""
+    return tokens_per_second * flops_per_token_ / peak

@@ -1,0 +1,108 @@
+"""The decoder-only (GPT-style) language model: the Transformer's decoder without cross-attention.
+
+    ids -> embed (+ positions) -> N x [masked self-attention, feed-forward] -> output projection
+        -> logits (one score per vocabulary token for the NEXT token at every position)
+
+Every position may look only at itself and earlier positions (the causal mask), so one forward
+pass trains next-token prediction at all positions at once. The self-attention is chosen by the
+config: MHA, GQA (n_kv_heads), MQA (n_kv_heads=1) or MLA (attention="mla").
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from clearformer import trace
+from clearformer.config import ModelConfig
+from clearformer.model.attention import causal_mask
+from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
+from clearformer.model.latent import MultiHeadLatentAttention, build_decoder_self_attention
+from clearformer.model.layers import Decoder, DecoderLayer
+from clearformer.model.transformer import OutputProjection, build_rotary
+
+VARIANTS = ("mha", "gqa", "mqa", "mla")
+
+
+def attention_variant(config: ModelConfig) -> str:
+    """Which member of the attention family a config builds: mha, gqa, mqa or mla."""
+    if config.attention == "mla":
+        return "mla"
+    if config.kv_heads == config.n_heads:
+        return "mha"
+    return "mqa" if config.kv_heads == 1 else "gqa"
+
+
+def variant_overrides(variant: str, d_model: int, n_heads: int, kv_heads: int | None = None) -> dict:
+    """Config fields selecting `variant`, sized with DeepSeek-V2's proportions for MLA.
+
+    GQA defaults to n_heads / 4 key/value heads (at least 2). MLA uses the paper's ratios:
+    d_c = 4 d_h, d_h^R = d_h / 2, d_nope = d_v = d_h, no query compression (the paper's
+    d_c' = 12 d_h would be wider than d_model at these sizes).
+    """
+    head = d_model // n_heads
+    if variant == "mha":
+        return dict(attention="mha", n_kv_heads=None)
+    if variant == "mqa":
+        return dict(attention="mha", n_kv_heads=1)
+    if variant == "gqa":
+        groups = kv_heads or max(2, n_heads // 4)
+        return dict(attention="mha", n_kv_heads=groups)
+    if variant == "mla":
+        rope = max(2, head // 2 - head // 2 % 2)  # d_h / 2, rounded down to an even size
+        return dict(attention="mla", n_kv_heads=None, kv_lora_rank=4 * head, q_lora_rank=0,
+                    qk_nope_head_dim=head, qk_rope_head_dim=rope, v_head_dim=head)
+    raise ValueError(f"unknown attention variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+
+
+class LanguageModel(nn.Module):
+    """A causal language model built from one `ModelConfig` with n_encoder_layers == 0.
+
+    Vocabulary size is config.tgt_vocab_size. Trace names: `embed.*`, `decoder.layers.<i>.*`,
+    `output.*`.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        c = config
+        rotary = build_rotary(c) if c.attention != "mla" else None
+        self.embed = InputEmbedding(TokenEmbedding(c.tgt_vocab_size, c.d_model, c.scale_embedding, c.pad_id),
+                                    build_positions(c.positional, c.d_model, c.max_len), c.dropout)
+        layers = [DecoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.bias, c.activation,
+                               c.layer_norm_eps, c.n_kv_heads, rotary, cross_attention=False,
+                               self_attention=build_decoder_self_attention(c))
+                  for _ in range(c.n_decoder_layers)]
+        self.decoder = Decoder(layers, c.d_model, c.norm_first, c.layer_norm_eps)
+        self.output = OutputProjection(c.d_model, c.tgt_vocab_size)
+        if c.tie_embeddings != "none":
+            self.output.linear.weight = self.embed.tokens.weight
+        trace.name_modules(self)
+
+    def hidden(self, ids: torch.Tensor, cache: list[dict] | None = None, position: int = 0) -> torch.Tensor:
+        """ids (batch, seq) -> final states (batch, seq, d_model).
+
+        With a `cache` (from `new_cache`), ids are only the new tokens, the first at absolute
+        `position`; earlier keys/values (or MLA latents) come from the cache.
+        """
+        seq = ids.shape[1]
+        mask = causal_mask(seq, position + seq if cache is not None else seq, ids.device)
+        return self.decoder(self.embed(ids, offset=position), None, mask, None, cache, position)
+
+    def forward(self, ids: torch.Tensor, cache: list[dict] | None = None, position: int = 0) -> torch.Tensor:
+        """ids (batch, seq) -> logits (batch, seq, vocab): row t scores the token at t + 1."""
+        return self.output(self.hidden(ids, cache, position))
+
+    def new_cache(self) -> list[dict]:
+        """An empty cache: one dict per layer, {"self": {...}} filled while decoding."""
+        return [{} for _ in self.decoder.layers]
+
+    def set_mla_path(self, absorb: bool | None) -> None:
+        """MLA layers: True = absorbed, False = naive, None = absorbed only when decoding with a cache."""
+        for module in self.modules():
+            if isinstance(module, MultiHeadLatentAttention):
+                module.absorb = absorb
+
+    def num_parameters(self) -> int:
+        """Trainable parameters, a tied matrix counted once."""
+        return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,240 @@
+"""Decoding speed: clearformer greedy and beam 4, with and without the KV cache, against Hugging Face
+`MarianMTModel.generate` and CTranslate2 on a model of the same size.
+
+    python benchmarks/decode_speed.py                 # writes its section of BENCHMARKS.md
+    python benchmarks/decode_speed.py --no-write --sentences 64
+
+All three run the `small` size (d_model 256, 4 heads, 3 + 3 layers, d_ff 1024) with random
+weights and one vocabulary of --vocab tokens, on the same source sentences: the first
+--sentences of data/en-fr-software/test.tsv, as token counts (random ids of each sentence's
+word count; random lengths when the corpus is not built). With random weights <eos> would come
+at random, so every system is made to generate exactly --new-tokens tokens per sentence
+(clearformer: min_length = max_new; Transformers: min_new_tokens = max_new_tokens;
+CTranslate2: min_decoding_length = max_decoding_length). Throughput = sentences x new tokens /
+seconds (beam search counts the returned tokens, not the beams'). Batches of --batch
+sentences, sorted by length, the same batches for everyone, one warm-up batch each; best of
+--repeats rounds (each round runs every system once, in turn; the uncached runs only once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.report import markdown_table, write_section  # noqa: E402
+from clearformer.config import preset  # noqa: E402
+from clearformer.generate import beam_search, greedy_decode, pad_batch  # noqa: E402
+from clearformer.model.transformer import Transformer  # noqa: E402
+
+SIZE = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
+
+
+def source_lengths(count: int, seed: int) -> tuple[list[int], str]:
+    """Word counts of the first `count` test sources of en-fr-software (or random lengths)."""
+    from clearformer.data.paths import default_data_dir
+    from clearformer.tokenize import split_words
+
+    path = default_data_dir("en-fr-software") / "test.tsv"
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+        lines = [line.split("\t")[0] for line in text.splitlines() if "\t" in line]
+        lengths = [max(1, len(split_words(s))) for s in lines[:count]]
+        if len(lengths) == count:
+            return lengths, f"word counts of the first {count} sources of {path}"
+    rng = random.Random(seed)
+    return [rng.randint(3, 30) for _ in range(count)], f"{count} random lengths in 3..30"
+
+
+def make_batches(lengths: list[int], vocab: int, batch: int, seed: int) -> list[list[list[int]]]:
+    """Random source ids (4 .. vocab-2: no special id) of the given lengths, longest first, in batches."""
+    rng = random.Random(seed)
+    sentences = [[rng.randrange(4, vocab - 1) for _ in range(n)] for n in lengths]
+    sentences.sort(key=len, reverse=True)
+    return [sentences[i: i + batch] for i in range(0, len(sentences), batch)]
+
+
+def time_once(run) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+# ----------------------------------------------------------------------------- the three systems
+
+
+def clearformer_runner(model, batches, beam: int, new_tokens: int, use_cache: bool):
+    inputs = [pad_batch(b, model.config.pad_id) for b in batches]
+
+    def run(warm_up: bool = False):
+        for src in inputs[:1] if warm_up else inputs:
+            if beam == 1:
+                # with_scores=False: as `translate` calls it (Transformers returns no scores either)
+                out = greedy_decode(model, src, max_new=new_tokens, min_length=new_tokens,
+                                    use_cache=use_cache, with_scores=False)
+            else:
+                out = beam_search(model, src, beam=beam, alpha=0.6, max_new=new_tokens, min_length=new_tokens,
+                                  use_cache=use_cache)
+            assert bool((out.lengths == new_tokens).all()), "every sentence must generate new_tokens tokens"
+    return run
+
+
+def marian_model(vocab: int):
+    """A random MarianMTModel of the same size; <pad> (the decoder start) is the last id, </s> is 0."""
+    from transformers import MarianConfig, MarianMTModel
+
+    config = MarianConfig(vocab_size=vocab, d_model=SIZE["d_model"], encoder_layers=SIZE["n_encoder_layers"],
+                          decoder_layers=SIZE["n_decoder_layers"], encoder_attention_heads=SIZE["n_heads"],
+                          decoder_attention_heads=SIZE["n_heads"], encoder_ffn_dim=SIZE["d_ff"],
+                          decoder_ffn_dim=SIZE["d_ff"], activation_function="relu",
+                          max_position_embeddings=512, scale_embedding=True, dropout=0.0,
+                          attention_dropout=0.0, activation_dropout=0.0,
+                          pad_token_id=vocab - 1, eos_token_id=0, decoder_start_token_id=vocab - 1,
+                          forced_eos_token_id=None, bos_token_id=None)
+    torch.manual_seed(0)
+    return MarianMTModel(config).eval()
+
+
+def hf_runner(model, batches, beam: int, new_tokens: int):
+    pad = model.config.pad_token_id
+    inputs = []
+    for b in batches:
+        ids = pad_batch(b, pad)
+        inputs.append((ids, (ids != pad).long()))
+
+    def run(warm_up: bool = False):
+        with torch.inference_mode():
+            for ids, mask in inputs[:1] if warm_up else inputs:
+                out = model.generate(input_ids=ids, attention_mask=mask, num_beams=beam, do_sample=False,
+                                     max_new_tokens=new_tokens, min_new_tokens=new_tokens, length_penalty=1.0,
+                                     early_stopping=False)
+                assert out.shape[1] == new_tokens + 1, out.shape  # the start token + new tokens
+    return run
+
+
+def ctranslate2_translator(model, vocab: int, directory: Path, threads: int):
+    """Save the Marian model, convert it with CTranslate2's TransformersConverter, load it (float32)."""
+    import ctranslate2
+    from ctranslate2.converters import TransformersConverter
+
+    tokens = ["</s>", "<unk>"] + [f"t{i}" for i in range(2, vocab - 1)] + ["<pad>"]
+
+    class VocabularyOnly:
+        """What the Marian converter reads from a tokenizer: the vocabulary (<pad> last) and two names."""
+
+        eos_token, unk_token = "</s>", "<unk>"
+
+        def get_vocab(self):
+            return {token: index for index, token in enumerate(tokens)}
+
+    class Converter(TransformersConverter):
+        def load_tokenizer(self, tokenizer_class, model_name_or_path, **kwargs):
+            return VocabularyOnly()
+
+    model.save_pretrained(directory / "hf")
+    Converter(str(directory / "hf")).convert(str(directory / "ct2"), force=True)
+    translator = ctranslate2.Translator(str(directory / "ct2"), device="cpu", compute_type="float32",
+                                       intra_threads=threads, inter_threads=1)
+    return translator, tokens
+
+
+def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
+    inputs = [[[tokens[i] for i in sentence] for sentence in b] for b in batches]
+
+    def run(warm_up: bool = False):
+        for batch in inputs[:1] if warm_up else inputs:
+            results = translator.translate_batch(batch, beam_size=beam, max_decoding_length=new_tokens,
+                                                 min_decoding_length=new_tokens, length_penalty=0.6,
+                                                 max_batch_size=len(batch))
+            assert all(len(r.hypotheses[0]) == new_tokens for r in results)
+    return run
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sentences", type=int, default=500)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--new-tokens", type=int, default=30)
+    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
+    parser.add_argument("--skip-peers", action="store_true",
+                        help="clearformer only (no transformers / ctranslate2)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    lengths, where = source_lengths(args.sentences, args.seed)
+    batches = make_batches(lengths, args.vocab, args.batch, args.seed)
+    tokens = args.sentences * args.new_tokens
+    torch.manual_seed(args.seed)
+    model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
+                               max_len=512)).eval()
+
+    new = args.new_tokens
+    runs: dict[tuple[str, int], object] = {}
+    for beam in (1, 4):
+        runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, beam, new, True)
+        runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches, beam, new, False)
+    temporary = tempfile.TemporaryDirectory()
+    if not args.skip_peers:
+        marian = marian_model(args.vocab)
+        where_to = Path(temporary.name)
+        translator, vocabulary = ctranslate2_translator(marian, args.vocab, where_to, args.threads)
+        for beam in (1, 4):
+            runs[("transformers MarianMTModel.generate", beam)] = hf_runner(marian, batches, beam, new)
+            runs[("CTranslate2 float32", beam)] = ct2_runner(translator, vocabulary, batches, beam, new)
+
+    # Round-robin over the systems, best time of each: a busy machine slows every system alike
+    # instead of whichever happened to run during a burst of other work.
+    load_before = os.getloadavg()[0]
+    for run in runs.values():
+        run(warm_up=True)
+    best: dict[tuple[str, int], float] = {}
+    cached = [key for key in runs if "no cache" not in key[0]]
+    uncached = [key for key in runs if key not in cached]
+    for name, beam in cached * args.repeats + uncached:  # the slow uncached runs once, last
+        seconds = time_once(runs[(name, beam)])
+        best[(name, beam)] = min(seconds, best.get((name, beam), seconds))
+        print(f"{name:40s} beam {beam}: {seconds:7.2f} s  {tokens / seconds:8.0f} tok/s", flush=True)
+    rate = {key: tokens / seconds for key, seconds in best.items()}
+    load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    temporary.cleanup()
+
+    ours = "clearformer, KV cache"
+    rows = []
+    for (name, beam), value in rate.items():
+        ratio = rate[(ours, beam)] / value
+        search = "greedy" if beam == 1 else f"beam {beam}"
+        speed_up = "—" if name == ours else f"{ratio:.2f}x"
+        rows.append([name, search, f"{tokens / value:.2f}", f"{value:,.0f}", speed_up])
+    rows.sort(key=lambda row: (row[1], row[0] != ours))
+    body = (f"{args.sentences} sentences ({where}), batches of {args.batch} sentences, exactly "
+            f"{args.new_tokens} new tokens per sentence (<eos> suppressed until then, on every system), "
+            f"vocabulary {args.vocab}, random weights, float32, {args.threads} threads, best of "
+            f"{args.repeats} runs (1 for the uncached runs). Throughput counts returned tokens "
+            f"({tokens} per run). Last column: clearformer with the cache, this many times faster. "
+            f"1-minute load average of the machine: {load} (other jobs sharing the cores slow every "
+            f"system; the best-of rounds damp that but do not remove it).\n\n"
+            + markdown_table(["system", "search", "seconds", "tokens/s", "clearformer (cache) speed-up"],
+                             rows))
+    print(body)
+    if not args.no_write:
+        write_section("decode_speed", "Decoding speed (greedy and beam 4, KV cache, peers)", body)
+
+
+if __name__ == "__main__":
+    main()

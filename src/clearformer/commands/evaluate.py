@@ -1,0 +1,69 @@
+"""`clearformer evaluate`: BLEU and chrF of a checkpoint on a corpus split, with sacrebleu's signatures.
+
+    clearformer evaluate --checkpoint runs/small --split test --beam 4
+
+Prints the two scores in sacrebleu's own format (signature = score) and writes the hypotheses,
+one per line in corpus order, to --output (default: hypotheses.SPLIT.txt in the checkpoint).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+
+def run(args) -> int:
+    from clearformer.checkpoint import atomic_write_text
+    from clearformer.commands.translate import load_translator
+    from clearformer.evaluate import evaluate_model, load_pairs
+
+    if args.beam < 1:
+        raise UserError(f"--beam must be at least 1, not {args.beam}")
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit must be at least 1, not {args.limit}")
+    model, tokenizer, meta, directory = load_translator(args.checkpoint)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    pairs, name = load_pairs(args.split, args.data, meta)
+    if args.limit:
+        pairs = pairs[: args.limit]
+
+    from tqdm import tqdm
+
+    with tqdm(total=len(pairs), unit="sentence", desc=f"translating {args.split}", file=sys.stderr,
+              disable=None, leave=False) as bar:
+        result, truncated = evaluate_model(model, tokenizer, pairs, beam=args.beam, alpha=args.alpha,
+                                           max_extra=args.max_extra, batch_size=args.batch_size,
+                                           progress=bar.update)
+    if truncated:
+        print(f"clearformer evaluate: warning: {truncated} source sentence(s) longer than the model's "
+              f"maximum length ({model.config.max_len} tokens) were cut to it", file=sys.stderr)
+    output = Path(args.output) if args.output else directory / f"hypotheses.{args.split}.txt"
+    atomic_write_text(output, "".join(line + "\n" for line in result.hypotheses))
+    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}"
+    print(f"{name}: {len(pairs)} sentences, {decoding}")
+    print(result.bleu_line)
+    print(result.chrf_line)
+    print(f"hypotheses: {output}")
+    return 0
+
+
+def register(subparsers) -> None:
+    from clearformer.commands.translate import add_decoding_options
+
+    parser = subparsers.add_parser("evaluate",
+                                   help="BLEU and chrF (sacrebleu) of a checkpoint on a corpus split",
+                                   description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", default="test", help="train, valid or test (default test)")
+    parser.add_argument("--data", metavar="PATH",
+                        help="a source<TAB>target .tsv file, or a folder with SPLIT.tsv "
+                             "(default: the checkpoint's corpus, else data/en-fr-software)")
+    parser.add_argument("--output", metavar="PATH",
+                        help="where to write the hypotheses (default: CHECKPOINT/hypotheses.SPLIT.txt)")
+    parser.add_argument("--limit", type=int, metavar="N", help="evaluate only the first N pairs")
+    add_decoding_options(parser)
+    parser.set_defaults(func=run)

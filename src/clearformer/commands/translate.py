@@ -1,0 +1,162 @@
+"""`clearformer translate`: text from an argument, stdin or a file, one translation per line.
+
+    clearformer translate "I love you"
+    echo "I love you" | clearformer translate
+    clearformer translate --file sentences.txt --beam 4 --output translations.txt
+
+Greedy decoding (stop at <eos>) by default; `--beam N` for beam search. Input lines keep their
+order; empty lines stay empty. Every sentence is checked before any is translated: an empty
+sentence (given as an argument), one of only unknown words, or one longer than the model's
+maximum length is a one-line error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+
+def load_translator(checkpoint: str | None):
+    """(model, tokenizer, meta, directory) of an encoder-decoder checkpoint (--checkpoint or latest run)."""
+    from clearformer.checkpoint import load_model
+    from clearformer.runs import resolve_checkpoint
+
+    directory = resolve_checkpoint(checkpoint)
+    model, tokenizer, meta = load_model(directory)
+    config = model.config
+    if config.n_encoder_layers == 0 or not hasattr(model, "encode"):
+        raise UserError(f"{directory}: holds a decoder-only language model; translation needs an "
+                        f"encoder-decoder checkpoint (try `clearformer lm`)")
+    if config.src_vocab_size != len(tokenizer):
+        raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
+                        f"src_vocab_size={config.src_vocab_size}")
+    return model, tokenizer, meta if isinstance(meta, dict) else {}, directory
+
+
+def check_sentence(tokenizer, max_len: int, text: str, where: str | None = None) -> None:
+    """Raise a one-line UserError for a sentence the model cannot translate; warn on unknown words.
+
+    `where` ("file:line") prefixes the messages of sentences read from a file or stdin.
+    """
+    from clearformer.generate import encode_source
+
+    at = f"{where}: " if where else ""
+    ids = encode_source(tokenizer, text)
+    if not ids:
+        raise UserError(f"{at}empty sentence (nothing to translate)")
+    if len(ids) > max_len:
+        raise UserError(f"{at}sentence of {len(ids)} tokens is longer than the model's maximum "
+                        f"length ({max_len})")
+    unknown_words = getattr(tokenizer, "unknown_words", None)
+    unknown = unknown_words(text) if unknown_words else []
+    if unknown and len(unknown) == len(ids):
+        shown = ", ".join(unknown[:5])
+        raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
+    if unknown:
+        shown = ", ".join(dict.fromkeys(unknown))
+        print(f"clearformer translate: warning: {at}unknown word(s) translated as <unk>: {shown}",
+              file=sys.stderr)
+
+
+def read_lines(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, not a file of sentences") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    except OSError as error:
+        raise UserError(f"{path}: unreadable ({error.strerror})") from None
+    return text.splitlines()
+
+
+def gather_input(args) -> tuple[list[str], str, bool]:
+    """(sentences, name for messages, whether lines may be empty) from the argument, --file or stdin."""
+    if args.text and args.file:
+        raise UserError("give the text as an argument or --file, not both")
+    if args.text:
+        return [" ".join(args.text)], "argument", False
+    if args.file:
+        return read_lines(Path(args.file)), str(args.file), True
+    if sys.stdin is None or sys.stdin.isatty():
+        raise UserError("nothing to translate: give text as an argument, --file PATH, "
+                        "or pipe sentences on stdin")
+    try:
+        return sys.stdin.read().splitlines(), "<stdin>", True
+    except UnicodeDecodeError:
+        raise UserError("<stdin>: not UTF-8 text") from None
+
+
+def run(args) -> int:
+    import torch
+
+    from clearformer.generate import translate
+
+    if args.beam < 1:
+        raise UserError(f"--beam must be at least 1, not {args.beam}")
+    if args.max_extra < 0:
+        raise UserError(f"--max-extra must be >= 0, not {args.max_extra}")
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, not {args.batch_size}")
+    sentences, name, lines_may_be_empty = gather_input(args)
+    model, tokenizer, _, _ = load_translator(args.checkpoint)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    for number, text in enumerate(sentences, start=1):
+        if lines_may_be_empty and not text.strip():
+            continue
+        where = None if name == "argument" else f"{name}:{number}"
+        check_sentence(tokenizer, model.config.max_len, text, where)
+
+    bar = None
+    if args.file:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(sentences), unit="sentence", desc="translating", file=sys.stderr,
+                   disable=None, leave=False)
+    try:
+        outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
+                            alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
+                            progress=bar.update if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    text = "".join(line + "\n" for line in outputs)
+    if args.output:
+        from clearformer.checkpoint import atomic_write_text
+
+        atomic_write_text(Path(args.output), text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
+
+
+def add_decoding_options(parser) -> None:
+    """--checkpoint, --beam, --alpha, --max-extra, --batch-size (shared with `evaluate`)."""
+    parser.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory (default: the latest run)")
+    parser.add_argument("--beam", type=int, default=1, metavar="N",
+                        help="beam size (default 1: greedy decoding; the paper uses 4)")
+    parser.add_argument("--alpha", type=float, default=0.6,
+                        help="beam search length penalty ((5+len)/6)^alpha (default 0.6, as in the paper)")
+    parser.add_argument("--max-extra", type=int, default=50, metavar="N",
+                        help="stop at source length + N tokens (default 50, as in the paper)")
+    parser.add_argument("--batch-size", type=int, default=32, metavar="N",
+                        help="sentences per batch (default 32)")
+    parser.add_argument("--threads", type=int, default=0, metavar="N",
+                        help="at most N CPU threads (default: torch's choice)")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("translate", help="translate text with a trained model",
+                                   description=__doc__.split("\n\n")[0])
+    parser.add_argument("text", nargs="*", help="the sentence to translate (default: stdin or --file)")
+    parser.add_argument("--file", metavar="PATH",
+                        help="translate every line of PATH (empty lines stay empty)")
+    parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
+    add_decoding_options(parser)
+    parser.set_defaults(func=run)

@@ -1,0 +1,117 @@
+"""Beam search with the length penalty of the paper (GNMT's, Wu et al. 2016).
+
+Each sentence keeps the `beam` most probable prefixes; at each step every prefix is extended by
+every token, and the best `beam` extensions that do not end in <eos> go on. Extensions that end
+in <eos> (among the best `beam`) are finished hypotheses, scored
+
+    score = log p(y | x) / lp(|y|),    lp(n) = ((5 + n) / 6) ** alpha
+
+(|y| counts <eos>; alpha = 0 gives the plain sum of log-probabilities). Only the best finished
+hypothesis of each sentence is kept. A sentence is done when it reaches its length limit (its
+surviving beams are then scored as finished) or when its best finished hypothesis scores at
+least as well as the best surviving beam at the current length (early stopping; with alpha = 0
+this is exact, since log-probabilities only fall as a prefix grows).
+
+Batched over sentences x beams: rows are ordered sentence-major, finished sentences leave the
+batch, and the decoder cache follows the beams by one `index_select` per step. Step 0 runs once
+per sentence (every beam starts from the same <bos>), and its cache, cross-attention keys and
+values included, is then expanded to the beams.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from clearformer import trace
+from clearformer.errors import UserError
+from clearformer.generate.greedy import DEFAULT_BOS_ID, DEFAULT_EOS_ID
+from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
+
+
+def length_penalty(length: int | float | torch.Tensor, alpha: float):
+    """GNMT length penalty lp(n) = ((5 + n) / 6) ** alpha; lp(1) = 1 for every alpha."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.inference_mode()
+def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6, bos_id: int = DEFAULT_BOS_ID,
+                eos_id: int = DEFAULT_EOS_ID, max_extra: int = 50, min_length: int = 0,
+                max_new: int | None = None, use_cache: bool = True) -> Decoded:
+    """Translate a padded batch of source ids with beam search.
+
+    src_ids (batch, src_len) -> `Decoded` (the best hypothesis per sentence, scores divided by the
+    length penalty). Limits as in `greedy_decode`.
+    """
+    if beam < 1:
+        raise UserError(f"beam size must be at least 1, not {beam}")
+    pad_id = model.config.pad_id
+    device = src_ids.device
+    recorder = trace.active()
+    if recorder is not None:
+        recorder.step = None
+    memory, src_mask = model.encode(src_ids)
+    batch = src_ids.shape[0]
+    limits = max_new_tokens(src_ids, pad_id, max_extra, model.config.max_len, max_new)
+    steps = int(limits.max())
+    best_tokens = torch.full((batch, steps), pad_id, dtype=torch.long, device=device)
+    best_lengths = torch.zeros(batch, dtype=torch.long, device=device)
+    best_scores = torch.full((batch,), float("-inf"), device=device)
+    alive = torch.arange(batch, device=device)  # original index of every sentence still searched
+    state = DecoderState(model, memory, src_mask, bos_id, use_cache)
+    beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
+    for t in range(steps):
+        if recorder is not None:
+            recorder.step = t
+        n, k_cur = beam_scores.shape
+        log_probs = torch.log_softmax(state.logits().float(), dim=-1)
+        if t < min_length:
+            log_probs[:, eos_id] = float("-inf")
+        vocab = log_probs.shape[-1]
+        candidates = log_probs.view(n, k_cur, vocab).add_(beam_scores[:, :, None]).view(n, k_cur * vocab)
+        top_scores, top_index = candidates.topk(min(2 * beam, k_cur * vocab), dim=1)  # sorted, best first
+        top_beam = torch.div(top_index, vocab, rounding_mode="floor")
+        top_token = top_index % vocab
+        is_eos = top_token == eos_id
+        penalty = length_penalty(t + 1, alpha)
+
+        # The beams that go on: the best `beam` candidates that do not end in <eos>.
+        go_scores, go_pos = top_scores.masked_fill(is_eos, float("-inf")).topk(min(beam, top_scores.shape[1]),
+                                                                                 dim=1)
+        go_beam = top_beam.gather(1, go_pos)
+        go_token = top_token.gather(1, go_pos)
+        if recorder is not None:
+            trace.emit("generate", "chosen", go_token)
+
+        # Finished here: <eos> among the best `beam` candidates, and for a sentence at its length
+        # limit also its best surviving beam. Keep it if it beats the sentence's best so far.
+        ends = is_eos.clone()
+        ends[:, beam:] = False
+        eos_best, eos_pos = (top_scores.masked_fill(~ends, float("-inf")) / penalty).max(dim=1)
+        at_limit = limits[alive] <= t + 1
+        nothing = torch.full_like(eos_best, float("-inf"))
+        limit_best = torch.where(at_limit, go_scores[:, 0] / penalty, nothing)
+        use_limit = limit_best > eos_best
+        new_best = torch.maximum(eos_best, limit_best)
+        improved = new_best > best_scores[alive]
+        if bool(improved.any()):
+            source_beam = torch.where(use_limit, go_beam[:, 0], top_beam.gather(1, eos_pos[:, None])[:, 0])
+            last_token = torch.where(use_limit, go_token[:, 0], torch.full_like(go_token[:, 0], eos_id))
+            rows = torch.arange(n, device=device) * k_cur + source_beam
+            history = state.prefix.index_select(0, rows[improved])[:, 1:]  # (improved, t), <bos> dropped
+            index = alive[improved]
+            best_tokens[index, :t] = history
+            best_tokens[index, t] = last_token[improved]
+            best_lengths[index] = t + 1
+            best_scores[index] = new_best[improved]
+
+        done = at_limit | (best_scores[alive] >= go_scores[:, 0] / penalty)
+        keep = (~done).nonzero()[:, 0]
+        if keep.numel() == 0:
+            break
+        k_new = go_beam.shape[1]
+        rows = (torch.arange(n, device=device)[:, None] * k_cur + go_beam)[keep].reshape(-1)
+        state.select(rows, sentences_changed=k_new != k_cur or keep.numel() < n)
+        state.append(go_token[keep].reshape(-1))
+        beam_scores = go_scores[keep]
+        alive = alive[keep]
+    return Decoded(best_tokens, best_lengths, best_scores, eos_id)

@@ -1,0 +1,115 @@
+"""What autoregressive decoding carries from one step to the next, and what it returns.
+
+`DecoderState` hides the difference between decoding with and without a key/value cache:
+
+* with the cache (the default), each step feeds only the newest token; every decoder layer
+  appends that token's self-attention key and value to `cache[i]["self"]` and reuses the
+  cross-attention keys and values computed from the encoder output at the first step
+  (`cache[i]["cross"]`);
+* without it, each step runs the decoder over the whole prefix again (O(n^2) work, the way the
+  Annotated Transformer decodes). It exists to prove the cache changes nothing.
+
+Rows are hypotheses: one per sentence for greedy decoding, `beam` per sentence for beam search,
+ordered sentence-major. `select(rows)` keeps and reorders them (a finished sentence leaves the
+batch; a beam continues another beam's prefix) with one `index_select` on dim 0 of every tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: int,
+                   max_new: int | None = None) -> torch.Tensor:
+    """How many tokens each sentence may generate: (batch,) int64.
+
+    The paper's limit is source length + 50 (`max_extra`); a sentence never goes past the model's
+    `max_len` positions (the decoder input at step t sits at position t). `max_new`, when given,
+    replaces the source-dependent limit (benchmarks use it to generate a fixed number of tokens).
+    """
+    if max_new is not None:
+        limit = torch.full((src_ids.shape[0],), max_new, dtype=torch.long, device=src_ids.device)
+    else:
+        limit = (src_ids != pad_id).sum(dim=1) + max_extra
+    return limit.clamp(min=1, max=max_len)
+
+
+class DecoderState:
+    """The decoder's memory of earlier steps for `rows` hypotheses.
+
+    memory (rows, src_len, d_model) and src_mask (rows, 1, 1, src_len) come from `model.encode`;
+    `prefix` (rows, steps_so_far + 1) holds <bos> and every token chosen so far.
+    """
+
+    def __init__(self, model, memory: torch.Tensor, src_mask: torch.Tensor, bos_id: int,
+                 use_cache: bool = True) -> None:
+        self.model = model
+        self.memory = memory
+        self.src_mask = src_mask
+        self.use_cache = use_cache
+        self.cache = model.new_cache() if use_cache else None
+        self.prefix = torch.full((memory.shape[0], 1), bos_id, dtype=torch.long, device=memory.device)
+
+    @property
+    def position(self) -> int:
+        """Absolute position of the newest decoder input token."""
+        return self.prefix.shape[1] - 1
+
+    def logits(self) -> torch.Tensor:
+        """Scores for the next token of every row: (rows, tgt_vocab)."""
+        if self.use_cache:
+            hidden = self.model.decode(self.prefix[:, -1:], self.memory, self.src_mask, self.cache,
+                                       position=self.position)
+        else:
+            hidden = self.model.decode(self.prefix, self.memory, self.src_mask)[:, -1:]
+        return self.model.project(hidden)[:, -1]
+
+    def append(self, tokens: torch.Tensor) -> None:
+        """Feed the chosen tokens (rows,) at the next step."""
+        self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)
+
+    def select(self, rows: torch.Tensor, sentences_changed: bool = True) -> None:
+        """Keep hypotheses `rows` (new_rows,), in that order.
+
+        Decoder self-attention keys/values follow their hypothesis. Cross-attention keys/values,
+        memory and mask depend only on the sentence: they are reindexed only when the set of
+        sentences (or the number of rows per sentence) changed, never on a plain beam reorder.
+        """
+        self.prefix = self.prefix.index_select(0, rows)
+        if sentences_changed:
+            self.memory = self.memory.index_select(0, rows)
+            self.src_mask = self.src_mask.index_select(0, rows)
+        if self.cache is None:
+            return
+        for layer in self.cache:
+            for kind, entries in layer.items():
+                if kind == "self" or sentences_changed:
+                    for name, tensor in entries.items():
+                        if isinstance(tensor, torch.Tensor):
+                            entries[name] = tensor.index_select(0, rows)
+
+
+@dataclass
+class Decoded:
+    """The output of greedy decoding or beam search for a batch of sentences.
+
+    tokens (batch, steps): the generated ids, <eos> included when one was produced, then <pad>.
+    lengths (batch,): tokens generated per sentence (<eos> included).
+    scores (batch,): the sum of log-probabilities of the tokens (greedy), or that sum divided by
+        the length penalty (beam search; equal to the sum when alpha = 0).
+    """
+
+    tokens: torch.Tensor
+    lengths: torch.Tensor
+    scores: torch.Tensor
+    eos_id: int
+
+    def sequences(self) -> list[list[int]]:
+        """One list of ids per sentence, without <eos> and padding."""
+        out = []
+        for row, length in zip(self.tokens.tolist(), self.lengths.tolist(), strict=True):
+            row = row[:length]
+            out.append(row[:-1] if row and row[-1] == self.eos_id else row)
+        return out

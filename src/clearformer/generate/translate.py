@@ -1,0 +1,81 @@
+"""Text in, text out: `translate(model, tokenizer, sentences)` batches sentences through the decoder.
+
+Sentences are sorted by length before batching (so a batch holds sentences of similar length and
+little padding), decoded, and put back in their original order. An empty sentence translates
+to an empty string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from clearformer.generate.beam import beam_search
+from clearformer.generate.greedy import greedy_decode
+
+
+def encode_source(tokenizer, text: str) -> list[int]:
+    """The encoder input of one sentence: its token ids, without <bos> or <eos> (as in training)."""
+    return tokenizer.encode(text)
+
+
+def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int,
+              device: torch.device | str = "cpu") -> torch.Tensor:
+    """Lists of ids -> (batch, longest) int64, right-padded with pad_id."""
+    width = max((len(s) for s in sequences), default=0)
+    batch = torch.full((len(sequences), max(width, 1)), pad_id, dtype=torch.long)
+    for row, ids in enumerate(sequences):
+        batch[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    return batch.to(device)
+
+
+def decode_ids(model, src_ids: torch.Tensor, bos_id: int, eos_id: int, beam: int = 1, alpha: float = 0.6,
+               max_extra: int = 50, **options) -> list[list[int]]:
+    """Greedy (beam == 1) or beam search over a padded batch -> one list of output ids per sentence."""
+    if beam == 1:
+        decoded = greedy_decode(model, src_ids, bos_id=bos_id, eos_id=eos_id, max_extra=max_extra,
+                                with_scores=False, **options)
+    else:
+        decoded = beam_search(model, src_ids, beam=beam, alpha=alpha, bos_id=bos_id, eos_id=eos_id,
+                              max_extra=max_extra, **options)
+    return decoded.sequences()
+
+
+def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: float = 0.6, max_extra: int = 50,
+              batch_size: int = 32, progress: Callable[[int], None] | None = None,
+              use_cache: bool = True) -> list[str]:
+    """Translate every sentence (greedy when beam == 1); the output keeps the input order.
+
+    `batch_size` counts sentences per batch (beam search decodes batch_size x beam rows at once);
+    `progress(n)` is called after each batch with the number of sentences it held.
+    """
+    sources = [encode_source(tokenizer, text) for text in sentences]
+    return translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size, progress, use_cache)
+
+
+def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = 0.6,
+                  max_extra: int = 50, batch_size: int = 32, progress: Callable[[int], None] | None = None,
+                  use_cache: bool = True) -> list[str]:
+    """`translate` for sentences already encoded (lists of source ids; an empty list -> "")."""
+    device = next(model.parameters()).device
+    outputs = [""] * len(sources)
+    # Longest first, so that each batch holds sentences of similar length (little padding).
+    todo = sorted((item for item in enumerate(sources) if item[1]), key=lambda item: -len(item[1]))
+    if progress is not None and len(todo) < len(sources):
+        progress(len(sources) - len(todo))
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start: start + batch_size]
+            src_ids = pad_batch([ids for _, ids in chunk], model.config.pad_id, device)
+            outputs_ids = decode_ids(model, src_ids, tokenizer.bos_id, tokenizer.eos_id, beam, alpha,
+                                     max_extra, use_cache=use_cache)
+            for (index, _), ids in zip(chunk, outputs_ids, strict=True):
+                outputs[index] = tokenizer.decode(ids)
+            if progress is not None:
+                progress(len(chunk))
+    finally:
+        model.train(was_training)
+    return outputs

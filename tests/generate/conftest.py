@@ -1,0 +1,31 @@
+"""Fixtures for the decoding tests: a word vocabulary and a saved random-weight checkpoint."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from gen_helpers import SENTENCES, random_model
+
+from clearformer.checkpoint import save_model
+from clearformer.tokenize import WordTokenizer
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """These models are tiny: one thread is fastest, and it avoids OpenMP spinning on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def tokenizer() -> WordTokenizer:
+    return WordTokenizer.build(SENTENCES)
+
+
+@pytest.fixture
+def checkpoint(tmp_path, tokenizer):
+    """A saved random-weight checkpoint directory with the word vocabulary of SENTENCES."""
+    model = random_model(len(tokenizer), seed=1, dtype=torch.float32)
+    return save_model(tmp_path / "ckpt", model, tokenizer, meta={"preset": "test"})

@@ -1,0 +1,160 @@
+"""`clearformer translate`: argument, stdin or file input; order and empty lines kept; bad input: one line."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from clearformer.checkpoint import WEIGHTS_FILE, load_model, save_model
+from clearformer.cli import main
+from clearformer.generate import translate
+
+LINES = ["I love you", "", "the dog sleeps", "   ", "we eat bread .", "I love the cat"]
+
+
+def run_cli(args: list[str], capsys, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def expected(checkpoint: Path, sentences: list[str], beam: int = 1) -> list[str]:
+    """Each sentence translated alone through the Python API."""
+    model, tokenizer, _ = load_model(checkpoint)
+    return [translate(model, tokenizer, [s.strip()], beam=beam)[0] for s in sentences]
+
+
+def test_translate_argument(checkpoint, capsys):
+    code, out, err = run_cli(["translate", "I", "love", "you", "--checkpoint", str(checkpoint)], capsys)
+    assert code == 0
+    assert out == expected(checkpoint, ["I love you"])[0] + "\n"
+
+
+def test_translate_stdin_keeps_order_and_empty_lines(checkpoint, capsys, monkeypatch):
+    code, out, _ = run_cli(["translate", "--checkpoint", str(checkpoint)], capsys,
+                           stdin="\n".join(LINES) + "\n", monkeypatch=monkeypatch)
+    assert code == 0
+    assert out.split("\n")[:-1] == expected(checkpoint, LINES)
+    assert out.split("\n")[1] == "" and out.split("\n")[3] == ""
+
+
+def test_translate_file_with_beam_and_output(checkpoint, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    target = tmp_path / "out.txt"
+    code, out, _ = run_cli(["translate", "--file", str(source), "--beam", "3", "--batch-size", "2",
+                            "--output", str(target), "--checkpoint", str(checkpoint)], capsys)
+    assert code == 0 and out == ""
+    assert target.read_text(encoding="utf-8").split("\n")[:-1] == expected(checkpoint, LINES, beam=3)
+
+
+def test_translate_uses_latest_run_without_checkpoint(checkpoint, tmp_path, capsys, monkeypatch):
+    from clearformer.runs import mark_latest
+
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
+    mark_latest(checkpoint)
+    code, out, _ = run_cli(["translate", "I love you"], capsys)
+    assert code == 0 and out == expected(checkpoint, ["I love you"])[0] + "\n"
+
+
+def test_some_unknown_words_warn_on_stderr(checkpoint, capsys):
+    code, out, err = run_cli(["translate", "I love zebras", "--checkpoint", str(checkpoint)], capsys)
+    assert code == 0 and out.strip() == expected(checkpoint, ["I love zebras"])[0]
+    assert "warning" in err and "zebras" in err and len(err.strip().splitlines()) == 1
+
+
+def damaged(checkpoint: Path) -> Path:
+    (checkpoint / WEIGHTS_FILE).write_bytes(b"not safetensors at all")
+    return checkpoint
+
+
+def other_config(checkpoint: Path) -> Path:
+    config = json.loads((checkpoint / "config.json").read_text())
+    config["d_ff"] = 64
+    (checkpoint / "config.json").write_text(json.dumps(config))
+    return checkpoint
+
+
+def language_model(checkpoint: Path) -> Path:
+    from clearformer.config import preset
+    from clearformer.model.lm import LanguageModel
+    from clearformer.tokenize import load_tokenizer
+
+    tokenizer = load_tokenizer(checkpoint)
+    model = LanguageModel(preset("lm-tiny", tgt_vocab_size=len(tokenizer)))
+    return save_model(checkpoint.parent / "lm", model, tokenizer)
+
+
+@pytest.mark.parametrize("case, args, stdin, needle", [
+    ("empty argument", ["translate", ""], None, "empty sentence"),
+    ("only unknown words", ["translate", "zebras giraffes"], None, "every word is unknown"),
+    ("too long", ["translate", " ".join(["cat"] * 40)], None, "longer than the model's maximum length (32)"),
+    ("bad line in stdin", ["translate"], "I love you\n\nzebras\n", "<stdin>:3: every word is unknown"),
+    ("bad beam", ["translate", "I love you", "--beam", "0"], None, "--beam must be at least 1"),
+])
+def test_bad_sentences_are_one_line_errors(checkpoint, capsys, monkeypatch, case, args, stdin, needle):
+    code, out, err = run_cli(args + ["--checkpoint", str(checkpoint)], capsys, stdin, monkeypatch)
+    assert code != 0 and out == ""
+    assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err
+
+
+def test_bad_line_in_file_names_file_and_line(checkpoint, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("I love you\n\nthe dog sleeps\nqwerty\n", encoding="utf-8")
+    code, out, err = run_cli(["translate", "--file", str(source), "--checkpoint", str(checkpoint)], capsys)
+    assert code != 0 and out == ""
+    assert f"{source}:4: every word is unknown" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("breaker, needle", [
+    (lambda c: c / "nowhere", "no such checkpoint directory"),
+    (damaged, "damaged weights file"),
+    (other_config, "config.json implies"),
+    (language_model, "decoder-only language model"),
+])
+def test_bad_checkpoints_are_one_line_errors(checkpoint, capsys, breaker, needle):
+    code, out, err = run_cli(["translate", "I love you", "--checkpoint", str(breaker(checkpoint))], capsys)
+    assert code != 0 and out == ""
+    assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err
+
+
+def test_missing_file_and_no_trained_model(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
+    code, _, err = run_cli(["translate", "I love you"], capsys)
+    assert code != 0 and "no trained model yet" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(["translate", "--file", str(tmp_path / "missing.txt")], capsys)
+    assert code != 0 and "missing.txt: no such file" in err
+
+
+def test_real_entry_point_reads_stdin(checkpoint):
+    """The installed command, end to end: stdin in, one translation per line out, no traceback on error."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "clearformer.cli", "translate", "--checkpoint", str(checkpoint)]
+    text = "I love you\n\nthe dog sleeps\n"
+    ok = subprocess.run(command, input=text, capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.split("\n")[:-1] == expected(checkpoint, ["I love you", "", "the dog sleeps"])
+    bad = subprocess.run(command, input="\nqwerty\n", capture_output=True, text=True, env=env)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip() == "clearformer translate: error: <stdin>:2: every word is unknown to the " \
+                                 "model's vocabulary (qwerty)"
+
+
+def test_translate_api_keeps_order_across_batches(checkpoint):
+    model, tokenizer, _ = load_model(checkpoint)
+    sentences = ["I love the cat", "", "we eat bread", "I love you", "the dog sleeps ."] * 3
+    calls = []
+    together = translate(model, tokenizer, sentences, batch_size=4, progress=calls.append)
+    assert together == [translate(model, tokenizer, [s])[0] for s in sentences]
+    assert sum(calls) == len(sentences)
+    assert together[1] == ""
+    assert torch.is_inference_mode_enabled() is False

@@ -8,7 +8,7 @@ from lm_helpers import tiny_config
 
 from clearformer import mfu
 from clearformer.checkpoint import load_model
-from clearformer.lm_training import LMTrainSettings, learning_rate, train_lm
+from clearformer.lm.training import LMTrainSettings, learning_rate, train_lm
 from clearformer.model.lm import LanguageModel
 from clearformer.tokenize import WordTokenizer
 

@@ -110,9 +110,9 @@ def build_config(args, vocab_size: int):
 def run_train(args) -> int:
     import torch
 
-    from clearformer import lm_data
+    from clearformer.lm import data as lm_data
     from clearformer.checkpoint import load_model
-    from clearformer.lm_training import LMTrainSettings, train_lm
+    from clearformer.lm.training import LMTrainSettings, train_lm
     from clearformer.model.lm import LanguageModel, attention_variant
 
     for name in ("steps", "batch_size", "block_size", "vocab_size", "eval_every"):
@@ -191,7 +191,7 @@ def decode_lines(tokenizer, ids: list[int]) -> str:
 
 
 def run_generate(args) -> int:
-    from clearformer.lm_data import prompt_ids
+    from clearformer.lm.data import prompt_ids
     from clearformer.sampling import SamplingSettings, generate
 
     settings = SamplingSettings(args.temperature, args.top_k, args.top_p, args.greedy, args.seed)
@@ -213,8 +213,8 @@ def run_generate(args) -> int:
 
 
 def run_explain(args) -> int:
-    from clearformer.lm_data import prompt_ids
-    from clearformer.lm_explain import explain_data, jsonable, render
+    from clearformer.lm.data import prompt_ids
+    from clearformer.lm.explain import explain_data, jsonable, render
 
     model, tokenizer, _ = load_lm(args.model)
     ids = prompt_ids(tokenizer, args.text)
@@ -232,7 +232,7 @@ def run_explain(args) -> int:
     if args.head is not None and not 0 <= args.head < model.config.n_heads:
         raise UserError(f"--head {args.head}: choose a head from 0 to {model.config.n_heads - 1}")
     if args.full:
-        from clearformer.lm_explain import full_walkthrough
+        from clearformer.lm.explain import full_walkthrough
 
         print(full_walkthrough(model, tokenizer, ids, layer, args.head, args.decimals, args.top))
         return 0

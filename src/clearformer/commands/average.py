@@ -1,0 +1,81 @@
+"""`clearformer average`: average the weights of a run's last N checkpoints (the paper, section 6.1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "average", help="average the last N checkpoints of a training run into one model",
+        description="Average the weights of the newest N step checkpoints of a run (the paper averages the "
+                    "last 5 for its base models). The result is a normal checkpoint directory, marked as the "
+                    "latest model.")
+    p.add_argument("run", nargs="?", help="run directory (default: the run of the latest model)")
+    p.add_argument("--last", type=int, default=5, metavar="N", help="how many to average (default 5)")
+    p.add_argument("--checkpoints", nargs="+", metavar="DIR", help="average these checkpoints instead")
+    p.add_argument("--out", metavar="DIR", help="where to write the average (default: RUN/averaged)")
+    p.set_defaults(func=run_average)
+
+
+def default_run() -> Path:
+    from clearformer.runs import latest_checkpoint
+
+    path = latest_checkpoint()
+    # The latest model is a run directory, or a directory inside one (a previous average).
+    for candidate in (path, path.parent):
+        if (candidate / "checkpoints").is_dir():
+            return candidate
+    raise UserError(f"{path}: not a training run with step checkpoints; pass the run directory")
+
+
+def run_average(args) -> int:
+    from clearformer.checkpoint import load_weights_into, save_model
+    from clearformer.config import ConfigError, ModelConfig
+    from clearformer.runs import mark_latest
+    from clearformer.tokenize import load_tokenizer
+    from clearformer.train.state import average_weights, step_checkpoints
+
+    if args.checkpoints:
+        chosen = [Path(p) for p in args.checkpoints]
+        for path in chosen:
+            if not path.is_dir():
+                raise UserError(f"{path}: no such checkpoint directory")
+        out = Path(args.out) if args.out else chosen[-1].parent / "averaged"
+    else:
+        if args.last < 1:
+            raise UserError(f"--last must be at least 1, not {args.last}")
+        run = Path(args.run) if args.run else default_run()
+        if not run.is_dir():
+            raise UserError(f"{run}: no such run directory")
+        found = step_checkpoints(run)
+        if not found:
+            raise UserError(f"{run / 'checkpoints'}: no step checkpoints to average")
+        if len(found) < args.last:
+            raise UserError(f"{run / 'checkpoints'}: only {len(found)} checkpoint(s), --last {args.last} "
+                            f"asked; train with --keep {args.last} or lower --last")
+        chosen = found[-args.last:]
+        out = Path(args.out) if args.out else run / "averaged"
+    newest = chosen[-1]
+    try:
+        config = ModelConfig.load(newest / "config.json")
+    except (ConfigError, TypeError) as error:
+        raise UserError(f"{newest / 'config.json'}: {error}") from None
+    from clearformer.checkpoint import model_class_for
+
+    model = model_class_for(config)(config)
+    load_weights_into(model, average_weights(chosen), newest / "model.safetensors")
+    meta = {}
+    if (newest / "meta.json").exists():
+        try:
+            meta = json.loads((newest / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {}
+    meta["averaged"] = [str(p) for p in chosen]
+    save_model(out, model, load_tokenizer(newest), meta)
+    mark_latest(out)
+    print(f"averaged {len(chosen)} checkpoints ({', '.join(p.name for p in chosen)}) into {out}")
+    return 0

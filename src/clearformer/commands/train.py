@@ -1,0 +1,128 @@
+"""`clearformer train`: train a translation model (the toy phrase set, a corpus, or your own files)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+# Options a resumed run may change; every other option comes from the checkpoint.
+RESUMABLE = ("steps", "minutes", "device", "bf16")
+TUNABLE = ("tokenizer", "vocab_size", "batch_tokens", "accum", "lr_factor", "warmup", "label_smoothing",
+           "clip", "dropout", "attention_dropout", "ffn_dropout", "seed", "patience", "save_every", "keep",
+           "eval_every", "bleu_sentences", "log_every", "tie", "device", "bf16", "slow_down")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train", help="train a Transformer (default: the toy English->French set, under a minute on CPU)",
+        description="Train an encoder-decoder Transformer with the paper's recipe: label smoothing, Adam "
+                    "with warmup, dropout, clipping, token-count batches; validation loss and BLEU; "
+                    "checkpoints that --resume continues. Without options: the toy English->French model.")
+    p.add_argument("--preset", default="toy-translate", help="model size (toy-translate, small, base, big)")
+    data = p.add_argument_group("data (default: the built-in phrase set for toy presets, "
+                                "data/en-fr-software otherwise)")
+    data.add_argument("--data", dest="data_dir", metavar="DIR", help="corpus folder: train/valid/test.tsv")
+    data.add_argument("--tsv", metavar="FILE", help="your corpus as source<TAB>target lines (2%% held out)")
+    data.add_argument("--src", metavar="FILE", help="your source sentences, one a line (with --tgt)")
+    data.add_argument("--tgt", metavar="FILE", help="their translations, line by line")
+    data.add_argument("--skip-bad", action="store_true", default=None,
+                      help="skip malformed corpus lines (counted in the log) instead of stopping")
+    length = p.add_argument_group("how long")
+    length.add_argument("--steps", type=int, help="stop after N optimizer steps")
+    length.add_argument("--minutes", type=float, help="stop after N minutes of training (validation and "
+                        "checkpoints not counted; whichever of --steps/--minutes comes first)")
+    length.add_argument("--patience", type=int, help="stop after N validations without progress (0: never)")
+    run = p.add_argument_group("run directory and checkpoints")
+    run.add_argument("--out", metavar="DIR", help="run directory (default: runs/<preset>)")
+    run.add_argument("--resume", action="store_true", help="continue the run in --out (SIGKILL-safe)")
+    run.add_argument("--save-every", type=int, metavar="N", help="write a resumable checkpoint every N steps")
+    run.add_argument("--keep", type=int, metavar="N", help="step checkpoints kept for `clearformer average`")
+    run.add_argument("--eval-every", type=int, metavar="N", help="validation loss and BLEU every N steps")
+    run.add_argument("--bleu-sentences", type=int, metavar="N", help="validation sentences decoded for BLEU")
+    run.add_argument("--log-every", type=int, metavar="N", help="a metrics.csv row every N steps (10)")
+    recipe = p.add_argument_group("recipe")
+    recipe.add_argument("--tokenizer", choices=["words", "sentencepiece"], help="vocabulary kind (joint)")
+    recipe.add_argument("--vocab-size", type=int, help="SentencePiece vocabulary size (default 8000)")
+    recipe.add_argument("--tie", choices=["none", "decoder", "all"], help="shared embeddings (default all)")
+    recipe.add_argument("--batch-tokens", type=int, help="padded tokens per batch (and per process)")
+    recipe.add_argument("--accum", type=int, help="batches accumulated per optimizer step")
+    recipe.add_argument("--lr-factor", type=float, help="multiplies the paper's learning-rate schedule")
+    recipe.add_argument("--warmup", type=int, help="warmup steps of the schedule")
+    recipe.add_argument("--label-smoothing", type=float, help="epsilon of label smoothing (default 0.1)")
+    recipe.add_argument("--clip", type=float, help="max gradient norm (0 = no clipping; default 1)")
+    recipe.add_argument("--dropout", type=float, help="residual + embedding dropout (default: the preset's)")
+    recipe.add_argument("--attention-dropout", type=float, help="dropout on attention weights (default 0)")
+    recipe.add_argument("--ffn-dropout", type=float, help="dropout in the feed-forward layer (default 0)")
+    recipe.add_argument("--seed", type=int, help="random seed (default 1)")
+    recipe.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a model config field, e.g. --set d_model=128 (repeatable)")
+    hardware = p.add_argument_group("hardware")
+    hardware.add_argument("--device", help="cpu, cuda, cuda:N or auto (default cpu)")
+    hardware.add_argument("--bf16", action="store_true", default=None, help="bfloat16 autocast")
+    hardware.add_argument("--threads", type=int, help="CPU threads torch may use (toy presets: 1)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--slow-down", type=float, help=argparse.SUPPRESS)
+    p.set_defaults(func=run_train)
+
+
+def parse_overrides(items: list[str]) -> dict:
+    overrides = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set d_model=128")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        overrides[name.strip()] = value
+    return overrides
+
+
+def build_options(args):
+    from clearformer.runs import default_run_dir
+    from clearformer.train import TrainOptions, resume_options
+    from clearformer.train.options import preset_defaults
+
+    run_dir = Path(args.out) if args.out else default_run_dir(args.preset)
+    if args.resume:
+        changed = [name for name in TUNABLE if name not in RESUMABLE and getattr(args, name) is not None]
+        if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad:
+            raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
+                            "--device and --bf16 may change")
+        options = resume_options(run_dir, args.steps, args.minutes)
+        for name in ("device", "bf16"):
+            if getattr(args, name) is not None:
+                setattr(options, name, getattr(args, name))
+        options.run_dir = str(run_dir)
+        return options
+    fields = preset_defaults(args.preset)
+    for name in TUNABLE + ("steps", "minutes", "data_dir", "tsv", "src", "tgt", "skip_bad"):
+        value = getattr(args, name)
+        if value is not None:
+            fields[name] = value
+    if args.minutes is not None and args.steps is None:
+        fields["steps"] = None  # a time budget alone replaces the preset's step count
+    overrides = parse_overrides(args.set)
+    return TrainOptions(preset=args.preset, overrides=overrides, run_dir=str(run_dir), **fields)
+
+
+def run_train(args) -> int:
+    import torch
+
+    from clearformer.train import train
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UserError(f"--threads must be at least 1, not {args.threads}")
+        torch.set_num_threads(args.threads)
+    elif args.preset.startswith("toy"):
+        # A toy model's matrices are so small that a second thread costs more in synchronisation than
+        # it saves (and on a busy machine, far more).
+        torch.set_num_threads(1)
+    options = build_options(args)
+    train(options, resume=args.resume, progress=not args.quiet)
+    return 0

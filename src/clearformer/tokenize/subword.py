@@ -1,0 +1,139 @@
+"""Subword tokenization with SentencePiece: one joint vocabulary for source and target.
+
+A word the vocabulary lacks is split into known pieces ("crtscts" -> "▁c" "rt" "s" "c" "ts"), and
+with byte fallback a character it has never seen becomes its UTF-8 bytes, so nothing is ever
+<unk>. Because source and target share the pieces, a rare identifier can be copied piece by
+piece from the source into the translation.
+
+Ids 0-3 are <pad>, <unk>, <bos>, <eos>, as in the word tokenizer. A checkpoint stores the
+SentencePiece model as `tokenizer.model` beside a `tokenizer.json` that says kind "sentencepiece"
+and holds the model's SHA-256, so a damaged file is caught when loading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import sentencepiece as spm
+
+from clearformer.errors import UserError
+from clearformer.tokenize.words import BOS, EOS, PAD, UNK
+
+MODEL_FILE = "tokenizer.model"
+JSON_FILE = "tokenizer.json"
+MAX_TRAINING_SENTENCES = 2_000_000
+
+
+class SentencePieceTokenizer:
+    """The same interface as `WordTokenizer` (ids, encode/decode, save/load), backed by SentencePiece."""
+
+    kind = "sentencepiece"
+
+    def __init__(self, model_proto: bytes) -> None:
+        self.model_proto = bytes(model_proto)
+        self.processor = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        self.pad_id = self.processor.pad_id()
+        self.unk_id = self.processor.unk_id()
+        self.bos_id = self.processor.bos_id()
+        self.eos_id = self.processor.eos_id()
+        self.specials = {"pad": PAD, "unk": UNK, "bos": BOS, "eos": EOS}
+
+    # -- training -------------------------------------------------------------------------------
+
+    @classmethod
+    def train(cls, sentences: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram",
+              byte_fallback: bool = True, character_coverage: float = 1.0, seed: int = 1,
+              threads: int = 2) -> SentencePieceTokenizer:
+        """Learn a vocabulary of about `vocab_size` pieces from `sentences` (in memory, no temp file).
+
+        The vocabulary size is a soft limit: a small corpus gets fewer pieces rather than an error.
+        Corpora over 2M sentences are subsampled with `seed` (SentencePiece itself is then run
+        without its own, unseeded, sampling, so the same corpus always gives the same vocabulary).
+        """
+        sentences = [s for s in sentences if s.strip()]
+        if not sentences:
+            raise UserError("cannot train a SentencePiece vocabulary on no sentences")
+        if len(sentences) > MAX_TRAINING_SENTENCES:
+            import random
+
+            sentences = random.Random(seed).sample(sentences, MAX_TRAINING_SENTENCES)
+        model = io.BytesIO()
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size,
+                model_type=model_type, character_coverage=character_coverage, byte_fallback=byte_fallback,
+                split_digits=True, hard_vocab_limit=False, input_sentence_size=0,
+                shuffle_input_sentence=False,
+                pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece=PAD, unk_piece=UNK, bos_piece=BOS,
+                eos_piece=EOS, num_threads=threads, minloglevel=2)
+        except RuntimeError as error:
+            raise UserError(f"SentencePiece training failed: {str(error).splitlines()[0]}") from None
+        return cls(model.getvalue())
+
+    # -- the tokenizer interface --------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.processor.get_piece_size()
+
+    def tokenize(self, text: str) -> list[str]:
+        """Text -> pieces, e.g. 'Je t'aime' -> ['▁Je', '▁t', "'", 'aime']."""
+        return self.processor.encode(text, out_type=str)
+
+    def encode(self, text: str) -> list[int]:
+        """Text -> ids (no <bos>/<eos>)."""
+        return self.processor.encode(text, out_type=int)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Ids -> text, dropping <pad>, <bos> and <eos>."""
+        skip = {self.pad_id, self.bos_id, self.eos_id}
+        return self.processor.decode([int(i) for i in ids if int(i) not in skip])
+
+    def id_to_token(self, index: int) -> str:
+        return self.processor.id_to_piece(int(index))
+
+    def token_to_id(self, token: str) -> int:
+        return self.processor.piece_to_id(token)
+
+    def unknown_words(self, text: str) -> list[str]:
+        """Pieces that became <unk> (none with byte fallback)."""
+        pieces = self.tokenize(text)
+        return [piece for piece, i in zip(pieces, self.encode(text), strict=True) if i == self.unk_id]
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "model": MODEL_FILE, "vocab_size": len(self),
+                "sha256": hashlib.sha256(self.model_proto).hexdigest(), "specials": self.specials}
+
+    def save(self, directory: str | Path) -> None:
+        from clearformer.checkpoint import atomic_write_bytes, atomic_write_text
+
+        directory = Path(directory)
+        atomic_write_bytes(directory / MODEL_FILE, self.model_proto)
+        atomic_write_text(directory / JSON_FILE, json.dumps(self.to_dict(), ensure_ascii=False) + "\n")
+
+    @classmethod
+    def load(cls, directory: str | Path) -> SentencePieceTokenizer:
+        directory = Path(directory)
+        try:
+            info = json.loads((directory / JSON_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UserError(f"{directory / JSON_FILE}: missing (not a clearformer checkpoint?)") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise UserError(f"{directory / JSON_FILE}: unreadable tokenizer ({error})") from None
+        path = directory / Path(str(info.get("model", MODEL_FILE))).name  # never outside the checkpoint
+        try:
+            proto = path.read_bytes()
+        except OSError:
+            raise UserError(f"{path}: missing SentencePiece model") from None
+        expected = info.get("sha256")
+        if expected and hashlib.sha256(proto).hexdigest() != expected:
+            raise UserError(f"{path}: damaged (checksum differs from {JSON_FILE})")
+        try:
+            return cls(proto)
+        except (RuntimeError, OSError) as error:
+            raise UserError(f"{path}: not a SentencePiece model ({str(error).splitlines()[0]})") from None

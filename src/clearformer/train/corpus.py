@@ -1,0 +1,103 @@
+"""Where the training sentences come from, and how they become token ids.
+
+Sources, in order of precedence: --tsv FILE or --src FILE --tgt FILE (a user corpus; a fixed 2%
+is held out for validation), --data DIR (a corpus directory with train.tsv, valid.tsv and
+optionally test.tsv), else the preset's default (the built-in phrase set for toy presets,
+data/en-fr-software otherwise).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clearformer.batching import Example
+from clearformer.errors import UserError
+from clearformer.train.options import TrainOptions, is_toy
+
+DEFAULT_CORPUS = "en-fr-software"
+Pairs = list[tuple[str, str]]
+
+
+def read_pairs(paths: tuple[str, ...], skip_bad: bool = False) -> Pairs:
+    """Sentence pairs of one TSV file (one path) or two line-aligned files (source, target).
+
+    The data package's reader validates every line; a bad one is a UserError naming file:line
+    (or, with skip_bad, is skipped and counted in the log).
+    """
+    from clearformer.data.parallel import read_parallel
+
+    for path in paths:
+        if not Path(path).is_file():
+            raise UserError(f"{path}: no such file")
+    return [(str(s), str(t)) for s, t in read_parallel(list(paths), skip_bad=skip_bad)]
+
+
+def hold_out(pairs: Pairs, share: float = 0.02, limit: int = 2000) -> tuple[Pairs, Pairs]:
+    """(train, valid): every k-th pair goes to validation so that about `share` of them do."""
+    if len(pairs) < 2:
+        raise UserError("a corpus needs at least 2 sentence pairs (one to train on, one to validate)")
+    count = min(limit, max(1, int(len(pairs) * share)))
+    step = len(pairs) // count
+    valid_index = set(range(step - 1, len(pairs), step)[:count])
+    train = [p for i, p in enumerate(pairs) if i not in valid_index]
+    valid = [p for i, p in enumerate(pairs) if i in valid_index]
+    return train, valid
+
+
+def load_splits(options: TrainOptions) -> tuple[dict[str, Pairs], str, dict]:
+    """({"train": pairs, "valid": pairs}, a one-line description, what meta.json records about the data).
+
+    The record tells `clearformer evaluate` where the test split is ("dataset": "toy" or
+    "data_dir": the corpus directory).
+    """
+    if options.tsv or options.src:
+        paths = (options.tsv,) if options.tsv else (options.src, options.tgt)
+        train, valid = hold_out(read_pairs(paths, options.skip_bad))
+        return {"train": train, "valid": valid}, " + ".join(paths), {"data_files": list(paths)}
+    if options.data_dir is None and is_toy(options.preset):
+        from clearformer.data.toy import toy_splits
+
+        splits = toy_splits()
+        toy = {"train": splits["train"], "valid": splits["valid"]}
+        return toy, "built-in toy phrase set", {"dataset": "toy"}
+    directory = Path(options.data_dir) if options.data_dir else default_corpus_dir()
+    if not directory.is_dir():
+        raise UserError(f"{directory}: no such corpus directory")
+    splits = {}
+    for name in ("train", "valid"):
+        path = directory / f"{name}.tsv"
+        if not path.is_file():
+            raise UserError(f"{path}: missing (a corpus directory holds train.tsv, valid.tsv, test.tsv)")
+        # A corpus directory is a prepared data set: a line the reader rejects is skipped (and counted
+        # in the log) rather than ending the run; user files (--tsv, --src/--tgt) stop unless --skip-bad.
+        splits[name] = read_pairs((str(path),), skip_bad=True)
+    return splits, str(directory), {"data_dir": str(directory.resolve())}
+
+
+def default_corpus_dir() -> Path:
+    try:
+        from clearformer.data.paths import default_data_dir
+    except ImportError:
+        raise UserError(f"no corpus given and the {DEFAULT_CORPUS} corpus is not available: "
+                        "pass --data DIR or --tsv FILE") from None
+    directory = Path(default_data_dir(DEFAULT_CORPUS))
+    if not (directory / "train.tsv").is_file():
+        raise UserError(f"{directory}: corpus not built yet; run `clearformer data build {DEFAULT_CORPUS}` "
+                        "or pass --data DIR")
+    return directory
+
+
+def build_tokenizer(options: TrainOptions, train: Pairs):
+    """A joint source/target tokenizer learned from the training split only."""
+    sentences = [s for pair in train for s in pair]
+    if options.tokenizer == "words":
+        from clearformer.tokenize import WordTokenizer
+
+        return WordTokenizer.build(sentences)
+    from clearformer.tokenize.subword import SentencePieceTokenizer
+
+    return SentencePieceTokenizer.train(sentences, vocab_size=options.vocab_size, seed=options.seed)
+
+
+def encode_pairs(tokenizer, pairs: Pairs) -> list[Example]:
+    return [Example(tuple(tokenizer.encode(s)), tuple(tokenizer.encode(t))) for s, t in pairs]

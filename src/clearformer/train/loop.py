@@ -1,0 +1,333 @@
+"""The training loop: batches -> model -> label-smoothed loss -> Adam + warmup schedule -> checkpoints.
+
+One optimizer step:
+    1. lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)            (schedule.py)
+    2. take world_size * accum batches; this process trains on its `accum` of them
+    3. for each: loss = label-smoothed CE of model(src, <bos> y) against y <eos> (step.py);
+       backward of loss_sum * world_size / (labels in the whole step)   (so the gradient is the
+       per-token mean over everything the step saw, however it is split)
+    4. clip the gradient norm, Adam update
+Every `eval_every` steps: validation loss and greedy BLEU, early stopping, the best model written
+to the run directory. Every `save_every` steps: a resumable step checkpoint and the curve PNG.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from clearformer.batching import BatchStream
+from clearformer.checkpoint import atomic_write_text, save_model
+from clearformer.errors import UserError
+from clearformer.runs import mark_latest
+from clearformer.train import distributed, state
+from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
+from clearformer.train.options import TrainOptions
+from clearformer.train.schedule import noam_lr
+from clearformer.train.setup import RunSetup, prepare
+from clearformer.train.step import TranslationLoss
+from clearformer.train.validate import validation_bleu, validation_loss
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    step: int
+    train_loss: float | None
+    valid_loss: float | None
+    valid_bleu: float | None
+    stopped_because: str
+
+
+def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None) -> TrainOptions:
+    """The options of the run being resumed (from its newest checkpoint), with a new length if given."""
+    checkpoints = state.step_checkpoints(run_dir)
+    if not checkpoints:
+        raise UserError(f"{run_dir / 'checkpoints'}: no checkpoint to resume from")
+    _, _, saved = state.load_step_checkpoint(checkpoints[-1])
+    options = TrainOptions.from_dict(saved["options"])
+    if steps is not None:
+        options.steps = steps
+    if minutes is not None:
+        options.minutes = minutes
+    return options
+
+
+def train(options: TrainOptions, resume: bool = False, progress: bool = True) -> TrainResult:
+    run_dir = Path(options.run_dir)
+    setup = prepare(options, resume, run_dir)
+    try:
+        return Trainer(setup, progress).run()
+    finally:
+        distributed.teardown(setup.world)
+
+
+class Trainer:
+    def __init__(self, setup: RunSetup, progress: bool = True) -> None:
+        self.s = setup
+        self.o = setup.options
+        self.world = setup.world
+        self.model = setup.model
+        self.network = TranslationLoss(self.model, self.o.label_smoothing)
+        if self.world.distributed:
+            device_ids = [setup.device.index] if setup.device.type == "cuda" else None
+            self.network = torch.nn.parallel.DistributedDataParallel(self.network, device_ids=device_ids)
+        saved = setup.trainer_state
+        tok = setup.tokenizer
+        position = saved.get("stream", {"epoch": 0, "index": 0})
+        self.stream = BatchStream(setup.train, self.o.batch_tokens, self.o.seed, tok.pad_id, tok.bos_id,
+                                  tok.eos_id, position["epoch"], position["index"])
+        self.step = saved.get("step", 0)
+        self.elapsed_before = saved.get("elapsed_s", 0.0)
+        self.tokens_seen = saved.get("tokens_seen", 0)
+        self.best_valid = saved.get("best_valid_loss")
+        self.best_step = saved.get("best_step")
+        self.bad_validations = saved.get("bad_validations", 0)
+        self.last_valid = (saved.get("last_valid_loss"), saved.get("last_valid_bleu"))
+        self.metrics = MetricsLog(setup.run_dir / "metrics.csv")
+        self.progress = progress and self.world.is_main
+        if self.world.is_main and setup.resumed_from is not None:
+            self.metrics.truncate_after(self.step)
+        self.autocast = self._autocast_factory()
+        self.interval = {"loss": 0.0, "nll": 0.0, "tokens": 0, "real": 0, "padded": 0, "time": 0.0,
+                         "steps": 0}
+        self.last_loss: float | None = None
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _autocast_factory(self):
+        if not self.o.bf16:
+            return contextlib.nullcontext
+        device_type = self.s.device.type
+        return lambda: torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+
+    def elapsed(self) -> float:
+        """Training time so far, across resumes: validation and checkpoint writing do not count."""
+        return self.elapsed_before + (time.monotonic() - self.started) - self.paused
+
+    def should_stop(self) -> str | None:
+        reason = None
+        if self.o.steps is not None and self.step >= self.o.steps:
+            reason = f"reached {self.o.steps} steps"
+        elif self.o.minutes is not None and self.elapsed() >= self.o.minutes * 60:
+            reason = f"reached the time budget of {self.o.minutes:g} min"
+        elif self.o.patience and self.bad_validations >= self.o.patience:
+            reason = f"early stopping: no better validation loss in {self.o.patience} validations"
+        # Process 0 decides (its clock rules), everyone follows.
+        stop = distributed.broadcast_flag(reason is not None, self.world, self.s.device)
+        return (reason or "stopped by process 0") if stop else None
+
+    def meta(self) -> dict:
+        return {
+            "preset": self.o.preset, "step": self.step, "data": self.s.source, **self.s.data_record,
+            "tokenizer": self.s.tokenizer.kind, "vocab_size": len(self.s.tokenizer),
+            "source_format": "source tokens only (no <bos>/<eos>)",
+            "target_format": "decoder input <bos> y, labels y <eos>",
+            "valid_loss": self.last_valid[0], "valid_bleu": self.last_valid[1],
+            "best_step": self.best_step, "parameters": self.model.num_parameters(),
+            "options": self.o.to_dict(),
+        }
+
+    # -- one optimizer step -------------------------------------------------------------------
+
+    def train_step(self) -> dict:
+        self.step += 1
+        lr = noam_lr(self.step, self.model.config.d_model, self.o.warmup, self.o.lr_factor)
+        for group in self.s.optimizer.param_groups:
+            group["lr"] = lr
+        batches = self.stream.take(self.world.size * self.o.accum)
+        mine = batches[self.world.rank * self.o.accum:(self.world.rank + 1) * self.o.accum]
+        step_labels = sum(b.target_tokens for b in batches)
+        self.s.optimizer.zero_grad(set_to_none=True)
+        loss_sum = nll_sum = 0.0
+        for index, batch in enumerate(mine):
+            batch = batch.to(self.s.device)
+            last = index == len(mine) - 1
+            # Gradients are all-reduced once per step, after the last batch of this process.
+            sync = contextlib.nullcontext() if last or not self.world.distributed else self.network.no_sync()
+            with sync:
+                with self.autocast():
+                    loss, nll, _ = self.network(batch.src, batch.tgt_in, batch.tgt_out)
+                (loss * (self.world.size / step_labels)).backward()
+            loss_sum += float(loss.detach())
+            nll_sum += float(nll)
+        parameters = [p for p in self.model.parameters() if p.grad is not None]
+        max_norm = self.o.clip if self.o.clip > 0 else math.inf
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(parameters, max_norm))
+        self.s.optimizer.step()
+        loss_sum, nll_sum = distributed.all_sum([loss_sum, nll_sum], self.world, self.s.device)
+        real = sum(b.real_tokens for b in batches)
+        padded = sum(b.padded_tokens for b in batches)
+        return {"lr": lr, "loss": loss_sum / step_labels, "nll": nll_sum / step_labels, "labels": step_labels,
+                "real": real, "padded": padded, "grad_norm": grad_norm}
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def run(self) -> TrainResult:
+        self.started = time.monotonic()
+        self.paused = 0.0
+        if self.world.is_main:
+            self.announce()
+        bar = tqdm(total=self.o.steps, initial=self.step, disable=not self.progress, unit="step",
+                   dynamic_ncols=True, desc="train")
+        reason = self.should_stop()
+        while reason is None:
+            began = time.monotonic()
+            result = self.train_step()
+            seconds = time.monotonic() - began
+            self.tokens_seen += result["real"]
+            self.record_interval(result, seconds)
+            if self.progress:
+                bar.update(1)
+                bar.set_postfix(self.postfix(result, seconds), refresh=False)
+            if self.step % self.o.log_every == 0:
+                self.flush_interval(result)
+            if self.step % self.o.eval_every == 0:
+                self.validate(bar)
+            if self.step % self.o.save_every == 0:
+                self.save()
+            if self.o.slow_down:
+                time.sleep(self.o.slow_down)
+            reason = self.should_stop()
+        bar.close()
+        if self.interval["steps"]:
+            self.flush_interval(None)
+        if self.step % self.o.eval_every != 0 and self.s.valid:
+            self.validate(None)
+        if self.step % self.o.save_every != 0:
+            self.save()
+        self.finish(reason)
+        return TrainResult(self.s.run_dir, self.step, self.last_loss, self.last_valid[0], self.last_valid[1],
+                           reason)
+
+    def announce(self) -> None:
+        s = self.s
+        where = f"resuming from {s.resumed_from}" if s.resumed_from else f"writing to {s.run_dir}"
+        dropped = f" ({s.dropped} too long, skipped)" if s.dropped else ""
+        processes = f", {self.world.size} processes" if self.world.distributed else ""
+        print(f"clearformer train: preset {self.o.preset}, {self.model.num_parameters():,} parameters, "
+              f"{s.tokenizer.kind} vocabulary of {len(s.tokenizer)}; {len(s.train)} training pairs{dropped}, "
+              f"{len(s.valid)} validation pairs from {s.source}; device {s.device}{processes}; {where}",
+              flush=True)
+        saved_world = s.trainer_state.get("world_size", self.world.size)
+        if saved_world != self.world.size:
+            print(f"clearformer train: warning: the run was saved by {saved_world} process(es) and "
+                  f"continues with {self.world.size}: each step now takes {self.world.size * self.o.accum} "
+                  "batches, and dropout draws new random numbers", flush=True)
+
+    def postfix(self, result: dict, seconds: float) -> dict:
+        fields = {"loss": f"{result['loss']:.3f}", "lr": f"{result['lr']:.2e}",
+                  "tok/s": f"{result['real'] / max(seconds, 1e-9):,.0f}",
+                  "pad": f"{1 - result['real'] / max(result['padded'], 1):.0%}"}
+        if self.o.minutes is not None:
+            left = max(0.0, self.o.minutes * 60 - self.elapsed())
+            fields["left"] = f"{int(left // 60)}:{int(left % 60):02d}"
+        return fields
+
+    def record_interval(self, result: dict, seconds: float) -> None:
+        i = self.interval
+        i["loss"] += result["loss"] * result["labels"]
+        i["nll"] += result["nll"] * result["labels"]
+        i["tokens"] += result["labels"]
+        i["real"] += result["real"]
+        i["padded"] += result["padded"]
+        i["time"] += seconds
+        i["steps"] += 1
+        self.last_loss = result["loss"]
+
+    def flush_interval(self, result: dict | None) -> None:
+        i = self.interval
+        if self.world.is_main and i["steps"]:
+            loss = i["loss"] / i["tokens"]
+            self.metrics.append({
+                "step": self.step, "epoch": self.stream.epoch, "elapsed_s": round(self.elapsed(), 2),
+                "train_loss": loss, "train_ppl": perplexity(i["nll"] / i["tokens"]),
+                "lr": noam_lr(self.step, self.model.config.d_model, self.o.warmup, self.o.lr_factor),
+                "tokens_per_s": i["real"] / max(i["time"], 1e-9),
+                "padding_share": 1 - i["real"] / i["padded"],
+                "grad_norm": result["grad_norm"] if result else None})
+        self.interval = {key: 0 if isinstance(v, int) else 0.0 for key, v in i.items()}
+
+    def validate(self, bar) -> None:
+        if not self.s.valid:
+            return
+        began = time.monotonic()
+        try:
+            self._validate(bar)
+        finally:
+            self.paused += time.monotonic() - began
+
+    def _validate(self, bar) -> None:
+        improved = False
+        if self.world.is_main:
+            loss, nll = validation_loss(self.model, self.s.valid, self.s.tokenizer, self.o.batch_tokens,
+                                        self.o.label_smoothing, self.s.device, self.autocast)
+            bleu = None
+            if self.o.bleu_sentences:
+                bleu = validation_bleu(self.model, self.s.tokenizer, self.s.valid_pairs,
+                                       self.o.bleu_sentences)
+            self.last_valid = (loss, bleu)
+            improved = self.best_valid is None or loss < self.best_valid - 1e-4
+            self.metrics.append({"step": self.step, "epoch": self.stream.epoch,
+                                 "elapsed_s": round(self.elapsed(), 2), "valid_loss": loss,
+                                 "valid_ppl": perplexity(nll), "valid_bleu": bleu})
+            line = (f"step {self.step}: valid loss {loss:.3f}, ppl {perplexity(nll):.2f}"
+                    + (f", BLEU {bleu:.1f}" if bleu is not None else "") + (" (best)" if improved else ""))
+            (bar.write if bar is not None and self.progress else print)(line)
+        improved = distributed.broadcast_flag(improved, self.world, self.s.device)
+        if improved:
+            self.best_valid, self.best_step, self.bad_validations = self.last_valid[0], self.step, 0
+            if self.world.is_main:
+                save_model(self.s.run_dir, self.model, self.s.tokenizer, self.meta())
+        else:
+            self.bad_validations += 1
+
+    def save(self) -> None:
+        began = time.monotonic()
+        try:
+            self._save()
+        finally:
+            self.paused += time.monotonic() - began
+
+    def _save(self) -> None:
+        rng = distributed.gather_rng_states(self.world)
+        if self.world.is_main:
+            trainer_state = {
+                "step": self.step, "stream": self.stream.position, "elapsed_s": self.elapsed(),
+                "tokens_seen": self.tokens_seen, "best_valid_loss": self.best_valid,
+                "best_step": self.best_step,
+                "bad_validations": self.bad_validations, "last_valid_loss": self.last_valid[0],
+                "last_valid_bleu": self.last_valid[1], "world_size": self.world.size,
+                "options": self.o.to_dict()}
+            state.save_step_checkpoint(self.s.run_dir, self.step, self.model, self.s.tokenizer, self.meta(),
+                                       self.s.optimizer, rng, trainer_state, self.o.keep)
+            if self.best_step is None:  # no validation yet: the newest model is the run's model
+                save_model(self.s.run_dir, self.model, self.s.tokenizer, self.meta())
+            self.plot()
+        distributed.barrier(self.world)
+
+    def plot(self) -> None:
+        plot_curves(self.metrics.read(), self.s.run_dir / "curve.png",
+                    f"clearformer {self.o.preset}: loss and learning rate")
+
+    def finish(self, reason: str) -> None:
+        if not self.world.is_main:
+            return
+        self.plot()
+        mark_latest(self.s.run_dir)
+        summary = {"stopped_because": reason, "step": self.step, "elapsed_s": round(self.elapsed(), 1),
+                   "best_step": self.best_step, "best_valid_loss": self.best_valid,
+                   "last_valid_bleu": self.last_valid[1], "tokens_seen": self.tokens_seen}
+        atomic_write_text(self.s.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+        bleu = f", BLEU {self.last_valid[1]:.1f}" if self.last_valid[1] is not None else ""
+        valid = f"; valid loss {self.last_valid[0]:.3f}{bleu}" if self.last_valid[0] is not None else ""
+        best = f" (model of step {self.best_step}, the best validation loss)" if self.best_step else ""
+        print(f"clearformer train: {reason} after {self.step} steps in {self.elapsed():.0f} s{valid}; "
+              f"model in {self.s.run_dir}{best}", flush=True)

@@ -1,0 +1,35 @@
+"""Label-smoothed cross-entropy (paper section 5.4, epsilon_ls = 0.1).
+
+For a label y among K classes the target distribution puts 1 - eps on y and spreads eps evenly
+over all K classes (y included), the convention of `torch.nn.functional.cross_entropy(...,
+label_smoothing=eps)`:
+
+    loss = (1 - eps) * (-log p_y) + eps * mean_k(-log p_k)
+
+Padding positions (label = pad_id) contribute nothing. The functions return *sums* over tokens
+together with the token count, so that batches split over accumulation steps or processes can be
+normalised by the token count of the whole step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def label_smoothed_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int,
+                        smoothing: float = 0.1) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """logits (batch, tgt_len, vocab), labels (batch, tgt_len) ->
+    (summed smoothed loss, summed negative log-likelihood, number of non-pad labels).
+
+    The nll sum is the unsmoothed loss (what perplexity is computed from).
+    """
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"label smoothing must be in [0, 1), not {smoothing}")
+    log_probs = torch.log_softmax(logits.float(), dim=-1)  # (batch, tgt_len, vocab)
+    # Gather and mask instead of selecting the non-pad rows: no copy of the (tokens, vocab) table.
+    real = (labels != pad_id).to(log_probs.dtype)
+    safe_labels = labels.clamp(min=0, max=log_probs.shape[-1] - 1)
+    nll = -log_probs.gather(-1, safe_labels[..., None])[..., 0] * real
+    uniform = -log_probs.mean(dim=-1) * real
+    loss = (1.0 - smoothing) * nll + smoothing * uniform
+    return loss.sum(), nll.sum().detach(), int(real.sum().item())

@@ -1,0 +1,136 @@
+"""Every knob of a training run, with per-preset defaults and range checks.
+
+`TrainOptions` is plain data (saved as JSON in every checkpoint's trainer_state.json), so a
+resumed run uses exactly the options of the run it continues.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from clearformer.config import PRESETS
+from clearformer.errors import UserError
+
+# The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
+# vocabulary, small batches, a short warmup and a fixed number of steps.
+TOY_DEFAULTS = dict(tokenizer="words", batch_tokens=600, warmup=100, lr_factor=1.0, steps=400,
+                    eval_every=100, save_every=200, patience=0, bleu_sentences=60)
+# The paper's recipe scaled to a CPU: subwords, 4k-token batches, 4000 warmup steps.
+REAL_DEFAULTS = dict(tokenizer="sentencepiece", batch_tokens=4096, warmup=4000, lr_factor=1.0, steps=None,
+                     eval_every=500, save_every=500, patience=10, bleu_sentences=200)
+
+
+@dataclass
+class TrainOptions:
+    """What to train, on what, for how long, and how.
+
+    model: preset (a name in config.PRESETS), overrides (ModelConfig fields), tie ("none",
+        "decoder", "all": shared embeddings; "all" needs the joint vocabulary).
+    data: data_dir (train/valid/test.tsv), or tsv / src + tgt (a user corpus; 2% held out for
+        validation), skip_bad (skip malformed lines instead of stopping at the first).
+    tokenizer: "words" or "sentencepiece", vocab_size (subwords only), joint vocabulary always.
+    recipe: batch_tokens (padded tokens per batch and process), accum (batches per update),
+        lr_factor and warmup (the schedule), label_smoothing, clip (max gradient norm, 0 = off),
+        dropout (residual + embedding dropout; None = the preset's), attention_dropout and ffn_dropout
+        (on attention weights / the feed-forward hidden layer; 0 as in the paper), seed.
+    length: steps and/or minutes (whichever ends first), patience (validations without a better
+        validation loss before stopping, 0 = never stop early).
+    checkpoints: run_dir, save_every (steps), keep (last N step checkpoints kept for averaging).
+    validation: eval_every (steps), bleu_sentences (validation sentences decoded for BLEU, 0 = no BLEU).
+    device: "cpu", "cuda", "cuda:1", "auto"; bf16 autocast.
+    """
+
+    preset: str = "toy-translate"
+    overrides: dict = field(default_factory=dict)
+    tie: str = "all"
+    data_dir: str | None = None
+    tsv: str | None = None
+    src: str | None = None
+    tgt: str | None = None
+    skip_bad: bool = False
+    tokenizer: str = "words"
+    vocab_size: int = 8000
+    batch_tokens: int = 4096
+    accum: int = 1
+    lr_factor: float = 1.0
+    warmup: int = 4000
+    label_smoothing: float = 0.1
+    clip: float = 1.0
+    dropout: float | None = None
+    attention_dropout: float = 0.0
+    ffn_dropout: float = 0.0
+    seed: int = 1
+    steps: int | None = None
+    minutes: float | None = None
+    patience: int = 10
+    run_dir: str = ""
+    save_every: int = 500
+    keep: int = 5
+    eval_every: int = 500
+    bleu_sentences: int = 200
+    log_every: int = 10
+    device: str = "cpu"
+    bf16: bool = False
+    slow_down: float = 0.0  # seconds of sleep per step; only the kill -9 resume test uses it
+
+    def validate(self) -> None:
+        def need(ok: bool, message: str) -> None:
+            if not ok:
+                raise UserError(message)
+
+        need(self.preset in PRESETS, f"unknown preset {self.preset!r}; choose one of: {', '.join(PRESETS)}")
+        need(not PRESETS[self.preset].get("n_encoder_layers", 1) == 0,
+             f"preset {self.preset!r} is a decoder-only language model: train it with `clearformer lm`")
+        need(self.tie in ("none", "decoder", "all"), f"--tie must be none, decoder or all, not {self.tie!r}")
+        need(self.tokenizer in ("words", "sentencepiece"),
+             f"--tokenizer must be words or sentencepiece, not {self.tokenizer!r}")
+        need(self.vocab_size >= 16, f"--vocab-size must be at least 16, not {self.vocab_size}")
+        need(self.batch_tokens >= 8, f"--batch-tokens must be at least 8, not {self.batch_tokens}")
+        need(self.accum >= 1, f"--accum must be at least 1, not {self.accum}")
+        need(self.lr_factor > 0, f"--lr-factor must be positive, not {self.lr_factor}")
+        need(self.warmup >= 1, f"--warmup must be at least 1, not {self.warmup}")
+        need(0.0 <= self.label_smoothing < 1.0,
+             f"--label-smoothing must be in [0, 1), not {self.label_smoothing}")
+        need(self.clip >= 0, f"--clip must be >= 0 (0 = no clipping), not {self.clip}")
+        need(self.dropout is None or 0.0 <= self.dropout < 1.0,
+             f"--dropout must be in [0, 1), not {self.dropout}")
+        for name in ("attention_dropout", "ffn_dropout"):
+            value = getattr(self, name)
+            need(0.0 <= value < 1.0, f"--{name.replace('_', '-')} must be in [0, 1), not {value}")
+        need(self.steps is None or self.steps >= 1, f"--steps must be at least 1, not {self.steps}")
+        need(self.minutes is None or self.minutes > 0, f"--minutes must be positive, not {self.minutes}")
+        need(self.patience >= 0, f"--patience must be >= 0, not {self.patience}")
+        need(self.save_every >= 1, f"--save-every must be at least 1, not {self.save_every}")
+        need(self.keep >= 1, f"--keep must be at least 1, not {self.keep}")
+        need(self.eval_every >= 1, f"--eval-every must be at least 1, not {self.eval_every}")
+        need(self.bleu_sentences >= 0, f"--bleu-sentences must be >= 0, not {self.bleu_sentences}")
+        need(self.log_every >= 1, f"--log-every must be at least 1, not {self.log_every}")
+        need(self.slow_down >= 0, "--slow-down must be >= 0")
+        sources = [self.data_dir is not None, self.tsv is not None,
+                   self.src is not None or self.tgt is not None]
+        need(sum(sources) <= 1, "give one corpus: --data DIR, --tsv FILE, or --src FILE --tgt FILE")
+        need((self.src is None) == (self.tgt is None), "--src and --tgt go together")
+        need(self.steps is not None or self.minutes is not None or self.patience > 0,
+             "say how long to train: --steps N, --minutes N or --patience N (early stopping)")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainOptions:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def is_toy(preset: str) -> bool:
+    return preset.startswith("toy")
+
+
+def preset_defaults(preset: str) -> dict:
+    """The option defaults a preset brings (the toy one trains on the built-in set by default)."""
+    if is_toy(preset):
+        return dict(TOY_DEFAULTS)
+    # The paper warms up for 4000 steps of 25k-token batches; `small`, meant for a CPU that makes
+    # a few thousand steps an hour, warms up for 1000.
+    return dict(REAL_DEFAULTS, warmup=1000) if preset == "small" else dict(REAL_DEFAULTS)

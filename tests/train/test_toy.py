@@ -1,0 +1,50 @@
+"""The toy translation end to end: `clearformer train` (defaults), then "I love you" -> "Je t'aime".
+
+One training run of the toy-translate preset (about 400 steps, the slowest test here), checked
+through the checkpoint API, a greedy loop, and the `translate` command.
+"""
+
+import torch
+
+from clearformer.checkpoint import load_model
+from clearformer.cli import main
+from clearformer.data.toy import SEED_SOURCES, toy_pairs, toy_splits
+from clearformer.generate import greedy_decode
+from clearformer.runs import default_run_dir, resolve_checkpoint
+from clearformer.train.metrics import MetricsLog
+
+
+def test_phrase_set_holds_the_seeds_and_a_fixed_split():
+    pairs = dict(toy_pairs())
+    assert pairs["I love you"] == "Je t'aime" and pairs["I love AI"] == "J'aime l'IA"
+    assert len(pairs) > 500
+    splits = toy_splits()
+    train_sources = {s for s, _ in splits["train"]}
+    assert set(SEED_SOURCES) <= train_sources
+    assert splits["valid"] and splits["test"]
+    assert not train_sources & {s for s, _ in splits["valid"] + splits["test"]}
+
+
+def greedy(model, tokenizer, text):
+    ids = torch.tensor([tokenizer.encode(text)])
+    decoded = greedy_decode(model, ids, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+    return tokenizer.decode(decoded.sequences()[0])
+
+
+def test_toy_translate_learns_je_t_aime(capsys):
+    assert main(["train", "--preset", "toy-translate", "--quiet"]) == 0
+    run = default_run_dir("toy-translate")
+    assert resolve_checkpoint(None) == run.resolve()
+    model, tokenizer, meta = load_model(run)
+    assert meta["dataset"] == "toy" and meta["tokenizer"] == "words"
+    assert greedy(model, tokenizer, "I love you") == "Je t'aime"
+    assert greedy(model, tokenizer, "I love AI") == "J'aime l'IA"
+    capsys.readouterr()
+    assert main(["translate", "I love you"]) == 0
+    assert capsys.readouterr().out.strip() == "Je t'aime"
+    rows = MetricsLog(run / "metrics.csv").read()
+    bleu = [r["valid_bleu"] for r in rows if r.get("valid_bleu") is not None]
+    assert bleu and bleu[-1] > 50  # held-out sentences, not just the memorised ones
+    train_loss = [r["train_loss"] for r in rows if r.get("train_loss") is not None]
+    assert train_loss[-1] < train_loss[0] / 3
+    assert (run / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

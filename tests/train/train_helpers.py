@@ -1,0 +1,36 @@
+"""Helpers for the training tests: a tiny model on the toy phrase set, run through the CLI."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+# A model small enough that a few dozen steps take a second or two.
+TINY = ["--set", "d_model=16", "--set", "n_heads=2", "--set", "d_ff=32", "--set", "n_encoder_layers=1",
+        "--set", "n_decoder_layers=1", "--batch-tokens", "120", "--warmup", "10", "--threads", "1", "--quiet"]
+
+
+def tiny_args(out: Path, *extra: str) -> list[str]:
+    return ["train", "--out", str(out), *TINY, *extra]
+
+
+def run_subprocess(args: list[str], **kwargs) -> subprocess.Popen:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "clearformer.cli", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def weights(checkpoint: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(checkpoint / "model.safetensors"))
+
+
+def losses(run: Path) -> dict[int, float]:
+    """Training loss by step from a run's metrics.csv."""
+    with open(run / "metrics.csv", encoding="utf-8") as stream:
+        return {int(r["step"]): float(r["train_loss"]) for r in csv.DictReader(stream) if r["train_loss"]}

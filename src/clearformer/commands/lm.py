@@ -110,8 +110,8 @@ def build_config(args, vocab_size: int):
 def run_train(args) -> int:
     import torch
 
-    from clearformer.lm import data as lm_data
     from clearformer.checkpoint import load_model
+    from clearformer.lm import data as lm_data
     from clearformer.lm.training import LMTrainSettings, train_lm
     from clearformer.model.lm import LanguageModel, attention_variant
 

@@ -44,7 +44,7 @@ def write_section(name: str, title: str, body: str, command: str | None = None, 
     """
     command = command or "python " + " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    section = (f"<!-- begin {name} -->\n## {title}\n\n- Machine: {machine()}\n- Date: {stamp}\n"
+    section = (f"<!-- begin {name} -->\n## {title}\n\n- Machine: {where or machine()}\n- Date: {stamp}\n"
                f"- Command: `{command}`\n\n{body.strip()}\n<!-- end {name} -->")
     text = BENCHMARKS.read_text(encoding="utf-8") if BENCHMARKS.exists() else HEADER
     pattern = re.compile(rf"<!-- begin {re.escape(name)} -->.*?<!-- end {re.escape(name)} -->", re.S)

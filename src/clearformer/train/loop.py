@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,7 +177,9 @@ class Trainer:
         if self.world.is_main:
             self.announce()
         bar = tqdm(total=self.o.steps, initial=self.step, disable=not self.progress, unit="step",
-                   dynamic_ncols=True, desc="train")
+                   dynamic_ncols=True, desc="train",
+                   # In a log (CI, `setup.sh | tee`) a redrawn bar becomes thousands of lines: update rarely.
+                   mininterval=0.1 if sys.stderr.isatty() else 15.0)
         reason = self.should_stop()
         while reason is None:
             began = time.monotonic()

@@ -9,12 +9,15 @@ beam search (beam 4, length penalty 0.6) for the final sacrebleu BLEU and chrF, 
     python -m benchmarks.quality --minutes 25                  # the full run
     python -m benchmarks.quality --minutes 2 --every 1 --test-sentences 200   # a smoke test
 
-Writes its BENCHMARKS.md section and benchmarks/quality_bleu_vs_minutes.png.
+Writes its BENCHMARKS.md section, the curve as JSON (benchmarks/quality_curve.json) and
+benchmarks/quality_bleu_vs_minutes.png (with the MarianMTModel peer's curve, once
+`python -m benchmarks.quality_marian` has run).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -28,20 +31,28 @@ from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.corpus import read_pairs
 
 PLOT = ROOT / "benchmarks" / "quality_bleu_vs_minutes.png"
+CURVE = ROOT / "benchmarks" / "quality_curve.json"
+PEER_CURVE = ROOT / "benchmarks" / "quality_marian_curve.json"  # written by benchmarks/quality_marian.py
 
 
-def plot_curve(points: list[dict], path: Path, title: str) -> None:
+def plot_curves(path: Path = PLOT) -> None:
+    """BLEU against training minutes for clearformer and, when its run exists, the MarianMTModel peer."""
+
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
     figure, axes = plt.subplots(figsize=(7, 4.2))
-    axes.plot([p["minutes"] for p in points], [p["bleu"] for p in points], "o-")
+    for curve, label in ((CURVE, "clearformer"), (PEER_CURVE, "Hugging Face MarianMTModel (same size)")):
+        if curve.exists():
+            points = json.loads(curve.read_text(encoding="utf-8"))["points"]
+            axes.plot([p["minutes"] for p in points], [p["bleu"] for p in points], "o-", label=label)
     axes.set_xlabel("training time (minutes, CPU)")
     axes.set_ylabel("validation BLEU (greedy, sacrebleu)")
-    axes.set_title(title)
+    axes.set_title("en-fr-software: BLEU against CPU training minutes")
     axes.grid(alpha=0.3)
+    axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -99,7 +110,11 @@ def main() -> None:
     print(final.bleu_line, final.chrf_line, sep="\n")
     if args.no_write:
         return
-    plot_curve(points, PLOT, f"clearformer {args.preset} on en-fr-software: BLEU vs CPU minutes")
+
+    CURVE.write_text(json.dumps({"system": f"clearformer {args.preset}", "points": points, "steps": result.step,
+                                 "test_bleu": final.bleu, "test_chrf": final.chrf}, indent=1) + "\n",
+                     encoding="utf-8")
+    plot_curves()
     rows = [[f"{p['minutes']:g}", p["step"], f"{p['train_loss']:.3f}", f"{p['valid_loss']:.3f}",
              f"{p['bleu']:.2f}"] for p in points]
     body = (f"`{args.preset}` preset trained for {args.minutes:g} minutes of training time on "

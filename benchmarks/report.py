@@ -37,12 +37,20 @@ def machine() -> str:
     return where
 
 
+def invocation() -> str:
+    """How the running script was started: `-m benchmarks.x` or its path relative to the repository."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:
+        return f"-m {spec.name}"
+    return os.path.relpath(sys.argv[0], ROOT)
+
+
 def write_section(name: str, title: str, body: str, command: str | None = None, where: str | None = None) -> None:
     """Replace (or append) section `name` of BENCHMARKS.md with `body` (markdown).
 
     `where` describes the machine when the numbers were measured elsewhere (a lent GPU machine).
     """
-    command = command or "python " + " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
+    command = command or "python " + " ".join([invocation()] + sys.argv[1:])
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = (f"<!-- begin {name} -->\n## {title}\n\n- Machine: {where or machine()}\n- Date: {stamp}\n"
                f"- Command: `{command}`\n\n{body.strip()}\n<!-- end {name} -->")

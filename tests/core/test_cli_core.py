@@ -49,6 +49,18 @@ def test_info_prints_the_parameter_count(capsys):
     assert code == 0 and 205e6 < json.loads(out)["parameters"] < 220e6
 
 
+@pytest.mark.parametrize("attention, share", [("mha", "100.0%"), ("gqa", "25.0%"), ("mqa", "12.5%"),
+                                              ("mla", "28.1%")])
+def test_info_reports_the_kv_cache_of_each_attention_variant(capsys, attention, share):
+    code, out, _ = run(capsys, "info", "--preset", "lm-small", "--vocab", "4000", "--attention", attention)
+    assert code == 0 and f"{share} of MHA's" in out
+    code, out, _ = run(capsys, "info", "--preset", "lm-small", "--vocab", "4000", "--attention", attention,
+                       "--format", "json")
+    layers, d_model = 4, 256
+    expected = {"mha": 2 * d_model, "gqa": 2 * 2 * 32, "mqa": 2 * 32, "mla": 4 * 32 + 16}[attention]
+    assert json.loads(out)["kv_cache_bytes_per_token"]["bytes_total"] == expected * 4 * layers
+
+
 @pytest.fixture
 def checkpoint(tmp_path):
     tok = WordTokenizer.build(["I love you", "Je t'aime"])
@@ -76,6 +88,8 @@ def test_explain_a_sentence_with_a_checkpoint(capsys, checkpoint):
     (["explain", "--example", "nope"], "unknown example"),
     (["explain"], "nothing to explain"),
     (["info", "--preset", "huge"], "unknown preset"),
+    (["info", "--preset", "lm-small", "--attention", "mha", "--kv-heads", "2"], "applies only to --attention gqa"),
+    (["info", "--preset", "lm-small", "--attention", "gqa", "--kv-heads", "3"], "not a multiple"),
 ])
 def test_bad_input_gets_one_line_and_a_non_zero_exit(capsys, checkpoint, tmp_path, argv, message):
     argv = [a.format(ckpt=checkpoint, missing=tmp_path / "missing") for a in argv]

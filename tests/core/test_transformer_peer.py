@@ -34,12 +34,12 @@ def peer_for(model: Transformer) -> nn.Transformer:
     peer = nn.Transformer(c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, dropout=0.0,
                           batch_first=True, norm_first=c.norm_first)
     with torch.no_grad():
-        for ours, theirs in zip(model.encoder.layers, peer.encoder.layers):
+        for ours, theirs in zip(model.encoder.layers, peer.encoder.layers, strict=True):
             copy_attention(ours.self_attention, theirs.self_attn)
             copy_ffn(ours.feed_forward, theirs)
             copy_norm(ours.add_norm_1, theirs.norm1)
             copy_norm(ours.add_norm_2, theirs.norm2)
-        for ours, theirs in zip(model.decoder.layers, peer.decoder.layers):
+        for ours, theirs in zip(model.decoder.layers, peer.decoder.layers, strict=True):
             copy_attention(ours.self_attention, theirs.self_attn)
             copy_attention(ours.cross_attention, theirs.multihead_attn)
             copy_ffn(ours.feed_forward, theirs)

@@ -6,6 +6,7 @@ import json
 import sys
 
 from clearformer.config import PRESETS, preset
+from clearformer.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -14,6 +15,9 @@ def register(subparsers) -> None:
     parser.add_argument("--vocab", type=int, default=37000, help="vocabulary size (default 37000, as the paper)")
     parser.add_argument("--tie", choices=["none", "decoder", "all"], default="all",
                         help="shared embeddings (default all: source = target = output, as the paper)")
+    parser.add_argument("--attention", choices=["mha", "gqa", "mqa", "mla"], default="mha",
+                        help="decoder self-attention variant (default mha; sized as `lm train` sizes it)")
+    parser.add_argument("--kv-heads", type=int, default=None, help="key/value heads for gqa (default n_heads/4)")
     parser.add_argument("--checkpoint", help="describe a trained checkpoint instead of a preset")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.set_defaults(func=run)
@@ -52,10 +56,18 @@ def run(args) -> int:
         name = args.checkpoint
     else:
         if args.vocab <= 0:
-            from clearformer.errors import UserError
-
             raise UserError("--vocab must be positive")
-        config = preset(args.preset, src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, tie_embeddings=args.tie)
+        from clearformer.model.lm import variant_overrides
+
+        if args.kv_heads is not None and args.attention != "gqa":
+            raise UserError("--kv-heads applies only to --attention gqa")
+        base = preset(args.preset)
+        try:
+            overrides = variant_overrides(args.attention, base.d_model, base.n_heads, args.kv_heads)
+            config = preset(args.preset, src_vocab_size=args.vocab, tgt_vocab_size=args.vocab,
+                            tie_embeddings=args.tie, **overrides)
+        except ValueError as error:
+            raise UserError(f"--preset {args.preset} --attention {args.attention}: {error}") from None
         with torch.device("meta"):  # sizes only: no memory, no initialisation time
             from clearformer.checkpoint import model_class_for
 

@@ -63,14 +63,19 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
         if recorder is not None:
             recorder.step = t
         n, k_cur = beam_scores.shape
-        log_probs = torch.log_softmax(state.logits().float(), dim=-1)
+        logits = state.logits().float()  # (n * k_cur, vocab)
+        # log p(token) = logit - logsumexp(row) is a shift per row, so a sentence's best 2*beam
+        # extensions are among the best 2*beam logits of each of its rows: rank those few
+        # instead of writing out a log-softmax over the whole vocabulary for every row.
+        normaliser = torch.logsumexp(logits, dim=-1)
         if t < min_length:
-            log_probs[:, eos_id] = float("-inf")
-        vocab = log_probs.shape[-1]
-        candidates = log_probs.view(n, k_cur, vocab).add_(beam_scores[:, :, None]).view(n, k_cur * vocab)
-        top_scores, top_index = candidates.topk(min(2 * beam, k_cur * vocab), dim=1)  # sorted, best first
-        top_beam = torch.div(top_index, vocab, rounding_mode="floor")
-        top_token = top_index % vocab
+            logits[:, eos_id] = float("-inf")
+        width = min(2 * beam, logits.shape[-1])
+        row_best, row_token = logits.topk(width, dim=-1)  # (n * k_cur, width)
+        row_scores = (row_best - normaliser[:, None] + beam_scores.reshape(-1, 1)).view(n, k_cur * width)
+        top_scores, top_pos = row_scores.topk(min(2 * beam, k_cur * width), dim=1)  # sorted, best first
+        top_beam = torch.div(top_pos, width, rounding_mode="floor")
+        top_token = row_token.view(n, k_cur * width).gather(1, top_pos)
         is_eos = top_token == eos_id
         penalty = length_penalty(t + 1, alpha)
 

@@ -58,13 +58,13 @@ class DecoderState:
         return self.prefix.shape[1] - 1
 
     def logits(self) -> torch.Tensor:
-        """Scores for the next token of every row: (rows, tgt_vocab)."""
+        """Scores for the next token of every row: (rows, tgt_vocab), possibly a transposed view."""
         if self.use_cache:
             hidden = self.model.decode(self.prefix[:, -1:], self.memory, self.src_mask, self.cache,
                                        position=self.position)
         else:
-            hidden = self.model.decode(self.prefix, self.memory, self.src_mask)[:, -1:]
-        return self.model.project(hidden)[:, -1]
+            hidden = self.model.decode(self.prefix, self.memory, self.src_mask)
+        return self.model.next_token_logits(hidden[:, -1])
 
     def append(self, tokens: torch.Tensor) -> None:
         """Feed the chosen tokens (rows,) at the next step."""

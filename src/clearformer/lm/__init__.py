@@ -1,1 +1,1 @@
-"""The decoder-only language model around model/lm.py: its corpus (data), training loop (training), explain view (explain)."""
+"""The decoder-only language model around model/lm.py: its corpus, training loop and explain view."""

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer import trace
+from clearformer.model.linear import decode_linear
 
 # ----------------------------------------------------------------------------- masks
 
@@ -189,20 +190,24 @@ class MultiHeadAttention(nn.Module):
         memory = query if is_self else memory
         # Rotary positions only make sense within one sequence: never in cross-attention.
         rotate = self.rotary is not None and is_self
-        q = self.split_heads(self.w_q(query), self.n_heads)
+        q = self.split_heads(decode_linear(self.w_q, query), self.n_heads)
         if rotate:
             q = self.rotary(q, position)
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]
         else:
-            k = self.split_heads(self.w_k(memory), self.n_kv_heads)
-            v = self.split_heads(self.w_v(memory), self.n_kv_heads)
+            k = self.split_heads(decode_linear(self.w_k, memory), self.n_kv_heads)
+            v = self.split_heads(decode_linear(self.w_v, memory), self.n_kv_heads)
             if rotate:
                 k = self.rotary(k, position)
             if cache is not None:
                 if not static_kv and "k" in cache:
                     k = torch.cat([cache["k"], k], dim=2)
                     v = torch.cat([cache["v"], v], dim=2)
+                elif static_kv:
+                    # split_heads returns a transposed view; stored as is, every later step's
+                    # product with it would copy it again.
+                    k, v = k.contiguous(), v.contiguous()
                 cache["k"], cache["v"] = k, v
         trace.emit(self, "Q", q)
         trace.emit(self, "K", k)
@@ -221,6 +226,6 @@ class MultiHeadAttention(nn.Module):
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.d_head)
         trace.emit(self, "concat", concat)
-        output = self.w_o(concat)
+        output = decode_linear(self.w_o, concat)
         trace.emit(self, "output", output)
         return output

@@ -10,6 +10,7 @@ from torch import nn
 
 from clearformer import trace
 from clearformer.model.attention import MultiHeadAttention
+from clearformer.model.linear import decode_linear
 
 
 class FeedForward(nn.Module):
@@ -24,9 +25,9 @@ class FeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, seq, d_model) -> (batch, seq, d_model) through a (batch, seq, d_ff) hidden layer."""
-        hidden = self.activation(self.linear_1(x))
+        hidden = self.activation(decode_linear(self.linear_1, x))
         trace.emit(self, "hidden", hidden)
-        output = self.linear_2(self.dropout(hidden))
+        output = decode_linear(self.linear_2, self.dropout(hidden))
         trace.emit(self, "output", output)
         return output
 

@@ -16,6 +16,7 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
 from clearformer.model.latent import build_decoder_self_attention
 from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+from clearformer.model.linear import decode_linear
 
 
 def build_rotary(config: ModelConfig) -> nn.Module | None:
@@ -46,6 +47,17 @@ class OutputProjection(nn.Module):
         if trace.recording():
             trace.emit(self, "probabilities", torch.softmax(logits.float(), dim=-1))
         return logits
+
+    def next_token_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The newest decoder state of each hypothesis, hidden (rows, d_model) -> logits (rows, vocab).
+
+        The same numbers as `forward`; at a decoding step the product is the largest of the step,
+        and `decode_linear` computes it in the faster order, as a transposed view (max, topk and
+        logsumexp read it as it is).
+        """
+        if trace.recording():
+            return self(hidden[:, None])[:, 0]
+        return decode_linear(self.linear, hidden, contiguous=False)
 
 
 class Transformer(nn.Module):
@@ -94,7 +106,10 @@ class Transformer(nn.Module):
         """
         tgt_len = tgt_ids.shape[1]
         k_len = position + tgt_len if cache is not None else tgt_len
-        self_mask = causal_mask(tgt_len, k_len, tgt_ids.device)
+        # One new token at the end of the cached sequence may look at every key: its causal mask
+        # is all True, so a decoding step skips it (the recorder still gets it, for the explain view).
+        needs_mask = tgt_len > 1 or trace.recording()
+        self_mask = causal_mask(tgt_len, k_len, tgt_ids.device) if needs_mask else None
         # Target padding only ever follows the real tokens, so the causal mask already keeps real
         # queries off it; the padded query rows are ignored by the loss.
         x = self.tgt_embed(tgt_ids, offset=position)
@@ -103,6 +118,10 @@ class Transformer(nn.Module):
     def project(self, hidden: torch.Tensor) -> torch.Tensor:
         """decoder states (batch, tgt_len, d_model) -> logits (batch, tgt_len, tgt_vocab)."""
         return self.output(hidden)
+
+    def next_token_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The newest decoder state of each hypothesis (rows, d_model) -> logits (rows, tgt_vocab)."""
+        return self.output.next_token_logits(hidden)
 
     def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: src_ids (batch, src_len), tgt_ids (batch, tgt_len) -> logits (batch, tgt_len, vocab)."""

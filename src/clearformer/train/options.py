@@ -131,6 +131,7 @@ def preset_defaults(preset: str) -> dict:
     """The option defaults a preset brings (the toy one trains on the built-in set by default)."""
     if is_toy(preset):
         return dict(TOY_DEFAULTS)
-    # The paper warms up for 4000 steps of 25k-token batches; `small`, meant for a CPU that makes
-    # a few thousand steps an hour, warms up for 1000.
-    return dict(REAL_DEFAULTS, warmup=1000) if preset == "small" else dict(REAL_DEFAULTS)
+    # The paper warms up for 4000 steps of 25k-token batches. `small` is meant for a CPU that makes
+    # about 3,500 steps of 2048-token batches an hour: with warmup 400 it reached 24.8 test BLEU on
+    # en-fr-software in 25 minutes on 2 cores (benchmarks/quality.py, BENCHMARKS.md).
+    return dict(REAL_DEFAULTS, batch_tokens=2048, warmup=400) if preset == "small" else dict(REAL_DEFAULTS)

@@ -1,8 +1,8 @@
 """Linear layers at decoding time: the same y = x W^T + b, multiplied in the order that is faster for few rows.
 
 A decoding step with a KV cache pushes only a few rows (one per hypothesis) through every linear
-layer. For such a skinny x, MKL's `x @ W^T` spends much of its time re-packing the large weight
-matrix on every call; computing the transpose, y^T = W x^T + b, lets it pack only the small x.
+layer. For such a skinny x, MKL's `x @ W^T` runs well below this CPU's matmul rate (it appears to
+re-pack the large weight on every call); the transpose, y^T = W x^T + b, runs faster.
 On this project's 2-core CPU box (MKL on AMD EPYC, 2 threads) that made the 32-row products about
 1.5x (256 -> 256) to 2x (256 -> 8000, the output projection) faster; `benchmarks/decode_speed.py`
 measures the effect on whole decoding runs.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-FEW_ROWS = 128  # up to beam 4 x 32 sentences; above this the usual order is as fast
+FEW_ROWS = 128  # beam 4 x 32 sentences; larger inputs (the encoder, training) were not measured to gain
 
 
 def uses_transposed_product(x: torch.Tensor) -> bool:

@@ -13,9 +13,10 @@ least as well as the best surviving beam at the current length (early stopping; 
 this is exact, since log-probabilities only fall as a prefix grows).
 
 Batched over sentences x beams: rows are ordered sentence-major, finished sentences leave the
-batch, and the decoder cache follows the beams by one `index_select` per step. Step 0 runs once
-per sentence (every beam starts from the same <bos>), and its cache, cross-attention keys and
-values included, is then expanded to the beams.
+batch, and the decoder self-attention cache follows the beams by one `index_select` per step.
+Step 0 runs once per sentence (every beam starts from the same <bos>), and its self-attention
+cache is then expanded to the beams; the encoder output and the cross-attention keys and values
+stay one row per sentence, shared by its beams.
 """
 
 from __future__ import annotations
@@ -113,9 +114,8 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
         keep = (~done).nonzero()[:, 0]
         if keep.numel() == 0:
             break
-        k_new = go_beam.shape[1]
         rows = (torch.arange(n, device=device)[:, None] * k_cur + go_beam)[keep].reshape(-1)
-        state.select(rows, sentences_changed=k_new != k_cur or keep.numel() < n)
+        state.select(rows, sentences=keep if keep.numel() < n else None)
         state.append(go_token[keep].reshape(-1))
         beam_scores = go_scores[keep]
         alive = alive[keep]

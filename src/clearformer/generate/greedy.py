@@ -71,7 +71,7 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
                 break
             alive = alive[keep]
             state.append(chosen)
-            state.select(keep)
+            state.select(keep, sentences=keep)
         else:
             state.append(chosen)
     return Decoded(tokens, lengths, scores, eos_id)

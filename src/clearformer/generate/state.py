@@ -10,8 +10,11 @@
   Annotated Transformer decodes). It exists to prove the cache changes nothing.
 
 Rows are hypotheses: one per sentence for greedy decoding, `beam` per sentence for beam search,
-ordered sentence-major. `select(rows)` keeps and reorders them (a finished sentence leaves the
-batch; a beam continues another beam's prefix) with one `index_select` on dim 0 of every tensor.
+ordered sentence-major. The encoder output (memory), its mask and the cross-attention keys and
+values stay one row per sentence: the beams of a sentence read the same row
+(`attention.shared_memory_attention`) instead of `beam` copies of it. `select(rows, sentences)`
+keeps and reorders hypotheses (a beam continues another beam's prefix) and, when given, sentences
+(a finished sentence leaves the batch), with one `index_select` on dim 0 of every tensor.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: 
 class DecoderState:
     """The decoder's memory of earlier steps for `rows` hypotheses.
 
-    memory (rows, src_len, d_model) and src_mask (rows, 1, 1, src_len) come from `model.encode`;
-    `prefix` (rows, steps_so_far + 1) holds <bos> and every token chosen so far.
+    memory (sentences, src_len, d_model) and src_mask (sentences, 1, 1, src_len) come from
+    `model.encode`; `prefix` (rows, steps_so_far + 1) holds <bos> and every token chosen so far,
+    rows = sentences x hypotheses per sentence.
     """
 
     def __init__(self, model, memory: torch.Tensor, src_mask: torch.Tensor, bos_id: int,
@@ -70,25 +74,28 @@ class DecoderState:
         """Feed the chosen tokens (rows,) at the next step."""
         self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)
 
-    def select(self, rows: torch.Tensor, sentences_changed: bool = True) -> None:
-        """Keep hypotheses `rows` (new_rows,), in that order.
+    def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
+        """Keep hypotheses `rows` (new_rows,), in that order, and sentences `sentences` (their
+        indices among the current sentences, in order; None = the sentences are unchanged).
 
         Decoder self-attention keys/values follow their hypothesis. Cross-attention keys/values,
         memory and mask depend only on the sentence: they are reindexed only when the set of
-        sentences (or the number of rows per sentence) changed, never on a plain beam reorder.
+        sentences changed, never on a beam reorder.
         """
         self.prefix = self.prefix.index_select(0, rows)
-        if sentences_changed:
-            self.memory = self.memory.index_select(0, rows)
-            self.src_mask = self.src_mask.index_select(0, rows)
+        if sentences is not None:
+            self.memory = self.memory.index_select(0, sentences)
+            self.src_mask = self.src_mask.index_select(0, sentences)
         if self.cache is None:
             return
         for layer in self.cache:
             for kind, entries in layer.items():
-                if kind == "self" or sentences_changed:
-                    for name, tensor in entries.items():
-                        if isinstance(tensor, torch.Tensor):
-                            entries[name] = tensor.index_select(0, rows)
+                index = rows if kind == "self" else sentences
+                if index is None:
+                    continue
+                for name, tensor in entries.items():
+                    if isinstance(tensor, torch.Tensor):
+                        entries[name] = tensor.index_select(0, index)
 
 
 @dataclass

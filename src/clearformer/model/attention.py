@@ -95,15 +95,21 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     return output, weights
 
 
+# Query rows up to which two plain products are used: measured faster than the fused kernel for one row
+# (a decoding step); the stacked beams of a sentence (beam <= 8 rows) take the same path, not timed apart.
+SMALL_QUERY = 8
+
+
 def fast_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                    dropout: float = 0.0, scale: float | None = None) -> torch.Tensor:
     """The same as `explicit_attention`'s output, through torch's fused kernel.
 
-    A single query (a decoding step with a KV cache) takes two small matrix products instead: for
-    one query row the fused kernel's tiling costs more than it saves (benchmarks/decode_speed.py).
+    A few queries (a decoding step with a KV cache: one row, or the beams of a sentence stacked)
+    take two small matrix products instead: for one row the fused kernel's tiling costs more than
+    it saves (benchmarks/decode_speed.py).
     A query with every key blocked gets zeros, as from the fused kernel.
     """
-    if q.shape[-2] == 1 and dropout == 0.0:
+    if q.shape[-2] <= SMALL_QUERY and dropout == 0.0:
         scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
@@ -135,6 +141,31 @@ def grouped_fast_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         mask = mask.reshape(mask.shape[0], -1, group * q_len, k_len)
     out = F.scaled_dot_product_attention(rows, k, v, attn_mask=mask, dropout_p=dropout)
     return out.reshape(batch, heads, q_len, v.shape[-1])
+
+
+def shared_memory_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                            mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Cross-attention when `group` consecutive query rows read one memory row (beam search: the
+    beams of a sentence all attend to that sentence's encoder output), without copying the
+    memory's keys and values per beam.
+
+    q (rows, heads, q_len, d) with rows = group * batch, k (batch, heads, k_len, d),
+    v (batch, heads, k_len, d_v), mask broadcastable to (batch, 1, 1, k_len)
+    -> (rows, heads, q_len, d_v), the same as repeating k, v and mask `group` times on dim 0.
+    The beams are stacked as query rows of their sentence, (batch, heads, group * q_len, d).
+    """
+    rows, heads, q_len, d = q.shape
+    batch = k.shape[0]
+    group = rows // batch
+    stacked = q.reshape(batch, group, heads, q_len, d).transpose(1, 2).reshape(batch, heads, group * q_len, d)
+    out = fast_attention(stacked, k, v, mask)
+    return out.reshape(batch, heads, group, q_len, -1).transpose(1, 2).reshape(rows, heads, q_len, -1)
+
+
+def repeat_memory_rows(group: int, *tensors: torch.Tensor | None) -> list[torch.Tensor | None]:
+    """Each tensor's rows (dim 0) repeated `group` times in place (row i -> rows i*group .. i*group+group-1);
+    a tensor with one row (a broadcast mask) or None is left as it is."""
+    return [t if t is None or t.shape[0] == 1 else t.repeat_interleave(group, dim=0) for t in tensors]
 
 
 # ----------------------------------------------------------------------------- multi-head
@@ -180,6 +211,8 @@ class MultiHeadAttention(nn.Module):
                 cache: dict | None = None, static_kv: bool = False, position: int = 0) -> torch.Tensor:
         """query (batch, q_len, d_model), memory (batch, k_len, d_model) or None for self-attention,
         mask broadcastable to (batch, heads, q_len, k_len) -> (batch, q_len, d_model).
+        In cross-attention memory (and mask) may instead have batch / group rows, each read by
+        `group` consecutive query rows (the beams of one sentence; see `shared_memory_attention`).
 
         `cache` (a dict this layer owns during incremental decoding) keeps keys and values:
         for self-attention new keys/values are appended each step; with `static_kv=True`
@@ -213,7 +246,14 @@ class MultiHeadAttention(nn.Module):
         trace.emit(self, "K", k)
         trace.emit(self, "V", v)
         dropout = self.dropout if self.training else 0.0
-        if self.explicit or trace.recording():
+        # Beam search passes one memory row per sentence and `group` query rows (its beams).
+        group = q.shape[0] // k.shape[0]
+        if group > 1 and (self.explicit or trace.recording() or self.n_kv_heads != self.n_heads or dropout):
+            k, v, mask = repeat_memory_rows(group, k, v, mask)
+            group = 1
+        if group > 1:
+            heads = shared_memory_attention(q, k, v, mask)
+        elif self.explicit or trace.recording():
             if self.n_kv_heads != self.n_heads:  # per-head scores and weights for the recorder
                 group = self.n_heads // self.n_kv_heads
                 k = k.repeat_interleave(group, dim=1)

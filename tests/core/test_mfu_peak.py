@@ -1,0 +1,24 @@
+"""The stored matmul peak only ever rises: a measurement taken on a busy machine cannot lower it."""
+
+from __future__ import annotations
+
+import json
+
+from clearformer import mfu
+
+
+def test_peak_keeps_the_best_measurement(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    rates = iter([50e9, 150e9, 90e9])
+    monkeypatch.setattr(mfu, "measure_matmul_peak", lambda **kwargs: next(rates))
+    assert mfu.matmul_peak() == 50e9
+    assert mfu.matmul_peak() == 150e9
+    assert mfu.matmul_peak() == 150e9  # the busy 90 GFLOP/s reading does not replace it
+    stored = json.loads((tmp_path / "clearformer" / "matmul_peak.json").read_text())
+    assert list(stored.values()) == [150e9]
+    assert mfu.matmul_peak(refresh=False) == 150e9  # no new measurement: the iterator is spent
+
+
+def test_measured_peak_is_a_positive_rate():
+    rate = mfu.measure_matmul_peak(size=256, repeats=2)
+    assert 1e6 < rate < 1e15

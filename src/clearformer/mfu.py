@@ -6,8 +6,8 @@ Model FLOPs per token (forward + backward = 3 x forward, 2 FLOPs per multiply-ad
     6 N                                  every weight used in a matrix product, once per token
   + 6 L T n_h (d_qk + d_v)               attention scores and the weighted sum over T positions
 (with d_qk = d_v = d_head this is nanoGPT's 12 L H Q T). The peak is not a datasheet number: it is
-measured with large fp32 matrix products on this machine (with the thread count in use) each time a
-training run starts, and the best rate ever seen is kept in ~/.cache/clearformer/matmul_peak.json.
+measured with large fp32 matrix products on this machine (with the thread count in use) each time
+`clearformer lm train` starts, and the best rate ever seen is kept in ~/.cache/clearformer/matmul_peak.json.
 A peak is a maximum: one measurement taken while something else used the cores reads low (and
 would put MFU above 100%), so a new measurement only ever raises the stored value.
 """

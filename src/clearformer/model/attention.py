@@ -229,8 +229,10 @@ class MultiHeadAttention(nn.Module):
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]
         else:
-            k = self.split_heads(decode_linear(self.w_k, memory), self.n_kv_heads)
-            v = self.split_heads(decode_linear(self.w_v, memory), self.n_kv_heads)
+            # Appended to a self-attention cache, the new keys/values are copied by the append itself.
+            appended = cache is not None and not static_kv and "k" in cache
+            k = self.split_heads(decode_linear(self.w_k, memory, contiguous=not appended), self.n_kv_heads)
+            v = self.split_heads(decode_linear(self.w_v, memory, contiguous=not appended), self.n_kv_heads)
             if rotate:
                 k = self.rotary(k, position)
             if cache is not None:
@@ -266,6 +268,6 @@ class MultiHeadAttention(nn.Module):
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.d_head)
         trace.emit(self, "concat", concat)
-        output = decode_linear(self.w_o, concat)
+        output = decode_linear(self.w_o, concat, contiguous=False)  # read once, by the residual add
         trace.emit(self, "output", output)
         return output

@@ -25,9 +25,11 @@ class FeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, seq, d_model) -> (batch, seq, d_model) through a (batch, seq, d_ff) hidden layer."""
-        hidden = self.activation(decode_linear(self.linear_1, x))
+        # At a decoding step both products may stay transposed views: the activation keeps the layout,
+        # the second product reads that layout as a plain matrix, and the residual add copies anyway.
+        hidden = self.activation(decode_linear(self.linear_1, x, contiguous=False))
         trace.emit(self, "hidden", hidden)
-        output = decode_linear(self.linear_2, self.dropout(hidden))
+        output = decode_linear(self.linear_2, self.dropout(hidden), contiguous=False)
         trace.emit(self, "output", output)
         return output
 

@@ -26,15 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.config import preset  # noqa: E402
-from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
+from clearformer.model.cache import TIME_DIM, kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel, variant_overrides  # noqa: E402
 
 VARIANTS = [("MHA", "mha", None), ("GQA (2 kv heads)", "gqa", None), ("MQA", "mqa", None),
             ("MLA naive", "mla", False), ("MLA absorbed", "mla", True)]
 FORMULAS = {"mha": "2 n_h d_h", "gqa": "2 n_g d_h", "mqa": "2 d_h", "mla": "d_c + d_h^R"}
-SEQ_DIM = {"k": 2, "v": 2, "latent": 1, "k_rope": 1}
-
-
 def build(variant: str, layers: int, max_len: int, device) -> LanguageModel:
     torch.manual_seed(0)
     config = preset("lm-base", tgt_vocab_size=4000, n_decoder_layers=layers, max_len=max_len,
@@ -63,7 +60,7 @@ def filled_cache(model: LanguageModel, batch: int, context: int, device) -> list
     for layer in cache:
         for name, tensor in layer["self"].items():
             shape = list(tensor.shape)
-            shape[SEQ_DIM[name]] = context
+            shape[TIME_DIM[name]] = context
             layer["self"][name] = torch.randn(shape, device=device, dtype=tensor.dtype)
     return cache
 
@@ -130,8 +127,9 @@ def main() -> None:
             f"tensors after decoding "
             f"and asserted equal to the formulas.\n\n{table_bytes}\n\n"
             f"Decode speed ({where}): batch {args.batch}, cache filled to the context, then {args.steps} "
-            f"single-token steps timed (after 2 warm-up steps). Caches grow by concatenation, so each "
-            f"step also copies the cache: its size shows in the speed.\n\n{table_speed}")
+            f"single-token steps timed (after 2 warm-up steps). Caches grow in place "
+            f"(`model/kv_buffer.py`; the first warm-up step moves the filled cache into a buffer with room), "
+            f"so a step reads the whole cache but copies only the new token's entries.\n\n{table_speed}")
     if torch.device(args.device).type == "cuda":
         body += ("\n\nAt this model size a decode step on the GPU is bound by kernel launches (about 2 ms "
                  "per step whatever the variant), not by reading the cache, so these rows do not show the "

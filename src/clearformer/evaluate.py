@@ -82,7 +82,7 @@ def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str
 
 def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1, alpha: float = 0.6,
                    max_extra: int = 50, batch_size: int = 32,
-                   progress: Callable[[int], None] | None = None) -> tuple[Evaluation, int]:
+                   progress: Callable[[int], None] | None = None, stop: str = "current") -> tuple[Evaluation, int]:
     """Translate every source of `pairs` and score against the targets.
 
     Sources longer than the model's max_len are cut to max_len tokens (counted in the second
@@ -94,5 +94,5 @@ def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1
     sources = [encode_source(tokenizer, source) for source, _ in pairs]
     truncated = sum(len(ids) > max_len for ids in sources)
     hypotheses = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], beam=beam, alpha=alpha,
-                               max_extra=max_extra, batch_size=batch_size, progress=progress)
+                               max_extra=max_extra, batch_size=batch_size, progress=progress, stop=stop)
     return score_corpus(hypotheses, [target for _, target in pairs]), truncated

@@ -185,3 +185,64 @@ def test_one_query_attention_path_equals_fused_kernel():
         fused = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         assert torch.allclose(fast_attention(q, k, v, mask), fused, atol=1e-6)
     assert torch.all(fast_attention(q, k, v, blocked)[2] == 0)  # nothing to attend to: zeros, not NaN
+
+
+class ChainModel(BigramModel):
+    """A next-token table where the long translation wins only once the length penalty is applied.
+
+    Vocabulary: <pad> <unk> <bos> <eos> A B C D. After <bos>: A 0.6, B 0.4; A -> <eos> 0.9;
+    B -> C -> D -> <eos>, each 0.99. "A" has p = 0.54, "B C D" p = 0.388; with alpha = 2 the
+    penalty ((5 + n) / 6)^2 makes "B C D" the better one (-0.420 against -0.453), but after two
+    tokens its prefix "B C", scored at the current length, still looks worse (-0.680).
+    """
+
+    def __init__(self) -> None:
+        nn.Module.__init__(self)
+        self.config = ModelConfig(src_vocab_size=8, tgt_vocab_size=8, max_len=32)
+        table = torch.full((8, 8), 1e-6, dtype=torch.float64)
+        table[BOS, 4], table[BOS, 5] = 0.6, 0.4
+        table[4, EOS], table[4, 4], table[4, 5] = 0.9, 0.05, 0.05
+        table[5, 6], table[6, 7], table[7, EOS] = 0.99, 0.99, 0.99
+        table[[PAD, 1, EOS]] = 1 / 8
+        self.log_table = nn.Parameter(table.log(), requires_grad=False)
+
+    def decode(self, tgt_ids, memory, src_mask, cache=None, position=0):
+        return nn.functional.one_hot(tgt_ids, 8).double()
+
+
+def test_bound_stopping_finds_the_longer_translation_the_current_length_rule_gives_up_on():
+    model = ChainModel()
+    src = torch.tensor([[4, 5]])
+    current = beam_search(model, src, beam=2, alpha=2.0, max_extra=10, stop="current")
+    bound = beam_search(model, src, beam=2, alpha=2.0, max_extra=10, stop="bound")
+    assert current.sequences() == [[4]]
+    assert bound.sequences() == [[5, 6, 7]]
+    log_p = torch.log_softmax(model.log_table, dim=-1)  # the rows of the table, normalised
+
+    def score(tokens):
+        path = [BOS, *tokens, EOS]
+        total = sum(log_p[a, b] for a, b in zip(path[:-1], path[1:], strict=True))
+        return float(total) / length_penalty(len(path) - 1, 2.0)
+
+    assert float(current.scores[0]) == pytest.approx(score([4]), abs=1e-5)
+    assert float(bound.scores[0]) == pytest.approx(score([5, 6, 7]), abs=1e-5)
+    assert score([5, 6, 7]) > score([4])
+
+
+def test_stopping_rules_agree_without_length_penalty_and_bound_never_scores_lower():
+    model = random_model()
+    src = sources()
+    same = [beam_search(model, src, beam=3, alpha=0.0, max_extra=8, stop=rule) for rule in ("bound", "current")]
+    assert torch.equal(same[0].tokens, same[1].tokens)
+    assert torch.equal(same[0].scores, same[1].scores)
+    for alpha in (0.6, 2.0):
+        bound = beam_search(model, src, beam=3, alpha=alpha, max_extra=8, stop="bound")
+        current = beam_search(model, src, beam=3, alpha=alpha, max_extra=8, stop="current")
+        assert bool((bound.scores >= current.scores - 1e-6).all())
+
+
+def test_unknown_stopping_rule_is_a_user_error():
+    from clearformer.errors import UserError
+
+    with pytest.raises(UserError, match="early-stopping rule"):
+        beam_search(BigramModel(), torch.tensor([[4]]), beam=2, stop="never")

@@ -27,10 +27,10 @@ def run_cli(args: list[str], capsys, stdin: str | None = None, monkeypatch=None)
     return code, captured.out, captured.err
 
 
-def expected(checkpoint: Path, sentences: list[str], beam: int = 1) -> list[str]:
+def expected(checkpoint: Path, sentences: list[str], beam: int = 1, **options) -> list[str]:
     """Each sentence translated alone through the Python API."""
     model, tokenizer, _ = load_model(checkpoint)
-    return [translate(model, tokenizer, [s.strip()], beam=beam)[0] for s in sentences]
+    return [translate(model, tokenizer, [s.strip()], beam=beam, **options)[0] for s in sentences]
 
 
 def test_translate_argument(checkpoint, capsys):
@@ -55,6 +55,13 @@ def test_translate_file_with_beam_and_output(checkpoint, tmp_path, capsys):
                             "--output", str(target), "--checkpoint", str(checkpoint)], capsys)
     assert code == 0 and out == ""
     assert target.read_text(encoding="utf-8").split("\n")[:-1] == expected(checkpoint, LINES, beam=3)
+
+
+def test_translate_early_stopping_rule_and_alpha_reach_beam_search(checkpoint, capsys):
+    args = ["translate", "--beam", "3", "--alpha", "1.5", "--early-stop", "current", "--checkpoint", str(checkpoint)]
+    code, out, _ = run_cli([*args, "--", *LINES[0].split()], capsys)
+    assert code == 0
+    assert out == expected(checkpoint, [LINES[0]], beam=3, alpha=1.5, stop="current")[0] + "\n"
 
 
 def test_translate_uses_latest_run_without_checkpoint(checkpoint, tmp_path, capsys, monkeypatch):

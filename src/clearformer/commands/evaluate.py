@@ -38,13 +38,13 @@ def run(args) -> int:
               disable=None, leave=False) as bar:
         result, truncated = evaluate_model(model, tokenizer, pairs, beam=args.beam, alpha=args.alpha,
                                            max_extra=args.max_extra, batch_size=args.batch_size,
-                                           progress=bar.update)
+                                           progress=bar.update, stop=args.early_stop)
     if truncated:
         print(f"clearformer evaluate: warning: {truncated} source sentence(s) longer than the model's "
               f"maximum length ({model.config.max_len} tokens) were cut to it", file=sys.stderr)
     output = Path(args.output) if args.output else directory / f"hypotheses.{args.split}.txt"
     atomic_write_text(output, "".join(line + "\n" for line in result.hypotheses))
-    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}"
+    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}, early stop {args.early_stop}"
     print(f"{name}: {len(pairs)} sentences, {decoding}")
     print(result.bleu_line)
     print(result.chrf_line)

@@ -121,7 +121,7 @@ def run(args) -> int:
     try:
         outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
                             alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
-                            progress=bar.update if bar is not None else None)
+                            progress=bar.update if bar is not None else None, stop=args.early_stop)
     finally:
         if bar is not None:
             bar.close()
@@ -143,6 +143,10 @@ def add_decoding_options(parser) -> None:
                         help="beam size (default 1: greedy decoding; the paper uses 4)")
     parser.add_argument("--alpha", type=float, default=0.6,
                         help="beam search length penalty ((5+len)/6)^alpha (default 0.6, as in the paper)")
+    parser.add_argument("--early-stop", choices=("current", "bound"), default="current",
+                        help="when beam search stops a sentence: 'current' (default) once no beam scored at the "
+                             "current length beats its best finished translation; 'bound' once none can at any "
+                             "allowed length (exact; slower, slightly better BLEU)")
     parser.add_argument("--max-extra", type=int, default=50, metavar="N",
                         help="stop at source length + N tokens (default 50, as in the paper)")
     parser.add_argument("--batch-size", type=int, default=32, metavar="N",

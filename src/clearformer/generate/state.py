@@ -3,7 +3,8 @@
 `DecoderState` hides the difference between decoding with and without a key/value cache:
 
 * with the cache (the default), each step feeds only the newest token; every decoder layer
-  appends that token's self-attention key and value to `cache[i]["self"]` and reuses the
+  appends that token's self-attention key and value to `cache[i]["self"]` (in place, into a
+  buffer with room: `model/kv_buffer.py`) and reuses the
   cross-attention keys and values computed from the encoder output at the first step
   (`cache[i]["cross"]`);
 * without it, each step runs the decoder over the whole prefix again (O(n^2) work, the way the
@@ -22,6 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+
+from clearformer.model.cache import TIME_DIM
+from clearformer.model.kv_buffer import select_rows
 
 
 def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: int,
@@ -94,7 +98,11 @@ class DecoderState:
                 if index is None:
                     continue
                 for name, tensor in entries.items():
-                    if isinstance(tensor, torch.Tensor):
+                    if not isinstance(tensor, torch.Tensor):
+                        continue
+                    if kind == "self" and name in TIME_DIM:  # keeps the room to append in place
+                        entries[name] = select_rows(tensor, index, TIME_DIM[name])
+                    else:
                         entries[name] = tensor.index_select(0, index)
 
 

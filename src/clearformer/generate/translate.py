@@ -31,32 +31,33 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int,
 
 
 def decode_ids(model, src_ids: torch.Tensor, bos_id: int, eos_id: int, beam: int = 1, alpha: float = 0.6,
-               max_extra: int = 50, **options) -> list[list[int]]:
-    """Greedy (beam == 1) or beam search over a padded batch -> one list of output ids per sentence."""
+               max_extra: int = 50, stop: str = "current", **options) -> list[list[int]]:
+    """Greedy (beam == 1) or beam search over a padded batch -> one list of output ids per sentence.
+    `stop` is beam search's early-stopping rule (see `beam_search`)."""
     if beam == 1:
         decoded = greedy_decode(model, src_ids, bos_id=bos_id, eos_id=eos_id, max_extra=max_extra,
                                 with_scores=False, **options)
     else:
         decoded = beam_search(model, src_ids, beam=beam, alpha=alpha, bos_id=bos_id, eos_id=eos_id,
-                              max_extra=max_extra, **options)
+                              max_extra=max_extra, stop=stop, **options)
     return decoded.sequences()
 
 
 def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: float = 0.6, max_extra: int = 50,
               batch_size: int = 32, progress: Callable[[int], None] | None = None,
-              use_cache: bool = True) -> list[str]:
+              use_cache: bool = True, stop: str = "current") -> list[str]:
     """Translate every sentence (greedy when beam == 1); the output keeps the input order.
 
     `batch_size` counts sentences per batch (beam search decodes batch_size x beam rows at once);
     `progress(n)` is called after each batch with the number of sentences it held.
     """
     sources = [encode_source(tokenizer, text) for text in sentences]
-    return translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size, progress, use_cache)
+    return translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size, progress, use_cache, stop)
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = 0.6,
                   max_extra: int = 50, batch_size: int = 32, progress: Callable[[int], None] | None = None,
-                  use_cache: bool = True) -> list[str]:
+                  use_cache: bool = True, stop: str = "current") -> list[str]:
     """`translate` for sentences already encoded (lists of source ids; an empty list -> "")."""
     device = next(model.parameters()).device
     outputs = [""] * len(sources)
@@ -71,7 +72,7 @@ def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alp
             chunk = todo[start: start + batch_size]
             src_ids = pad_batch([ids for _, ids in chunk], model.config.pad_id, device)
             outputs_ids = decode_ids(model, src_ids, tokenizer.bos_id, tokenizer.eos_id, beam, alpha,
-                                     max_extra, use_cache=use_cache)
+                                     max_extra, stop, use_cache=use_cache)
             for (index, _), ids in zip(chunk, outputs_ids, strict=True):
                 outputs[index] = tokenizer.decode(ids)
             if progress is not None:

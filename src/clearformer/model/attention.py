@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer import trace
+from clearformer.model.kv_buffer import append_in_time
 from clearformer.model.linear import decode_linear
 
 # ----------------------------------------------------------------------------- masks
@@ -230,16 +231,16 @@ class MultiHeadAttention(nn.Module):
             k, v = cache["k"], cache["v"]
         else:
             # Appended to a self-attention cache, the new keys/values are copied by the append itself.
-            appended = cache is not None and not static_kv and "k" in cache
+            appended = cache is not None and not static_kv
             k = self.split_heads(decode_linear(self.w_k, memory, contiguous=not appended), self.n_kv_heads)
             v = self.split_heads(decode_linear(self.w_v, memory, contiguous=not appended), self.n_kv_heads)
             if rotate:
                 k = self.rotary(k, position)
             if cache is not None:
-                if not static_kv and "k" in cache:
-                    k = torch.cat([cache["k"], k], dim=2)
-                    v = torch.cat([cache["v"], v], dim=2)
-                elif static_kv:
+                if not static_kv:  # appended in place, see kv_buffer
+                    k = append_in_time(cache.get("k"), k, dim=2)
+                    v = append_in_time(cache.get("v"), v, dim=2)
+                else:
                     # split_heads returns a transposed view; stored as is, every later step's
                     # product with it would copy it again.
                     k, v = k.contiguous(), v.contiguous()

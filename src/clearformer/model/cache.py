@@ -3,6 +3,8 @@
 The cache itself lives in the attention modules (one dict per layer, see `new_cache()`):
   MHA / GQA / MQA: cache["self"]["k"], ["v"], each (batch, n_kv_heads, t, d_head)
   MLA:             cache["self"]["latent"] (batch, t, d_c), cache["self"]["k_rope"] (batch, t, d_h^R)
+Each is the used part of a buffer that grows in place (`model/kv_buffer.py`); the bytes counted
+here are those of the tokens cached, not the buffer's spare room.
 This module gives DeepSeek-V2's per-token formulas (Table 1 of arXiv 2405.04434) and measures
 the real tensors, so a test can prove the two agree:
   MHA 2 n_h d_h,  GQA 2 n_g d_h,  MQA 2 d_h,  MLA d_c + d_h^R   elements per token and layer.
@@ -13,6 +15,9 @@ from __future__ import annotations
 import torch
 
 from clearformer.config import ModelConfig
+
+# The time (token) axis of each cached tensor, by its name in cache[i]["self"].
+TIME_DIM = {"k": 2, "v": 2, "latent": 1, "k_rope": 1}
 
 
 def _variant(config: ModelConfig) -> str:

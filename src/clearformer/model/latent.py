@@ -36,6 +36,7 @@ from torch import nn
 
 from clearformer import trace
 from clearformer.model.attention import explicit_attention, fast_attention, masked_softmax
+from clearformer.model.kv_buffer import append_in_time
 
 
 class RMSNorm(nn.Module):
@@ -197,14 +198,10 @@ class MultiHeadLatentAttention(nn.Module):
         trace.emit(self, "latent", latent)
         if self.rope_dim:
             trace.emit(self, "K_rope", k_rope)
-        if cache is not None:
-            if "latent" in cache:
-                latent = torch.cat([cache["latent"], latent], dim=1)
-                if self.rope_dim:
-                    k_rope = torch.cat([cache["k_rope"], k_rope], dim=1)
-            cache["latent"] = latent
+        if cache is not None:  # appended in place, see kv_buffer
+            latent = cache["latent"] = append_in_time(cache.get("latent"), latent, dim=1)
             if self.rope_dim:
-                cache["k_rope"] = k_rope
+                k_rope = cache["k_rope"] = append_in_time(cache.get("k_rope"), k_rope, dim=1)
         if not self.rope_dim:
             k_rope = latent[..., :0]  # no RoPE part: an empty (batch, k_len, 0) key
         absorb = cache is not None if self.absorb is None else self.absorb

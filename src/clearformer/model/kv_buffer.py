@@ -1,0 +1,79 @@
+"""A decoding cache that grows in place: keys and values kept in buffers with room along the time axis.
+
+`torch.cat([cached, new])` at every decoding step copies the whole cache to add one token: O(t) memory
+traffic per step and O(t^2) over a sentence. Here the cache is a view of the first t positions of a
+buffer with room for more (capacity doubling, as a Python list grows), so a step writes only the new
+token's keys and values after the old ones. The view is an ordinary tensor, (rows, heads, t, d_head)
+for multi-head attention, so attention reads it as it read the concatenated cache.
+
+Beam search reorders the rows at every step (`select_rows`): one `index_select` into a fresh buffer
+of the same capacity, so the next append again writes in place.
+
+A cache has one future: appending twice to the same view writes both times into the same slot
+(the earlier result then reads the later token). Decoding never does that; to branch a cache, copy it.
+
+Only views this module returned are grown in place (they carry their buffer's capacity as an
+attribute); any other tensor (a fresh projection, a slice of something else, a tensor a benchmark
+filled in) is copied into a new buffer first, so nothing past its end is ever written.
+"""
+
+from __future__ import annotations
+
+import torch
+
+MIN_CAPACITY = 16  # positions; a short sentence never regrows
+ROOM_ATTRIBUTE = "_clearformer_room"  # set on the views returned here: their buffer's capacity
+
+
+def capacity(cached: torch.Tensor, dim: int) -> int:
+    """How many positions along `dim` the buffer behind `cached` holds: its length when `cached` is
+    not a view this module returned (then the next append copies it)."""
+    return getattr(cached, ROOM_ATTRIBUTE, cached.shape[dim])
+
+
+def _new_buffer(like: torch.Tensor, dim: int, length: int, rows: int | None = None, room: int | None = None):
+    """An empty view of `length` positions along `dim` of a buffer with room for `room` (default:
+    at least twice as many)."""
+    room = max(MIN_CAPACITY, 2 * length) if room is None else room
+    shape = list(like.shape)
+    if rows is not None:
+        shape[0] = rows
+    shape[dim] = room
+    return _tagged(like.new_empty(shape).narrow(dim, 0, length), room)
+
+
+def _tagged(view: torch.Tensor, room: int) -> torch.Tensor:
+    setattr(view, ROOM_ATTRIBUTE, room)
+    return view
+
+
+def append_in_time(cached: torch.Tensor | None, new: torch.Tensor, dim: int) -> torch.Tensor:
+    """cached (..., t, ...) and new (..., q, ...), time along `dim` -> both joined, (..., t + q, ...).
+
+    The same numbers as torch.cat([cached, new], dim); the result is a view into a buffer with room
+    after it, and when `cached` is such a view with room left, only `new` is written.
+    """
+    if cached is None:
+        joined = _new_buffer(new, dim, new.shape[dim])
+        joined.copy_(new)
+        return joined
+    t, q = cached.shape[dim], new.shape[dim]
+    room = capacity(cached, dim)
+    if t + q <= room:
+        shape = (*cached.shape[:dim], t + q, *cached.shape[dim + 1:])
+        joined = _tagged(cached.as_strided(shape, cached.stride(), cached.storage_offset()), room)
+    else:
+        joined = _new_buffer(cached, dim, t + q)
+        joined.narrow(dim, 0, t).copy_(cached)
+    joined.narrow(dim, t, q).copy_(new)
+    return joined
+
+
+def select_rows(cached: torch.Tensor, index: torch.Tensor, dim: int) -> torch.Tensor:
+    """cached.index_select(0, index), written into a buffer with the same room along `dim`."""
+    room = capacity(cached, dim)
+    if room == cached.shape[dim]:
+        return cached.index_select(0, index)
+    out = _new_buffer(cached, dim, cached.shape[dim], rows=index.numel(), room=room)
+    torch.index_select(cached, 0, index, out=out)
+    return out

@@ -32,6 +32,13 @@ from clearformer.model.lm import LanguageModel, variant_overrides  # noqa: E402
 VARIANTS = [("MHA", "mha", None), ("GQA (2 kv heads)", "gqa", None), ("MQA", "mqa", None),
             ("MLA naive", "mla", False), ("MLA absorbed", "mla", True)]
 FORMULAS = {"mha": "2 n_h d_h", "gqa": "2 n_g d_h", "mqa": "2 d_h", "mla": "d_c + d_h^R"}
+
+
+def concatenating_append(cached, new, dim):
+    """The cache as it grew before `model/kv_buffer.py`: torch.cat copies all of it at every step."""
+    return new if cached is None else torch.cat([cached, new], dim=dim)
+
+
 def build(variant: str, layers: int, max_len: int, device) -> LanguageModel:
     torch.manual_seed(0)
     config = preset("lm-base", tgt_vocab_size=4000, n_decoder_layers=layers, max_len=max_len,
@@ -116,6 +123,17 @@ def main() -> None:
         rows_speed.append([label] + [f"{speed:,.1f}" for speed in speeds])
         print(label, rows_speed[-1][1:], flush=True)
         del model
+    # The baseline the in-place cache replaced: the same MHA model, its cache re-concatenated every step.
+    import clearformer.model.attention as attention
+
+    model = build("mha", args.layers, max_len, args.device)
+    in_place, attention.append_in_time = attention.append_in_time, concatenating_append
+    try:
+        speeds = [decode_speed(model, args.batch, context, args.steps, args.device) for context in args.contexts]
+    finally:
+        attention.append_in_time = in_place
+    rows_speed.append(["MHA, cache grown by torch.cat (before)"] + [f"{speed:,.1f}" for speed in speeds])
+    print(rows_speed[-1], flush=True)
     table_bytes = markdown_table(["variant", "formula (elements/token/layer)", "elements",
                                   "bytes/token/layer (measured, fp32)", f"bytes/token ({args.layers} layers)",
                                   "of MHA"], rows_bytes)

@@ -53,6 +53,18 @@ def test_evaluate_default_output_beside_checkpoint_and_bad_split(checkpoint, tmp
     assert code != 0 and "test.tsv: no such file" in err and len(err.strip().splitlines()) == 1
 
 
+def test_evaluate_beam_with_bound_stopping_says_so_and_matches_the_api(checkpoint, tmp_path, capsys):
+    split = write_split(tmp_path / "corpus")
+    output = tmp_path / "hyp.txt"
+    code = main(["evaluate", "--checkpoint", str(checkpoint), "--split", "test", "--data", str(split),
+                 "--beam", "3", "--alpha", "1.0", "--early-stop", "bound", "--output", str(output)])
+    out = capsys.readouterr().out
+    assert code == 0 and "beam 3, alpha 1.0, early stop bound" in out
+    model, tokenizer, _ = load_model(checkpoint)
+    hypotheses = translate(model, tokenizer, [s for s, _ in PAIRS], beam=3, alpha=1.0, stop="bound")
+    assert output.read_text(encoding="utf-8") == "".join(h + "\n" for h in hypotheses)
+
+
 def test_score_corpus_matches_sacrebleu():
     import sacrebleu
 

@@ -75,5 +75,8 @@ def select_rows(cached: torch.Tensor, index: torch.Tensor, dim: int) -> torch.Te
     if room == cached.shape[dim]:
         return cached.index_select(0, index)
     out = _new_buffer(cached, dim, cached.shape[dim], rows=index.numel(), room=room)
-    torch.index_select(cached, 0, index, out=out)
+    if cached.device.type == "cpu":
+        torch.index_select(cached, 0, index, out=out)
+    else:  # writing index_select straight into a strided view is only tested on CPU here
+        out.copy_(cached.index_select(0, index))
     return out

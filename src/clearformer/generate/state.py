@@ -4,7 +4,7 @@
 
 * with the cache (the default), each step feeds only the newest token; every decoder layer
   appends that token's self-attention key and value to `cache[i]["self"]` (in place, into a
-  buffer with room: `model/kv_buffer.py`) and reuses the
+  buffer with room, until the first reorder: `model/kv_buffer.py`) and reuses the
   cross-attention keys and values computed from the encoder output at the first step
   (`cache[i]["cross"]`);
 * without it, each step runs the decoder over the whole prefix again (O(n^2) work, the way the
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import torch
 
-from clearformer.model.cache import TIME_DIM
 from clearformer.model.kv_buffer import select_rows
 
 
@@ -100,8 +99,8 @@ class DecoderState:
                 for name, tensor in entries.items():
                     if not isinstance(tensor, torch.Tensor):
                         continue
-                    if kind == "self" and name in TIME_DIM:  # keeps the room to append in place
-                        entries[name] = select_rows(tensor, index, TIME_DIM[name])
+                    if kind == "self":  # marked: a reordered cache grows by concatenation
+                        entries[name] = select_rows(tensor, index)
                     else:
                         entries[name] = tensor.index_select(0, index)
 

@@ -7,7 +7,7 @@ Translates the test split of the checkpoint's corpus with beam 4 under each earl
 ("bound": stop a sentence once no surviving beam can beat its best finished translation at any
 length it may still reach; "current": compare at the current length only, as Transformers does by
 default) and each length-penalty alpha, and reports sacrebleu BLEU / chrF, the brevity penalty and
-the hypothesis/reference length ratio, and the decoding time.
+the hypothesis/reference length ratio, and the decoding time; greedy decoding is the first row.
 """
 
 from __future__ import annotations
@@ -45,6 +45,14 @@ def main() -> None:
         pairs = pairs[: args.limit]
     references = [target for _, target in pairs]
     rows = []
+    # Greedy decoding first, for the length it gives on the same model.
+    start = time.perf_counter()
+    result, _ = evaluate_model(model, tokenizer, pairs, beam=1)
+    seconds = time.perf_counter() - start
+    bleu = BLEU().corpus_score(result.hypotheses, [references])
+    rows.append(["greedy", "—", f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{bleu.bp:.3f}",
+                 f"{bleu.sys_len / bleu.ref_len:.3f}", f"{seconds:.1f}"])
+    print(" | ".join(rows[-1]), flush=True)
     for alpha in args.alphas:
         for rule in args.rules:
             start = time.perf_counter()
@@ -56,7 +64,7 @@ def main() -> None:
             print(" | ".join(row), flush=True)
             rows.append(row)
     table = markdown_table(["alpha", "early stop", "BLEU", "chrF", "BP", "hyp/ref length", "seconds"], rows)
-    body = (f"{len(pairs)} sentences of {name}, beam {args.beam}, checkpoint `{args.checkpoint}` "
+    body = (f"{len(pairs)} sentences of {name}, beam {args.beam} (first row: greedy), checkpoint `{args.checkpoint}` "
             f"(step {meta.get('step', '?')}{'; ' + args.about if args.about else ''}). "
             f"Signature: `{result.signatures['bleu']}`.\n\n{table}\n")
     print(body)

@@ -11,6 +11,7 @@ import datetime
 import os
 import platform
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -50,10 +51,12 @@ def write_section(name: str, title: str, body: str, command: str | None = None, 
 
     `where` describes the machine when the numbers were measured elsewhere (a lent GPU machine).
     """
-    command = command or "python " + " ".join([invocation()] + sys.argv[1:])
+    command = command or "python " + invocation() + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
+    # Markdown: a command holding a backtick needs a longer fence (and spaces inside it).
+    shown = f"`` {command} ``" if "`" in command else f"`{command}`"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = (f"<!-- begin {name} -->\n## {title}\n\n- Machine: {where or machine()}\n- Date: {stamp}\n"
-               f"- Command: `{command}`\n\n{body.strip()}\n<!-- end {name} -->")
+               f"- Command: {shown}\n\n{body.strip()}\n<!-- end {name} -->")
     text = BENCHMARKS.read_text(encoding="utf-8") if BENCHMARKS.exists() else HEADER
     pattern = re.compile(rf"<!-- begin {re.escape(name)} -->.*?<!-- end {re.escape(name)} -->", re.S)
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"

@@ -19,7 +19,7 @@ finished hypothesis (early stopping). Two rules for "can still beat", `stop=`:
   longest length the sentence allows, so no continuation of the best beam can beat s / lp(limit).
   Stopping once the best finished hypothesis reaches that bound loses nothing the beams could
   still find, at the cost of more steps. On a trained en-fr-software model it gained 0.2 BLEU at
-  alpha 0.6 and 0.9 BLEU at alpha 1.0, for 1.2-1.5x and 2-2.4x the decoding time across runs
+  alpha 0.6 and 0.9 BLEU at alpha 1.0, for 1.2-1.6x and 2-2.4x the decoding time across runs
   (BENCHMARKS.md, `benchmarks/beam_stopping.py`).
 
 Batched over sentences x beams: rows are ordered sentence-major, finished sentences leave the

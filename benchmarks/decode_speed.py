@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -204,33 +205,45 @@ def main() -> None:
     for run in runs.values():
         run(warm_up=True)
     best: dict[tuple[str, int], float] = {}
+    rounds: dict[tuple[str, int], list[float]] = {}
     cached = [key for key in runs if "no cache" not in key[0]]
     uncached = [key for key in runs if key not in cached]
     for name, beam in cached * args.repeats + uncached:  # the slow uncached runs once, last
         seconds = time_once(runs[(name, beam)])
         best[(name, beam)] = min(seconds, best.get((name, beam), seconds))
+        rounds.setdefault((name, beam), []).append(seconds)
         print(f"{name:40s} beam {beam}: {seconds:7.2f} s  {tokens / seconds:8.0f} tok/s", flush=True)
     rate = {key: tokens / seconds for key, seconds in best.items()}
+    ours = "clearformer, KV cache"
+    # Each round times every system once, close together: the ratio within a round cancels most of a
+    # slow phase of the machine, so the median of the per-round ratios is the steadier figure.
+    paired = {}
+    for (name, beam), times in rounds.items():
+        if name != ours and len(times) == len(rounds[(ours, beam)]):
+            paired[(name, beam)] = statistics.median(t / o for t, o in zip(times, rounds[(ours, beam)],
+                                                                          strict=True))
     load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     temporary.cleanup()
 
-    ours = "clearformer, KV cache"
     rows = []
     for (name, beam), value in rate.items():
         ratio = rate[(ours, beam)] / value
         search = "greedy" if beam == 1 else f"beam {beam}"
         speed_up = "—" if name == ours else f"{ratio:.2f}x"
-        rows.append([name, search, f"{tokens / value:.2f}", f"{value:,.0f}", speed_up])
+        per_round = f"{paired[(name, beam)]:.2f}x" if (name, beam) in paired else "—"
+        rows.append([name, search, f"{tokens / value:.2f}", f"{value:,.0f}", speed_up, per_round])
     rows.sort(key=lambda row: (row[1], row[0] != ours))
     body = (f"{args.sentences} sentences ({where}), batches of {args.batch} sentences, exactly "
             f"{args.new_tokens} new tokens per sentence (<eos> suppressed until then, on every system), "
             f"vocabulary {args.vocab}, random weights, float32, {args.threads} threads, best of "
             f"{args.repeats} runs (1 for the uncached runs). Throughput counts returned tokens "
-            f"({tokens} per run). Last column: clearformer with the cache, this many times faster. "
+            f"({tokens} per run). Speed-up: clearformer with the cache, this many times faster (best "
+            f"against best); per-round: the median over the {args.repeats} rounds of the same ratio within "
+            f"each round. "
             f"1-minute load average of the machine: {load} (other jobs sharing the cores slow every "
             f"system; the best-of rounds damp that but do not remove it).\n\n"
-            + markdown_table(["system", "search", "seconds", "tokens/s", "clearformer (cache) speed-up"],
-                             rows))
+            + markdown_table(["system", "search", "seconds", "tokens/s", "clearformer (cache) speed-up",
+                              "per-round median"], rows))
     print(body)
     if not args.no_write:
         write_section("decode_speed", "Decoding speed (greedy and beam 4, KV cache, peers)", body)

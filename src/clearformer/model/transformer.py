@@ -16,7 +16,7 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
 from clearformer.model.latent import build_decoder_self_attention
 from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
-from clearformer.model.linear import decode_linear
+from clearformer.model.linear import prepacked_linear
 
 
 def build_rotary(config: ModelConfig) -> nn.Module | None:
@@ -51,13 +51,12 @@ class OutputProjection(nn.Module):
     def next_token_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The newest decoder state of each hypothesis, hidden (rows, d_model) -> logits (rows, vocab).
 
-        The same numbers as `forward`; at a decoding step the product is the largest of the step,
-        and `decode_linear` computes it in the faster order, as a transposed view (max, topk and
-        logsumexp read it as it is).
+        The same numbers as `forward` up to rounding; at a decoding step the product is the largest of
+        the step, and `prepacked_linear` runs it with the weight packed for the kernel (model/linear.py).
         """
         if trace.recording():
             return self(hidden[:, None])[:, 0]
-        return decode_linear(self.linear, hidden, contiguous=False)
+        return prepacked_linear(self.linear, hidden)
 
 
 class Transformer(nn.Module):

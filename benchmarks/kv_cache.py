@@ -26,12 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.config import preset  # noqa: E402
-from clearformer.model.cache import TIME_DIM, kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
+from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel, variant_overrides  # noqa: E402
 
 VARIANTS = [("MHA", "mha", None), ("GQA (2 kv heads)", "gqa", None), ("MQA", "mqa", None),
             ("MLA naive", "mla", False), ("MLA absorbed", "mla", True)]
 FORMULAS = {"mha": "2 n_h d_h", "gqa": "2 n_g d_h", "mqa": "2 d_h", "mla": "d_c + d_h^R"}
+SEQ_DIM = {"k": 2, "v": 2, "latent": 1, "k_rope": 1}
 
 
 def concatenating_append(cached, new, dim):
@@ -67,7 +68,7 @@ def filled_cache(model: LanguageModel, batch: int, context: int, device) -> list
     for layer in cache:
         for name, tensor in layer["self"].items():
             shape = list(tensor.shape)
-            shape[TIME_DIM[name]] = context
+            shape[SEQ_DIM[name]] = context
             layer["self"][name] = torch.randn(shape, device=device, dtype=tensor.dtype)
     return cache
 

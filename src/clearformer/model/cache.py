@@ -16,9 +16,6 @@ import torch
 
 from clearformer.config import ModelConfig
 
-# The time (token) axis of each cached tensor, by its name in cache[i]["self"].
-TIME_DIM = {"k": 2, "v": 2, "latent": 1, "k_rope": 1}
-
 
 def _variant(config: ModelConfig) -> str:
     from clearformer.model.lm import attention_variant

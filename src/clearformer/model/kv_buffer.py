@@ -35,13 +35,10 @@ def capacity(cached: torch.Tensor, dim: int) -> int:
     return max(getattr(cached, ROOM_ATTRIBUTE, 0), cached.shape[dim])
 
 
-def _new_buffer(like: torch.Tensor, dim: int, length: int, rows: int | None = None, room: int | None = None):
-    """An empty view of `length` positions along `dim` of a buffer with room for `room` (default:
-    at least twice as many)."""
-    room = max(MIN_CAPACITY, 2 * length) if room is None else room
+def _new_buffer(like: torch.Tensor, dim: int, length: int) -> torch.Tensor:
+    """An empty view of `length` positions along `dim` of a buffer with room for at least twice as many."""
+    room = max(MIN_CAPACITY, 2 * length)
     shape = list(like.shape)
-    if rows is not None:
-        shape[0] = rows
     shape[dim] = room
     return _tagged(like.new_empty(shape).narrow(dim, 0, length), room)
 

@@ -14,11 +14,20 @@ CTranslate2: min_decoding_length = max_decoding_length). Throughput = sentences 
 seconds (beam search counts the returned tokens, not the beams'). Batches of --batch
 sentences, sorted by length, the same batches for everyone, one warm-up batch each; best of
 --repeats rounds (each round runs every system once, in turn; the uncached runs only once).
+
+Each system runs in its own worker process (clearformer, Transformers, CTranslate2), started once;
+the main process only asks them in turn to time a run, so only one computes at a time. In one
+shared process the systems slowed each other: clearformer's beam 4 ran 10-25% slower once
+CTranslate2 (its own OpenMP runtime and allocations) had run in the same process, an effect no
+user who runs one translator sees. Every worker gets the same malloc setting, --malloc: "tuned"
+(default) is what the `clearformer` command sets (`clearformer.allocator`), "system" leaves glibc's
+default.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import statistics
@@ -33,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
+from clearformer.allocator import keep_freed_memory  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.generate import beam_search, greedy_decode, pad_batch  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
@@ -122,12 +132,16 @@ def hf_runner(model, batches, beam: int, new_tokens: int):
     return run
 
 
-def ctranslate2_translator(model, vocab: int, directory: Path, threads: int):
-    """Save the Marian model, convert it with CTranslate2's TransformersConverter, load it (float32)."""
-    import ctranslate2
+def ctranslate2_vocabulary(vocab: int) -> list[str]:
+    """Token strings for ids 0 .. vocab-1: </s> first, <pad> (Marian's decoder start) last."""
+    return ["</s>", "<unk>"] + [f"t{i}" for i in range(2, vocab - 1)] + ["<pad>"]
+
+
+def save_and_convert(model, vocab: int, directory: Path) -> None:
+    """Save the Marian model (directory/hf) and convert it with CTranslate2's TransformersConverter (directory/ct2)."""
     from ctranslate2.converters import TransformersConverter
 
-    tokens = ["</s>", "<unk>"] + [f"t{i}" for i in range(2, vocab - 1)] + ["<pad>"]
+    tokens = ctranslate2_vocabulary(vocab)
 
     class VocabularyOnly:
         """What the Marian converter reads from a tokenizer: the vocabulary (<pad> last) and two names."""
@@ -143,9 +157,6 @@ def ctranslate2_translator(model, vocab: int, directory: Path, threads: int):
 
     model.save_pretrained(directory / "hf")
     Converter(str(directory / "hf")).convert(str(directory / "ct2"), force=True)
-    translator = ctranslate2.Translator(str(directory / "ct2"), device="cpu", compute_type="float32",
-                                       intra_threads=threads, inter_threads=1)
-    return translator, tokens
 
 
 def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
@@ -158,6 +169,49 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
                                                  max_batch_size=len(batch))
             assert all(len(r.hypotheses[0]) == new_tokens for r in results)
     return run
+
+
+def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], object]:
+    """The timed runs of one system: {(name, beam): run}."""
+    lengths, _ = source_lengths(args.sentences, args.seed)
+    batches = make_batches(lengths, args.vocab, args.batch, args.seed)
+    new = args.new_tokens
+    runs = {}
+    if system == "clearformer":
+        torch.manual_seed(args.seed)
+        model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
+                                   max_len=512)).eval()
+        for beam in (1, 4):
+            runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, beam, new, True)
+            runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches, beam, new, False)
+    elif system == "transformers":
+        from transformers import MarianMTModel
+
+        marian = MarianMTModel.from_pretrained(directory / "hf").eval()
+        for beam in (1, 4):
+            runs[("transformers MarianMTModel.generate", beam)] = hf_runner(marian, batches, beam, new)
+    else:
+        import ctranslate2
+
+        translator = ctranslate2.Translator(str(directory / "ct2"), device="cpu", compute_type="float32",
+                                           intra_threads=args.threads, inter_threads=1)
+        vocabulary = ctranslate2_vocabulary(args.vocab)
+        for beam in (1, 4):
+            runs[("CTranslate2 float32", beam)] = ct2_runner(translator, vocabulary, batches, beam, new)
+    return runs
+
+
+def serve_system(connection, system: str, args, directory: str) -> None:
+    """Worker process: build and warm up one system's runs, then time the run asked for until told to stop."""
+    if args.malloc == "tuned":
+        keep_freed_memory()
+    torch.set_num_threads(args.threads)
+    runs = build_runs(system, args, Path(directory))
+    for run in runs.values():
+        run(warm_up=True)
+    connection.send(list(runs))
+    while (key := connection.recv()) is not None:
+        connection.send(time_once(runs[tuple(key)]))
 
 
 # ----------------------------------------------------------------------------- main
@@ -173,46 +227,46 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
+    parser.add_argument("--malloc", choices=("tuned", "system"), default="tuned",
+                        help="glibc malloc in every worker: as the clearformer command sets it, or the default")
     parser.add_argument("--skip-peers", action="store_true",
                         help="clearformer only (no transformers / ctranslate2)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
 
     lengths, where = source_lengths(args.sentences, args.seed)
-    batches = make_batches(lengths, args.vocab, args.batch, args.seed)
     tokens = args.sentences * args.new_tokens
-    torch.manual_seed(args.seed)
-    model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
-                               max_len=512)).eval()
-
-    new = args.new_tokens
-    runs: dict[tuple[str, int], object] = {}
-    for beam in (1, 4):
-        runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, beam, new, True)
-        runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches, beam, new, False)
     temporary = tempfile.TemporaryDirectory()
+    systems = ["clearformer"]
     if not args.skip_peers:
-        marian = marian_model(args.vocab)
-        where_to = Path(temporary.name)
-        translator, vocabulary = ctranslate2_translator(marian, args.vocab, where_to, args.threads)
-        for beam in (1, 4):
-            runs[("transformers MarianMTModel.generate", beam)] = hf_runner(marian, batches, beam, new)
-            runs[("CTranslate2 float32", beam)] = ct2_runner(translator, vocabulary, batches, beam, new)
+        systems += ["transformers", "ctranslate2"]
+        save_and_convert(marian_model(args.vocab), args.vocab, Path(temporary.name))
 
     # Round-robin over the systems, best time of each: a busy machine slows every system alike
     # instead of whichever happened to run during a burst of other work.
     load_before = os.getloadavg()[0]
-    for run in runs.values():
-        run(warm_up=True)
+    spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no shared threads or heap
+    workers: dict[tuple[str, int], object] = {}
+    processes = []
+    for system in systems:
+        ours_end, theirs = spawn.Pipe()
+        process = spawn.Process(target=serve_system, args=(theirs, system, args, temporary.name), daemon=True)
+        process.start()
+        processes.append((process, ours_end))
+        for key in ours_end.recv():  # the runs it offers, once built and warmed up
+            workers[tuple(key)] = ours_end
     best: dict[tuple[str, int], float] = {}
     rounds: dict[tuple[str, int], list[float]] = {}
-    cached = [key for key in runs if "no cache" not in key[0]]
-    uncached = [key for key in runs if key not in cached]
+    cached = [key for key in workers if "no cache" not in key[0]]
+    uncached = [key for key in workers if key not in cached]
     for name, beam in cached * args.repeats + uncached:  # the slow uncached runs once, last
-        seconds = time_once(runs[(name, beam)])
+        workers[(name, beam)].send((name, beam))
+        seconds = workers[(name, beam)].recv()
         best[(name, beam)] = min(seconds, best.get((name, beam), seconds))
         rounds.setdefault((name, beam), []).append(seconds)
         print(f"{name:40s} beam {beam}: {seconds:7.2f} s  {tokens / seconds:8.0f} tok/s", flush=True)
+    for process, connection in processes:
+        connection.send(None)
+        process.join()
     rate = {key: tokens / seconds for key, seconds in best.items()}
     ours = "clearformer, KV cache"
     # Each round times every system once, close together: the ratio within a round cancels most of a
@@ -224,6 +278,8 @@ def main() -> None:
                                                                           strict=True))
     load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     temporary.cleanup()
+    allocator = ("glibc malloc tuned as the clearformer command tunes it (clearformer.allocator), in every worker"
+                 if args.malloc == "tuned" else "glibc malloc's defaults")
 
     rows = []
     for (name, beam), value in rate.items():
@@ -236,7 +292,8 @@ def main() -> None:
     body = (f"{args.sentences} sentences ({where}), batches of {args.batch} sentences, exactly "
             f"{args.new_tokens} new tokens per sentence (<eos> suppressed until then, on every system), "
             f"vocabulary {args.vocab}, random weights, float32, {args.threads} threads, best of "
-            f"{args.repeats} runs (1 for the uncached runs). Throughput counts returned tokens "
+            f"{args.repeats} runs (1 for the uncached runs); each system in its own worker process, "
+            f"one computing at a time; {allocator}. Throughput counts returned tokens "
             f"({tokens} per run). Speed-up: clearformer with the cache, this many times faster (best "
             f"against best); per-round: the median over the {args.repeats} rounds of the same ratio within "
             f"each round. "

@@ -17,6 +17,7 @@ import torch
 
 from clearformer import trace
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
+from clearformer.generate.top import row_argmax
 
 DEFAULT_BOS_ID = 2  # the WordTokenizer's order: <pad> <unk> <bos> <eos>
 DEFAULT_EOS_ID = 3
@@ -54,9 +55,10 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
         logits = state.logits()
         if t < min_length:
             logits[:, eos_id] = float("-inf")
-        best, chosen = logits.max(dim=-1)
+        chosen = row_argmax(logits)
         if with_scores:
             # log p(chosen) = logit - logsumexp(logits): one pass less than a full log_softmax.
+            best = logits.gather(1, chosen[:, None])[:, 0]
             scores.index_add_(0, alive, (best - torch.logsumexp(logits, dim=-1)).float())
         tokens[alive, t] = chosen
         if recorder is not None:

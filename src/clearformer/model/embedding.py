@@ -141,4 +141,4 @@ class InputEmbedding(nn.Module):
         trace.emit(self, "token_ids", ids)
         x = self.positions(self.tokens(ids), offset)
         trace.emit(self, "X", x)
-        return self.dropout(x)
+        return self.dropout(x) if self.training else x

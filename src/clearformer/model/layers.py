@@ -29,7 +29,7 @@ class FeedForward(nn.Module):
         # the second product reads that layout as a plain matrix, and the residual add copies anyway.
         hidden = self.activation(decode_linear(self.linear_1, x, contiguous=False))
         trace.emit(self, "hidden", hidden)
-        output = decode_linear(self.linear_2, self.dropout(hidden), contiguous=False)
+        output = decode_linear(self.linear_2, self.dropout(hidden) if self.training else hidden, contiguous=False)
         trace.emit(self, "output", output)
         return output
 
@@ -47,15 +47,19 @@ class AddNorm(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
+    def dropped(self, x: torch.Tensor) -> torch.Tensor:
+        """Dropout while training; at inference the module call is skipped (a decoding step makes 9 of them)."""
+        return self.dropout(x) if self.training else x
+
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
         """x (batch, seq, d_model), sublayer: a function of one (batch, seq, d_model) tensor."""
         if self.norm_first:
             normed = self.norm(x)
             trace.emit(self, "norm", normed)
-            out = x + self.dropout(sublayer(normed))
+            out = x + self.dropped(sublayer(normed))
             trace.emit(self, "residual", out)
             return out
-        residual = x + self.dropout(sublayer(x))
+        residual = x + self.dropped(sublayer(x))
         trace.emit(self, "residual", residual)
         out = self.norm(residual)
         trace.emit(self, "norm", out)

@@ -28,8 +28,7 @@ FEW_ROWS = 128  # beam 4 x 32 sentences; larger inputs (the encoder, training) w
 
 def uses_transposed_product(x: torch.Tensor) -> bool:
     """Whether `decode_linear` would compute x's product as W x^T (inference on CPU, few rows)."""
-    return (x.device.type == "cpu" and not torch.is_grad_enabled()
-            and x.numel() <= FEW_ROWS * x.shape[-1])
+    return x.is_cpu and not torch.is_grad_enabled() and x.numel() <= FEW_ROWS * x.shape[-1]
 
 
 def decode_linear(layer: nn.Linear, x: torch.Tensor, contiguous: bool = True) -> torch.Tensor:
@@ -42,10 +41,11 @@ def decode_linear(layer: nn.Linear, x: torch.Tensor, contiguous: bool = True) ->
     if not uses_transposed_product(x):
         return layer(x)
     flat = x.reshape(-1, x.shape[-1])
-    if layer.bias is None:
+    bias = layer.bias
+    if bias is None:
         out_t = layer.weight @ flat.t()
     else:
-        out_t = torch.addmm(layer.bias[:, None], layer.weight, flat.t())
+        out_t = torch.addmm(bias.unsqueeze(1), layer.weight, flat.t())
     out = out_t.t().contiguous() if contiguous else out_t.t()
     return out.reshape(*x.shape[:-1], out.shape[-1])
 

@@ -17,11 +17,12 @@ sentences, sorted by length, the same batches for everyone, one warm-up batch ea
 
 Each system runs in its own worker process (clearformer, Transformers, CTranslate2), started once;
 the main process only asks them in turn to time a run, so only one computes at a time. In one
-shared process the systems slowed each other: clearformer's beam 4 ran 10-25% slower once
+shared process the systems slowed each other: clearformer's beam 4 ran 10-30% slower once
 CTranslate2 (its own OpenMP runtime and allocations) had run in the same process, an effect no
 user who runs one translator sees. Every worker gets the same malloc setting, --malloc: "tuned"
 (default) is what the `clearformer` command sets (`clearformer.allocator`), "system" leaves glibc's
-default.
+default. With "tuned", one more worker runs clearformer's cached decoding with glibc's defaults, to
+show what the setting is worth.
 """
 
 from __future__ import annotations
@@ -171,17 +172,23 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
     return run
 
 
+DEFAULT_MALLOC = "clearformer, KV cache, glibc's default malloc"  # the same runs, without clearformer.allocator
+
+
 def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], object]:
     """The timed runs of one system: {(name, beam): run}."""
     lengths, _ = source_lengths(args.sentences, args.seed)
     batches = make_batches(lengths, args.vocab, args.batch, args.seed)
     new = args.new_tokens
     runs = {}
-    if system == "clearformer":
+    if system in ("clearformer", DEFAULT_MALLOC):
         torch.manual_seed(args.seed)
         model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
                                    max_len=512)).eval()
         for beam in (1, 4):
+            if system == DEFAULT_MALLOC:
+                runs[(DEFAULT_MALLOC, beam)] = clearformer_runner(model, batches, beam, new, True)
+                continue
             runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, beam, new, True)
             runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches, beam, new, False)
     elif system == "transformers":
@@ -203,7 +210,7 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
 
 def serve_system(connection, system: str, args, directory: str) -> None:
     """Worker process: build and warm up one system's runs, then time the run asked for until told to stop."""
-    if args.malloc == "tuned":
+    if args.malloc == "tuned" and system != DEFAULT_MALLOC:
         keep_freed_memory()
     torch.set_num_threads(args.threads)
     runs = build_runs(system, args, Path(directory))
@@ -236,7 +243,7 @@ def main() -> None:
     lengths, where = source_lengths(args.sentences, args.seed)
     tokens = args.sentences * args.new_tokens
     temporary = tempfile.TemporaryDirectory()
-    systems = ["clearformer"]
+    systems = ["clearformer"] + ([DEFAULT_MALLOC] if args.malloc == "tuned" else [])
     if not args.skip_peers:
         systems += ["transformers", "ctranslate2"]
         save_and_convert(marian_model(args.vocab), args.vocab, Path(temporary.name))
@@ -278,8 +285,10 @@ def main() -> None:
                                                                           strict=True))
     load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     temporary.cleanup()
-    allocator = ("glibc malloc tuned as the clearformer command tunes it (clearformer.allocator), in every worker"
-                 if args.malloc == "tuned" else "glibc malloc's defaults")
+    allocator = "glibc malloc's defaults"
+    if args.malloc == "tuned":
+        allocator = ("glibc malloc tuned as the clearformer command tunes it (clearformer.allocator), in every "
+                     "worker but the one named for glibc's default malloc")
 
     rows = []
     for (name, beam), value in rate.items():

@@ -6,8 +6,12 @@ reordered key/value caches. glibc's malloc serves blocks above its mmap threshol
 `mmap` and hands them back with `munmap` when freed, and it trims the top of its heap back to the
 kernel once more than its trim threshold lies free there. Either way the next step's tensor lands on
 pages the kernel must map and zero again, one page fault per 4 KB touched. On this project's 2-core
-VM a beam 4 run over 128 sentences took about 90,000 page faults this way (about 750 per step) and
-ran 10-30% slower than with none (`benchmarks/decode_speed.py`, BENCHMARKS.md).
+VM a beam 4 run over 128 sentences (batches of 32, 30 tokens) took 85,000-125,000 page faults this
+way, about 750 per step, and none with the setting below (tests/core/test_allocator.py checks the
+same on a small model). What that is worth in time varied: in fresh processes that only decode, as
+`clearformer translate` does, that beam search ran 5-40% faster with it across runs (a noisy
+machine), while `benchmarks/decode_speed.py`, which times long-lived worker processes, measured no
+difference (its "glibc's default malloc" row). It costs nothing measurable either way.
 
 `keep_freed_memory()` raises both thresholds (mallopt M_MMAP_THRESHOLD to glibc's 32 MB maximum,
 M_TRIM_THRESHOLD to 1 GB): blocks up to 32 MB come from the heap and freed ones stay there for the

@@ -3,7 +3,9 @@
 Greedy decoding needs the argmax of each row of (rows, vocab) logits, beam search its top 2 x beam.
 On CPU, torch's index-returning reductions (`argmax`, `max(dim)`, `topk`) walk the row element by
 element, while a plain `amax` is vectorised: on this project's 2-core box, for 32 x 8,000 logits,
-argmax took ~250 us and amax ~20 us; topk(8) over 128 x 8,000 ~800 us.
+argmax took 130-250 us and amax ~20 us; topk(8) over 128 x 8,000 ~800 us. Timed alone (2 threads),
+the functions here took ~85 us and ~460 us for those two, and 3-4x less than torch's with 32,000
+tokens; within whole decoding runs that is 1-3% of a step at 8,000 tokens.
 
 So the row is cut into blocks of BLOCK entries: the maximum of each block (one vectorised amax),
 then the index reductions run over the block maxima and over the few winning blocks only. Exact:

@@ -23,7 +23,7 @@ from torch import nn
 
 from clearformer import trace
 from clearformer.model.kv_buffer import append_in_time
-from clearformer.model.linear import decode_linear
+from clearformer.model.linear import decode_linear, transposed_product
 
 # ----------------------------------------------------------------------------- masks
 
@@ -202,6 +202,38 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(n_heads * self.d_head, d_model, bias=bias)
         self.rotary = rotary
         self.explicit = False  # force the explicit path even without a recorder
+
+    def steps_plainly(self) -> bool:
+        """Whether `decode_step` may stand in for `forward`: plain multi-head attention (no GQA, no
+        rotary positions) and no forced explicit path."""
+        return self.rotary is None and self.n_kv_heads == self.n_heads and not self.explicit
+
+    def decode_step(self, h: torch.Tensor, cache: dict, cross: bool = False,
+                    mask: torch.Tensor | None = None) -> torch.Tensor:
+        """One query row per hypothesis at a cached decoding step (inference, few rows):
+        h (rows, d_model) -> (rows, d_model), the same numbers as `forward` on h[:, None].
+
+        The same products and the same `fast_attention`, without `forward`'s general plumbing (which
+        costs more Python than arithmetic at this size). Self-attention appends the new key and value
+        to `cache`; cross-attention (`cross=True`) reads the memory's keys and values that `forward`
+        stored there at the first step, one row per sentence for `rows // sentences` consecutive
+        hypotheses (the beams), with `mask` (sentences, 1, 1, src_len).
+        """
+        rows = h.shape[0]
+        heads, d_head = self.n_heads, self.d_head
+        q = transposed_product(self.w_q, h)
+        if cross:
+            k, v = cache["k"], cache["v"]
+            sentences = k.shape[0]
+            q = q.reshape(sentences, rows // sentences, heads, d_head).transpose(1, 2)  # beams stacked as queries
+        else:
+            q = q.reshape(rows, 1, heads, d_head).transpose(1, 2)
+            k = transposed_product(self.w_k, h).reshape(rows, 1, heads, d_head).transpose(1, 2)
+            v = transposed_product(self.w_v, h).reshape(rows, 1, heads, d_head).transpose(1, 2)
+            k = cache["k"] = append_in_time(cache.get("k"), k, dim=2)
+            v = cache["v"] = append_in_time(cache.get("v"), v, dim=2)
+        out = fast_attention(q, k, v, mask)  # (sentences or rows, heads, beams or 1, d_head)
+        return transposed_product(self.w_o, out.transpose(1, 2).reshape(rows, heads * d_head))
 
     def split_heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:
         """(batch, seq, heads * d_head) -> (batch, heads, seq, d_head)."""

@@ -40,14 +40,21 @@ def decode_linear(layer: nn.Linear, x: torch.Tensor, contiguous: bool = True) ->
     """
     if not uses_transposed_product(x):
         return layer(x)
-    flat = x.reshape(-1, x.shape[-1])
+    out = transposed_product(layer, x.reshape(-1, x.shape[-1]))
+    if contiguous:
+        out = out.contiguous()
+    return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def transposed_product(layer: nn.Linear, flat: torch.Tensor) -> torch.Tensor:
+    """flat (rows, in_features) -> layer(flat) computed as (W flat^T + b)^T: a transposed view (rows, out_features).
+
+    No checks: for callers that know the input qualifies (`uses_transposed_product`).
+    """
     bias = layer.bias
     if bias is None:
-        out_t = layer.weight @ flat.t()
-    else:
-        out_t = torch.addmm(bias.unsqueeze(1), layer.weight, flat.t())
-    out = out_t.t().contiguous() if contiguous else out_t.t()
-    return out.reshape(*x.shape[:-1], out.shape[-1])
+        return (layer.weight @ flat.t()).t()
+    return torch.addmm(bias.unsqueeze(1), layer.weight, flat.t()).t()
 
 
 def _prepacking_available() -> bool:

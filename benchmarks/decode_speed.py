@@ -240,7 +240,7 @@ def main() -> None:
                         help="clearformer only (no transformers / ctranslate2)")
     args = parser.parse_args()
 
-    lengths, where = source_lengths(args.sentences, args.seed)
+    _, where = source_lengths(args.sentences, args.seed)
     tokens = args.sentences * args.new_tokens
     temporary = tempfile.TemporaryDirectory()
     systems = ["clearformer"] + ([DEFAULT_MALLOC] if args.malloc == "tuned" else [])
@@ -258,8 +258,13 @@ def main() -> None:
         ours_end, theirs = spawn.Pipe()
         process = spawn.Process(target=serve_system, args=(theirs, system, args, temporary.name), daemon=True)
         process.start()
+        theirs.close()  # the worker holds that end now: if it dies, recv() below raises instead of waiting
         processes.append((process, ours_end))
-        for key in ours_end.recv():  # the runs it offers, once built and warmed up
+        try:
+            offered = ours_end.recv()  # the runs it offers, once built and warmed up
+        except EOFError:
+            sys.exit(f"decode_speed: the {system} worker stopped before its runs were ready (its error is above)")
+        for key in offered:
             workers[tuple(key)] = ours_end
     best: dict[tuple[str, int], float] = {}
     rounds: dict[tuple[str, int], list[float]] = {}

@@ -158,6 +158,8 @@ def shared_memory_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     rows, heads, q_len, d = q.shape
     batch = k.shape[0]
     group = rows // batch
+    if group == 1:  # one query row per memory row: nothing to stack
+        return fast_attention(q, k, v, mask)
     stacked = q.reshape(batch, group, heads, q_len, d).transpose(1, 2).reshape(batch, heads, group * q_len, d)
     out = fast_attention(stacked, k, v, mask)
     return out.reshape(batch, heads, group, q_len, -1).transpose(1, 2).reshape(rows, heads, q_len, -1)
@@ -213,7 +215,7 @@ class MultiHeadAttention(nn.Module):
         """One query row per hypothesis at a cached decoding step (inference, few rows):
         h (rows, d_model) -> (rows, d_model), the same numbers as `forward` on h[:, None].
 
-        The same products and the same `fast_attention`, without `forward`'s general plumbing (which
+        The same products and the same attention functions, without `forward`'s general plumbing (which
         costs more Python than arithmetic at this size). Self-attention appends the new key and value
         to `cache`; cross-attention (`cross=True`) reads the memory's keys and values that `forward`
         stored there at the first step, one row per sentence for `rows // sentences` consecutive
@@ -221,18 +223,15 @@ class MultiHeadAttention(nn.Module):
         """
         rows = h.shape[0]
         heads, d_head = self.n_heads, self.d_head
-        q = transposed_product(self.w_q, h)
+        q = transposed_product(self.w_q, h).reshape(rows, 1, heads, d_head).transpose(1, 2)
         if cross:
-            k, v = cache["k"], cache["v"]
-            sentences = k.shape[0]
-            q = q.reshape(sentences, rows // sentences, heads, d_head).transpose(1, 2)  # beams stacked as queries
+            out = shared_memory_attention(q, cache["k"], cache["v"], mask)  # (rows, heads, 1, d_head)
         else:
-            q = q.reshape(rows, 1, heads, d_head).transpose(1, 2)
             k = transposed_product(self.w_k, h).reshape(rows, 1, heads, d_head).transpose(1, 2)
             v = transposed_product(self.w_v, h).reshape(rows, 1, heads, d_head).transpose(1, 2)
             k = cache["k"] = append_in_time(cache.get("k"), k, dim=2)
             v = cache["v"] = append_in_time(cache.get("v"), v, dim=2)
-        out = fast_attention(q, k, v, mask)  # (sentences or rows, heads, beams or 1, d_head)
+            out = fast_attention(q, k, v)
         return transposed_product(self.w_o, out.transpose(1, 2).reshape(rows, heads * d_head))
 
     def split_heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:

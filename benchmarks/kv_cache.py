@@ -25,9 +25,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
-from clearformer.config import preset  # noqa: E402
+from clearformer.config import (
+    preset,  # noqa: E402
+    variant_overrides,  # noqa: E402
+)
 from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
-from clearformer.model.lm import LanguageModel, variant_overrides  # noqa: E402
+from clearformer.model.lm import LanguageModel  # noqa: E402
 
 VARIANTS = [("MHA", "mha", None), ("GQA (2 kv heads)", "gqa", None), ("MQA", "mqa", None),
             ("MLA naive", "mla", False), ("MLA absorbed", "mla", True)]

@@ -26,11 +26,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer import mfu  # noqa: E402
-from clearformer.config import preset  # noqa: E402
+from clearformer.config import (  # noqa: E402
+    VARIANTS,
+    preset,  # noqa: E402
+    variant_overrides,
+)
 from clearformer.lm import data as lm_data  # noqa: E402
 from clearformer.lm.training import LMTrainSettings, train_lm  # noqa: E402
 from clearformer.model.cache import kv_cache_bytes_per_token  # noqa: E402
-from clearformer.model.lm import VARIANTS, LanguageModel, variant_overrides  # noqa: E402
+from clearformer.model.lm import LanguageModel  # noqa: E402
 from clearformer.tokenize import load_tokenizer  # noqa: E402
 
 

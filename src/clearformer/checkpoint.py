@@ -8,14 +8,13 @@ naming the file.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from clearformer.atomic import atomic_write, atomic_write_text
 from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
 
@@ -24,44 +23,9 @@ WEIGHTS_FILE = "model.safetensors"
 META_FILE = "meta.json"
 
 
-def _atomic(path: Path, write) -> None:
-    """Write through a temporary file in the same directory, then rename over `path`.
-
-    A reader (or a run killed mid-write) sees either the old file or the new one, never half.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    try:
-        write(temporary)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
-        with open(temporary, "rb") as stream:
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o22)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    _atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    _atomic(path, lambda temporary: Path(temporary).write_bytes(data))
-
-
 def atomic_save_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
     tensors = {name: t.detach().contiguous().cpu() for name, t in tensors.items()}
-    _atomic(path, lambda temporary: save_file(tensors, temporary, metadata=metadata))
+    atomic_write(path, lambda temporary: save_file(tensors, temporary, metadata=metadata))
 
 
 def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:

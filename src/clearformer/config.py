@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 
 
@@ -44,6 +45,10 @@ class ModelConfig:
         dropout: dropout on sublayer outputs, embeddings and attention weights.
         activation: "relu" (the paper) or "gelu".
         attention: "mha" (including GQA/MQA through n_kv_heads) or "mla".
+        source_eos: append <eos> to every source sentence before encoding (Marian and fairseq do:
+            it marks where the source ends). Training, translate, evaluate and explain all read
+            sources through `tokenize.encode_source`, which honours it; checkpoints written before
+            the field existed load with False, as they were trained.
     """
 
     src_vocab_size: int = 10
@@ -72,6 +77,7 @@ class ModelConfig:
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
     rope_base: float = 10000.0
+    source_eos: bool = False
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -142,8 +148,6 @@ class ModelConfig:
         return cls(**data)
 
     def save(self, path: str | Path) -> None:
-        from clearformer.checkpoint import atomic_write_text
-
         atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
@@ -155,6 +159,40 @@ class ModelConfig:
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: a config must be a JSON object")
         return cls.from_dict(data)
+
+
+VARIANTS = ("mha", "gqa", "mqa", "mla")
+
+
+def attention_variant(config: ModelConfig) -> str:
+    """Which member of the attention family a config builds: mha, gqa, mqa or mla."""
+    if config.attention == "mla":
+        return "mla"
+    if config.kv_heads == config.n_heads:
+        return "mha"
+    return "mqa" if config.kv_heads == 1 else "gqa"
+
+
+def variant_overrides(variant: str, d_model: int, n_heads: int, kv_heads: int | None = None) -> dict:
+    """Config fields selecting `variant`, sized with DeepSeek-V2's proportions for MLA.
+
+    GQA defaults to n_heads / 4 key/value heads (at least 2). MLA uses the paper's ratios:
+    d_c = 4 d_h, d_h^R = d_h / 2, d_nope = d_v = d_h, no query compression (the paper's
+    d_c' = 12 d_h would be wider than d_model at these sizes).
+    """
+    head = d_model // n_heads
+    if variant == "mha":
+        return dict(attention="mha", n_kv_heads=None)
+    if variant == "mqa":
+        return dict(attention="mha", n_kv_heads=1)
+    if variant == "gqa":
+        groups = kv_heads or max(2, n_heads // 4)
+        return dict(attention="mha", n_kv_heads=groups)
+    if variant == "mla":
+        rope = max(2, head // 2 - head // 2 % 2)  # d_h / 2, rounded down to an even size
+        return dict(attention="mla", n_kv_heads=None, kv_lora_rank=4 * head, q_lora_rank=0,
+                    qk_nope_head_dim=head, qk_rope_head_dim=rope, v_head_dim=head)
+    raise ValueError(f"unknown attention variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 
 LM_DEFAULTS = dict(src_vocab_size=0, n_encoder_layers=0, positional="rope", norm_first=True,

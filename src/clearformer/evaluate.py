@@ -91,7 +91,7 @@ def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1
     from clearformer.generate.translate import encode_source, translate_ids
 
     max_len = model.config.max_len
-    sources = [encode_source(tokenizer, source) for source, _ in pairs]
+    sources = [encode_source(tokenizer, source, model.config.source_eos) for source, _ in pairs]
     truncated = sum(len(ids) > max_len for ids in sources)
     hypotheses = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], beam=beam, alpha=alpha,
                                max_extra=max_extra, batch_size=batch_size, progress=progress, stop=stop)

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from clearformer.atomic import atomic_write_text
+
 
 def cache_file() -> Path:
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -85,8 +87,6 @@ def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True) -> flo
         return peak
     known[key] = peak
     try:
-        from clearformer.checkpoint import atomic_write_text
-
         atomic_write_text(path, json.dumps(known, indent=2) + "\n")
     except OSError:
         pass  # a read-only home only costs a re-measurement next time

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 
 
@@ -23,8 +24,6 @@ def default_run_dir(name: str) -> Path:
 
 def mark_latest(checkpoint: Path) -> None:
     """Record `checkpoint` as the one commands use when given no --checkpoint."""
-    from clearformer.checkpoint import atomic_write_text
-
     atomic_write_text(runs_root() / "LATEST", str(Path(checkpoint).resolve()) + "\n")
 
 

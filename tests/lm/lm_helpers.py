@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from clearformer.config import preset
-from clearformer.model.lm import LanguageModel, variant_overrides
+from clearformer.config import preset, variant_overrides
+from clearformer.model.lm import LanguageModel
 
 SUBJECTS = ["the dog", "the cat", "a man", "the woman", "the king", "my son"]
 VERBS = ["ran to", "walked into", "looked at", "came to", "went into"]

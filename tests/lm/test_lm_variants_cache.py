@@ -7,10 +7,9 @@ import pytest
 import torch
 from lm_helpers import tiny_model
 
-from clearformer.config import preset
+from clearformer.config import attention_variant, preset, variant_overrides
 from clearformer.model.attention import MultiHeadAttention, causal_mask, padding_mask
 from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token
-from clearformer.model.lm import attention_variant, variant_overrides
 from clearformer.model.rope import RotaryEmbedding
 
 

@@ -15,7 +15,7 @@ from clearformer.errors import UserError
 
 
 def run(args) -> int:
-    from clearformer.checkpoint import atomic_write_text
+    from clearformer.atomic import atomic_write_text
     from clearformer.commands.translate import load_translator
     from clearformer.evaluate import evaluate_model, load_pairs
 

@@ -84,7 +84,7 @@ def run(args) -> int:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
                       color=None if args.output else sys.stdout.isatty())
     if args.output:
-        from clearformer.checkpoint import atomic_write_text
+        from clearformer.atomic import atomic_write_text
 
         atomic_write_text(Path(args.output), text)
     else:

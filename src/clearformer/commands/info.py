@@ -57,7 +57,7 @@ def run(args) -> int:
     else:
         if args.vocab <= 0:
             raise UserError("--vocab must be positive")
-        from clearformer.model.lm import variant_overrides
+        from clearformer.config import variant_overrides
 
         if args.kv_heads is not None and args.attention != "gqa":
             raise UserError("--kv-heads applies only to --attention gqa")

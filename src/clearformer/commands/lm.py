@@ -86,8 +86,7 @@ def register(subparsers) -> None:
 
 
 def build_config(args, vocab_size: int):
-    from clearformer.config import preset
-    from clearformer.model.lm import variant_overrides
+    from clearformer.config import preset, variant_overrides
 
     if not args.preset.startswith("lm-"):
         raise UserError(f"--preset {args.preset}: choose lm-tiny, lm-small or lm-base")
@@ -111,9 +110,10 @@ def run_train(args) -> int:
     import torch
 
     from clearformer.checkpoint import load_model
+    from clearformer.config import attention_variant
     from clearformer.lm import data as lm_data
     from clearformer.lm.training import LMTrainSettings, train_lm
-    from clearformer.model.lm import LanguageModel, attention_variant
+    from clearformer.model.lm import LanguageModel
 
     for name in ("steps", "batch_size", "block_size", "vocab_size", "eval_every"):
         if getattr(args, name) <= 0:

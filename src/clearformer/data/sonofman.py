@@ -17,7 +17,7 @@ from collections.abc import Callable
 from email.parser import HeaderParser
 from pathlib import Path
 
-from clearformer.checkpoint import atomic_write_bytes
+from clearformer.atomic import atomic_write_bytes
 from clearformer.data.deb import sha256_file
 from clearformer.data.paths import downloads_dir
 from clearformer.errors import UserError

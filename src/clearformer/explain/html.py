@@ -14,6 +14,7 @@ from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 
+from clearformer.atomic import atomic_write_text
 from clearformer.explain.walkthrough import Walkthrough
 
 EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js")
@@ -82,8 +83,6 @@ def render_page(data: dict, live: bool = False, inline: bool = True) -> str:
 
 def write_html(walk: Walkthrough, path: Path) -> Path:
     """Write `walk` as one offline HTML page at `path` (atomically); return the path."""
-    from clearformer.checkpoint import atomic_write_text
-
     path = Path(path)
     atomic_write_text(path, render_page({"config": {"live": False}, "walk": walk_payload(walk)}))
     return path

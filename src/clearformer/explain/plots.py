@@ -26,6 +26,7 @@ from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from clearformer.atomic import atomic_write_bytes
 from clearformer.explain.walkthrough import Step, Walkthrough
 
 TOY_WIDTH = 16  # walkthroughs whose matrices are at most this wide get every step as an annotated grid
@@ -41,8 +42,6 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def _save(figure: Figure, path: Path) -> Path:
-    from clearformer.checkpoint import atomic_write_bytes
-
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=DPI)
     atomic_write_bytes(path, buffer.getvalue())

@@ -13,11 +13,7 @@ import torch
 
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
-
-
-def encode_source(tokenizer, text: str) -> list[int]:
-    """The encoder input of one sentence: its token ids, without <bos> or <eos> (as in training)."""
-    return tokenizer.encode(text)
+from clearformer.tokenize import encode_source
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int,
@@ -51,7 +47,7 @@ def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: floa
     `batch_size` counts sentences per batch (beam search decodes batch_size x beam rows at once);
     `progress(n)` is called after each batch with the number of sentences it held.
     """
-    sources = [encode_source(tokenizer, text) for text in sentences]
+    sources = [encode_source(tokenizer, text, model.config.source_eos) for text in sentences]
     return translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size, progress, use_cache, stop)
 
 

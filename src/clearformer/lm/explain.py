@@ -13,8 +13,8 @@ import math
 
 import torch
 
+from clearformer.config import attention_variant
 from clearformer.model.cache import kv_cache_bytes_per_token
-from clearformer.model.lm import attention_variant
 from clearformer.trace import Recorder
 
 

@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from clearformer import mfu
-from clearformer.checkpoint import atomic_save_tensors, atomic_write_text, read_weights, save_model
+from clearformer.atomic import atomic_write_text
+from clearformer.checkpoint import atomic_save_tensors, read_weights, save_model
 from clearformer.errors import UserError
 
 STATE_FILE = "train_state.safetensors"

@@ -14,13 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from clearformer.config import ModelConfig
-
-
-def _variant(config: ModelConfig) -> str:
-    from clearformer.model.lm import attention_variant
-
-    return attention_variant(config)
+from clearformer.config import ModelConfig, attention_variant
 
 
 def cache_elements_per_token(config: ModelConfig) -> int:
@@ -42,7 +36,7 @@ def kv_cache_bytes_per_token(config: ModelConfig, dtype_bytes: int = 4) -> dict:
     layers = config.n_decoder_layers
     mha_total = 2 * config.n_heads * config.head_dim * dtype_bytes * layers
     info = {
-        "variant": _variant(config),
+        "variant": attention_variant(config),
         "dtype_bytes": dtype_bytes,
         "elements_per_layer": elements,
         "bytes_per_layer": elements * dtype_bytes,

@@ -21,39 +21,6 @@ from clearformer.model.latent import MultiHeadLatentAttention, build_decoder_sel
 from clearformer.model.layers import Decoder, DecoderLayer
 from clearformer.model.transformer import OutputProjection, build_rotary
 
-VARIANTS = ("mha", "gqa", "mqa", "mla")
-
-
-def attention_variant(config: ModelConfig) -> str:
-    """Which member of the attention family a config builds: mha, gqa, mqa or mla."""
-    if config.attention == "mla":
-        return "mla"
-    if config.kv_heads == config.n_heads:
-        return "mha"
-    return "mqa" if config.kv_heads == 1 else "gqa"
-
-
-def variant_overrides(variant: str, d_model: int, n_heads: int, kv_heads: int | None = None) -> dict:
-    """Config fields selecting `variant`, sized with DeepSeek-V2's proportions for MLA.
-
-    GQA defaults to n_heads / 4 key/value heads (at least 2). MLA uses the paper's ratios:
-    d_c = 4 d_h, d_h^R = d_h / 2, d_nope = d_v = d_h, no query compression (the paper's
-    d_c' = 12 d_h would be wider than d_model at these sizes).
-    """
-    head = d_model // n_heads
-    if variant == "mha":
-        return dict(attention="mha", n_kv_heads=None)
-    if variant == "mqa":
-        return dict(attention="mha", n_kv_heads=1)
-    if variant == "gqa":
-        groups = kv_heads or max(2, n_heads // 4)
-        return dict(attention="mha", n_kv_heads=groups)
-    if variant == "mla":
-        rope = max(2, head // 2 - head // 2 % 2)  # d_h / 2, rounded down to an even size
-        return dict(attention="mla", n_kv_heads=None, kv_lora_rank=4 * head, q_lora_rank=0,
-                    qk_nope_head_dim=head, qk_rope_head_dim=rope, v_head_dim=head)
-    raise ValueError(f"unknown attention variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-
 
 class LanguageModel(nn.Module):
     """A causal language model built from one `ModelConfig` with n_encoder_layers == 0.

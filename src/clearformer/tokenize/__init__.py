@@ -9,6 +9,16 @@ from clearformer.errors import UserError
 from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokenizer, detokenize, split_words
 
 
+def encode_source(tokenizer, text: str, source_eos: bool = False) -> list[int]:
+    """The encoder input of one sentence: its token ids, without <bos>, and with <eos> appended when
+    the model was trained that way (`ModelConfig.source_eos`). An empty sentence stays empty.
+
+    The one place sources become ids: training, `translate`, `evaluate` and `explain` all call it.
+    """
+    ids = tokenizer.encode(text)
+    return ids + [tokenizer.eos_id] if source_eos and ids else ids
+
+
 def load_tokenizer(directory: str | Path):
     """The tokenizer saved in a checkpoint directory (`tokenizer.json` says which kind)."""
     path = Path(directory) / "tokenizer.json"
@@ -31,4 +41,5 @@ def load_tokenizer(directory: str | Path):
     raise UserError(f"{path}: unknown tokenizer kind {kind!r}")
 
 
-__all__ = ["BOS", "EOS", "PAD", "SPECIALS", "UNK", "WordTokenizer", "detokenize", "load_tokenizer", "split_words"]
+__all__ = ["BOS", "EOS", "PAD", "SPECIALS", "UNK", "WordTokenizer", "detokenize", "encode_source", "load_tokenizer",
+           "split_words"]

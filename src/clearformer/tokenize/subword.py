@@ -20,6 +20,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from clearformer.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.errors import UserError
 from clearformer.tokenize.words import BOS, EOS, PAD, UNK
 
@@ -110,8 +111,6 @@ class SentencePieceTokenizer:
                 "sha256": hashlib.sha256(self.model_proto).hexdigest(), "specials": self.specials}
 
     def save(self, directory: str | Path) -> None:
-        from clearformer.checkpoint import atomic_write_bytes, atomic_write_text
-
         directory = Path(directory)
         atomic_write_bytes(directory / MODEL_FILE, self.model_proto)
         atomic_write_text(directory / JSON_FILE, json.dumps(self.to_dict(), ensure_ascii=False) + "\n")

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
@@ -100,8 +101,6 @@ class WordTokenizer:
         return {"kind": self.kind, "tokens": self.itos, "specials": self.specials}
 
     def save(self, directory: str | Path) -> None:
-        from clearformer.checkpoint import atomic_write_text
-
         atomic_write_text(Path(directory) / "tokenizer.json", json.dumps(self.to_dict(), ensure_ascii=False) + "\n")
 
     @classmethod

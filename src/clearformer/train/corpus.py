@@ -12,6 +12,7 @@ from pathlib import Path
 
 from clearformer.batching import Example
 from clearformer.errors import UserError
+from clearformer.tokenize import encode_source
 from clearformer.train.options import TrainOptions, is_toy
 
 DEFAULT_CORPUS = "en-fr-software"
@@ -99,5 +100,6 @@ def build_tokenizer(options: TrainOptions, train: Pairs):
     return SentencePieceTokenizer.train(sentences, vocab_size=options.vocab_size, seed=options.seed)
 
 
-def encode_pairs(tokenizer, pairs: Pairs) -> list[Example]:
-    return [Example(tuple(tokenizer.encode(s)), tuple(tokenizer.encode(t))) for s, t in pairs]
+def encode_pairs(tokenizer, pairs: Pairs, source_eos: bool = False) -> list[Example]:
+    """Sources as the model reads them (`encode_source`), targets as plain ids (<bos>/<eos> come later)."""
+    return [Example(tuple(encode_source(tokenizer, s, source_eos)), tuple(tokenizer.encode(t))) for s, t in pairs]

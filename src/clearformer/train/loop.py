@@ -24,8 +24,9 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from clearformer.atomic import atomic_write_text
 from clearformer.batching import BatchStream
-from clearformer.checkpoint import atomic_write_text, save_model
+from clearformer.checkpoint import save_model
 from clearformer.errors import UserError
 from clearformer.runs import mark_latest
 from clearformer.train import distributed, state

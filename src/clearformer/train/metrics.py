@@ -10,7 +10,7 @@ import csv
 import math
 from pathlib import Path
 
-from clearformer.checkpoint import atomic_write_text
+from clearformer.atomic import atomic_write_text
 
 COLUMNS = ["step", "epoch", "elapsed_s", "train_loss", "train_ppl", "lr", "tokens_per_s", "padding_share",
            "grad_norm", "valid_loss", "valid_ppl", "valid_bleu"]

@@ -110,9 +110,9 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path) -> RunSetup:
     place_dropout(model, options.attention_dropout, options.ffn_dropout)
     model.to(device).train()
     limit = min(model.config.max_len, options.batch_tokens)
-    train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)
+    train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"], model.config.source_eos), limit)
     valid_pairs = splits["valid"]
-    valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs), limit)
+    valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs, model.config.source_eos), limit)
     if not train:
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
     optimizer = new_optimizer(model)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from clearformer.checkpoint import atomic_save_tensors, atomic_write_text, read_weights, save_model
+from clearformer.atomic import atomic_write_text
+from clearformer.checkpoint import atomic_save_tensors, read_weights, save_model
 from clearformer.errors import UserError
 
 STEP_DIR = re.compile(r"^step-(\d{8})$")

@@ -1,0 +1,47 @@
+"""Atomic file writes: a reader, or a run killed mid-write, sees the old file or the new one, never half.
+
+Every file clearformer writes for a user (configs, weights, tokenizers, metrics, plots, pages) goes
+through these functions: write a temporary file in the same directory, fsync it, then rename it over
+the target (a rename within one directory is atomic on POSIX).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+TEMPORARY_PREFIX = "."  # temporaries are hidden files: ".<name>.<random>"
+
+
+def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
+    """Call write(temporary_path) for a temporary file beside `path`, then rename it over `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f"{TEMPORARY_PREFIX}{path.name}.", dir=path.parent)
+    os.close(handle)
+    try:
+        write(temporary)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
+        with open(temporary, "rb") as stream:
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    atomic_write(path, lambda temporary: Path(temporary).write_bytes(data))

@@ -1,7 +1,9 @@
 """Where runs live: `runs/<name>/` under the current directory (or $CLEARFORMER_RUNS), and which is latest.
 
-`train` marks the checkpoint it writes as the latest, so `translate`, `explain`, `evaluate`
-and `serve` find it without a `--checkpoint` option.
+`train` without `--out` writes to runs/<preset> and marks it as the latest (runs/LATEST), so `translate`,
+`explain`, `evaluate` and `serve` find it without a `--checkpoint` option. A run written elsewhere
+(`--out DIR` outside runs/) leaves runs/LATEST alone: nothing is written outside --out. The pointer is
+followed only when the user names no checkpoint.
 """
 
 from __future__ import annotations
@@ -23,8 +25,14 @@ def default_run_dir(name: str) -> Path:
 
 
 def mark_latest(checkpoint: Path) -> None:
-    """Record `checkpoint` as the one commands use when given no --checkpoint."""
-    atomic_write_text(runs_root() / "LATEST", str(Path(checkpoint).resolve()) + "\n")
+    """Record `checkpoint` as the one commands use when given no --checkpoint, if it lives under runs/.
+
+    A checkpoint elsewhere is not marked: `train --out X` must not change what a later `translate` in
+    another directory picks up, nor write anything outside X.
+    """
+    checkpoint = Path(checkpoint).resolve()
+    if checkpoint.is_relative_to(runs_root().resolve()):
+        atomic_write_text(runs_root() / "LATEST", str(checkpoint) + "\n")
 
 
 def latest_checkpoint() -> Path:

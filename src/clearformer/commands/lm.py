@@ -51,6 +51,7 @@ def register(subparsers) -> None:
     train.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     train.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:1, mps ...")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
+    train.add_argument("--overwrite", action="store_true", help="replace the run in --out (moved aside first)")
     train.set_defaults(func=run_train)
 
     gen = commands.add_parser("generate", help="continue a prompt with a trained language model")
@@ -114,6 +115,7 @@ def run_train(args) -> int:
     from clearformer.lm import data as lm_data
     from clearformer.lm.training import LMTrainSettings, train_lm
     from clearformer.model.lm import LanguageModel
+    from clearformer.run_folder import claim_run_folder
 
     for name in ("steps", "batch_size", "block_size", "vocab_size", "eval_every"):
         if getattr(args, name) <= 0:
@@ -143,8 +145,9 @@ def run_train(args) -> int:
                                seed=args.seed)
     meta = {"kind": "lm", "corpus": str(corpus), "corpus_words": streams.words, "tokenizer": tokenizer.kind,
             "variant": attention_variant(model.config)}
-    summary = train_lm(model, tokenizer, streams.train, streams.valid, settings, out, meta, args.resume,
-                       log=lambda line: print(line, flush=True))
+    with claim_run_folder(out, args.resume, args.overwrite):
+        summary = train_lm(model, tokenizer, streams.train, streams.valid, settings, out, meta, args.resume,
+                           log=lambda line: print(line, flush=True))
     if "average_tokens_per_second" in summary:
         print(f"trained at {summary['average_tokens_per_second']:,.0f} tokens/s on average "
               f"(MFU {100 * summary['average_mfu']:.1f}%)")

@@ -38,6 +38,7 @@ def register(subparsers) -> None:
     run = p.add_argument_group("run directory and checkpoints")
     run.add_argument("--out", metavar="DIR", help="run directory (default: runs/<preset>)")
     run.add_argument("--resume", action="store_true", help="continue the run in --out (SIGKILL-safe)")
+    run.add_argument("--overwrite", action="store_true", help="replace the run in --out (moved aside first)")
     run.add_argument("--save-every", type=int, metavar="N", help="write a resumable checkpoint every N steps")
     run.add_argument("--keep", type=int, metavar="N", help="step checkpoints kept for `clearformer average`")
     run.add_argument("--eval-every", type=int, metavar="N", help="validation loss and BLEU every N steps")
@@ -113,6 +114,7 @@ def build_options(args):
 def run_train(args) -> int:
     import torch
 
+    from clearformer.run_folder import claim_run_folder
     from clearformer.train import train
 
     if args.threads is not None:
@@ -124,5 +126,6 @@ def run_train(args) -> int:
         # it saves (and on a busy machine, far more).
         torch.set_num_threads(1)
     options = build_options(args)
-    train(options, resume=args.resume, progress=not args.quiet)
+    with claim_run_folder(options.run_dir, args.resume, args.overwrite):
+        train(options, resume=args.resume, progress=not args.quiet)
     return 0

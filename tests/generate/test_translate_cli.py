@@ -67,7 +67,7 @@ def test_translate_early_stopping_rule_and_alpha_reach_beam_search(checkpoint, c
 def test_translate_uses_latest_run_without_checkpoint(checkpoint, tmp_path, capsys, monkeypatch):
     from clearformer.runs import mark_latest
 
-    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path))  # LATEST marks only runs under the runs folder
     mark_latest(checkpoint)
     code, out, _ = run_cli(["translate", "I love you"], capsys)
     assert code == 0 and out == expected(checkpoint, ["I love you"])[0] + "\n"

@@ -12,15 +12,17 @@ import sys
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.validation import one_line_usage_errors
 
 
 def run(args) -> int:
     from clearformer.atomic import atomic_write_text
-    from clearformer.commands.translate import load_translator
+    from clearformer.commands.translate import check_output_path, load_translator
     from clearformer.evaluate import evaluate_model, load_pairs
 
     if args.beam < 1:
         raise UserError(f"--beam must be at least 1, not {args.beam}")
+    check_output_path(args.output)
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
     model, tokenizer, meta, directory = load_translator(args.checkpoint)
@@ -67,3 +69,4 @@ def register(subparsers) -> None:
     parser.add_argument("--limit", type=int, metavar="N", help="evaluate only the first N pairs")
     add_decoding_options(parser)
     parser.set_defaults(func=run)
+    one_line_usage_errors(parser)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.validation import bounded_int, finite_float, one_line_usage_errors
 
 DEFAULT_RUN = "runs/lm"
 
@@ -41,26 +42,27 @@ def register(subparsers) -> None:
     train.add_argument("--vocab-size", type=int, default=4000, help="tokenizer vocabulary (default 4000)")
     train.add_argument("--steps", type=int, default=1000,
                        help="optimizer steps (default 1000: about 4.5 passes over en-web)")
-    train.add_argument("--minutes", type=float, default=0.0,
+    train.add_argument("--minutes", type=finite_float(0), default=0.0,
                        help="stop after this much training time (0 = off)")
     train.add_argument("--batch-size", type=int, default=32)
     train.add_argument("--block-size", type=int, default=128, help="tokens per training window (default 128)")
-    train.add_argument("--lr", type=float, default=2e-3)
+    train.add_argument("--lr", type=finite_float(), default=2e-3)
     train.add_argument("--eval-every", type=int, default=250)
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    train.add_argument("--threads", type=bounded_int(1), help="torch threads (default: torch's choice)")
     train.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:1, mps ...")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--overwrite", action="store_true", help="replace the run in --out (moved aside first)")
     train.set_defaults(func=run_train)
+    one_line_usage_errors(train)
 
     gen = commands.add_parser("generate", help="continue a prompt with a trained language model")
     gen.add_argument("prompt")
     gen.add_argument("--model", default=DEFAULT_RUN, help=f"checkpoint directory (default {DEFAULT_RUN})")
     gen.add_argument("--max-new-tokens", type=int, default=80)
-    gen.add_argument("--temperature", type=float, default=0.8)
+    gen.add_argument("--temperature", type=finite_float(), default=0.8)
     gen.add_argument("--top-k", type=int, default=0, help="keep the k most probable tokens (0 = off)")
-    gen.add_argument("--top-p", type=float, default=0.95,
+    gen.add_argument("--top-p", type=finite_float(), default=0.95,
                      help="nucleus: keep tokens up to this mass (1 = off)")
     gen.add_argument("--greedy", action="store_true", help="always the most probable token")
     gen.add_argument("--seed", type=int, default=0)
@@ -69,6 +71,7 @@ def register(subparsers) -> None:
     gen.add_argument("--mla-path", choices=["absorbed", "naive"], default="absorbed",
                      help="MLA models: decode in latent space (absorbed) or up-project keys/values (naive)")
     gen.set_defaults(func=run_generate)
+    one_line_usage_errors(gen)
 
     explain = commands.add_parser("explain", help="causal mask, per-head weights and next-token distribution")
     explain.add_argument("text")

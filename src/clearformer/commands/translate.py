@@ -16,6 +16,14 @@ import sys
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.validation import (
+    bounded_int,
+    check_encodable,
+    decode_utf8,
+    finite_float,
+    one_line_usage_errors,
+    shorten,
+)
 
 
 def load_translator(checkpoint: str | None):
@@ -52,26 +60,44 @@ def check_sentence(tokenizer, max_len: int, text: str, where: str | None = None)
     unknown_words = getattr(tokenizer, "unknown_words", None)
     unknown = unknown_words(text) if unknown_words else []
     if unknown and len(unknown) == len(ids):
-        shown = ", ".join(unknown[:5])
-        raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
+        raise UserError(f"{at}every word is unknown to the model's vocabulary ({listed(unknown)})")
     if unknown:
-        shown = ", ".join(dict.fromkeys(unknown))
+        shown = listed(unknown)
         print(f"clearformer translate: warning: {at}unknown word(s) translated as <unk>: {shown}",
               file=sys.stderr)
 
 
+def listed(words: list[str], most: int = 5) -> str:
+    """The first `most` distinct words, each shortened: a message never echoes a whole 100 KB input."""
+    distinct = list(dict.fromkeys(words))
+    shown = ", ".join(shorten(word) for word in distinct[:most])
+    return shown + (f" and {len(distinct) - most} more" if len(distinct) > most else "")
+
+
 def read_lines(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory, not a file of sentences") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
     except OSError as error:
         raise UserError(f"{path}: unreadable ({error.strerror})") from None
+    return decode_utf8(data, str(path)).splitlines()
+
+
+def read_stdin() -> list[str]:
+    """Lines of stdin, decoded here (not by the locale) so that bad bytes are an error with a line number."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    text = decode_utf8(buffer.read(), "<stdin>") if buffer is not None else sys.stdin.read()
+    check_encodable(text, "<stdin>")
     return text.splitlines()
+
+
+def check_output_path(output: str | None) -> None:
+    """Refuse an --output that cannot be a file before any work is done (shared with `evaluate`)."""
+    if output and Path(output).is_dir():
+        raise UserError(f"{output}: is a directory; --output names the file to write")
 
 
 def gather_input(args) -> tuple[list[str], str, bool]:
@@ -79,16 +105,14 @@ def gather_input(args) -> tuple[list[str], str, bool]:
     if args.text and args.file:
         raise UserError("give the text as an argument or --file, not both")
     if args.text:
+        check_encodable(" ".join(args.text), "argument")
         return [" ".join(args.text)], "argument", False
     if args.file:
         return read_lines(Path(args.file)), str(args.file), True
     if sys.stdin is None or sys.stdin.isatty():
         raise UserError("nothing to translate: give text as an argument, --file PATH, "
                         "or pipe sentences on stdin")
-    try:
-        return sys.stdin.read().splitlines(), "<stdin>", True
-    except UnicodeDecodeError:
-        raise UserError("<stdin>: not UTF-8 text") from None
+    return read_stdin(), "<stdin>", True
 
 
 def run(args) -> int:
@@ -102,6 +126,7 @@ def run(args) -> int:
         raise UserError(f"--max-extra must be >= 0, not {args.max_extra}")
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, not {args.batch_size}")
+    check_output_path(args.output)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, _ = load_translator(args.checkpoint)
     if args.threads:
@@ -141,7 +166,7 @@ def add_decoding_options(parser) -> None:
     parser.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory (default: the latest run)")
     parser.add_argument("--beam", type=int, default=1, metavar="N",
                         help="beam size (default 1: greedy decoding; the paper uses 4)")
-    parser.add_argument("--alpha", type=float, default=0.6,
+    parser.add_argument("--alpha", type=finite_float(0, 10), default=0.6,
                         help="beam search length penalty ((5+len)/6)^alpha (default 0.6, as in the paper)")
     parser.add_argument("--early-stop", choices=("current", "bound"), default="current",
                         help="when beam search stops a sentence: 'current' (default) once no beam scored at the "
@@ -151,7 +176,7 @@ def add_decoding_options(parser) -> None:
                         help="stop at source length + N tokens (default 50, as in the paper)")
     parser.add_argument("--batch-size", type=int, default=32, metavar="N",
                         help="sentences per batch (default 32)")
-    parser.add_argument("--threads", type=int, default=0, metavar="N",
+    parser.add_argument("--threads", type=bounded_int(1), metavar="N",
                         help="at most N CPU threads (default: torch's choice)")
 
 
@@ -164,3 +189,4 @@ def register(subparsers) -> None:
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
     parser.set_defaults(func=run)
+    one_line_usage_errors(parser)

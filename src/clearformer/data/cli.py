@@ -15,6 +15,7 @@ from pathlib import Path
 
 from clearformer.data.paths import DATA_ENV, default_data_dir, downloads_dir
 from clearformer.errors import UserError
+from clearformer.validation import finite_float, one_line_usage_errors
 
 RECIPES = {
     "en-fr-software": "English -> French from the fr gettext catalogues of 17 Debian packages "
@@ -46,9 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="corpus name, the folder under data/ (default: custom)")
     custom.add_argument("--skip-bad", action="store_true",
                         help="skip and count bad lines instead of stopping at the first")
-    custom.add_argument("--valid-fraction", type=float, default=0.02, help="share of pairs in valid (0.02)")
-    custom.add_argument("--test-fraction", type=float, default=0.02, help="share of pairs in test (0.02)")
+    custom.add_argument("--valid-fraction", type=finite_float(0, 1), default=0.02,
+                        help="share of pairs in valid (0.02)")
+    custom.add_argument("--test-fraction", type=finite_float(0, 1), default=0.02,
+                        help="share of pairs in test (0.02)")
     build.set_defaults(func=run_build)
+    one_line_usage_errors(build)
 
     listing = commands.add_parser("list", help="the corpora, where they are, and whether they are built")
     listing.set_defaults(func=run_list)
@@ -67,6 +71,8 @@ def run_build(args: argparse.Namespace) -> int:
                                                ("--skip-bad", args.skip_bad)) if value]
     if args.corpus != "custom" and custom_options:
         raise UserError(f"{', '.join(custom_options)} only apply to `clearformer data build custom`")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: is a file; --out names the folder the corpus is written to")
     print(f"building {name} into {out}")
     if args.corpus == "en-fr-software":
         from clearformer.data import software

@@ -18,12 +18,12 @@ from clearformer.serve.explainer import MAX_BODY_BYTES, MAX_SENTENCE_CHARS, NO_M
 
 @pytest.fixture(scope="module")
 def client(tiny_checkpoint):
-    return TestClient(create_app(load(tiny_checkpoint)), raise_server_exceptions=False)
+    return TestClient(create_app(load(tiny_checkpoint)), base_url="http://127.0.0.1", raise_server_exceptions=False)
 
 
 @pytest.fixture(scope="module")
 def seeds_client():
-    return TestClient(create_app(None), raise_server_exceptions=False)
+    return TestClient(create_app(None), base_url="http://127.0.0.1", raise_server_exceptions=False)
 
 
 def _refused(response, status: int) -> str:

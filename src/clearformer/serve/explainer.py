@@ -1,8 +1,8 @@
 """What the live page asks for, checked and computed: a seed example's or a sentence's walkthrough as JSON.
 
 Requests are validated here (so the HTTP layer only maps `RequestError` to a 4xx answer), the model
-runs one explanation at a time (a lock: the CPU is the limit, not the number of threads), and the
-answers of recent sentences are kept, since a page is often reloaded with the same one.
+may run several explanations at once (the app's scheduler bounds how many; the lock guards only the
+cache), and the answers of recent sentences are kept, since a page is often reloaded with the same one.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class Explainer:
         model = None
         if self.loaded is not None:
             config = self.loaded.model.config
-            model = {"name": self.loaded.path.name, "path": str(self.loaded.path), "d_model": config.d_model,
+            model = {"name": self.loaded.path.name, "d_model": config.d_model,  # no absolute path: not a leak
                      "n_heads": config.n_heads, "encoder_layers": config.n_encoder_layers,
                      "decoder_layers": config.n_decoder_layers, "max_len": config.max_len,
                      "vocab_size": len(self.loaded.tokenizer)}
@@ -105,12 +105,13 @@ class Explainer:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-            payload = self.example_payload(value) if kind == "example" else self._translate(value)
-            answer = to_json(payload).encode("utf-8")
+        payload = self.example_payload(value) if kind == "example" else self._translate(value)
+        answer = to_json(payload).encode("utf-8")
+        with self._lock:
             self._cache[key] = answer
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
-            return answer
+        return answer
 
     def _translate(self, sentence: str) -> dict:
         from clearformer.explain.translation import explain_translation

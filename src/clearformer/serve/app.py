@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 
@@ -77,6 +78,34 @@ def host_allowed(name: str, bound: str) -> bool:
     return False
 
 
+def refusal(headers: Headers, method: str, bound_host: str) -> JSONResponse | None:
+    """The 421/403 answer for a request from another site (by Host, or by Origin on a POST), else None."""
+    if not host_allowed(host_name(headers.get("host", "")), bound_host):
+        return _error(421, "unexpected Host header: open the page as http://localhost:PORT/")
+    origin = headers.get("origin")
+    if method not in ("GET", "HEAD") and origin is not None:
+        parts = urlsplit(origin) if origin != "null" else None
+        if parts is None or parts.scheme != "http" or not host_allowed(parts.hostname or "", bound_host):
+            return _error(403, "cross-origin request refused")
+    return None
+
+
+class SameOriginOnly:
+    """ASGI middleware (no body buffering, unlike @app.middleware) refusing requests from other sites."""
+
+    def __init__(self, app, bound_host: str) -> None:
+        self.app = app
+        self.bound_host = bound_host
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            answer = refusal(Headers(scope=scope), scope["method"], self.bound_host)
+            if answer is not None:
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", workers: int | None = None,
                queue: int = 16) -> FastAPI:
     """The app for a loaded translation model, or for the seed examples only (`loaded` None).
@@ -99,16 +128,7 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     app.state.explainer = explainer
     app.state.scheduler = scheduler
 
-    @app.middleware("http")
-    async def same_origin_only(request: Request, call_next):
-        if not host_allowed(host_name(request.headers.get("host", "")), bound_host):
-            return _error(421, "unexpected Host header: open the page as http://localhost:PORT/")
-        origin = request.headers.get("origin")
-        if request.method not in ("GET", "HEAD") and origin is not None:
-            parts = urlsplit(origin) if origin != "null" else None
-            if parts is None or parts.scheme != "http" or not host_allowed(parts.hostname or "", bound_host):
-                return _error(403, "cross-origin request refused")
-        return await call_next(request)
+    app.add_middleware(SameOriginOnly, bound_host=bound_host)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, error: HTTPException) -> JSONResponse:

@@ -145,6 +145,10 @@ class ModelConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
+        for field in dataclasses.fields(cls):
+            if field.name in data and not _has_type(data[field.name], str(field.type)):
+                shown = json.dumps(data[field.name], default=str)[:40]
+                raise ConfigError(f"config field {field.name} must be {field.type}, not {shown}")
         return cls(**data)
 
     def save(self, path: str | Path) -> None:
@@ -159,6 +163,21 @@ class ModelConfig:
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: a config must be a JSON object")
         return cls.from_dict(data)
+
+
+JSON_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "None": (type(None),),
+              "dict": (dict,)}
+
+
+def _has_type(value, annotation: str) -> bool:
+    """Whether a JSON value fits a field annotated e.g. "int | None" (a bool is not an int here)."""
+    for name in annotation.replace(" ", "").split("|"):
+        allowed = JSON_TYPES.get(name.split("[")[0])
+        if allowed is None:
+            return True  # an annotation this check does not know: left to validate()
+        if isinstance(value, allowed) and (bool in allowed or not isinstance(value, bool)):
+            return True
+    return False
 
 
 VARIANTS = ("mha", "gqa", "mqa", "mla")

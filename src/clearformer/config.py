@@ -145,10 +145,11 @@ class ModelConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
-        for field in dataclasses.fields(cls):
-            if field.name in data and not _has_type(data[field.name], str(field.type)):
-                shown = json.dumps(data[field.name], default=str)[:40]
-                raise ConfigError(f"config field {field.name} must be {field.type}, not {shown}")
+        for known_field in dataclasses.fields(cls):
+            name, annotation = known_field.name, str(known_field.type)
+            if name in data and not _has_type(data[name], annotation):
+                shown = json.dumps(data[name], default=str)[:40]
+                raise ConfigError(f"config field {name} must be {annotation}, not {shown}")
         return cls(**data)
 
     def save(self, path: str | Path) -> None:

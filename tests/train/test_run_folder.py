@@ -114,3 +114,14 @@ def test_train_out_elsewhere_leaves_latest_alone(tmp_path, monkeypatch):
     monkeypatch.delenv("CLEARFORMER_RUNS")
     assert main(tiny_args(tmp_path / "other", "--steps", "1", "--bleu-sentences", "0")) == 0
     assert not (tmp_path / "runs").exists()
+
+
+def test_lm_train_into_a_language_model_run_stops(capsys, tmp_path):
+    run = tmp_path / "lm-run"
+    run.mkdir()
+    (run / "train_state.json").write_text("{}", encoding="utf-8")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"line number {i} of a small corpus\n" for i in range(200)), encoding="utf-8")
+    err = one_line_error(capsys, ["lm", "train", "--corpus", str(corpus), "--out", str(run), "--preset", "lm-tiny",
+                                  "--tokenizer", "words", "--vocab-size", "50", "--steps", "1"])
+    assert "already holds a run" in err and "--overwrite" in err

@@ -45,6 +45,10 @@ def claim_run_folder(run_dir: str | Path, resume: bool, overwrite: bool = False)
     run_dir = Path(run_dir)
     if resume and overwrite:
         raise UserError("--resume and --overwrite contradict each other: continue the run, or replace it")
+    if os.environ.get("RANK", "0") != "0":
+        # Under torchrun every process runs `train`; rank 0 (the one that writes) claims the folder for all.
+        yield run_dir
+        return
     if holds_run(run_dir) and not resume:
         if not overwrite:
             raise UserError(f"{run_dir}: already holds a run; add --resume to continue it or --overwrite "

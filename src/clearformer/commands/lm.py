@@ -18,7 +18,7 @@ DEFAULT_RUN = "runs/lm"
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("lm", help="decoder-only language model: train, generate, explain")
-    commands = parser.add_subparsers(dest="lm_command", metavar="{train,generate,explain}")
+    commands = parser.add_subparsers(dest="lm_command", metavar="{train,generate,explain,import}")
     def show_help(args) -> int:
         parser.print_help()
         return 2
@@ -80,6 +80,20 @@ def register(subparsers) -> None:
     explain.add_argument("--full", action="store_true",
                          help="every recorded step (embeddings, Q/K/V, MLA latents, norms, FFN, logits)")
     explain.set_defaults(func=run_explain)
+
+    imported = commands.add_parser("import", help="read a pretrained model (GPT-2) into a clearformer run")
+    imported.add_argument("format", choices=["gpt2"])
+    imported.add_argument("source", metavar="SRC", help="a GPT2LMHeadModel folder (save_pretrained) or a Hub name")
+    imported.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
+    imported.set_defaults(func=run_import)
+
+
+def run_import(args) -> int:
+    from clearformer.interop.gpt2 import import_gpt2
+
+    out = import_gpt2(args.source, Path(args.out))
+    print(f"imported {args.source} into {out}; try: clearformer lm explain \"The dog ran\" --model {out}")
+    return 0
 
 
 # ----------------------------------------------------------------------------- train

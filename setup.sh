@@ -19,7 +19,8 @@ if ! .venv/bin/python -c "import torch, sys; v = tuple(int(x) for x in torch.__v
   "${PIP[@]}" install -q torch==2.13.0
 fi
 echo "==> installing clearformer and its tools"
-"${PIP[@]}" install -q -e ".[serve,dev]"
+# hf: Transformers, tokenizers and CTranslate2, so that the import/export tests run too (offline).
+"${PIP[@]}" install -q -e ".[serve,dev,hf]"
 
 # The browser tests drive Debian's Chromium (never a downloaded browser). Install it where we may:
 # as root, or in CI, where a failure must stop us; elsewhere say how, since it needs sudo.

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# Never reach for the network: every model here is built and saved locally (set before Transformers loads).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
 
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory) -> Path:

@@ -110,8 +110,8 @@ def test_export_refuses_in_one_line(tmp_path, capsys, monkeypatch):
     one_line_error(capsys, ["export", "--checkpoint", str(tmp_path / "words"), "--to", "marian", str(tmp_path / "o")],
                    "cannot export to Marian: tokenizer kind 'words'")
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # as if the hf extra were not installed
-    from clearformer.interop.ctranslate2 import convert_marian_folder
     from clearformer.errors import UserError
+    from clearformer.interop.ctranslate2 import convert_marian_folder
 
     with pytest.raises(UserError, match=r"needs the `ctranslate2` package: pip install 'clearformer\[hf\]'"):
         convert_marian_folder(tmp_path, tmp_path / "never")

@@ -23,8 +23,9 @@ def register(subparsers) -> None:
 
     p.set_defaults(func=show_help)
     marian = formats.add_parser("marian", help="a MarianMTModel folder (save_pretrained) or a Hub model name")
-    marian.add_argument("source", metavar="SRC", help="folder with config.json, model.safetensors, source.spm, "
-                                                       "target.spm, vocab.json; or a name like Helsinki-NLP/opus-mt-en-fr")
+    marian.add_argument("source", metavar="SRC",
+                        help="folder with config.json, model.safetensors, source.spm, target.spm, vocab.json; "
+                             "or a name like Helsinki-NLP/opus-mt-en-fr")
     marian.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
     marian.set_defaults(func=run_import_marian)
 

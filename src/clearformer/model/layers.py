@@ -13,7 +13,6 @@ from clearformer import trace
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.linear import decode_linear, transposed_product, uses_transposed_product
 
-
 # The hidden layer's non-linearity: the paper's ReLU; GELU (BERT); its tanh approximation (GPT-2's
 # "gelu_new"); SiLU, x * sigmoid(x) (Marian's "swish", used by the opus-mt translators).
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "silu": nn.SiLU}

@@ -37,7 +37,10 @@ def resolve_folder(source: str, patterns: list[str]) -> Path:
         raise UserError(f"{source}: not a folder saved by save_pretrained")
     hub = require("huggingface_hub", f"downloading {source}")
     try:
-        return Path(hub.snapshot_download(source, allow_patterns=patterns))
+        folder = Path(hub.snapshot_download(source, allow_patterns=patterns))
+        if not any(folder.glob("*.safetensors")):  # older repositories (many opus-mt) hold only the .bin
+            folder = Path(hub.snapshot_download(source, allow_patterns=["pytorch_model.bin"]))
+        return folder
     except Exception as error:  # network, unknown repository, authentication: say which, in one line
         raise UserError(f"{source}: not a local folder and not downloadable "
                         f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})") from None

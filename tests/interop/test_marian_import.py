@@ -176,3 +176,21 @@ def test_integer_weights_and_missing_files_are_named(folder, tmp_path):
         load_marian(str(copy))
     with pytest.raises(UserError, match="not a folder saved by save_pretrained"):
         load_marian(str(tmp_path / "nowhere"))
+
+
+def test_a_stored_sinusoidal_table_is_checked(folder, tmp_path):
+    """Older saves hold Marian's position tables: accepted when they are its halves layout, refused otherwise."""
+    from safetensors.torch import load_file, save_file
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+
+    copy = copy_of(folder, tmp_path)
+    config = json.loads((copy / "config.json").read_text())
+    table = MarianSinusoidalPositionalEmbedding(config["max_position_embeddings"], config["d_model"]).create_weight()
+    tensors = load_file(str(copy / "model.safetensors"))
+    tensors["model.encoder.embed_positions.weight"] = table
+    save_file(tensors, str(copy / "model.safetensors"))
+    load_marian(str(copy))
+    tensors["model.decoder.embed_positions.weight"] = table[:, torch.randperm(table.shape[1])]
+    save_file(tensors, str(copy / "model.safetensors"))
+    with pytest.raises(UserError, match="'model.decoder.embed_positions.weight' is not Marian's sinusoidal table"):
+        load_marian(str(copy))

@@ -47,16 +47,9 @@ def resolve_folder(source: str, patterns: list[str]) -> Path:
 
 
 def read_config(folder: Path) -> dict:
-    path = folder / "config.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: missing (not a Transformers model folder?)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: unreadable ({error})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: a config must be a JSON object")
-    return data
+    from clearformer.jsonfile import read_json_object
+
+    return read_json_object(folder / "config.json", "missing (not a Transformers model folder?)")
 
 
 class ConfigFields:

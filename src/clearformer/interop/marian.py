@@ -288,6 +288,7 @@ def expected_shape(name: str, config: ModelConfig) -> tuple[int, ...]:
 
 def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
     """Our MarianVocabularyTokenizer from the folder's source.spm, target.spm, vocab.json (+ tokenizer_config)."""
+    from clearformer.jsonfile import read_json_object
     from clearformer.tokenize.files import read_vocabulary
     from clearformer.tokenize.marian import MarianVocabularyTokenizer
 
@@ -298,7 +299,7 @@ def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
         except OSError:
             raise UserError(f"{folder / name}: missing (a Marian folder has source.spm, target.spm and vocab.json)") \
                 from None
-    settings = json_object(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
+    settings = read_json_object(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
     if settings.get("separate_vocabs"):
         raise UserError(f"{folder / 'tokenizer_config.json'}: separate_vocabs=true is not supported")
     vocab = read_vocabulary(files["vocab.json"], str(folder / "vocab.json"))
@@ -319,16 +320,6 @@ def special_name(value, default: str) -> str:
     if isinstance(value, dict):  # an AddedToken serialised as {"content": ...}
         value = value.get("content")
     return value if isinstance(value, str) else default
-
-
-def json_object(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: unreadable ({error})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: must be a JSON object")
-    return data
 
 
 def load_marian(source: str):

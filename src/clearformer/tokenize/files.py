@@ -12,6 +12,7 @@ from pathlib import Path
 
 from clearformer.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.errors import UserError
+from clearformer.jsonfile import read_json_object
 
 JSON_FILE = "tokenizer.json"
 
@@ -30,13 +31,8 @@ def load_files(directory: str | Path, roles: tuple[str, ...]) -> tuple[dict, dic
     """(tokenizer.json's fields, role -> bytes) for a tokenizer written by `save_files`."""
     directory = Path(directory)
     path = directory / JSON_FILE
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: missing (not a clearformer checkpoint?)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: unreadable tokenizer ({error})") from None
-    listed = info.get("files") if isinstance(info, dict) else None
+    info = read_json_object(path, "missing (not a clearformer checkpoint?)")
+    listed = info.get("files")
     contents = {}
     for role in roles:
         entry = listed.get(role) if isinstance(listed, dict) else None

@@ -96,7 +96,8 @@ def test_ctranslate2_translates_as_we_do(exported, tmp_path):
     pieces = [[tokenizer.id_to_token(i) for i in encode_source(tokenizer, s, True)] for s in SENTENCES]
     src = sources(tokenizer)
     for beams in (1, 4):
-        results = translator.translate_batch(pieces, beam_size=beams, length_penalty=0.0, max_decoding_length=20)
+        results = translator.translate_batch(pieces, beam_size=beams, length_penalty=0.0, max_decoding_length=20,
+                                             min_decoding_length=0)
         if beams == 1:
             ours = greedy_decode(model, src, tokenizer.bos_id, tokenizer.eos_id, max_new=20)
         else:

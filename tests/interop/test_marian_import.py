@@ -93,6 +93,23 @@ def test_marian_to_ours_to_marian_keeps_the_logits(pair, tmp_path):
     assert json.loads((tmp_path / "again" / "vocab.json").read_text()) == tokenizer.vocab
 
 
+def test_ctranslate2_decodes_the_reexported_model_as_marian_does(pair, tmp_path):
+    """Every activation and tying above, through export -> CTranslate2's converter -> Translator."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    from clearformer.interop.ctranslate2 import convert_marian_folder
+
+    theirs, ours, tokenizer, _ = pair
+    converted = convert_marian_folder(export_marian(ours, tokenizer, tmp_path / "marian"), tmp_path / "ct2")
+    src = sources(tokenizer)
+    pieces = [[tokenizer.id_to_token(i) for i in row if i != tokenizer.pad_id] for row in src.tolist()]
+    for beams in (1, 4):
+        results = ctranslate2.Translator(str(converted)).translate_batch(
+            pieces, beam_size=beams, length_penalty=0.0, max_decoding_length=12, min_decoding_length=0)
+        expected = [[tokenizer.id_to_token(i) for i in ids] for ids in hf_generate(theirs, src, tokenizer.pad_id,
+                                                                                    beams, max_new=12)]
+        assert [r.hypotheses[0] for r in results] == expected, f"beam {beams}"
+
+
 def test_import_writes_a_run_that_loads(pair, tmp_path):
     from clearformer.checkpoint import load_model
 

@@ -114,12 +114,13 @@ class Explainer:
 
     def _translate(self, sentence: str) -> dict:
         from clearformer.explain.translation import explain_translation
+        from clearformer.tokenize import encode_source
 
         if self.loaded is None:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "
                                     "(train one with `clearformer train --preset toy-translate`)")
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
-        source_length = len(tokenizer.encode(sentence)) + 1
+        source_length = len(encode_source(tokenizer, sentence, model.config.source_eos))
         # A translation is rarely much longer than its source; the bound keeps an untrained model's
         # babbling (and its walkthrough, which grows with the square of the length) small.
         limit = max(1, min(model.config.max_len - 1, 2 * source_length + 8))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from clearformer import trace
+from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.translate import decode_ids, translate
 from clearformer.tokenize import encode_source
@@ -72,3 +75,23 @@ def test_each_step_shows_its_own_row_and_the_rows_so_far_equal_a_full_prefix_pas
             torch.testing.assert_close(shown_values, full[head].double(), atol=1e-5, rtol=1e-5)
     mask = walk.find("decoder.layers.0.self_attention.mask", last)[0].matrices[0].values
     assert mask == torch.ones(last + 1, last + 1).tril().tolist()
+
+
+def test_a_model_trained_with_source_eos_gets_it_in_explain_too(word_model):
+    model, tokenizer = word_model
+    trained_without = model.config
+    try:
+        model.config = dataclasses.replace(trained_without, source_eos=True)
+        walk = explain_translation(model, tokenizer, "I love you", max_new_tokens=2)
+    finally:
+        model.config = trained_without
+    assert walk.source_tokens == ["I", "love", "you", "<eos>"]
+    assert walk.find("cross_attention.weights", 0)[0].matrices[0].col_labels == walk.source_tokens
+
+
+@pytest.mark.parametrize("sentence, message", [("  ", "empty sentence"), ("zzz qqq", "unknown"),
+                                               (" ".join(["cat"] * 200), "at most")])
+def test_input_no_model_can_use_gets_one_line(word_model, sentence, message):
+    model, tokenizer = word_model
+    with pytest.raises(UserError, match=message):
+        explain_translation(model, tokenizer, sentence)

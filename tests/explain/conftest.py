@@ -42,3 +42,12 @@ def word_model(tmp_path_factory):
 def subword_model(tmp_path_factory):
     """(model, tokenizer): a SentencePiece vocabulary of 400 pieces."""
     return _train(tmp_path_factory, "subwords", "--tokenizer", "sentencepiece", "--vocab-size", "400")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The models are tiny: extra torch threads only add synchronisation (seconds on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.explain.html import to_json, walk_payload
+from clearformer.tokenize import encode_source
 
 MAX_BODY_BYTES = 16 * 1024  # a request is one sentence; anything bigger is refused before parsing
 MAX_SENTENCE_CHARS = 2000  # refused before tokenizing; the model's max_len is checked after
@@ -114,7 +115,6 @@ class Explainer:
 
     def _translate(self, sentence: str) -> dict:
         from clearformer.explain.translation import explain_translation
-        from clearformer.tokenize import encode_source
 
         if self.loaded is None:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "

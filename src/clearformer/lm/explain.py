@@ -35,7 +35,12 @@ def token_labels(tokenizer, ids: list[int]) -> list[str]:
 
 def by_generation_step(records: list[Record], new: list[int]) -> list[Record]:
     """Tag the records of the t-th pass through the model (the prompt's for t = 0, then one pass per fed
-    token) with step t, each followed by the token that pass chose, recorded as `generate.chosen`."""
+    token) with step t, each followed by the token that pass chose, recorded as `generate.chosen`.
+
+    A `generate` that tags its passes and records its choices itself (as `greedy_decode` does) is
+    taken as it is."""
+    if any(record.name == "generate.chosen" for record in records):
+        return records
     tagged: list[Record] = []
     step = -1
     for record in records:

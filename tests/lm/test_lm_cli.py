@@ -37,18 +37,30 @@ def test_generate_continues_the_prompt_in_the_corpus_grammar(trained_lm, capsys)
     assert again == run(capsys, "lm", "generate", "the dog", "--model", str(trained_lm), "--seed", "3")[1]
 
 
+def _matrix_rows(text: str, heading: str) -> list[list[str]]:
+    """The cells of the first 4 rows of the first table printed after `heading` (from its <eos> row)."""
+    lines = text.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["<eos>"] and line.split()[1][0].isdigit())
+    return [line.split()[1:] for line in lines[start:] if line.strip()][:4]
+
+
 def test_explain_shows_the_causal_mask_weights_and_next_token(trained_lm, capsys):
     code, out, _ = run(capsys, "lm", "explain", "the dog ran", "--model", str(trained_lm), "--head", "0")
     assert code == 0
-    assert "Causal mask" in out and "attention weights" in out and "Next-token distribution" in out
-    mask_rows = out.split("Causal mask")[1].splitlines()[2:6]
-    assert [row.split()[1:] for row in mask_rows] == [["1", "0", "0", "0"], ["1", "1", "0", "0"],
-                                                      ["1", "1", "1", "0"], ["1", "1", "1", "1"]]
+    for title in ("Mask", "Scaled scores", "Attention weights", "Probabilities", "Chosen token",
+                  "KV cache per token"):
+        assert f"{title}  [" in out or f"{title}\n" in out, title
+    assert _matrix_rows(out, "Mask  [layer 0") == [["1", "0", "0", "0"], ["1", "1", "0", "0"],
+                                                   ["1", "1", "1", "0"], ["1", "1", "1", "1"]]
+    assert "layer 1" not in out and "head 1" not in out  # --layer defaults to 0; --head 0 shows head 0 only
     code, out, _ = run(capsys, "lm", "explain", "the dog ran", "--model", str(trained_lm), "--format", "json")
-    data = json.loads(out)
-    assert data["tokens"] == ["<eos>", "the", "dog", "ran"]
-    assert abs(sum(item["probability"] for item in data["next_token"]) - 1) < 0.2
-    assert data["next_token"][0]["token"] in {"to", "into", "at"}
+    walk = json.loads(out)
+    assert walk["source_tokens"] == ["<eos>", "the", "dog", "ran"]
+    first = next(s for s in walk["steps"] if s["name"] == "output.probabilities" and s["decode_step"] == 0)
+    assert first["matrices"][0]["col_labels"][0] in {"to", "into", "at"}
+    assert abs(sum(first["matrices"][0]["values"][0]) - 1) < 0.2
+    cache = next(s for s in walk["steps"] if s["name"] == "kv_cache.per_token")
+    assert cache["matrices"][0]["values"][0][2] == 2 * 2 * 64 * 4  # 2 layers x (K + V) x d_model 64 x 4 bytes
 
 
 def test_explain_records_the_causal_mask_from_the_forward_pass(trained_lm):
@@ -70,7 +82,9 @@ def test_mla_model_trains_and_explains_its_latent(tmp_path, corpus_file, capsys)
     assert code == 0 and "tok/s" in log and "MFU" in log
     code, text, _ = run(capsys, "lm", "explain", "the dog ran", "--model", str(out), "--head", "1")
     assert code == 0
-    assert "latent c_KV" in text and "RoPE key" in text and "up-projected" in text and "(MLA)" in text
+    assert "Latent c_KV (MLA)" in text and "RoPE key" in text and "up-projected" in text
+    code, text, _ = run(capsys, "lm", "explain", "the dog ran", "--model", str(out), "--mla-path", "absorbed")
+    assert code == 0 and "Absorbed queries (MLA)" in text and "Latent c_KV (MLA)" in text
     for path in ("absorbed", "naive"):
         assert run(capsys, "lm", "generate", "the cat", "--model", str(out), "--mla-path", path,
                    "--max-new-tokens", "3")[0] == 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -57,30 +56,28 @@ TRANSLATION_FOCUS = ("token_ids", "weights", "probabilities", "chosen")
 
 def shown_steps(walk, args):
     """The walkthrough limited to the steps the terminal should print (JSON, plots and HTML get all)."""
-    import dataclasses
-
     if args.only:
         wanted = tuple(name.strip() for name in args.only.split(",") if name.strip())
     elif args.sentence and not args.all:
         wanted = TRANSLATION_FOCUS
     else:
         return walk
-    steps = [step for step in walk.steps if step.name.split(".")[-1] in wanted or step.name.endswith(wanted)]
-    if not steps:
+    shown = walk.only(wanted)
+    if not shown.steps:
         raise UserError(f"--only {args.only!r} matches no step; names look like: "
                         f"{', '.join(sorted({s.name.split('.')[-1] for s in walk.steps}))}")
-    return dataclasses.replace(walk, steps=steps)
+    return shown
 
 
 def run(args) -> int:
     if args.decimals < 0 or args.decimals > 12:
         raise UserError("--decimals must be between 0 and 12")
     walk = build(args)
-    if args.format == "json":
-        text = json.dumps(walk.to_dict(), ensure_ascii=False) + "\n"
-    else:
-        from clearformer.explain.render import render
+    from clearformer.explain.render import render, to_json
 
+    if args.format == "json":
+        text = to_json(walk)
+    else:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
                       color=None if args.output else sys.stdout.isatty())
     if args.output:

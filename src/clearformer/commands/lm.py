@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -75,6 +74,10 @@ def register(subparsers) -> None:
     explain.add_argument("--layer", default="0", help="layer index, or 'all' (default 0)")
     explain.add_argument("--head", type=int, help="only this head")
     explain.add_argument("--top", type=int, default=10, help="next tokens to list (default 10)")
+    explain.add_argument("--max-new-tokens", type=int, default=3,
+                         help="tokens generated (greedy, as lm generate --greedy) and explained (default 3)")
+    explain.add_argument("--mla-path", choices=["absorbed", "naive"], default="naive",
+                         help="MLA models: show the up-projected keys/values (naive, default) or the absorbed path")
     explain.add_argument("--decimals", type=int, default=2)
     explain.add_argument("--format", choices=["text", "json"], default="text")
     explain.add_argument("--full", action="store_true",
@@ -227,15 +230,21 @@ def run_generate(args) -> int:
 
 
 def run_explain(args) -> int:
+    from clearformer.explain.render import render, to_json
     from clearformer.lm.data import prompt_ids
-    from clearformer.lm.explain import explain_data, jsonable, render
+    from clearformer.lm.explain import explain_lm, focus
 
     model, tokenizer, _ = load_lm(args.model)
     ids = prompt_ids(tokenizer, args.text)
-    if len(ids) > model.config.max_len:
-        raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len}")
+    if len(ids) >= model.config.max_len:
+        raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len} "
+                        "(text plus generated tokens must fit)")
     if args.top <= 0:
         raise UserError(f"--top must be positive, not {args.top}")
+    if args.max_new_tokens <= 0:
+        raise UserError(f"--max-new-tokens must be positive, not {args.max_new_tokens}")
+    if not 0 <= args.decimals <= 12:
+        raise UserError("--decimals must be between 0 and 12")
     layers = model.config.n_decoder_layers
     if args.layer == "all":
         layer = None
@@ -245,14 +254,11 @@ def run_explain(args) -> int:
         raise UserError(f"--layer {args.layer}: choose 'all' or a layer from 0 to {layers - 1}")
     if args.head is not None and not 0 <= args.head < model.config.n_heads:
         raise UserError(f"--head {args.head}: choose a head from 0 to {model.config.n_heads - 1}")
-    if args.full:
-        from clearformer.lm.explain import full_walkthrough
-
-        print(full_walkthrough(model, tokenizer, ids, layer, args.head, args.decimals, args.top))
-        return 0
-    data = explain_data(model, tokenizer, ids, args.top)
+    model.set_mla_path(args.mla_path == "absorbed")
+    walk = explain_lm(model, tokenizer, ids, args.max_new_tokens, args.top)
     if args.format == "json":
-        sys.stdout.write(json.dumps(jsonable(data), indent=1) + "\n")
+        sys.stdout.write(to_json(walk))
     else:
-        print(render(data, layer, args.head, args.decimals))
+        shown = walk if args.full else focus(walk, model.config.attention)
+        sys.stdout.write(render(shown, args.decimals, layer, args.head, color=sys.stdout.isatty()))
     return 0

@@ -68,16 +68,8 @@ class TorchPeer(nn.Module):
 
 
 def model_flops(config, batch) -> float:
-    """Training FLOPs (forward + backward) of the real tokens of one batch."""
-    d, L_e, L_d, f, V = config.d_model, config.n_encoder_layers, config.n_decoder_layers, config.d_ff, \
-        config.tgt_vocab_size
-    src_len = (batch.src != config.pad_id).sum(1).double()
-    tgt_len = (batch.tgt_out != config.pad_id).sum(1).double()
-    encoder = L_e * (4 * d * d + 2 * d * f) * src_len.sum()
-    decoder = L_d * (8 * d * d + 2 * d * f) * tgt_len.sum() + d * V * tgt_len.sum()
-    # QK^T and weights x V: 2 products of (len_q x len_k x d) per layer.
-    attention = 2 * d * (L_e * (src_len**2).sum() + L_d * ((tgt_len**2).sum() + (tgt_len * src_len).sum()))
-    return float(3 * 2 * (encoder + decoder + attention))
+    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.mfu)."""
+    return mfu.translation_flops(config, batch.src, batch.tgt_out)
 
 
 def make_step(network, parameters, optimizer, autocast):

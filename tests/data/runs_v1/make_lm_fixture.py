@@ -1,6 +1,8 @@
 """Writes tests/data/runs_v1/lm with the code of the commit named in the README (train_lm API)."""
-import torch
 from pathlib import Path
+
+import torch
+
 from clearformer.config import attention_variant, preset
 from clearformer.lm import data as lm_data
 from clearformer.lm.training import LMTrainSettings, train_lm

@@ -24,7 +24,7 @@ def test_train_writes_a_loadable_language_model_that_learned(trained_lm):
     assert isinstance(model, LanguageModel)
     assert meta["kind"] == "lm" and meta["step"] == 150
     assert meta["val_loss"] < 1.5  # the tiny corpus is a 3-slot grammar: ln(vocab) ~ 3.5 before training
-    assert (trained_lm / "train_state.safetensors").exists()
+    assert (trained_lm / "checkpoints" / "step-00000150" / "trainer_state.json").exists()
 
 
 def test_generate_continues_the_prompt_in_the_corpus_grammar(trained_lm, capsys):

@@ -56,6 +56,9 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
     if not checkpoints:
         raise UserError(f"{run_dir / 'checkpoints'}: no checkpoint to resume from")
     _, _, saved = state.load_step_checkpoint(checkpoints[-1])
+    if saved.get("task", "translate") != "translate":
+        raise UserError(f"{run_dir}: a language-model run; continue it with `clearformer lm train --resume --out "
+                        f"{run_dir}`")
     options = TrainOptions.from_dict(saved["options"])
     if steps is not None:
         options.steps = steps
@@ -105,6 +108,7 @@ class Trainer:
                          "steps": 0, "flops": 0.0}
         self.peak = mfu.matmul_peak(setup.device, refresh=False) if self.world.is_main else 0.0
         self.last_loss: float | None = None
+        self.session = {"real": 0, "flops": 0.0, "time": 0.0}  # this process's run, for the closing line
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -246,6 +250,8 @@ class Trainer:
         i["time"] += seconds
         i["steps"] += 1
         i["flops"] += result["flops"]
+        for key, value in (("real", result["real"]), ("flops", result["flops"]), ("time", seconds)):
+            self.session[key] += value
         self.last_loss = result["loss"]
 
     def flush_interval(self, result: dict | None) -> None:
@@ -333,5 +339,10 @@ class Trainer:
         bleu = f", BLEU {self.last_valid[1]:.1f}" if self.last_valid[1] is not None else ""
         valid = f"; valid loss {self.last_valid[0]:.3f}{bleu}" if self.last_valid[0] is not None else ""
         best = f" (model of step {self.best_step}, the best validation loss)" if self.best_step else ""
+        done = self.session
+        if done["time"] > 0:
+            print(f"clearformer train: trained at {done['real'] / done['time']:,.0f} tok/s on average "
+                  f"(MFU {done['flops'] / done['time'] / max(self.peak, 1e-9):.1%} of the measured matmul peak)",
+                  flush=True)
         print(f"clearformer train: {reason} after {self.step} steps in {self.elapsed():.0f} s{valid}; "
               f"model in {self.s.run_dir}{best}", flush=True)

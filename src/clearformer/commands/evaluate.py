@@ -24,8 +24,8 @@ def run(args) -> int:
         raise UserError(f"--beam must be at least 1, not {args.beam}")
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
-    model, tokenizer, meta, directory = load_translator(args.checkpoint)
     options.apply_threads(args.threads)
+    model, tokenizer, meta, directory = load_translator(args.checkpoint)
     pairs, name = load_pairs(args.split, args.data, meta)
     if args.limit:
         pairs = pairs[: args.limit]

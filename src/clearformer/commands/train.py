@@ -93,6 +93,8 @@ def build_options(args):
     from clearformer.train.options import preset_defaults
 
     run_dir = Path(args.out) if args.out else default_run_dir(args.preset)
+    if args.resume and args.overwrite:
+        raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if args.resume:
         changed = [name for name in TUNABLE if name not in RESUMABLE and getattr(args, name) is not None]
         if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad or args.source_eos:

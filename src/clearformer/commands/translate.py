@@ -102,9 +102,9 @@ def run(args) -> int:
         raise UserError(f"--max-extra must be >= 0, not {args.max_extra}")
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, not {args.batch_size}")
+    options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, _ = load_translator(args.checkpoint)
-    options.apply_threads(args.threads)
     for number, text in enumerate(sentences, start=1):
         if lines_may_be_empty and not text.strip():
             continue

@@ -48,6 +48,8 @@ class TrainResult:
     valid_loss: float | None
     valid_bleu: float | None
     stopped_because: str
+    tokens_per_second: float | None = None  # this session's average (process 0's count of all processes' tokens)
+    mfu: float | None = None  # of the measured matmul peak
 
 
 def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None) -> TrainOptions:
@@ -214,8 +216,11 @@ class Trainer:
         if self.step % self.o.save_every != 0:
             self.save()
         self.finish(reason)
+        done = self.session
+        rate = done["real"] / done["time"] if done["time"] > 0 else None
+        utilisation = done["flops"] / done["time"] / self.peak if done["time"] > 0 and self.peak else None
         return TrainResult(self.s.run_dir, self.step, self.last_loss, self.last_valid[0], self.last_valid[1],
-                           reason)
+                           reason, rate, utilisation)
 
     def announce(self) -> None:
         s = self.s

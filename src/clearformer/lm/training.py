@@ -286,7 +286,7 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
     options.validate()
     run_dir = Path(options.run_dir)
     legacy = resume and not state.step_checkpoints(run_dir) and (run_dir / LEGACY_STATE).exists()
-    start = open_run(options, resume and not legacy, run_dir, overwrite)
+    start = open_run(options, resume, run_dir, overwrite, legacy)
     if legacy:
         legacy_start(start, run_dir)
     if resume:

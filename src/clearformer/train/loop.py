@@ -343,7 +343,8 @@ class Trainer:
         atomic_write_text(self.s.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         bleu = f", BLEU {self.last_valid[1]:.1f}" if self.last_valid[1] is not None else ""
         valid = f"; valid loss {self.last_valid[0]:.3f}{bleu}" if self.last_valid[0] is not None else ""
-        best = f" (model of step {self.best_step}, the best validation loss)" if self.best_step else ""
+        best = (f" (model of step {self.best_step}, the best validation loss)"
+                if self.best_step and self.task.keep_best else "")
         done = self.session
         if done["time"] > 0:
             print(f"clearformer train: trained at {done['real'] / done['time']:,.0f} tok/s on average "

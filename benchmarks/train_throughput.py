@@ -202,7 +202,7 @@ def main() -> None:
     body = (f"`{args.preset}` preset (d_model {c.d_model}, {c.n_heads} heads, {c.n_encoder_layers}+"
             f"{c.n_decoder_layers} layers, d_ff {c.d_ff}, dropout {c.dropout:g}, one tied "
             f"{len(tokenizer)}-piece SentencePiece vocabulary), {len(timed)} timed steps per model on the "
-            f"same en-fr-software batches of <= {args.batch_tokens} padded tokens per side ({padding:.0%} "
+            f"same {args.corpus} batches of <= {args.batch_tokens} padded tokens per side ({padding:.0%} "
             f"padding), "
             f"{setting}. Measured {str(peak_dtype)[6:]} matmul peak: {peak / 1e9:,.1f} GFLOP/s. "
             f"Tokens/s count real source + target tokens; MFU counts the model FLOPs of those tokens.\n\n"

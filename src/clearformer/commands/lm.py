@@ -48,6 +48,7 @@ def register(subparsers) -> None:
     train.add_argument("--batch-size", type=int, default=32)
     train.add_argument("--block-size", type=int, default=128, help="tokens per training window (default 128)")
     train.add_argument("--lr", type=float, default=2e-3)
+    train.add_argument("--accum", type=int, default=1, help="batches per optimizer step (and per process)")
     train.add_argument("--warmup", type=int, default=100, help="warmup steps before the cosine decay (default 100)")
     train.add_argument("--eval-every", type=int, default=250, help="validation every N steps (default 250)")
     train.add_argument("--save-every", type=int, help="a resumable checkpoint every N steps (default: --eval-every)")
@@ -130,7 +131,7 @@ def run_train(args) -> int:
             preset=args.preset, corpus=str(corpus), steps=steps, minutes=args.minutes, run_dir=args.out,
             save_every=args.save_every or args.eval_every, eval_every=args.eval_every, device=args.device,
             bf16=args.bf16, seed=args.seed, slow_down=args.slow_down, batch_size=args.batch_size,
-            block_size=args.block_size, lr=args.lr, warmup=args.warmup)
+            block_size=args.block_size, lr=args.lr, warmup=args.warmup, accum=args.accum)
         if args.vocab_size <= 0:
             raise UserError(f"--vocab-size must be positive, not {args.vocab_size}")
         build_config(args, 16)  # option mistakes (MLA sizes, --kv-heads) before reading the corpus

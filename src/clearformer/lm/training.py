@@ -159,6 +159,7 @@ def make_optimizer(model, o: LMOptions) -> torch.optim.AdamW:
 class LanguageModelTask:
     kind = "lm"
     keep_best = False  # the run folder holds the newest model, as `lm generate` expects
+    can_validate = True
 
     def __init__(self, options: LMOptions, tokenizer, config, train: torch.Tensor, valid: torch.Tensor,
                  corpus: str, words: int) -> None:
@@ -170,8 +171,6 @@ class LanguageModelTask:
         self.generator = torch.Generator().manual_seed(options.seed)
         self.draws = 0
         self.last_valid: float | None = None
-
-    can_validate = True
 
     def batches(self, count: int) -> list[WindowBatch]:
         out = []

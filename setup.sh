@@ -40,7 +40,8 @@ echo
 echo "==> 1/3  The seeds' walkthrough: 'I love you', every number (clearformer explain --example i-love-you)"
 "$CF" explain --example i-love-you --decimals 4
 echo "==> 2/3  Training the toy translator (clearformer train --preset toy-translate)"
-"$CF" train --preset toy-translate
+# --overwrite: running setup.sh again retrains runs/toy-translate instead of stopping at the existing run.
+"$CF" train --preset toy-translate --overwrite
 echo "==> 3/3  Translating (clearformer translate \"I love you\")"
 "$CF" translate "I love you"
 echo

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from clearformer.commands import options
 from clearformer.errors import UserError
 
 
@@ -23,11 +24,8 @@ def run(args) -> int:
         raise UserError(f"--beam must be at least 1, not {args.beam}")
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
+    options.apply_threads(args.threads)
     model, tokenizer, meta, directory = load_translator(args.checkpoint)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     pairs, name = load_pairs(args.split, args.data, meta)
     if args.limit:
         pairs = pairs[: args.limit]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from clearformer.commands import options
 from clearformer.errors import UserError
 
 
@@ -15,7 +16,7 @@ def register(subparsers) -> None:
                     "FFN, cross-attention, probabilities...) from the same modules that train.")
     parser.add_argument("sentence", nargs="?", help="a source sentence to translate with a trained checkpoint")
     parser.add_argument("--example", help="a built-in seed walkthrough: i-love-you or india-is-great")
-    parser.add_argument("--checkpoint", help="checkpoint directory (default: the last `clearformer train`)")
+    options.add_checkpoint(parser)
     parser.add_argument("--decimals", type=int, default=4, help="decimals shown (default 4)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.add_argument("--output", "-o", help="write to this file instead of standard output")

@@ -19,7 +19,8 @@ if ! .venv/bin/python -c "import torch, sys; v = tuple(int(x) for x in torch.__v
   "${PIP[@]}" install -q torch==2.13.0
 fi
 echo "==> installing clearformer and its tools"
-"${PIP[@]}" install -q -e ".[serve,dev]"
+# hf: Transformers, tokenizers and CTranslate2, so that the import/export tests run too (offline).
+"${PIP[@]}" install -q -e ".[serve,dev,hf]"
 
 # The browser tests drive Debian's Chromium (never a downloaded browser). Install it where we may:
 # as root, or in CI, where a failure must stop us; elsewhere say how, since it needs sudo.
@@ -39,7 +40,7 @@ echo
 echo "==> 1/3  The seeds' walkthrough: 'I love you', every number (clearformer explain --example i-love-you)"
 "$CF" explain --example i-love-you --decimals 4
 echo "==> 2/3  Training the toy translator (clearformer train --preset toy-translate)"
-# A second ./setup.sh retrains: --overwrite moves the first run aside (runs/toy-translate.replaced-<time>).
+# --overwrite: running setup.sh again retrains runs/toy-translate instead of stopping at the existing run.
 "$CF" train --preset toy-translate --overwrite
 echo "==> 3/3  Translating (clearformer translate \"I love you\")"
 "$CF" translate "I love you"

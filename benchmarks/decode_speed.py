@@ -42,6 +42,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import ct2_export_row  # noqa: E402
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.allocator import keep_freed_memory  # noqa: E402
 from clearformer.config import preset  # noqa: E402
@@ -197,6 +198,8 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
         marian = MarianMTModel.from_pretrained(directory / "hf").eval()
         for beam in (1, 4):
             runs[("transformers MarianMTModel.generate", beam)] = hf_runner(marian, batches, beam, new)
+    elif system == ct2_export_row.SYSTEM:  # clearformer's own export, run by CTranslate2
+        runs = ct2_export_row.build_runs(args, batches, directory, ct2_runner)
     else:
         import ctranslate2
 
@@ -245,7 +248,7 @@ def main() -> None:
     temporary = tempfile.TemporaryDirectory()
     systems = ["clearformer"] + ([DEFAULT_MALLOC] if args.malloc == "tuned" else [])
     if not args.skip_peers:
-        systems += ["transformers", "ctranslate2"]
+        systems += ["transformers", "ctranslate2", ct2_export_row.SYSTEM]
         save_and_convert(marian_model(args.vocab), args.vocab, Path(temporary.name))
 
     # Round-robin over the systems, best time of each: a busy machine slows every system alike

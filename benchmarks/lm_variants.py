@@ -32,7 +32,7 @@ from clearformer.config import (  # noqa: E402
     variant_overrides,
 )
 from clearformer.lm import data as lm_data  # noqa: E402
-from clearformer.lm.training import LMTrainSettings, train_lm  # noqa: E402
+from clearformer.lm.training import LMOptions, train_language_model  # noqa: E402
 from clearformer.model.cache import kv_cache_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel  # noqa: E402
 from clearformer.tokenize import load_tokenizer  # noqa: E402
@@ -50,22 +50,20 @@ def train_variant(variant: str, args, tokenizer_dir: Path, log_path: Path) -> di
                     **variant_overrides(variant, base.d_model, base.n_heads))
     torch.manual_seed(args.seed)
     model = LanguageModel(config)
-    settings = LMTrainSettings(steps=args.steps, batch_size=args.batch, block_size=args.block, lr=args.lr,
-                               eval_every=args.steps, eval_batches=args.eval_batches,
-                               log_every=args.log_every, seed=args.seed, max_minutes=args.minutes)
-    lines: list[str] = []
-
-    def log(line: str) -> None:
-        lines.append(line)
-        print(f"[{variant}] {line}", flush=True)
-
+    run_dir = Path(tempfile.mkdtemp(prefix=f"lm-{variant}-"))
+    options = LMOptions(preset=args.preset, corpus=args.corpus, steps=args.steps, batch_size=args.batch,
+                        block_size=args.block, lr=args.lr, eval_every=args.steps, save_every=args.steps,
+                        eval_batches=args.eval_batches, log_every=args.log_every, seed=args.seed,
+                        minutes=args.minutes or None, run_dir=str(run_dir))
     started = time.perf_counter()
-    summary = train_lm(model, tokenizer, streams.train, streams.valid, settings, None, log=log)
-    log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # The one trainer (clearformer.train.loop); its metrics.csv is the training log.
+    result = train_language_model(options, progress=False,
+                                  fresh=lambda: (tokenizer, model, train_lines, valid_lines))
+    log_path.write_text((run_dir / "metrics.csv").read_text(encoding="utf-8"), encoding="utf-8")
     cache = kv_cache_bytes_per_token(config)
-    return {"variant": variant, "steps": summary["step"], "parameters": model.num_parameters(),
-            "val_loss": summary["val_loss"], "train_loss": summary["train_loss"],
-            "tokens_per_second": summary["average_tokens_per_second"], "mfu": summary["average_mfu"],
+    return {"variant": variant, "steps": result.step, "parameters": model.num_parameters(),
+            "val_loss": result.valid_loss, "train_loss": result.train_loss,
+            "tokens_per_second": result.tokens_per_second, "mfu": result.mfu,
             "minutes": (time.perf_counter() - started) / 60, "cache_bytes": cache["bytes_total"],
             "cache_fraction": cache["fraction_of_mha"], "train_tokens": len(streams.train),
             "peak": mfu.matmul_peak(refresh=False)}

@@ -78,10 +78,6 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
-    if (out / "checkpoints").exists():
-        import shutil
-
-        shutil.rmtree(out)
     options = TrainOptions(preset=args.preset, data_dir=args.data, run_dir=str(out),
                            tokenizer="sentencepiece", vocab_size=args.vocab_size,
                            batch_tokens=args.batch_tokens, warmup=args.warmup,
@@ -97,7 +93,8 @@ def main() -> None:
             options = resume_options(out, minutes=budget)
         else:
             options.minutes = budget
-        result = train(options, resume=bool(points), progress=False)
+        # The first segment replaces an earlier run in --out (train/rundir.py); the others continue it.
+        result = train(options, resume=bool(points), progress=False, overwrite=not points)
         model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{result.step:08d}")
         hypotheses = translate(model, tokenizer, [s for s, _ in valid], beam=1, batch_size=64)
         bleu = score_corpus(hypotheses, [t for _, t in valid]).bleu

@@ -12,14 +12,15 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-TEMPORARY_PREFIX = "."  # temporaries are hidden files: ".<name>.<random>"
+TEMPORARY_PREFIX = "."  # temporaries are hidden files: ".<name>.<pid>-<random>"
 
 
 def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
     """Call write(temporary_path) for a temporary file beside `path`, then rename it over `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f"{TEMPORARY_PREFIX}{path.name}.", dir=path.parent)
+    # The PID in the name lets the next run tell a killed writer's leftover from a live write (train/rundir.py).
+    handle, temporary = tempfile.mkstemp(prefix=f"{TEMPORARY_PREFIX}{path.name}.{os.getpid()}-", dir=path.parent)
     os.close(handle)
     try:
         write(temporary)

@@ -28,6 +28,8 @@ COMMAND_MODULES = [
     "clearformer.data.cli",
     "clearformer.commands.lm",
     "clearformer.commands.serve",
+    "clearformer.commands.export",
+    "clearformer.commands.import_model",
 ]
 
 

@@ -19,6 +19,9 @@ class ConfigError(UserError, ValueError):
     """A config that cannot describe a working model (the message says which field and why)."""
 
 
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")  # built by model/layers.py's FeedForward
+
+
 @dataclass
 class ModelConfig:
     """Every size and switch of a clearformer model.
@@ -43,7 +46,8 @@ class ModelConfig:
             (source, target and output share one matrix; needs one joint vocabulary).
         bias: biases on the attention projections.
         dropout: dropout on sublayer outputs, embeddings and attention weights.
-        activation: "relu" (the paper) or "gelu".
+        activation: "relu" (the paper), "gelu", "gelu_tanh" (GPT-2's tanh approximation) or "silu"
+            (x * sigmoid(x), Marian's "swish").
         attention: "mha" (including GQA/MQA through n_kv_heads) or "mla".
         source_eos: append <eos> to every source sentence before encoding (Marian and fairseq do:
             it marks where the source ends). Training, translate, evaluate and explain all read
@@ -109,7 +113,8 @@ class ModelConfig:
         need(self.tie_embeddings != "all" or self.n_encoder_layers == 0
              or self.src_vocab_size == self.tgt_vocab_size,
              "tie_embeddings='all' needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
-        need(self.activation in ("relu", "gelu"), f"activation must be relu or gelu, not {self.activation!r}")
+        need(self.activation in ACTIVATIONS,
+             f"activation must be {', '.join(ACTIVATIONS[:-1])} or {ACTIVATIONS[-1]}, not {self.activation!r}")
         need(self.attention in ("mha", "mla"), f"attention must be mha or mla, not {self.attention!r}")
         need(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), not {self.dropout}")
         need(self.max_len > 0, "max_len must be positive")

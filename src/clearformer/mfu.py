@@ -122,6 +122,20 @@ def flops_per_token(model: torch.nn.Module, seq_len: int) -> float:
     return 6 * matmul_parameters(model) + attention
 
 
+def translation_flops(config, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
+    """Training FLOPs (forward + backward) of the real tokens of one encoder-decoder batch:
+    encoder weights per source token, decoder and output weights per target token, attention products."""
+    d, f, vocab = config.d_model, config.d_ff, config.tgt_vocab_size
+    src_len = (src != config.pad_id).sum(1).double()
+    tgt_len = (tgt_out != config.pad_id).sum(1).double()
+    encoder = config.n_encoder_layers * (4 * d * d + 2 * d * f) * src_len.sum()
+    decoder = config.n_decoder_layers * (8 * d * d + 2 * d * f) * tgt_len.sum() + d * vocab * tgt_len.sum()
+    # QK^T and weights x V: 2 products of (len_q x len_k x d) per layer.
+    attention = 2 * d * (config.n_encoder_layers * (src_len**2).sum()
+                         + config.n_decoder_layers * ((tgt_len**2).sum() + (tgt_len * src_len).sum()))
+    return float(3 * 2 * (encoder + decoder + attention))
+
+
 def mfu(tokens_per_second: float, flops_per_token_: float, peak: float) -> float:
     """Fraction of the measured peak that the model's arithmetic used."""
     return tokens_per_second * flops_per_token_ / peak

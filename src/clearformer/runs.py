@@ -1,9 +1,10 @@
 """Where runs live: `runs/<name>/` under the current directory (or $CLEARFORMER_RUNS), and which is latest.
 
-`train` without `--out` writes to runs/<preset> and marks it as the latest (runs/LATEST), so `translate`,
-`explain`, `evaluate` and `serve` find it without a `--checkpoint` option. A run written elsewhere
-(`--out DIR` outside runs/) leaves runs/LATEST alone: nothing is written outside --out. The pointer is
-followed only when the user names no checkpoint.
+The "latest run" pointer is the file `runs/LATEST` ($CLEARFORMER_RUNS/LATEST). `train` writes it only
+for a run in the default place, `runs/<preset>` (no `--out`, or an `--out` inside runs/), so
+`train --out DIR` writes nothing outside DIR. `translate`, `explain`, `evaluate`, `neighbors` and
+`serve` follow the pointer only when the user names no `--checkpoint`; `average` writes it for the
+average it makes in runs/.
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ def default_run_dir(name: str) -> Path:
 
 
 def mark_latest(checkpoint: Path) -> None:
-    """Record `checkpoint` as the one commands use when given no --checkpoint, if it lives under runs/.
+    """Record `checkpoint` as the one commands use when given no --checkpoint."""
+    atomic_write_text(runs_root() / "LATEST", str(Path(checkpoint).resolve()) + "\n")
 
-    A checkpoint elsewhere is not marked: `train --out X` must not change what a later `translate` in
-    another directory picks up, nor write anything outside X.
-    """
-    checkpoint = Path(checkpoint).resolve()
-    if checkpoint.is_relative_to(runs_root().resolve()):
-        atomic_write_text(runs_root() / "LATEST", str(checkpoint) + "\n")
+
+def mark_latest_if_default(run_dir: Path) -> bool:
+    """Point runs/LATEST at `run_dir` if the run lives in runs/ (its default place); True if written."""
+    if Path(run_dir).resolve().parent != runs_root().resolve():
+        return False
+    mark_latest(run_dir)
+    return True
 
 
 def latest_checkpoint() -> Path:

@@ -77,13 +77,13 @@ def test_explain_a_sentence_with_a_checkpoint(capsys, checkpoint):
     stages = {s["stage"] for s in data["steps"]}
     assert {"input", "encoder", "decoder", "output"} <= stages
     cross = [s for s in data["steps"] if s["name"].endswith("cross_attention.weights")]
-    assert cross and cross[0]["matrices"][0]["col_labels"] == ["I", "love", "you", "<eos>"]
+    assert cross and cross[0]["matrices"][0]["col_labels"] == ["I", "love", "you"]
 
 
 @pytest.mark.parametrize("argv, message", [
     (["explain", "", "--checkpoint", "{ckpt}"], "empty sentence"),
     (["explain", "zzz qqq", "--checkpoint", "{ckpt}"], "unknown"),
-    (["explain", "I love you I love you", "--checkpoint", "{ckpt}"], "at most 6"),
+    (["explain", "I love you I love you I", "--checkpoint", "{ckpt}"], "at most 6"),
     (["explain", "I love you", "--checkpoint", "{missing}"], "no such checkpoint"),
     (["explain", "--example", "nope"], "unknown example"),
     (["explain"], "nothing to explain"),

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import ANY_CHARACTER, FUZZ, JSON_VALUES, one_line
+from fuzz_helpers import ANY_CHARACTER, FUZZ, JSON_VALUES, one_line
 from hypothesis import given
 from hypothesis import strategies as st
 

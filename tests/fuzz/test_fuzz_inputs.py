@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from conftest import ANY_CHARACTER, FUZZ, JSON_VALUES, SENTENCES, one_line
+from fuzz_helpers import ANY_CHARACTER, FUZZ, JSON_VALUES, SENTENCES, one_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

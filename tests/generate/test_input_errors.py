@@ -62,7 +62,7 @@ def test_data_build_custom_out_an_existing_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("option, value", [
-    ("--alpha", "nan"), ("--alpha", "inf"), ("--alpha", "-1"), ("--threads", "0")])
+    ("--alpha", "nan"), ("--alpha", "inf"), ("--alpha", "-1")])
 def test_translate_rejects_non_finite_and_out_of_range_numbers(checkpoint, capsys, option, value):
     err = usage_error(capsys, ["translate", "I love you", "--beam", "4", option, value, "--checkpoint",
                                str(checkpoint)])
@@ -72,7 +72,7 @@ def test_translate_rejects_non_finite_and_out_of_range_numbers(checkpoint, capsy
 @pytest.mark.parametrize("args", [
     ["evaluate", "--alpha", "nan"], ["train", "--minutes", "inf"], ["train", "--dropout", "nan"],
     ["train", "--lr-factor", "0"], ["lm", "generate", "x", "--temperature", "nan"],
-    ["lm", "generate", "x", "--top-p", "inf"], ["lm", "train", "--lr", "inf"], ["lm", "train", "--threads", "0"],
+    ["lm", "generate", "x", "--top-p", "inf"], ["lm", "train", "--lr", "inf"],
     ["data", "build", "custom", "--valid-fraction", "nan"]])
 def test_other_float_options_reject_nan_and_inf(capsys, args):
     usage_error(capsys, args)

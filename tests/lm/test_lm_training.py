@@ -1,27 +1,27 @@
-"""The LM training loop: loss falls, the schedule, MFU's FLOP count, and exact resumption."""
+"""The LM task on the one trainer: loss falls, the schedule, MFU's FLOP count, exact resumption after SIGKILL."""
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
 from lm_helpers import tiny_config
+from safetensors.torch import load_file
 
 from clearformer import mfu
 from clearformer.checkpoint import load_model
-from clearformer.lm.training import LMTrainSettings, learning_rate, train_lm
+from clearformer.cli import main
+from clearformer.lm.training import LMOptions, learning_rate
 from clearformer.model.lm import LanguageModel
-from clearformer.tokenize import WordTokenizer
+from clearformer.train.state import step_checkpoints
 
-SETTINGS = dict(steps=6, eval_every=3, log_every=1, batch_size=4, block_size=16, eval_batches=1, lr=1e-2,
-                warmup=2)
-
-
-@pytest.fixture()
-def data():
-    tokenizer = WordTokenizer.build([" ".join(f"w{i}" for i in range(36))])
-    generator = torch.Generator().manual_seed(0)
-    train = torch.randint(4, 40, (400,), generator=generator)
-    return tokenizer, train, train[:100].clone()
+TRAIN = ["--preset", "lm-tiny", "--tokenizer", "words", "--batch-size", "4", "--block-size", "16",
+         "--lr", "1e-2", "--warmup", "2", "--threads", "1", "--quiet"]
 
 
 def fresh_model(variant="mha"):
@@ -30,9 +30,9 @@ def fresh_model(variant="mha"):
 
 
 def test_schedule_warms_up_then_decays_to_the_floor():
-    s = LMTrainSettings(steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1)
-    assert learning_rate(0, s) == pytest.approx(0.1) and learning_rate(9, s) == pytest.approx(1.0)
-    assert learning_rate(55, s) == pytest.approx(0.55) and learning_rate(100, s) == pytest.approx(0.1)
+    o = LMOptions(steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1)
+    assert learning_rate(0, o) == pytest.approx(0.1) and learning_rate(9, o) == pytest.approx(1.0)
+    assert learning_rate(55, o) == pytest.approx(0.55) and learning_rate(100, o) == pytest.approx(0.1)
 
 
 def test_flops_per_token_is_nanogpts_formula_for_mha():
@@ -42,32 +42,42 @@ def test_flops_per_token_is_nanogpts_formula_for_mha():
     assert mfu.flops_per_token(model, 32) == 6 * n + 12 * c.n_decoder_layers * c.n_heads * c.head_dim * 32
 
 
-def test_resume_continues_exactly(tmp_path, data):
-    tokenizer, train, valid = data
-    settings = LMTrainSettings(**SETTINGS)
-    straight = fresh_model("mla")
-    train_lm(straight, tokenizer, train, valid, settings, tmp_path / "a", log=lambda line: None)
+def test_resume_after_kill_equals_straight_run(tmp_path, corpus_file):
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    length = ["--steps", "12", "--eval-every", "4", "--save-every", "3", "--attention", "mla"]
+    assert main(["lm", "train", "--corpus", str(corpus_file), "--out", str(straight), *TRAIN, *length]) == 0
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", "lm", "train", "--corpus", str(corpus_file),
+                                "--out", str(killed), *TRAIN, *length, "--slow-down", "0.25"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not (killed / "checkpoints" / "step-00000006").is_dir():
+        assert process.poll() is None, process.stdout.read()
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert step_checkpoints(killed)[-1].name in ("step-00000006", "step-00000009")  # killed mid-run
+    assert main(["lm", "train", "--out", str(killed), "--resume", "--quiet"]) == 0
+    a, b = step_checkpoints(straight)[-1], step_checkpoints(killed)[-1]
+    assert a.name == b.name == "step-00000012"
+    for name in ("model.safetensors", "optimizer.safetensors"):
+        wa, wb = load_file(str(a / name)), load_file(str(b / name))
+        assert wa.keys() == wb.keys()
+        for key in wa:
+            torch.testing.assert_close(wa[key], wb[key], rtol=0, atol=0, msg=key)
+    model_a, _, _ = load_model(straight)
+    model_b, _, meta = load_model(killed)
+    assert meta["kind"] == "lm" and meta["step"] == 12
+    for (name, x), y in zip(model_a.state_dict().items(), model_b.state_dict().values(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=0, msg=name)
 
-    def stop_after_first_checkpoint(line: str) -> None:
-        if line.startswith("step      4/"):
-            raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        train_lm(fresh_model("mla"), tokenizer, train, valid, settings, tmp_path / "b",
-                 log=stop_after_first_checkpoint)
-    resumed, tokenizer_b, meta = load_model(tmp_path / "b")
-    assert meta["step"] == 3
-    resumed.train()
-    summary = train_lm(resumed, tokenizer_b, train, valid, settings, tmp_path / "b", resume=True,
-                       log=lambda line: None)
-    assert summary["step"] == 6
-    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values(), strict=True):
-        torch.testing.assert_close(a, b, msg=name)
-
-
-def test_training_lowers_the_loss(data):
-    tokenizer, _, _ = data
-    pattern = torch.tensor([5, 6, 7, 8, 9] * 80)
-    settings = LMTrainSettings(**{**SETTINGS, "steps": 30})
-    summary = train_lm(fresh_model(), tokenizer, pattern, pattern[:60], settings, None, log=lambda line: None)
-    assert summary["val_loss"] < 0.5  # a period-5 sequence is predictable; ln(40) = 3.7 at the start
+def test_training_lowers_the_loss(tmp_path):
+    corpus = tmp_path / "pattern.txt"
+    corpus.write_text("a b c d e\n" * 200, encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["lm", "train", "--corpus", str(corpus), "--out", str(out), *TRAIN, "--steps", "30",
+                 "--eval-every", "30"]) == 0
+    _, _, meta = load_model(out)
+    assert meta["val_loss"] < 0.5  # a period-6 sequence is predictable; ln(vocab) ~ 2.2 at the start

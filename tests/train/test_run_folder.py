@@ -1,127 +1,141 @@
-"""A run folder holds one run: no silent overwrite, killed writers' litter swept up, nothing written outside --out."""
+"""Run folder rules (issue 14): one run per folder, no litter from killed processes, nothing outside --out;
+and the options every command shares (--threads, --checkpoint/--model, --source-eos)."""
 
-import fcntl
+from __future__ import annotations
+
+import csv
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from train_helpers import tiny_args, weights
 
+from clearformer.atomic import atomic_write_text
+from clearformer.checkpoint import load_model
 from clearformer.cli import main
-from clearformer.run_folder import LOCK_FILE, claim_run_folder, remove_stale_temporaries
-from clearformer.runs import mark_latest
+from clearformer.runs import runs_root
+from clearformer.train.rundir import remove_stale_temporaries
+from clearformer.train.state import step_checkpoints
+
+SHORT = ["--steps", "4", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--log-every", "1"]
 
 
-def one_line_error(capsys, args) -> str:
-    code = main(args)
+def one_line_error(capsys, argv: list[str]) -> str:
+    assert main(argv) != 0
     err = capsys.readouterr().err
-    assert code == 2, err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     return err
 
 
 def dead_pid() -> int:
+    """The PID of a process that has exited (and been reaped)."""
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
-    return process.pid  # exited and reaped: no process has this id (until the system reuses it)
+    return process.pid
 
 
-@pytest.fixture
-def trained_run(tmp_path):
+def test_train_into_a_run_folder_needs_resume_or_overwrite(tmp_path, capsys):
     run = tmp_path / "run"
-    assert main(tiny_args(run, "--steps", "2", "--save-every", "2", "--bleu-sentences", "0")) == 0
-    return run
+    assert main(tiny_args(run, *SHORT)) == 0
+    before = weights(run)
+    rows = (run / "metrics.csv").read_text(encoding="utf-8")
+    err = one_line_error(capsys, tiny_args(run, *SHORT, "--seed", "7"))
+    assert "--resume" in err and "--overwrite" in err
+    assert weights(run).keys() == before.keys()
+    assert all((weights(run)[k] == before[k]).all() for k in before)  # the old run is untouched
+    assert (run / "metrics.csv").read_text(encoding="utf-8") == rows
+
+    assert main(tiny_args(run, "--steps", "3", "--save-every", "3", "--eval-every", "3", "--log-every", "1",
+                          "--seed", "7", "--overwrite")) == 0
+    assert [p.name for p in step_checkpoints(run)] == ["step-00000003"]  # none of the old run's
+    with open(run / "metrics.csv", encoding="utf-8") as stream:
+        steps = [int(r["step"]) for r in csv.DictReader(stream) if r["train_loss"]]
+    assert steps == [1, 2, 3]
+    assert json.loads((run / "meta.json").read_text())["options"]["seed"] == 7
 
 
-def test_training_into_a_run_without_resume_stops_and_changes_nothing(capsys, trained_run):
-    before = {path: path.read_bytes() for path in trained_run.rglob("*") if path.is_file()}
-    err = one_line_error(capsys, tiny_args(trained_run, "--steps", "3", "--seed", "5"))
-    assert "already holds a run" in err and "--resume" in err and "--overwrite" in err
-    after = {path: path.read_bytes() for path in trained_run.rglob("*") if path.is_file()}
-    assert {p: b for p, b in after.items() if p.name != LOCK_FILE} == \
-           {p: b for p, b in before.items() if p.name != LOCK_FILE}
+def test_resume_and_overwrite_exclude_each_other(tmp_path, capsys):
+    assert "exclude" in one_line_error(capsys, tiny_args(tmp_path / "r", *SHORT, "--resume", "--overwrite"))
 
 
-def test_overwrite_moves_the_old_run_aside(capsys, trained_run):
-    old_weights = weights(trained_run)
-    old_metrics = (trained_run / "metrics.csv").read_text(encoding="utf-8")
-    assert main(tiny_args(trained_run, "--steps", "3", "--seed", "5", "--overwrite",
-                          "--bleu-sentences", "0")) == 0
-    moved = [p for p in trained_run.parent.iterdir() if p.name.startswith("run.replaced-")]
-    assert len(moved) == 1
-    assert weights(moved[0]).keys() == old_weights.keys()
-    assert all((weights(moved[0])[k] == v).all() for k, v in old_weights.items())
-    assert (moved[0] / "metrics.csv").read_text(encoding="utf-8") == old_metrics
-    new_rows = (trained_run / "metrics.csv").read_text(encoding="utf-8").splitlines()
-    assert not set(new_rows[1:]) & set(old_metrics.splitlines()[1:]), "metrics.csv holds one run's rows"
-    capsys.readouterr()
-    both = ["train", "--out", str(trained_run), "--resume", "--overwrite"]
-    assert "--resume and --overwrite" in one_line_error(capsys, both)
+def test_lm_train_into_a_run_folder_needs_resume_or_overwrite(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the dog ran .\nthe cat sat .\n" * 40, encoding="utf-8")
+    argv = ["lm", "train", "--corpus", str(corpus), "--out", str(tmp_path / "lm"), "--preset", "lm-tiny",
+            "--tokenizer", "words", "--steps", "2", "--batch-size", "2", "--block-size", "8", "--threads", "1",
+            "--quiet"]
+    assert main(argv) == 0
+    err = one_line_error(capsys, argv)
+    assert "--resume" in err and "--overwrite" in err
+    assert main([*argv, "--overwrite"]) == 0
 
 
-def test_stale_temporaries_of_dead_processes_are_removed_at_the_next_start(trained_run):
-    pid = dead_pid()
-    checkpoints = trained_run / "checkpoints"
-    litter = [checkpoints / f".tmp-step-00000004-{pid}", checkpoints / f".old-step-00000002-{pid}"]
-    for folder in litter:
-        folder.mkdir()
-        (folder / "model.safetensors").write_bytes(b"half")
-    files = [trained_run / ".model.safetensors.k2j4_x9a", checkpoints / "step-00000002" / ".meta.json.abcd1234"]
-    for path in files:
-        path.write_bytes(b"half")
-    keep = [trained_run / "notes.txt", trained_run / ".hidden"]
-    for path in keep:
-        path.write_text("mine", encoding="utf-8")
-    with claim_run_folder(trained_run, resume=True):
-        pass
-    assert not any(path.exists() for path in litter + files)
-    assert all(path.exists() for path in keep)
-    assert (checkpoints / "step-00000002" / "model.safetensors").exists()
+def test_stale_temporaries_of_dead_processes_are_removed_at_the_next_start(tmp_path):
+    run = tmp_path / "run"
+    assert main(tiny_args(run, *SHORT)) == 0
+    dead, alive = dead_pid(), os.getppid()
+    checkpoints = run / "checkpoints"
+    litter = [checkpoints / f".tmp-step-00000006-{dead}", run / f".model.safetensors.{dead}-abc123x_",
+              checkpoints / "step-00000004" / f".optimizer.safetensors.{dead}-q1w2e3r4"]
+    kept = [checkpoints / f".tmp-step-00000006-{alive}", run / f".meta.json.{alive}-zzzzzzzz",
+            run / "notes.txt", run / ".hidden-user-file"]
+    for path in litter + kept:
+        if path.name.startswith(".tmp-step"):
+            path.mkdir()
+            (path / "model.safetensors").write_bytes(b"half")
+        else:
+            path.write_text("x", encoding="utf-8")
+    assert main(["train", "--out", str(run), "--resume", "--steps", "5", "--quiet"]) == 0
+    assert not any(p.exists() for p in litter)
+    assert all(p.exists() for p in kept)
 
 
-def test_a_live_process_keeps_its_temporaries(trained_run):
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        folder = trained_run / "checkpoints" / f".tmp-step-00000004-{live.pid}"
-        folder.mkdir()
-        assert remove_stale_temporaries(trained_run) == []
-        assert folder.exists()
-    finally:
-        live.kill()
-        live.wait()
+def test_atomic_temporaries_carry_their_pid(tmp_path):
+    """A write killed mid-way leaves `.<name>.<pid>-<random>`: the name the sweep recognises."""
+    target = tmp_path / "x.json"
+
+    def fail(temporary: str) -> None:
+        assert Path(temporary).name.startswith(f".x.json.{os.getpid()}-")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        from clearformer.atomic import atomic_write
+
+        atomic_write(target, fail)
+    atomic_write_text(target, "{}")
+    leftover = tmp_path / f".x.json.{dead_pid()}-abcdefgh"
+    leftover.write_text("", encoding="utf-8")
+    assert remove_stale_temporaries(tmp_path) == [leftover]
 
 
-def test_a_folder_in_use_is_refused(capsys, trained_run):
-    with open(trained_run / LOCK_FILE, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        code = subprocess.run([sys.executable, "-m", "clearformer.cli", "train", "--out", str(trained_run), "--resume"],
-                              capture_output=True, text=True, env=dict(os.environ))
-    assert code.returncode == 2 and "in use by a running clearformer process" in code.stderr
+def test_train_out_writes_nothing_outside_out(tmp_path):
+    assert main(tiny_args(tmp_path / "elsewhere", *SHORT)) == 0
+    assert not (runs_root() / "LATEST").exists()  # --out named: the latest-run pointer is left alone
 
 
-def test_latest_is_written_only_for_runs_under_runs_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
-    marker = tmp_path / "runs" / "LATEST"
-    mark_latest(tmp_path / "elsewhere")
-    assert not marker.exists()
-    mark_latest(tmp_path / "runs" / "toy-translate")
-    assert marker.read_text(encoding="utf-8").strip() == str((tmp_path / "runs" / "toy-translate").resolve())
+def test_default_run_folder_sets_the_latest_pointer(tmp_path):
+    run = runs_root() / "toy-translate"
+    assert main(tiny_args(run, *SHORT)) == 0
+    assert Path((runs_root() / "LATEST").read_text().strip()) == run.resolve()
 
 
-def test_train_out_elsewhere_leaves_latest_alone(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("CLEARFORMER_RUNS")
-    assert main(tiny_args(tmp_path / "other", "--steps", "1", "--bleu-sentences", "0")) == 0
-    assert not (tmp_path / "runs").exists()
+@pytest.mark.parametrize("argv", [
+    ["train", "--threads", "0", "--steps", "1"],
+    ["translate", "hello", "--threads", "0"],
+    ["lm", "generate", "hi", "--threads", "0"],
+    ["lm", "train", "--threads", "-1"],
+])
+def test_threads_must_be_at_least_one(argv, capsys, tmp_path):
+    assert "--threads must be at least 1" in one_line_error(capsys, argv)
 
 
-def test_lm_train_into_a_language_model_run_stops(capsys, tmp_path):
-    run = tmp_path / "lm-run"
-    run.mkdir()
-    (run / "train_state.json").write_text("{}", encoding="utf-8")
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("".join(f"line number {i} of a small corpus\n" for i in range(200)), encoding="utf-8")
-    err = one_line_error(capsys, ["lm", "train", "--corpus", str(corpus), "--out", str(run), "--preset", "lm-tiny",
-                                  "--tokenizer", "words", "--vocab-size", "50", "--steps", "1"])
-    assert "already holds a run" in err and "--overwrite" in err
+def test_source_eos_sets_the_config_field(tmp_path):
+    run = tmp_path / "eos"
+    assert main(tiny_args(run, *SHORT, "--source-eos")) == 0
+    model, _, meta = load_model(run)
+    assert model.config.source_eos is True and meta["source_format"] == "source tokens then <eos>"
+    model, _, _ = load_model(step_checkpoints(run)[-1])
+    assert model.config.source_eos is True

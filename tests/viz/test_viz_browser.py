@@ -19,6 +19,8 @@ import torch
 from clearformer import trace
 from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
+from clearformer.generate.greedy import greedy_decode
+from clearformer.tokenize import encode_source
 
 CHROMIUM = os.environ.get("CLEARFORMER_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 MAX_PRESSES = 400
@@ -119,23 +121,21 @@ def assert_shows(tab, selector: str, expected: torch.Tensor) -> None:
 # --- the live page ------------------------------------------------------------------------------------------
 
 def recorded_translation(model, tokenizer, sentence: str):
-    """The encoder's records, the greedy output ids, and the records of the last decoding step (whole prefix),
-    recorded here with the model's own modules (not through the walkthrough code the server uses)."""
-    ids = tokenizer.encode(sentence) + [tokenizer.eos_id]
-    src = torch.tensor([ids])
+    """The encoder's records, the greedy output ids, and the last decoding step's records with its
+    cross-attention weights as every row so far (stacked here from each step's one cached row), recorded
+    by `translate`'s own greedy decoder (not through the walkthrough code the server uses)."""
+    ids = encode_source(tokenizer, sentence, model.config.source_eos)
     limit = min(model.config.max_len - 1, 2 * len(ids) + 8)  # the server's bound on the generated length
-    with torch.no_grad():
-        with trace.Recorder() as encoder:
-            memory, src_mask = model.encode(src)
-        generated = [tokenizer.bos_id]
-        for _ in range(limit):
-            logits = model.project(model.decode(torch.tensor([generated]), memory, src_mask))[:, -1]
-            generated.append(int(logits.argmax(-1)))
-            if generated[-1] == tokenizer.eos_id:
-                break
-        with trace.Recorder() as last:
-            model.project(model.decode(torch.tensor([generated[:-1]]), memory, src_mask))
-    return encoder, generated, last
+    with trace.Recorder() as recorder:
+        decoded = greedy_decode(model, torch.tensor([ids]), tokenizer.bos_id, tokenizer.eos_id, max_new=limit)
+    generated = [tokenizer.bos_id] + decoded.tokens[0, : int(decoded.lengths[0])].tolist()
+    final = len(generated) - 2
+    encoder, last = trace.Recorder(), trace.Recorder()
+    encoder.records = [r for r in recorder.records if r.step is None]
+    last.records = [r for r in recorder.records if r.step == final]
+    rows = [recorder.get("decoder.layers.0.cross_attention.weights", t) for t in range(final + 1)]
+    cross = torch.cat(rows, dim=-2)  # (1, heads, final + 1, src_len)
+    return encoder, generated, last, cross
 
 
 def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, tiny_model, tmp_path):
@@ -152,7 +152,7 @@ def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, 
     page.click("#cf-explain")
     page.wait_for_function("document.querySelector('#cf-summary h1').textContent === "
                            "\"Translating 'I love you'\"")
-    encoder, generated, last = recorded_translation(model, tokenizer, "I love you")
+    encoder, generated, last, cross = recorded_translation(model, tokenizer, "I love you")
     final = len(generated) - 2  # the decoding step that chose the last token
 
     # The seeds' order: tokens -> ids -> embeddings -> + PE -> X -> Q, K, V -> scores -> scaled -> softmax.
@@ -191,7 +191,7 @@ def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, 
     np.testing.assert_allclose([b[1] for b in bars], top.values.double().numpy(), rtol=0, atol=1e-12)
     assert [b[0] for b in bars if b[2]] == [words[-1]]
     press_until(page, "ArrowLeft", "decoder.layers.0.cross_attention.weights", final)
-    cross = last.get("decoder.layers.0.cross_attention.weights")[0]
+    cross = cross[0]
     for head in range(model.config.n_heads):
         assert_shows(page, f'#cf-matrices .cf-matrix[data-head="{head}"]', cross[head])
     alignment, _ = shown(page, "#cf-alignment")

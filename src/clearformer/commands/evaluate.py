@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.validation import one_line_usage_errors
 
@@ -25,11 +26,8 @@ def run(args) -> int:
     check_output_path(args.output)
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
+    options.apply_threads(args.threads)
     model, tokenizer, meta, directory = load_translator(args.checkpoint)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     pairs, name = load_pairs(args.split, args.data, meta)
     if args.limit:
         pairs = pairs[: args.limit]

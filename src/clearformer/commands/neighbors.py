@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from clearformer.commands import options
 from clearformer.errors import UserError
 
 
@@ -104,5 +105,5 @@ def register(subparsers) -> None:
     parser.add_argument("--top", type=int, default=10, metavar="N", help="how many neighbours (default 10)")
     parser.add_argument("--side", choices=("source", "target"),
                         help="the encoder's (default) or the decoder's embedding table")
-    parser.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory (default: the latest run)")
+    options.add_checkpoint(parser)
     parser.set_defaults(func=run)

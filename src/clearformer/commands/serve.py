@@ -13,6 +13,7 @@ import socket
 import sys
 from pathlib import Path
 
+from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.validation import bounded_int
 
@@ -24,7 +25,7 @@ def register(subparsers) -> None:
                     "through every intermediate of its translation (embeddings, attention, probabilities, "
                     "the words generated one by one). Without --checkpoint it uses the latest trained model; "
                     "the seed examples are always there.")
-    parser.add_argument("--checkpoint", help="checkpoint directory (default: the last `clearformer train`)")
+    options.add_checkpoint(parser)
     parser.add_argument("--seeds-only", action="store_true", help="seed examples only, load no model")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this machine only)")

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.validation import finite_float, one_line_usage_errors
 
@@ -39,7 +40,8 @@ def register(subparsers) -> None:
     run = p.add_argument_group("run directory and checkpoints")
     run.add_argument("--out", metavar="DIR", help="run directory (default: runs/<preset>)")
     run.add_argument("--resume", action="store_true", help="continue the run in --out (SIGKILL-safe)")
-    run.add_argument("--overwrite", action="store_true", help="replace the run in --out (moved aside first)")
+    run.add_argument("--overwrite", action="store_true",
+                     help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
     run.add_argument("--save-every", type=int, metavar="N", help="write a resumable checkpoint every N steps")
     run.add_argument("--keep", type=int, metavar="N", help="step checkpoints kept for `clearformer average`")
     run.add_argument("--eval-every", type=int, metavar="N", help="validation loss and BLEU every N steps")
@@ -58,13 +60,15 @@ def register(subparsers) -> None:
     recipe.add_argument("--dropout", type=finite_float(), help="residual + embedding dropout (default: the preset's)")
     recipe.add_argument("--attention-dropout", type=finite_float(), help="dropout on attention weights (default 0)")
     recipe.add_argument("--ffn-dropout", type=finite_float(), help="dropout in the feed-forward layer (default 0)")
-    recipe.add_argument("--seed", type=int, help="random seed (default 1)")
+    options.add_seed(recipe, None)
+    recipe.add_argument("--source-eos", action="store_true", default=None,
+                        help="append <eos> to every source sentence (ModelConfig.source_eos; default off)")
     recipe.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a model config field, e.g. --set d_model=128 (repeatable)")
     hardware = p.add_argument_group("hardware")
-    hardware.add_argument("--device", help="cpu, cuda, cuda:N or auto (default cpu)")
+    options.add_device(hardware, None)
     hardware.add_argument("--bf16", action="store_true", default=None, help="bfloat16 autocast")
-    hardware.add_argument("--threads", type=int, help="CPU threads torch may use (toy presets: 1)")
+    options.add_threads(hardware)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--slow-down", type=finite_float(0), help=argparse.SUPPRESS)
     p.set_defaults(func=run_train)
@@ -91,9 +95,11 @@ def build_options(args):
     from clearformer.train.options import preset_defaults
 
     run_dir = Path(args.out) if args.out else default_run_dir(args.preset)
+    if args.resume and args.overwrite:
+        raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if args.resume:
         changed = [name for name in TUNABLE if name not in RESUMABLE and getattr(args, name) is not None]
-        if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad:
+        if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad or args.source_eos:
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
                             "--device and --bf16 may change")
         options = resume_options(run_dir, args.steps, args.minutes)
@@ -110,24 +116,22 @@ def build_options(args):
     if args.minutes is not None and args.steps is None:
         fields["steps"] = None  # a time budget alone replaces the preset's step count
     overrides = parse_overrides(args.set)
+    if args.source_eos:
+        overrides["source_eos"] = True
     return TrainOptions(preset=args.preset, overrides=overrides, run_dir=str(run_dir), **fields)
 
 
 def run_train(args) -> int:
     import torch
 
-    from clearformer.run_folder import claim_run_folder
     from clearformer.train import train
 
     if args.threads is not None:
-        if args.threads < 1:
-            raise UserError(f"--threads must be at least 1, not {args.threads}")
-        torch.set_num_threads(args.threads)
+        options.apply_threads(args.threads)
     elif args.preset.startswith("toy"):
         # A toy model's matrices are so small that a second thread costs more in synchronisation than
         # it saves (and on a busy machine, far more).
         torch.set_num_threads(1)
-    options = build_options(args)
-    with claim_run_folder(options.run_dir, args.resume, args.overwrite):
-        train(options, resume=args.resume, progress=not args.quiet)
+    run_options = build_options(args)
+    train(run_options, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite)
     return 0

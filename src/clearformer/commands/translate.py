@@ -15,9 +15,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.validation import (
-    bounded_int,
     check_encodable,
     decode_utf8,
     finite_float,
@@ -116,7 +116,6 @@ def gather_input(args) -> tuple[list[str], str, bool]:
 
 
 def run(args) -> int:
-    import torch
 
     from clearformer.generate import translate
 
@@ -127,10 +126,9 @@ def run(args) -> int:
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, not {args.batch_size}")
     check_output_path(args.output)
+    options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, _ = load_translator(args.checkpoint)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     for number, text in enumerate(sentences, start=1):
         if lines_may_be_empty and not text.strip():
             continue
@@ -163,7 +161,7 @@ def run(args) -> int:
 
 def add_decoding_options(parser) -> None:
     """--checkpoint, --beam, --alpha, --max-extra, --batch-size (shared with `evaluate`)."""
-    parser.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory (default: the latest run)")
+    options.add_checkpoint(parser)
     parser.add_argument("--beam", type=int, default=1, metavar="N",
                         help="beam size (default 1: greedy decoding; the paper uses 4)")
     parser.add_argument("--alpha", type=finite_float(0, 10), default=0.6,
@@ -176,8 +174,7 @@ def add_decoding_options(parser) -> None:
                         help="stop at source length + N tokens (default 50, as in the paper)")
     parser.add_argument("--batch-size", type=int, default=32, metavar="N",
                         help="sentences per batch (default 32)")
-    parser.add_argument("--threads", type=bounded_int(1), metavar="N",
-                        help="at most N CPU threads (default: torch's choice)")
+    options.add_threads(parser)
 
 
 def register(subparsers) -> None:

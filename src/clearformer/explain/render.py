@@ -1,8 +1,13 @@
-"""Print a walkthrough in the terminal: one labelled matrix per step, in computation order (rich tables)."""
+"""Print a walkthrough in the terminal: one labelled matrix per step, in computation order (rich tables).
+
+The one renderer of both explain commands (`clearformer explain` and `clearformer lm explain`):
+`render` for text, `to_json` for `--format json`.
+"""
 
 from __future__ import annotations
 
 import io
+import json
 
 from rich.console import Console
 from rich.table import Table
@@ -11,7 +16,12 @@ from rich.text import Text
 from clearformer.explain.walkthrough import Matrix, Step, Walkthrough
 
 STAGE_TITLES = {"input": "INPUT", "encoder": "ENCODER", "decoder": "DECODER", "output": "OUTPUT",
-                "example": "WORKED EXAMPLE", "multi-head": "MULTI-HEAD ATTENTION"}
+                "example": "WORKED EXAMPLE", "multi-head": "MULTI-HEAD ATTENTION", "cache": "KEY/VALUE CACHE"}
+
+
+def to_json(walk: Walkthrough) -> str:
+    """`--format json`: every step of the walkthrough (no layer, head or step selection), one line."""
+    return json.dumps(walk.to_dict(), ensure_ascii=False) + "\n"
 
 
 def matrix_table(matrix: Matrix, decimals: int, max_cols: int, max_rows: int) -> Table:
@@ -93,7 +103,8 @@ def render(walk: Walkthrough, decimals: int = 4, layer: int | None = None, head:
                 continue
             if matrix.note:
                 console.print(Text(f"  ({matrix.note})", style="dim"))
-            console.print(matrix_table(matrix, 0 if step.kind == "ids" else decimals, max_cols, max_rows))
+            whole = step.kind == "ids" or step.name.endswith(".mask")  # ids and 0/1 masks
+            console.print(matrix_table(matrix, 0 if whole else decimals, max_cols, max_rows))
         console.print()
     if walk.result:
         console.rule(Text("RESULT", style="bold magenta"))

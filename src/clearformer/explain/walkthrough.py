@@ -6,12 +6,18 @@ labelled matrices (one per head for per-head tensors), with the formula and one 
 explain it. Steps come in the order the model computed them, which is the seeds' order:
 tokens -> ids -> embeddings -> + PE -> Q, K, V -> scores -> scaled -> softmax -> output -> concat
 and W_O -> Add & Norm -> FFN -> ... -> decoder -> logits -> probabilities -> chosen token.
+
+Generation runs the decoder with its key/value cache, so generation step t computes one new query
+row: Q, scores and weights of step t are (heads, 1, keys). Each step shows what it computed; the
+decoder's attention weights and masks are the exception: there the view shows every row so far
+(the lower triangle of masked self-attention, the alignment of cross-attention), assembled from
+the rows steps 0..t recorded (the same numbers), the newest row last.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
@@ -117,6 +123,13 @@ class Walkthrough:
         return [s for s in self.steps if s.name.endswith(name_suffix)
                 and (decode_step is None or s.decode_step == decode_step)]
 
+    def only(self, names: tuple[str, ...]) -> Walkthrough:
+        """The same walkthrough with only the steps whose name ends with one of `names` (a last part
+        such as "weights", or a longer suffix such as "self_attention.weights")."""
+        wanted = tuple(names)
+        steps = [s for s in self.steps if s.name.split(".")[-1] in wanted or s.name.endswith(wanted)]
+        return replace(self, steps=steps)
+
 
 def describe(name: str) -> tuple[str, str, str]:
     """(title, formula, sentence) for a recorded name, by its longest known suffix."""
@@ -146,7 +159,7 @@ def _where(name: str) -> tuple[str, int | None, str | None]:
 def _sequence(name: str, axis: str) -> str:
     """Which sequence ("source" or "target") the `axis` ("query" or "key") of tensor `name` runs over."""
     head = name.split(".")[0]
-    if head in ("tgt_embed", "decoder", "output", "generate"):
+    if head in ("tgt_embed", "embed", "decoder", "output", "generate"):
         return "source" if axis == "key" and ".cross_attention." in name else "target"
     return "source"
 
@@ -232,16 +245,58 @@ def step_from_record(record: Record, labels: dict[str, list[str]], vocab: list[s
     return step
 
 
+ASSEMBLED = ("weights", "mask")  # decoder tensors shown with every query row so far
+
+
+def stack_rows(rows: list[torch.Tensor]) -> torch.Tensor:
+    """Query rows recorded at successive generation steps, each (..., rows_s, keys_s), as one
+    (..., sum rows_s, max keys_s) tensor. A row that saw fewer keys (an earlier step of masked
+    self-attention) is padded with 0: the weight, and the mask value, of a key it may not see."""
+    keys = max(r.shape[-1] for r in rows)
+    padded = [torch.nn.functional.pad(r.to(torch.float64), (0, keys - r.shape[-1])) for r in rows]
+    return torch.cat(padded, dim=-2)
+
+
+class RowsSoFar:
+    """Turns a generation step's one-row decoder attention weights (or mask) into all rows so far."""
+
+    def __init__(self) -> None:
+        self.history: dict[str, list[torch.Tensor]] = {}
+
+    def __call__(self, record: Record, query_tokens: list[str]) -> tuple[Record, str]:
+        """(record with rows 0..t, a note naming the row this step computed), or (record, "")."""
+        if record.step is None or not record.name.startswith("decoder.") \
+                or record.name.split(".")[-1] not in ASSEMBLED or record.value.dim() not in (3, 4):
+            return record, ""
+        rows = self.history.setdefault(record.name, [])
+        rows.append(record.value[:1])
+        computed = record.value.shape[-2]
+        if computed >= len(query_tokens) or len(rows) == 1:
+            return record, ""
+        value = stack_rows(rows)
+        if record.name.endswith("mask"):
+            value = value.bool()
+        newest = ", ".join(query_tokens[-computed:])
+        note = f"row {newest!r} computed at this step; the rows above it at the earlier steps"
+        return replace(record, value=value), note
+
+
 def build_walkthrough(records: list[Record], title: str, source_tokens: list[str],
                       target_tokens: list[str] | None = None, vocab: list[str] | None = None,
                       target_by_step: dict[int, list[str]] | None = None, top: int = 10,
                       skip: tuple[str, ...] = ()) -> Walkthrough:
-    """A walkthrough of `records` in order. `target_by_step[t]` labels the decoder input at decoding step t."""
+    """A walkthrough of `records` in order. `target_by_step[t]` labels the decoder input at decoding step t
+    (every token fed so far, newest last)."""
     walk = Walkthrough(title, list(source_tokens), list(target_tokens or []))
+    rows_so_far = RowsSoFar()
     for index, record in enumerate(records):
         if any(record.name.endswith(s) for s in skip):
             continue
         target = (target_by_step or {}).get(record.step, target_tokens or [])
         labels = {"source": list(source_tokens), "target": list(target)}
-        walk.steps.append(step_from_record(record, labels, vocab, top, index))
+        record, note = rows_so_far(record, list(target))
+        step = step_from_record(record, labels, vocab, top, index)
+        for matrix in step.matrices:
+            matrix.note = "; ".join(n for n in (matrix.note, note) if n)
+        walk.steps.append(step)
     return walk

@@ -1,49 +1,86 @@
-"""A compact training loop for the language model (nanoGPT's recipe).
+"""The language model's task for the one trainer (train/loop.py): nanoGPT's recipe.
 
     random windows of block_size tokens -> next-token cross-entropy -> AdamW (decay on matrices only)
     -> gradient clipping -> linear warmup then cosine decay of the learning rate
 
-The log prints loss, learning rate, tokens/s and MFU (against this machine's measured fp32 matmul
-peak, see `clearformer.mfu`) every `log_every` steps, and the validation loss every `eval_every`
-steps, when the checkpoint is written. The optimizer state, step and data order are saved beside
-the checkpoint (`train_state.safetensors`, safetensors only), so `--resume` continues exactly.
+The loop, the run folder, step checkpoints and --resume, metrics.csv, the progress bar with
+tokens/s and MFU, device choice and DDP are the translation model's (train/); this module says
+only what differs: the data stream, the loss, the schedule, the optimizer and the validation.
+A run folder of the format before the one trainer (`train_state.safetensors` beside the model) is
+resumed once through `legacy_start` and continues in the step-checkpoint format.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import math
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from clearformer import mfu
-from clearformer.atomic import atomic_write_text
-from clearformer.checkpoint import atomic_save_tensors, read_weights, save_model
+from clearformer.checkpoint import read_weights
+from clearformer.config import attention_variant
 from clearformer.errors import UserError
+from clearformer.model.lm import LanguageModel
+from clearformer.train import state
+from clearformer.train.loop import TrainResult, run_setup
+from clearformer.train.options import check_loop_options
+from clearformer.train.setup import RunStart, finish_setup, open_run, restored_model
 
-STATE_FILE = "train_state.safetensors"
-STATE_META = "train_state.json"
+LEGACY_STATE = "train_state.safetensors"  # the format before the one trainer
+LEGACY_META = "train_state.json"
 
 
 @dataclass
-class LMTrainSettings:
-    steps: int = 1000
-    max_minutes: float = 0.0  # 0 = no time limit; otherwise stop after this much training time
+class LMOptions:
+    """A language-model run. The loop fields (steps ... slow_down) mean what they mean in TrainOptions."""
+
+    preset: str = "lm-small"
+    corpus: str = ""
+    steps: int | None = 1000
+    minutes: float | None = None
+    patience: int = 0
+    run_dir: str = ""
+    save_every: int = 250
+    keep: int = 2
+    eval_every: int = 250
+    log_every: int = 25
+    clip: float = 1.0
+    accum: int = 1
+    device: str = "cpu"
+    bf16: bool = False
+    seed: int = 0
+    slow_down: float = 0.0
     batch_size: int = 32
     block_size: int = 128
     lr: float = 2e-3
     min_lr_ratio: float = 0.1
     warmup: int = 100
     weight_decay: float = 0.1
-    grad_clip: float = 1.0
-    eval_every: int = 250
     eval_batches: int = 20
-    log_every: int = 25
-    seed: int = 0
+
+    def validate(self) -> None:
+        check_loop_options(self)
+        for name in ("batch_size", "block_size", "warmup", "eval_batches"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be positive, not {getattr(self, name)}")
+        if not self.lr > 0:
+            raise UserError(f"--lr must be positive, not {self.lr}")
+        if not 0 <= self.min_lr_ratio <= 1 or not self.weight_decay >= 0:
+            raise UserError("min_lr_ratio must be in [0, 1] and weight_decay >= 0")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LMOptions:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def windows(tokens: torch.Tensor, starts: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,14 +90,40 @@ def windows(tokens: torch.Tensor, starts: torch.Tensor, block: int) -> tuple[tor
     return chunk[:, :-1], chunk[:, 1:]
 
 
-def random_batch(tokens: torch.Tensor, batch: int, block: int, generator: torch.Generator):
-    starts = torch.randint(0, len(tokens) - block - 1, (batch,), generator=generator)
-    return windows(tokens, starts, block)
+@dataclass
+class WindowBatch:
+    """inputs, targets: (batch, block) next-token windows; no padding."""
+
+    inputs: torch.Tensor
+    targets: torch.Tensor
+
+    def to(self, device) -> WindowBatch:
+        return WindowBatch(self.inputs.to(device), self.targets.to(device))
+
+    @property
+    def target_tokens(self) -> int:
+        return self.targets.numel()
+
+    real_tokens = padded_tokens = target_tokens
+
+
+class NextTokenLoss(torch.nn.Module):
+    """model + summed next-token cross-entropy (the trainer divides by the labels of the whole step)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: WindowBatch) -> tuple[torch.Tensor, torch.Tensor, int]:
+        logits = self.model(batch.inputs)  # (batch, block, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), reduction="sum")
+        return loss, loss.detach(), batch.targets.numel()
 
 
 @torch.no_grad()
 def evaluate(model, tokens: torch.Tensor, batch: int, block: int, batches: int) -> float:
     """Mean next-token loss over fixed, evenly spaced windows of `tokens` (the same every call)."""
+    was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     block = min(block, len(tokens) - 2)
@@ -72,120 +135,176 @@ def evaluate(model, tokens: torch.Tensor, batch: int, block: int, batches: int) 
         logits = model(x.to(device))
         total += F.cross_entropy(logits.flatten(0, 1), y.to(device).flatten(), reduction="sum").item()
         n += y.numel()
-    model.train()
+    model.train(was_training)
     return total / n
 
 
-def learning_rate(step: int, s: LMTrainSettings) -> float:
-    """Linear warmup to s.lr, then cosine decay to s.lr * s.min_lr_ratio at s.steps."""
-    if step < s.warmup:
-        return s.lr * (step + 1) / s.warmup
-    progress = min(1.0, (step - s.warmup) / max(1, s.steps - s.warmup))
-    return s.lr * (s.min_lr_ratio + (1 - s.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+def learning_rate(step: int, o: LMOptions) -> float:
+    """Linear warmup to o.lr, then cosine decay to o.lr * o.min_lr_ratio at o.steps (step counts from 0)."""
+    if step < o.warmup:
+        return o.lr * (step + 1) / o.warmup
+    progress = min(1.0, (step - o.warmup) / max(1, (o.steps or step + 1) - o.warmup))
+    return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def make_optimizer(model, s: LMTrainSettings) -> torch.optim.AdamW:
+def make_optimizer(model, o: LMOptions) -> torch.optim.AdamW:
     """AdamW(0.9, 0.95); weight decay on matrices only (not on biases, norms or gains)."""
     params = list({id(p): p for p in model.parameters() if p.requires_grad}.values())
     decay = [p for p in params if p.dim() >= 2]
     rest = [p for p in params if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": s.weight_decay}, {"params": rest, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95))
+    groups = [{"params": decay, "weight_decay": o.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=o.lr, betas=(0.9, 0.95))
 
 
-def save_state(directory: Path, optimizer, step: int, generator: torch.Generator, extra: dict) -> None:
-    tensors = {"rng": generator.get_state()}
-    for index, state in optimizer.state_dict()["state"].items():
-        for name, value in state.items():
-            tensors[f"{index}.{name}"] = value if torch.is_tensor(value) else torch.tensor(value)
-    atomic_save_tensors(directory / STATE_FILE, tensors)
-    atomic_write_text(directory / STATE_META, json.dumps({"step": step, **extra}, indent=2) + "\n")
+class LanguageModelTask:
+    kind = "lm"
+    keep_best = False  # the run folder holds the newest model, as `lm generate` expects
+    can_validate = True
+
+    def __init__(self, options: LMOptions, tokenizer, config, train: torch.Tensor, valid: torch.Tensor,
+                 corpus: str, words: int) -> None:
+        self.o, self.tokenizer, self.config = options, tokenizer, config
+        self.train, self.valid, self.corpus, self.words = train, valid, corpus, words
+        self.block = min(options.block_size, config.max_len)
+        if len(train) < self.block + 2 or len(valid) < 3:
+            raise UserError(f"the corpus is too small: {len(train)} tokens for windows of {self.block}")
+        self.generator = torch.Generator().manual_seed(options.seed)
+        self.draws = 0
+        self.last_valid: float | None = None
+
+    def batches(self, count: int) -> list[WindowBatch]:
+        out = []
+        for _ in range(count):
+            starts = torch.randint(0, len(self.train) - self.block - 1, (self.o.batch_size,),
+                                   generator=self.generator)
+            out.append(WindowBatch(*windows(self.train, starts, self.block)))
+            self.draws += 1
+        return out
+
+    @property
+    def position(self) -> dict:
+        state_bytes = bytes(self.generator.get_state().tolist())
+        return {"draws": self.draws, "generator": base64.b64encode(state_bytes).decode("ascii")}
+
+    @property
+    def epoch(self) -> int:
+        return self.draws * self.o.batch_size * self.block // len(self.train)
+
+    def restore(self, position: dict) -> None:
+        raw = base64.b64decode(position["generator"])
+        self.generator.set_state(torch.tensor(list(raw), dtype=torch.uint8))
+        self.draws = int(position["draws"])
+
+    def network(self, model):
+        return NextTokenLoss(model)
+
+    def learning_rate(self, step: int) -> float:
+        return learning_rate(step - 1, self.o)
+
+    def new_optimizer(self, model):
+        return make_optimizer(model, self.o)
+
+    def validate(self, model, device, autocast):
+        with autocast():
+            loss = evaluate(model, self.valid, self.o.batch_size, self.block, self.o.eval_batches)
+        self.last_valid = loss
+        return loss, loss, None
+
+    def flops(self, model, batch: WindowBatch) -> float:
+        return mfu.flops_per_token(model, self.block) * batch.inputs.numel()
+
+    def meta(self) -> dict:
+        return {"kind": "lm", "corpus": self.corpus, "corpus_words": self.words, "tokenizer": self.tokenizer.kind,
+                "variant": attention_variant(self.config), "val_loss": self.last_valid}
+
+    def describe(self) -> str:
+        return (f"{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train):,} training tokens "
+                f"from {self.corpus}, batches of {self.o.batch_size} x {self.block}")
 
 
-def load_state(directory: Path, optimizer, generator: torch.Generator) -> dict:
-    """Restore optimizer moments and the data generator; returns the saved meta (with "step")."""
+def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None,
+                   device: str | None = None, corpus: str | None = None) -> LMOptions:
+    """The options of the LM run being resumed, with a new length, device or corpus path if given."""
+    checkpoints = state.step_checkpoints(run_dir)
+    if checkpoints:
+        saved = state.load_step_checkpoint(checkpoints[-1])[2]
+        if saved.get("task") != "lm":
+            raise UserError(f"{run_dir}: a translation run; continue it with `clearformer train --resume --out "
+                            f"{run_dir}`")
+        options = LMOptions.from_dict(saved["options"])
+    elif (Path(run_dir) / LEGACY_STATE).exists():
+        options = legacy_options(Path(run_dir))
+    else:
+        raise UserError(f"{Path(run_dir) / 'checkpoints'}: no checkpoint to resume from")
+    for name, value in (("steps", steps), ("minutes", minutes), ("device", device), ("corpus", corpus)):
+        if value is not None:
+            setattr(options, name, value)
+    options.run_dir = str(run_dir)
+    return options
+
+
+def legacy_options(run_dir: Path) -> LMOptions:
+    """LMOptions from an old run folder's meta.json "settings"."""
     try:
-        meta = json.loads((directory / STATE_META).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise UserError(f"{directory / STATE_META}: cannot resume ({error})") from None
-    tensors = read_weights(directory / STATE_FILE)
-    generator.set_state(tensors.pop("rng"))
-    state = optimizer.state_dict()
-    per_param: dict[int, dict] = {}
-    for key, value in tensors.items():
-        index, name = key.split(".", 1)
-        per_param.setdefault(int(index), {})[name] = value
-    state["state"] = per_param
-    optimizer.load_state_dict(state)
-    return meta
+        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+        settings = meta["settings"]
+        fields = dict(settings, clip=settings["grad_clip"], minutes=settings["max_minutes"] or None,
+                      save_every=settings["eval_every"], corpus=meta.get("corpus", ""))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserError(f"{run_dir}: an LM run of the old format without its settings ({error}); "
+                        "retrain it with `clearformer lm train --out DIR --overwrite`") from None
+    return LMOptions.from_dict(fields)
 
 
-def train_lm(model, tokenizer, train_tokens: torch.Tensor, valid_tokens: torch.Tensor, s: LMTrainSettings,
-             out_dir: str | Path | None, meta: dict | None = None, resume: bool = False, log=print) -> dict:
-    """Train `model` in place; returns {"step", "train_loss", "val_loss", "tokens_per_second", "mfu", ...}."""
-    out_dir = Path(out_dir) if out_dir is not None else None
-    device = next(model.parameters()).device
-    block = min(s.block_size, model.config.max_len)
-    if len(train_tokens) < block + 2 or len(valid_tokens) < 3:
-        raise UserError(f"the corpus is too small: {len(train_tokens)} tokens for windows of {block}")
-    torch.manual_seed(s.seed)
-    generator = torch.Generator().manual_seed(s.seed)
-    optimizer = make_optimizer(model, s)
-    step = 0
+def legacy_start(start: RunStart, run_dir: Path) -> None:
+    """Fill `start` from an old-format LM run folder as if from a step checkpoint."""
+    try:
+        saved = json.loads((run_dir / LEGACY_META).read_text(encoding="utf-8"))
+        step = int(saved["step"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserError(f"{run_dir / LEGACY_META}: cannot resume ({error})") from None
+    tensors = read_weights(run_dir / LEGACY_STATE)
+    generator = tensors.pop("rng")
+    start.resumed_from = run_dir
+    start.weights = read_weights(run_dir / "model.safetensors")
+    start.extra = {f"state.{key}": value for key, value in tensors.items()}
+    start.trainer_state = {"step": step, "elapsed_s": 0.0, "stream": {
+        "draws": step, "generator": base64.b64encode(bytes(generator.tolist())).decode("ascii")}}
+
+
+def legacy_optimizer_rest(optimizer) -> dict:
+    """The JSON half of an old run's optimizer state: its own groups (the old format saved tensors only)."""
+    return {"param_groups": optimizer.state_dict()["param_groups"], "scalars": {}}
+
+
+def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = False, fresh=None):
+    """A RunSetup for the LM task. fresh() -> (tokenizer, model, train_lines, valid_lines) builds a new run;
+    on --resume the tokenizer and model come from the run's newest checkpoint."""
+    from clearformer.lm import data as lm_data
+
+    options.validate()
+    run_dir = Path(options.run_dir)
+    legacy = resume and not state.step_checkpoints(run_dir) and (run_dir / LEGACY_STATE).exists()
+    start = open_run(options, resume, run_dir, overwrite, legacy)
+    if legacy:
+        legacy_start(start, run_dir)
     if resume:
-        step = int(load_state(out_dir, optimizer, generator)["step"])
-        log(f"resumed at step {step}")
-    first_step = step
-    flops = mfu.flops_per_token(model, block)
-    peak = mfu.matmul_peak(device)
-    log(f"model: {model.num_parameters():,} parameters, {flops / 1e6:.1f} MFLOPs per token (fwd+bwd); "
-        f"measured fp32 matmul peak {peak / 1e9:.1f} GFLOP/s; {len(train_tokens):,} training tokens, "
-        f"batch {s.batch_size} x {block}")
-    model.train()
-    summary = {"step": step, "val_loss": None, "train_loss": None}
-    window_tokens, window_time, started, trained_time = 0, 0.0, time.perf_counter(), 0.0
-    losses: list[float] = []
-    while step < s.steps:
-        tick = time.perf_counter()
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, s)
-        x, y = random_batch(train_tokens, s.batch_size, block, generator)
-        logits = model(x.to(device))
-        loss = F.cross_entropy(logits.flatten(0, 1), y.to(device).flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
-        optimizer.step()
-        step += 1
-        losses.append(loss.item())
-        elapsed = time.perf_counter() - tick
-        window_tokens += x.numel()
-        window_time += elapsed
-        trained_time += elapsed
-        if step % s.log_every == 0 or step == s.steps:
-            rate = window_tokens / window_time
-            summary.update(tokens_per_second=rate, mfu=mfu.mfu(rate, flops, peak))
-            log(f"step {step:>6}/{s.steps} | loss {sum(losses) / len(losses):.4f} "
-                f"| lr {learning_rate(step - 1, s):.2e} | {rate:,.0f} tok/s "
-                f"| MFU {100 * summary['mfu']:.2f}% "
-                f"| {time.perf_counter() - started:,.0f}s")
-            summary["train_loss"] = sum(losses) / len(losses)
-            losses, window_tokens, window_time = [], 0, 0.0
-        out_of_time = s.max_minutes > 0 and trained_time >= 60 * s.max_minutes
-        if step % s.eval_every == 0 or step == s.steps or out_of_time:
-            val = evaluate(model, valid_tokens, s.batch_size, block, s.eval_batches)
-            summary.update(step=step, val_loss=val, train_seconds=trained_time)
-            log(f"step {step:>6} | val loss {val:.4f} | ppl {math.exp(min(val, 50)):,.1f}")
-            if out_dir is not None:
-                record = {**(meta or {}), "step": step, "val_loss": val, "settings": asdict(s)}
-                save_model(out_dir, model, tokenizer, record)
-                save_state(out_dir, optimizer, step, generator, {"val_loss": val})
-        if out_of_time:
-            log(f"time budget of {s.max_minutes:g} minutes reached at step {step}")
-            break
-    summary["step"] = step
-    if trained_time > 0:  # the whole run's rate, beside the last log window's
-        done_tokens = (step - first_step) * s.batch_size * block
-        summary["average_tokens_per_second"] = done_tokens / trained_time
-        summary["average_mfu"] = mfu.mfu(summary["average_tokens_per_second"], flops, peak)
-    return summary
+        tokenizer, model = restored_model(start, LanguageModel)
+        train_lines, valid_lines = lm_data.load_corpus(Path(options.corpus) if options.corpus
+                                                       else lm_data.default_corpus())
+    else:
+        tokenizer, model, train_lines, valid_lines = fresh()
+    model.to(start.device).train()
+    streams = lm_data.build_streams(tokenizer, train_lines, valid_lines)
+    task = LanguageModelTask(options, tokenizer, model.config, streams.train, streams.valid, options.corpus,
+                             streams.words)
+    if legacy:
+        start.trainer_state["options"] = options.to_dict()
+        start.trainer_state["optimizer"] = legacy_optimizer_rest(make_optimizer(model, options))
+    return finish_setup(start, options, tokenizer, model, task)
+
+
+def train_language_model(options: LMOptions, resume: bool = False, progress: bool = True, overwrite: bool = False,
+                         fresh=None) -> TrainResult:
+    """Train (or continue) a language model run in options.run_dir with the one trainer."""
+    return run_setup(prepare_language_model(options, resume, overwrite, fresh), progress)

@@ -13,6 +13,10 @@ from clearformer import trace
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.linear import decode_linear, transposed_product, uses_transposed_product
 
+# The hidden layer's non-linearity: the paper's ReLU; GELU (BERT); its tanh approximation (GPT-2's
+# "gelu_new"); SiLU, x * sigmoid(x) (Marian's "swish", used by the opus-mt translators).
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "silu": nn.SiLU}
+
 
 class FeedForward(nn.Module):
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position separately (paper eq. 2)."""
@@ -21,7 +25,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.linear_1 = nn.Linear(d_model, d_ff)
         self.linear_2 = nn.Linear(d_ff, d_model)
-        self.activation = nn.ReLU() if activation == "relu" else nn.GELU()
+        self.activation = ACTIVATIONS[activation]()
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

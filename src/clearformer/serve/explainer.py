@@ -15,6 +15,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.explain.html import to_json, walk_payload
+from clearformer.tokenize import encode_source
 
 MAX_BODY_BYTES = 16 * 1024  # a request is one sentence; anything bigger is refused before parsing
 MAX_SENTENCE_CHARS = 2000  # refused before tokenizing; the model's max_len is checked after
@@ -120,7 +121,7 @@ class Explainer:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "
                                     "(train one with `clearformer train --preset toy-translate`)")
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
-        source_length = len(tokenizer.encode(sentence)) + 1
+        source_length = len(encode_source(tokenizer, sentence, model.config.source_eos))
         # A translation is rarely much longer than its source; the bound keeps an untrained model's
         # babbling (and its walkthrough, which grows with the square of the length) small.
         limit = max(1, min(model.config.max_len - 1, 2 * source_length + 8))

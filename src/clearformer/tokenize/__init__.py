@@ -36,6 +36,14 @@ def load_tokenizer(directory: str | Path):
             from clearformer.tokenize.subword import SentencePieceTokenizer
 
             return SentencePieceTokenizer.load(Path(directory))
+        if kind == "marian":  # imported from a Marian (opus-mt) model: clearformer import marian
+            from clearformer.tokenize.marian import MarianVocabularyTokenizer
+
+            return MarianVocabularyTokenizer.load(Path(directory))
+        if kind == "gpt2":  # imported from GPT-2: clearformer lm import gpt2
+            from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
+
+            return ByteLevelBPETokenizer.load(Path(directory))
     except (KeyError, TypeError, ValueError) as error:
         raise UserError(f"{path}: damaged tokenizer ({error})") from None
     raise UserError(f"{path}: unknown tokenizer kind {kind!r}")

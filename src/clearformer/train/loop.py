@@ -1,14 +1,19 @@
-"""The training loop: batches -> model -> label-smoothed loss -> Adam + warmup schedule -> checkpoints.
+"""The training loop, for every model: batches -> loss -> optimizer + schedule -> checkpoints.
+
+What is specific to a model (its data, loss, schedule, optimizer, validation) is its task
+(train/task.py: the translation model; clearformer/lm/training.py: the language model).
 
 One optimizer step:
-    1. lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)            (schedule.py)
+    1. lr = task.learning_rate(step)      (translation: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5))
     2. take world_size * accum batches; this process trains on its `accum` of them
-    3. for each: loss = label-smoothed CE of model(src, <bos> y) against y <eos> (step.py);
+    3. for each: (summed loss, summed nll, labels) = task network(batch);
        backward of loss_sum * world_size / (labels in the whole step)   (so the gradient is the
        per-token mean over everything the step saw, however it is split)
-    4. clip the gradient norm, Adam update
-Every `eval_every` steps: validation loss and greedy BLEU, early stopping, the best model written
-to the run directory. Every `save_every` steps: a resumable step checkpoint and the curve PNG.
+    4. clip the gradient norm, optimizer update
+Every `eval_every` steps: validation (loss, and BLEU for translation), early stopping, the model
+written to the run directory (the best one, or the newest for tasks with keep_best False). Every
+`save_every` steps: a resumable step checkpoint and the curve PNG. The progress bar and the
+metrics.csv rows carry tokens/s and MFU against this machine's measured matmul peak (clearformer.mfu).
 """
 
 from __future__ import annotations
@@ -24,18 +29,15 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from clearformer import mfu
 from clearformer.atomic import atomic_write_text
-from clearformer.batching import BatchStream
 from clearformer.checkpoint import save_model
 from clearformer.errors import UserError
-from clearformer.runs import mark_latest
+from clearformer.runs import mark_latest_if_default
 from clearformer.train import distributed, state
 from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
 from clearformer.train.options import TrainOptions
-from clearformer.train.schedule import noam_lr
 from clearformer.train.setup import RunSetup, prepare
-from clearformer.train.step import TranslationLoss
-from clearformer.train.validate import validation_bleu, validation_loss
 
 
 @dataclass
@@ -46,6 +48,8 @@ class TrainResult:
     valid_loss: float | None
     valid_bleu: float | None
     stopped_because: str
+    tokens_per_second: float | None = None  # this session's average (process 0's count of all processes' tokens)
+    mfu: float | None = None  # of the measured matmul peak
 
 
 def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None) -> TrainOptions:
@@ -54,6 +58,9 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
     if not checkpoints:
         raise UserError(f"{run_dir / 'checkpoints'}: no checkpoint to resume from")
     _, _, saved = state.load_step_checkpoint(checkpoints[-1])
+    if saved.get("task", "translate") != "translate":
+        raise UserError(f"{run_dir}: a language-model run; continue it with `clearformer lm train --resume --out "
+                        f"{run_dir}`")
     options = TrainOptions.from_dict(saved["options"])
     if steps is not None:
         options.steps = steps
@@ -62,9 +69,13 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
     return options
 
 
-def train(options: TrainOptions, resume: bool = False, progress: bool = True) -> TrainResult:
-    run_dir = Path(options.run_dir)
-    setup = prepare(options, resume, run_dir)
+def train(options: TrainOptions, resume: bool = False, progress: bool = True, overwrite: bool = False) -> TrainResult:
+    """Train the translation model (see clearformer.lm.training.train_language_model for the LM)."""
+    return run_setup(prepare(options, resume, Path(options.run_dir), overwrite), progress)
+
+
+def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:
+    """Run a prepared setup of any task to its end; releases the process group after."""
     try:
         return Trainer(setup, progress).run()
     finally:
@@ -77,15 +88,12 @@ class Trainer:
         self.o = setup.options
         self.world = setup.world
         self.model = setup.model
-        self.network = TranslationLoss(self.model, self.o.label_smoothing)
+        self.task = setup.task
+        self.network = self.task.network(self.model)
         if self.world.distributed:
             device_ids = [setup.device.index] if setup.device.type == "cuda" else None
             self.network = torch.nn.parallel.DistributedDataParallel(self.network, device_ids=device_ids)
         saved = setup.trainer_state
-        tok = setup.tokenizer
-        position = saved.get("stream", {"epoch": 0, "index": 0})
-        self.stream = BatchStream(setup.train, self.o.batch_tokens, self.o.seed, tok.pad_id, tok.bos_id,
-                                  tok.eos_id, position["epoch"], position["index"])
         self.step = saved.get("step", 0)
         self.elapsed_before = saved.get("elapsed_s", 0.0)
         self.tokens_seen = saved.get("tokens_seen", 0)
@@ -99,8 +107,10 @@ class Trainer:
             self.metrics.truncate_after(self.step)
         self.autocast = self._autocast_factory()
         self.interval = {"loss": 0.0, "nll": 0.0, "tokens": 0, "real": 0, "padded": 0, "time": 0.0,
-                         "steps": 0}
+                         "steps": 0, "flops": 0.0}
+        self.peak = mfu.matmul_peak(setup.device, refresh=False) if self.world.is_main else 0.0
         self.last_loss: float | None = None
+        self.session = {"real": 0, "flops": 0.0, "time": 0.0}  # this process's run, for the closing line
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -128,10 +138,7 @@ class Trainer:
 
     def meta(self) -> dict:
         return {
-            "preset": self.o.preset, "step": self.step, "data": self.s.source, **self.s.data_record,
-            "tokenizer": self.s.tokenizer.kind, "vocab_size": len(self.s.tokenizer),
-            "source_format": "source tokens only (no <bos>/<eos>)",
-            "target_format": "decoder input <bos> y, labels y <eos>",
+            "preset": self.o.preset, "step": self.step, **self.task.meta(),
             "valid_loss": self.last_valid[0], "valid_bleu": self.last_valid[1],
             "best_step": self.best_step, "parameters": self.model.num_parameters(),
             "options": self.o.to_dict(),
@@ -141,10 +148,10 @@ class Trainer:
 
     def train_step(self) -> dict:
         self.step += 1
-        lr = noam_lr(self.step, self.model.config.d_model, self.o.warmup, self.o.lr_factor)
+        lr = self.task.learning_rate(self.step)
         for group in self.s.optimizer.param_groups:
             group["lr"] = lr
-        batches = self.stream.take(self.world.size * self.o.accum)
+        batches = self.task.batches(self.world.size * self.o.accum)
         mine = batches[self.world.rank * self.o.accum:(self.world.rank + 1) * self.o.accum]
         step_labels = sum(b.target_tokens for b in batches)
         self.s.optimizer.zero_grad(set_to_none=True)
@@ -156,7 +163,7 @@ class Trainer:
             sync = contextlib.nullcontext() if last or not self.world.distributed else self.network.no_sync()
             with sync:
                 with self.autocast():
-                    loss, nll, _ = self.network(batch.src, batch.tgt_in, batch.tgt_out)
+                    loss, nll, _ = self.network(batch)
                 (loss * (self.world.size / step_labels)).backward()
             loss_sum += float(loss.detach())
             nll_sum += float(nll)
@@ -167,8 +174,9 @@ class Trainer:
         loss_sum, nll_sum = distributed.all_sum([loss_sum, nll_sum], self.world, self.s.device)
         real = sum(b.real_tokens for b in batches)
         padded = sum(b.padded_tokens for b in batches)
+        flops = sum(self.task.flops(self.model, b) for b in batches) if self.world.is_main else 0.0
         return {"lr": lr, "loss": loss_sum / step_labels, "nll": nll_sum / step_labels, "labels": step_labels,
-                "real": real, "padded": padded, "grad_norm": grad_norm}
+                "real": real, "padded": padded, "grad_norm": grad_norm, "flops": flops}
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -203,23 +211,24 @@ class Trainer:
         bar.close()
         if self.interval["steps"]:
             self.flush_interval(None)
-        if self.step % self.o.eval_every != 0 and self.s.valid:
+        if self.step % self.o.eval_every != 0 and self.task.can_validate:
             self.validate(None)
         if self.step % self.o.save_every != 0:
             self.save()
         self.finish(reason)
+        done = self.session
+        rate = done["real"] / done["time"] if done["time"] > 0 else None
+        utilisation = done["flops"] / done["time"] / self.peak if done["time"] > 0 and self.peak else None
         return TrainResult(self.s.run_dir, self.step, self.last_loss, self.last_valid[0], self.last_valid[1],
-                           reason)
+                           reason, rate, utilisation)
 
     def announce(self) -> None:
         s = self.s
         where = f"resuming from {s.resumed_from}" if s.resumed_from else f"writing to {s.run_dir}"
-        dropped = f" ({s.dropped} too long, skipped)" if s.dropped else ""
         processes = f", {self.world.size} processes" if self.world.distributed else ""
         print(f"clearformer train: preset {self.o.preset}, {self.model.num_parameters():,} parameters, "
-              f"{s.tokenizer.kind} vocabulary of {len(s.tokenizer)}; {len(s.train)} training pairs{dropped}, "
-              f"{len(s.valid)} validation pairs from {s.source}; device {s.device}{processes}; {where}",
-              flush=True)
+              f"{self.task.describe()}; device {s.device}{processes} (measured matmul peak "
+              f"{self.peak / 1e9:.1f} GFLOP/s); {where}", flush=True)
         saved_world = s.trainer_state.get("world_size", self.world.size)
         if saved_world != self.world.size:
             print(f"clearformer train: warning: the run was saved by {saved_world} process(es) and "
@@ -229,6 +238,7 @@ class Trainer:
     def postfix(self, result: dict, seconds: float) -> dict:
         fields = {"loss": f"{result['loss']:.3f}", "lr": f"{result['lr']:.2e}",
                   "tok/s": f"{result['real'] / max(seconds, 1e-9):,.0f}",
+                  "MFU": f"{result['flops'] / max(seconds, 1e-9) / max(self.peak, 1e-9):.1%}",
                   "pad": f"{1 - result['real'] / max(result['padded'], 1):.0%}"}
         if self.o.minutes is not None:
             left = max(0.0, self.o.minutes * 60 - self.elapsed())
@@ -244,6 +254,9 @@ class Trainer:
         i["padded"] += result["padded"]
         i["time"] += seconds
         i["steps"] += 1
+        i["flops"] += result["flops"]
+        for key, value in (("real", result["real"]), ("flops", result["flops"]), ("time", seconds)):
+            self.session[key] += value
         self.last_loss = result["loss"]
 
     def flush_interval(self, result: dict | None) -> None:
@@ -251,16 +264,17 @@ class Trainer:
         if self.world.is_main and i["steps"]:
             loss = i["loss"] / i["tokens"]
             self.metrics.append({
-                "step": self.step, "epoch": self.stream.epoch, "elapsed_s": round(self.elapsed(), 2),
+                "step": self.step, "epoch": self.task.epoch, "elapsed_s": round(self.elapsed(), 2),
                 "train_loss": loss, "train_ppl": perplexity(i["nll"] / i["tokens"]),
-                "lr": noam_lr(self.step, self.model.config.d_model, self.o.warmup, self.o.lr_factor),
+                "lr": self.task.learning_rate(self.step),
                 "tokens_per_s": i["real"] / max(i["time"], 1e-9),
+                "mfu": i["flops"] / max(i["time"], 1e-9) / max(self.peak, 1e-9),
                 "padding_share": 1 - i["real"] / i["padded"],
                 "grad_norm": result["grad_norm"] if result else None})
         self.interval = {key: 0 if isinstance(v, int) else 0.0 for key, v in i.items()}
 
     def validate(self, bar) -> None:
-        if not self.s.valid:
+        if not self.task.can_validate:
             return
         began = time.monotonic()
         try:
@@ -271,15 +285,10 @@ class Trainer:
     def _validate(self, bar) -> None:
         improved = False
         if self.world.is_main:
-            loss, nll = validation_loss(self.model, self.s.valid, self.s.tokenizer, self.o.batch_tokens,
-                                        self.o.label_smoothing, self.s.device, self.autocast)
-            bleu = None
-            if self.o.bleu_sentences:
-                bleu = validation_bleu(self.model, self.s.tokenizer, self.s.valid_pairs,
-                                       self.o.bleu_sentences)
+            loss, nll, bleu = self.task.validate(self.model, self.s.device, self.autocast)
             self.last_valid = (loss, bleu)
             improved = self.best_valid is None or loss < self.best_valid - 1e-4
-            self.metrics.append({"step": self.step, "epoch": self.stream.epoch,
+            self.metrics.append({"step": self.step, "epoch": self.task.epoch,
                                  "elapsed_s": round(self.elapsed(), 2), "valid_loss": loss,
                                  "valid_ppl": perplexity(nll), "valid_bleu": bleu})
             line = (f"step {self.step}: valid loss {loss:.3f}, ppl {perplexity(nll):.2f}"
@@ -288,10 +297,10 @@ class Trainer:
         improved = distributed.broadcast_flag(improved, self.world, self.s.device)
         if improved:
             self.best_valid, self.best_step, self.bad_validations = self.last_valid[0], self.step, 0
-            if self.world.is_main:
-                save_model(self.s.run_dir, self.model, self.s.tokenizer, self.meta())
         else:
             self.bad_validations += 1
+        if self.world.is_main and (improved or not self.task.keep_best):
+            save_model(self.s.run_dir, self.model, self.s.tokenizer, self.meta())
 
     def save(self) -> None:
         began = time.monotonic()
@@ -304,7 +313,8 @@ class Trainer:
         rng = distributed.gather_rng_states(self.world)
         if self.world.is_main:
             trainer_state = {
-                "step": self.step, "stream": self.stream.position, "elapsed_s": self.elapsed(),
+                "task": self.task.kind, "step": self.step, "stream": self.task.position,
+                "elapsed_s": self.elapsed(),
                 "tokens_seen": self.tokens_seen, "best_valid_loss": self.best_valid,
                 "best_step": self.best_step,
                 "bad_validations": self.bad_validations, "last_valid_loss": self.last_valid[0],
@@ -312,7 +322,7 @@ class Trainer:
                 "options": self.o.to_dict()}
             state.save_step_checkpoint(self.s.run_dir, self.step, self.model, self.s.tokenizer, self.meta(),
                                        self.s.optimizer, rng, trainer_state, self.o.keep)
-            if self.best_step is None:  # no validation yet: the newest model is the run's model
+            if self.best_step is None or not self.task.keep_best:  # the newest model is the run's model
                 save_model(self.s.run_dir, self.model, self.s.tokenizer, self.meta())
             self.plot()
         distributed.barrier(self.world)
@@ -325,13 +335,20 @@ class Trainer:
         if not self.world.is_main:
             return
         self.plot()
-        mark_latest(self.s.run_dir)
+        if self.task.kind == "translate":  # translate/explain/serve follow the pointer: LMs stay out of it
+            mark_latest_if_default(self.s.run_dir)
         summary = {"stopped_because": reason, "step": self.step, "elapsed_s": round(self.elapsed(), 1),
                    "best_step": self.best_step, "best_valid_loss": self.best_valid,
                    "last_valid_bleu": self.last_valid[1], "tokens_seen": self.tokens_seen}
         atomic_write_text(self.s.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         bleu = f", BLEU {self.last_valid[1]:.1f}" if self.last_valid[1] is not None else ""
         valid = f"; valid loss {self.last_valid[0]:.3f}{bleu}" if self.last_valid[0] is not None else ""
-        best = f" (model of step {self.best_step}, the best validation loss)" if self.best_step else ""
+        best = (f" (model of step {self.best_step}, the best validation loss)"
+                if self.best_step and self.task.keep_best else "")
+        done = self.session
+        if done["time"] > 0:
+            print(f"clearformer train: trained at {done['real'] / done['time']:,.0f} tok/s on average "
+                  f"(MFU {done['flops'] / done['time'] / max(self.peak, 1e-9):.1%} of the measured matmul peak)",
+                  flush=True)
         print(f"clearformer train: {reason} after {self.step} steps in {self.elapsed():.0f} s{valid}; "
               f"model in {self.s.run_dir}{best}", flush=True)

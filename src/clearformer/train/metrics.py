@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
 
-COLUMNS = ["step", "epoch", "elapsed_s", "train_loss", "train_ppl", "lr", "tokens_per_s", "padding_share",
+COLUMNS = ["step", "epoch", "elapsed_s", "train_loss", "train_ppl", "lr", "tokens_per_s", "mfu", "padding_share",
            "grad_norm", "valid_loss", "valid_ppl", "valid_bleu"]
 
 
@@ -26,12 +26,26 @@ class MetricsLog:
         """Forget rows of steps after `step` (a resumed run recomputes them)."""
         rows = self.read()
         kept = [row for row in rows if row.get("step") is not None and row["step"] <= step]
-        if len(kept) != len(rows):
-            lines = [",".join(COLUMNS)] + [",".join(_cell(row.get(c)) for c in COLUMNS) for row in kept]
-            atomic_write_text(self.path, "\n".join(lines) + "\n")
+        if len(kept) != len(rows) or self._header() not in (None, COLUMNS):
+            self._rewrite(kept)
+
+    def _header(self) -> list[str] | None:
+        try:
+            with open(self.path, encoding="utf-8") as stream:
+                return stream.readline().rstrip("\n").split(",")
+        except FileNotFoundError:
+            return None
+
+    def _rewrite(self, rows: list[dict]) -> None:
+        """Write `rows` under the current COLUMNS (a file from an older version had fewer)."""
+        lines = [",".join(COLUMNS)] + [",".join(_cell(row.get(c)) for c in COLUMNS) for row in rows]
+        atomic_write_text(self.path, "\n".join(lines) + "\n")
 
     def append(self, row: dict) -> None:
-        new = not self.path.exists()
+        header = self._header()
+        if header is not None and header != COLUMNS:
+            self._rewrite(self.read())
+        new = header is None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8", newline="") as stream:
             if new:

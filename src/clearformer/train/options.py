@@ -87,32 +87,21 @@ class TrainOptions:
              f"--tokenizer must be words or sentencepiece, not {self.tokenizer!r}")
         need(self.vocab_size >= 16, f"--vocab-size must be at least 16, not {self.vocab_size}")
         need(self.batch_tokens >= 8, f"--batch-tokens must be at least 8, not {self.batch_tokens}")
-        need(self.accum >= 1, f"--accum must be at least 1, not {self.accum}")
         need(self.lr_factor > 0, f"--lr-factor must be positive, not {self.lr_factor}")
         need(self.warmup >= 1, f"--warmup must be at least 1, not {self.warmup}")
         need(0.0 <= self.label_smoothing < 1.0,
              f"--label-smoothing must be in [0, 1), not {self.label_smoothing}")
-        need(self.clip >= 0, f"--clip must be >= 0 (0 = no clipping), not {self.clip}")
         need(self.dropout is None or 0.0 <= self.dropout < 1.0,
              f"--dropout must be in [0, 1), not {self.dropout}")
         for name in ("attention_dropout", "ffn_dropout"):
             value = getattr(self, name)
             need(0.0 <= value < 1.0, f"--{name.replace('_', '-')} must be in [0, 1), not {value}")
-        need(self.steps is None or self.steps >= 1, f"--steps must be at least 1, not {self.steps}")
-        need(self.minutes is None or self.minutes > 0, f"--minutes must be positive, not {self.minutes}")
-        need(self.patience >= 0, f"--patience must be >= 0, not {self.patience}")
-        need(self.save_every >= 1, f"--save-every must be at least 1, not {self.save_every}")
-        need(self.keep >= 1, f"--keep must be at least 1, not {self.keep}")
-        need(self.eval_every >= 1, f"--eval-every must be at least 1, not {self.eval_every}")
         need(self.bleu_sentences >= 0, f"--bleu-sentences must be >= 0, not {self.bleu_sentences}")
-        need(self.log_every >= 1, f"--log-every must be at least 1, not {self.log_every}")
-        need(self.slow_down >= 0, "--slow-down must be >= 0")
         sources = [self.data_dir is not None, self.tsv is not None,
                    self.src is not None or self.tgt is not None]
         need(sum(sources) <= 1, "give one corpus: --data DIR, --tsv FILE, or --src FILE --tgt FILE")
         need((self.src is None) == (self.tgt is None), "--src and --tgt go together")
-        need(self.steps is not None or self.minutes is not None or self.patience > 0,
-             "say how long to train: --steps N, --minutes N or --patience N (early stopping)")
+        check_loop_options(self)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -121,6 +110,26 @@ class TrainOptions:
     def from_dict(cls, data: dict) -> TrainOptions:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def check_loop_options(o) -> None:
+    """The checks of the options every task's run has (TrainOptions, lm.training.LMOptions): one-line errors."""
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            raise UserError(message)
+
+    need(o.steps is None or o.steps >= 1, f"--steps must be at least 1, not {o.steps}")
+    need(o.minutes is None or o.minutes > 0, f"--minutes must be positive, not {o.minutes}")
+    need(o.patience >= 0, f"--patience must be >= 0, not {o.patience}")
+    need(o.save_every >= 1, f"--save-every must be at least 1, not {o.save_every}")
+    need(o.keep >= 1, f"--keep must be at least 1, not {o.keep}")
+    need(o.eval_every >= 1, f"--eval-every must be at least 1, not {o.eval_every}")
+    need(o.log_every >= 1, f"--log-every must be at least 1, not {o.log_every}")
+    need(o.accum >= 1, f"--accum must be at least 1, not {o.accum}")
+    need(o.clip >= 0, f"--clip must be >= 0 (0 = no clipping), not {o.clip}")
+    need(o.slow_down >= 0, "--slow-down must be >= 0")
+    need(o.steps is not None or o.minutes is not None or o.patience > 0,
+         "say how long to train: --steps N, --minutes N or --patience N (early stopping)")
 
 
 def is_toy(preset: str) -> bool:

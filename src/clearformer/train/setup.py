@@ -3,6 +3,9 @@
 A fresh run builds the tokenizer from the training split and the model from the preset; a
 resumed run (`--resume`) takes the tokenizer, config, weights, optimizer moments, data position,
 clock and random generator states from the run's newest step checkpoint instead.
+
+`open_run` is the part every task shares (device, processes, the run folder, the checkpoint to
+resume); `prepare` builds the translation task on it, clearformer.lm.training the LM task.
 """
 
 from __future__ import annotations
@@ -13,56 +16,93 @@ from pathlib import Path
 
 import torch
 
-from clearformer.batching import Example, drop_long
+from clearformer.batching import drop_long
 from clearformer.config import ConfigError, ModelConfig, preset
+from clearformer.devices import resolve_device
 from clearformer.errors import UserError
 from clearformer.model.transformer import Transformer
-from clearformer.train import corpus, distributed, state
+from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions
 from clearformer.train.step import place_dropout
+from clearformer.train.task import TranslationTask, paper_adam
+
+new_optimizer = paper_adam  # the translation model's optimizer (tests and benchmarks name it so)
+
+
+@dataclass
+class RunStart:
+    """A run folder claimed and, for --resume, its newest step checkpoint read."""
+
+    device: torch.device
+    world: distributed.World
+    run_dir: Path
+    resumed_from: Path | None = None
+    trainer_state: dict = field(default_factory=dict)
+    weights: dict | None = None
+    extra: dict = field(default_factory=dict)
 
 
 @dataclass
 class RunSetup:
-    options: TrainOptions
+    options: object
     device: torch.device
     world: distributed.World
     run_dir: Path
     tokenizer: object
-    model: Transformer
+    model: torch.nn.Module
     optimizer: torch.optim.Optimizer
-    train: list[Example]
-    valid: list[Example]
-    valid_pairs: list[tuple[str, str]]
-    source: str
-    data_record: dict = field(default_factory=dict)
-    dropped: int = 0
+    task: object
     resumed_from: Path | None = None
     trainer_state: dict = field(default_factory=dict)
 
 
-def resolve_device(name: str, world_local_rank: int = 0) -> torch.device:
-    """'auto' -> CUDA when present; 'cuda' under torchrun -> this process's GPU; one-line error if absent."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
+def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False, legacy: bool = False) -> RunStart:
+    """Device, processes, the run folder (claimed, see train/rundir.py) and the checkpoint to resume
+    (legacy: the caller reads an older format itself)."""
+    # Under torchrun each process takes the GPU of its LOCAL_RANK (when --device names none).
+    device = resolve_device(options.device, int(os.environ.get("LOCAL_RANK", "0")))
+    if int(os.environ.get("RANK", "0")) == 0:  # one process owns the folder (before the others wait for it)
+        rundir.claim(run_dir, resume, overwrite)
+    world = distributed.setup(device)
+    start = RunStart(device, world, Path(run_dir))
+    if resume and not legacy:
+        checkpoints = state.step_checkpoints(run_dir)
+        if not checkpoints:
+            raise UserError(f"{Path(run_dir) / 'checkpoints'}: no checkpoint to resume from")
+        start.resumed_from = checkpoints[-1]
+        start.weights, start.extra, start.trainer_state = state.load_step_checkpoint(start.resumed_from)
+    torch.manual_seed(options.seed + world.rank)
+    return start
+
+
+def finish_setup(start: RunStart, options, tokenizer, model, task) -> RunSetup:
+    """The optimizer (restored on --resume), the data position and the random generators."""
+    optimizer = task.new_optimizer(model)
+    if start.resumed_from is not None:
+        try:
+            state.restore_optimizer(optimizer, start.extra, start.trainer_state["optimizer"])
+        except (KeyError, ValueError, RuntimeError) as error:
+            raise UserError(f"{start.resumed_from}: optimizer state does not fit the model ({error})") from None
+        task.restore(start.trainer_state["stream"])
+        if start.trainer_state.get("world_size", 1) == start.world.size:
+            distributed.restore_rng_state(start.extra, start.world)
+    return RunSetup(options, start.device, start.world, start.run_dir, tokenizer, model, optimizer, task,
+                    start.resumed_from, start.trainer_state)
+
+
+def restored_model(start: RunStart, model_class):
+    """The tokenizer and model of the checkpoint being resumed."""
+    from clearformer.checkpoint import load_weights_into
+    from clearformer.tokenize import load_tokenizer
+
+    tokenizer = load_tokenizer(start.resumed_from)
     try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"--device {name!r} is not a device (cpu, cuda, cuda:N, auto)") from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise UserError("--device cuda: no CUDA GPU is available here (use --device cpu)")
-        if device.index is None:
-            device = torch.device("cuda", world_local_rank)
-        torch.cuda.set_device(device)
-    elif device.type != "cpu":
-        raise UserError(f"--device {name!r}: only cpu and cuda are supported")
-    return device
-
-
-def new_optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
-    """Adam with the paper's beta1 = 0.9, beta2 = 0.98, eps = 1e-9; the schedule sets lr each step."""
-    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+        config = ModelConfig.load(start.resumed_from / "config.json")
+    except (ConfigError, TypeError) as error:
+        raise UserError(f"{start.resumed_from / 'config.json'}: damaged ({error})") from None
+    model = model_class(config)
+    load_weights_into(model, start.weights, start.resumed_from / "model.safetensors")
+    return tokenizer, model
 
 
 def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelConfig:
@@ -78,50 +118,24 @@ def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelCo
         raise UserError(str(error)) from None
 
 
-def prepare(options: TrainOptions, resume: bool, run_dir: Path) -> RunSetup:
-    """Build (or restore) a run; raises UserError for anything the user can fix."""
+def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool = False) -> RunSetup:
+    """Build (or restore) a translation run; raises UserError for anything the user can fix."""
     options.validate()
-    # Under torchrun each process takes the GPU of its LOCAL_RANK (when --device names none).
-    device = resolve_device(options.device, int(os.environ.get("LOCAL_RANK", "0")))
-    world = distributed.setup(device)
-    resumed_from, trainer_state, weights, extra = None, {}, None, {}
-    if resume:
-        checkpoints = state.step_checkpoints(run_dir)
-        if not checkpoints:
-            raise UserError(f"{run_dir / 'checkpoints'}: no checkpoint to resume from")
-        resumed_from = checkpoints[-1]
-        weights, extra, trainer_state = state.load_step_checkpoint(resumed_from)
-    torch.manual_seed(options.seed + world.rank)
+    start = open_run(options, resume, run_dir, overwrite)
     splits, source, data_record = corpus.load_splits(options)
     if resume:
-        from clearformer.checkpoint import load_weights_into
-        from clearformer.tokenize import load_tokenizer
-
-        tokenizer = load_tokenizer(resumed_from)
-        try:
-            config = ModelConfig.load(resumed_from / "config.json")
-        except (ConfigError, TypeError) as error:
-            raise UserError(f"{resumed_from / 'config.json'}: damaged ({error})") from None
-        model = Transformer(config)
-        load_weights_into(model, weights, resumed_from / "model.safetensors")
+        tokenizer, model = restored_model(start, Transformer)
     else:
         tokenizer = corpus.build_tokenizer(options, splits["train"])
         model = Transformer(model_config(options, len(tokenizer), tokenizer.pad_id))
     place_dropout(model, options.attention_dropout, options.ffn_dropout)
-    model.to(device).train()
+    model.to(start.device).train()
     limit = min(model.config.max_len, options.batch_tokens)
     train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"], model.config.source_eos), limit)
     valid_pairs = splits["valid"]
     valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs, model.config.source_eos), limit)
     if not train:
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
-    optimizer = new_optimizer(model)
-    if resume:
-        try:
-            state.restore_optimizer(optimizer, extra, trainer_state["optimizer"])
-        except (KeyError, ValueError, RuntimeError) as error:
-            raise UserError(f"{resumed_from}: optimizer state does not fit the model ({error})") from None
-        if trainer_state.get("world_size", 1) == world.size:
-            distributed.restore_rng_state(extra, world)
-    return RunSetup(options, device, world, run_dir, tokenizer, model, optimizer, train, valid, valid_pairs,
-                    source, data_record, dropped, resumed_from, trainer_state)
+    task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
+                           dropped)
+    return finish_setup(start, options, tokenizer, model, task)

@@ -1,0 +1,51 @@
+"""`clearformer export`: ship a translation checkpoint in the formats other tools run.
+
+    clearformer export --checkpoint runs/toy-translate --to marian exported/marian
+    clearformer export --checkpoint runs/toy-translate --to ctranslate2 exported/ct2
+
+`--to marian` writes a folder that Transformers' MarianMTModel and MarianTokenizer load as they are;
+`--to ctranslate2` converts that folder with CTranslate2's own converter (`ctranslate2.Translator(DIR)`).
+Both need the `hf` extra (pip install 'clearformer[hf]').
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("export", help="write a translation checkpoint as a MarianMT or CTranslate2 model")
+    p.add_argument("directory", metavar="DIR", help="the folder to write (must be empty or new)")
+    p.add_argument("--checkpoint", help="checkpoint directory (default: the latest model)")
+    p.add_argument("--to", choices=["marian", "ctranslate2"], required=True, help="the format to write")
+    p.add_argument("--quantization", help="CTranslate2 only: int8, int8_float32, float16, ... (default: float32)")
+    p.set_defaults(func=run_export)
+
+
+def run_export(args) -> int:
+    from clearformer.checkpoint import load_model
+    from clearformer.interop.marian import check_exportable, export_marian
+    from clearformer.runs import resolve_checkpoint
+
+    out = Path(args.directory)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UserError(f"{out}: exists and is not an empty folder")
+    if args.quantization and args.to != "ctranslate2":
+        raise UserError("--quantization applies only to --to ctranslate2")
+    checkpoint = resolve_checkpoint(args.checkpoint)
+    model, tokenizer, _ = load_model(checkpoint)
+    check_exportable(model.config, tokenizer)
+    if args.to == "marian":
+        export_marian(model, tokenizer, out)
+        print(f"wrote {out}: MarianMTModel.from_pretrained({str(out)!r}) and MarianTokenizer load it")
+        return 0
+    from clearformer.interop.ctranslate2 import convert_marian_folder
+
+    with tempfile.TemporaryDirectory(prefix="clearformer-marian-") as marian:
+        export_marian(model, tokenizer, Path(marian))
+        convert_marian_folder(Path(marian), out, args.quantization)
+    print(f"wrote {out}: ctranslate2.Translator({str(out)!r}) runs it; source.spm cuts its input into pieces")
+    return 0

@@ -1,0 +1,56 @@
+"""The options every command spells and means the same way: --checkpoint, --device, --threads, --seed.
+
+    --checkpoint DIR   the model folder to load (translate, evaluate, explain, neighbors, serve, info,
+                       lm generate, lm explain; `--model DIR` is a hidden alias kept for old scripts)
+    --device NAME      cpu, cuda, cuda:N or auto (train, lm train, lm generate)
+    --threads N        at most N CPU threads for torch, N >= 1 (default: torch's choice)
+    --seed N           the random seed (train, lm train, lm generate)
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from clearformer.errors import UserError
+
+
+def add_checkpoint(parser, default: str | None = None, model_alias: bool = False) -> None:
+    where = f"default {default}" if default else "default: the latest run"
+    parser.add_argument("--checkpoint", metavar="DIR", default=default, help=f"checkpoint directory ({where})")
+    if model_alias:  # the LM commands called it --model before; scripts still pass it
+        parser.add_argument("--model", dest="checkpoint", metavar="DIR", default=argparse.SUPPRESS,
+                            help=argparse.SUPPRESS)
+
+
+def add_device(parser, default: str | None = "cpu") -> None:
+    parser.add_argument("--device", default=default, help="cpu, cuda, cuda:N or auto (default cpu)")
+
+
+def add_threads(parser) -> None:
+    parser.add_argument("--threads", type=int, metavar="N", help="at most N CPU threads (default: torch's choice)")
+
+
+def add_seed(parser, default: int | None) -> None:
+    shown = f" (default {default})" if default is not None else ""
+    parser.add_argument("--seed", type=int, default=default, metavar="N", help=f"random seed{shown}")
+
+
+def check_threads(threads: int | None) -> None:
+    if threads is not None and threads < 1:
+        raise UserError(f"--threads must be at least 1, not {threads}")
+
+
+def apply_threads(threads: int | None) -> None:
+    """Validate --threads and give torch that many threads (None: leave torch's choice)."""
+    check_threads(threads)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def device(name: str):
+    """The torch device --device names, or a one-line error."""
+    from clearformer.devices import resolve_device
+
+    return resolve_device(name)

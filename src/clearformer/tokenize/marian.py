@@ -1,0 +1,96 @@
+"""Marian's tokenization (the opus-mt translators): two SentencePiece models over one shared vocabulary.
+
+The source text is cut into pieces by `source.spm`, the target text by `target.spm`; `vocab.json`
+gives every piece of either side its id (pieces it lacks become <unk>). This is what Transformers'
+`MarianTokenizer` does, so an imported model reads exactly the ids it was trained on.
+
+Marian's special ids: <pad> (usually the last id) is also the decoder's start token, so here
+`bos_id == pad_id`: decoding starts from <pad>, as in Marian. </s> ends every sequence; the model
+was trained with it appended to every source (the run's config says `source_eos=True`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import sentencepiece as spm
+
+from clearformer.errors import UserError
+from clearformer.tokenize.files import load_files, read_vocabulary, save_files
+
+FILES = {"source": "source.spm", "target": "target.spm", "vocab": "vocab.json"}
+LANGUAGE_CODE = re.compile(r">>.+?<<")  # a leading >>fra<< picks the target language of multilingual models
+
+
+class MarianVocabularyTokenizer:
+    """The tokenizer interface of clearformer (encode/decode, ids, save/load) over Marian's files."""
+
+    kind = "marian"
+
+    def __init__(self, source_spm: bytes, target_spm: bytes, vocab: dict[str, int],
+                 pad: str = "<pad>", unk: str = "<unk>", eos: str = "</s>", start: str | None = None) -> None:
+        self.files = {"source": bytes(source_spm), "target": bytes(target_spm)}
+        try:
+            self.source = spm.SentencePieceProcessor(model_proto=self.files["source"])
+            self.target = spm.SentencePieceProcessor(model_proto=self.files["target"])
+        except RuntimeError as error:
+            raise UserError(f"not a SentencePiece model ({str(error).splitlines()[0]})") from None
+        self.vocab = dict(vocab)
+        self.itos = sorted(self.vocab, key=self.vocab.__getitem__)
+        start = pad if start is None else start
+        for name, token in (("pad", pad), ("unk", unk), ("eos", eos), ("start", start)):
+            if token not in self.vocab:
+                raise UserError(f"vocab.json lacks the {name} token {token!r}")
+        self.specials = {"pad": pad, "unk": unk, "eos": eos, "start": start}
+        self.pad_id, self.unk_id, self.eos_id = self.vocab[pad], self.vocab[unk], self.vocab[eos]
+        # The decoder's start token: <pad> in Marian's models; a model clearformer exported keeps its <bos>.
+        self.bos_id = self.vocab[start]
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Source text -> pieces; a leading language code (>>fra<<) stays one token, as in MarianTokenizer."""
+        match = LANGUAGE_CODE.match(text)
+        code = [match.group(0)] if match else []
+        rest = text[match.end():] if match else text
+        return code + self.source.encode(rest.strip() if match else rest, out_type=str)
+
+    def encode(self, text: str) -> list[int]:
+        """Source text -> ids (no </s>: `encode_source` appends it)."""
+        return [self.vocab.get(piece, self.unk_id) for piece in self.tokenize(text)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Target ids -> text through the target SentencePiece model, dropping <pad>, the start token and </s>."""
+        skip = {self.pad_id, self.bos_id, self.eos_id}
+        pieces = [self.itos[int(i)] for i in ids if int(i) not in skip and 0 <= int(i) < len(self.itos)]
+        return self.target.decode_pieces(pieces)
+
+    def id_to_token(self, index: int) -> str:
+        return self.itos[int(index)]
+
+    def token_to_id(self, token: str) -> int:
+        return self.vocab.get(token, self.unk_id)
+
+    def unknown_words(self, text: str) -> list[str]:
+        """Source pieces that the shared vocabulary lacks (they become <unk>)."""
+        return [piece for piece in self.tokenize(text) if piece not in self.vocab]
+
+    def save(self, directory: str | Path) -> None:
+        import json
+
+        vocab = json.dumps(self.vocab, ensure_ascii=False, indent=1).encode("utf-8")
+        save_files(directory, self.kind, {"source": (FILES["source"], self.files["source"]),
+                                          "target": (FILES["target"], self.files["target"]),
+                                          "vocab": (FILES["vocab"], vocab)},
+                   vocab_size=len(self), specials=self.specials)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> MarianVocabularyTokenizer:
+        info, files = load_files(directory, ("source", "target", "vocab"))
+        specials = info.get("specials") if isinstance(info.get("specials"), dict) else {}
+        vocab = read_vocabulary(files["vocab"], str(Path(directory) / FILES["vocab"]))
+        return cls(files["source"], files["target"], vocab, **{k: v for k, v in specials.items()
+                                                              if k in ("pad", "unk", "eos", "start")})

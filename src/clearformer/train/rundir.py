@@ -1,0 +1,106 @@
+"""The run folder rules: one run per folder, no litter from killed processes, nothing written outside it.
+
+    train --out DIR              DIR must not hold a run yet (a one-line error names --resume and --overwrite)
+    train --out DIR --resume     continues the run in DIR
+    train --out DIR --overwrite  deletes the run files in DIR (only those a run writes), then starts afresh
+
+At every start, temporaries that a killed process left in DIR (step folders being written,
+`checkpoints/.tmp-step-NNNNNNNN-PID/`, and clearformer.atomic's `.<name>.PID-<random>` files) are
+removed when their process is gone. Nothing else, and nothing outside DIR, is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+# Everything a training run (translation or LM) writes into its folder.
+RUN_FILES = ("checkpoints", "model.safetensors", "config.json", "meta.json", "tokenizer.json", "tokenizer.model",
+             "metrics.csv", "curve.png", "summary.json", "train_state.json", "train_state.safetensors")
+# The files whose presence means "a run lives here".
+RUN_MARKERS = ("model.safetensors", "checkpoints", "metrics.csv", "train_state.json")
+
+STEP_TEMPORARY = re.compile(r"^\.(?:tmp|old)-step-\d{8}-(\d+)$")  # train/state.py's step folders in flight
+ATOMIC_TEMPORARY = re.compile(r"^\..+\.(\d+)-[A-Za-z0-9_]+$")  # clearformer.atomic: .<name>.<pid>-<random>
+LEGACY_ATOMIC = re.compile(r"^\.(?:" + "|".join(re.escape(n) for n in RUN_FILES) + r"|optimizer\.safetensors)"
+                           r"\.[A-Za-z0-9_]{8}$")  # before temporaries carried their PID
+LEGACY_AGE_S = 600  # a PID-less temporary this old belongs to no live write
+
+
+def holds_run(run_dir: Path) -> bool:
+    return any((Path(run_dir) / name).exists() for name in RUN_MARKERS)
+
+
+def claim(run_dir: Path, resume: bool, overwrite: bool) -> None:
+    """Make `run_dir` this run's folder: refuse to mix two runs, clear it on --overwrite, sweep temporaries."""
+    run_dir = Path(run_dir)
+    if resume and overwrite:
+        raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"--out {run_dir}: a file, not a folder")
+    if not resume and holds_run(run_dir):
+        if not overwrite:
+            raise UserError(f"--out {run_dir} already holds a run: continue it with --resume, or replace it "
+                            "with --overwrite (or choose another --out)")
+        for name in RUN_FILES:
+            path = run_dir / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+    remove_stale_temporaries(run_dir)
+
+
+def process_alive(pid: int) -> bool:
+    if pid == os.getpid():  # this process has written nothing yet: a temporary with its PID is a dead one's
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # exists but is not ours (or cannot be asked): leave its files alone
+    return True
+
+
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Delete temporaries of dead processes in run_dir, run_dir/checkpoints and its step folders."""
+    run_dir = Path(run_dir)
+    checkpoints = run_dir / "checkpoints"
+    folders = [run_dir, checkpoints]
+    if checkpoints.is_dir():
+        folders += [p for p in checkpoints.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    removed = []
+    now = time.time()
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if _stale(path, folder == checkpoints, now):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
+def _stale(path: Path, in_checkpoints: bool, now: float) -> bool:
+    name = path.name
+    if in_checkpoints and (match := STEP_TEMPORARY.match(name)):
+        return path.is_dir() and not process_alive(int(match.group(1)))
+    if path.is_dir():
+        return False
+    if match := ATOMIC_TEMPORARY.match(name):
+        return not process_alive(int(match.group(1)))
+    if LEGACY_ATOMIC.match(name):
+        try:
+            return now - path.stat().st_mtime > LEGACY_AGE_S
+        except OSError:
+            return False
+    return False

@@ -1,0 +1,131 @@
+"""What the trainer needs to know about a model: batches in, loss out.
+
+The loop (train/loop.py) owns everything the two models share: the step (gradient accumulation,
+DDP, clipping, optimizer update), the clock and stopping rules, metrics.csv and curve.png, the
+progress bar and MFU, validation bookkeeping and the atomic, resumable step checkpoints. A task
+owns the rest:
+
+    batches(n)            the next n batches of its endless, resumable data stream
+    position / restore    that stream's position (JSON), saved in every step checkpoint
+    network(model)        the module whose forward(batch) returns (summed loss, summed nll, labels)
+    learning_rate(step)   the schedule (step counts from 1)
+    new_optimizer(model)  the optimizer, its lr set by the loop each step
+    validate(model, ...)  (loss, nll, BLEU or None) per label on the validation data
+    flops(batch)          training FLOPs of a batch (forward + backward), for MFU
+    meta()                what the run's meta.json records about data and model
+
+Batches have `.to(device)`, `target_tokens` (labels), `real_tokens` and `padded_tokens`.
+
+TranslationTask is the paper's recipe: token-count batches of sentence pairs, label smoothing,
+Adam (0.9, 0.98, 1e-9) with the warmup schedule, greedy BLEU at validation. The language model's
+task (nanoGPT's recipe) is clearformer.lm.training.LanguageModelTask.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+from clearformer import mfu
+from clearformer.batching import BatchStream
+from clearformer.train.schedule import noam_lr
+from clearformer.train.step import TranslationLoss
+from clearformer.train.validate import validation_bleu, validation_loss
+
+
+def paper_adam(model: torch.nn.Module) -> torch.optim.Optimizer:
+    """Adam with the paper's beta1 = 0.9, beta2 = 0.98, eps = 1e-9; the schedule sets lr each step."""
+    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+
+
+class Task(Protocol):
+    kind: str
+    keep_best: bool  # the run folder's model: the best validation loss (True) or the newest (False)
+    can_validate: bool
+
+    def batches(self, count: int) -> list: ...
+    @property
+    def position(self) -> dict: ...
+    @property
+    def epoch(self) -> int: ...
+    def restore(self, position: dict) -> None: ...
+    def network(self, model: torch.nn.Module) -> torch.nn.Module: ...
+    def learning_rate(self, step: int) -> float: ...
+    def new_optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer: ...
+    def validate(self, model, device, autocast) -> tuple[float, float, float | None]: ...
+    def flops(self, model, batch) -> float: ...
+    def meta(self) -> dict: ...
+    def describe(self) -> str: ...
+
+
+class TranslationLossOfBatch(TranslationLoss):
+    """TranslationLoss called with a whole Batch (the trainer's calling convention)."""
+
+    def forward(self, batch) -> tuple[torch.Tensor, torch.Tensor, int]:
+        return super().forward(batch.src, batch.tgt_in, batch.tgt_out)
+
+
+class TranslationTask:
+    kind = "translate"
+    keep_best = True
+
+    def __init__(self, options, tokenizer, config, train, valid, valid_pairs, source: str, data_record: dict,
+                 dropped: int = 0) -> None:
+        self.o = options
+        self.config = config
+        self.tokenizer = tokenizer
+        self.train, self.valid, self.valid_pairs = train, valid, valid_pairs
+        self.source, self.data_record, self.dropped = source, data_record, dropped
+        self.stream = BatchStream(train, options.batch_tokens, options.seed, tokenizer.pad_id, tokenizer.bos_id,
+                                  tokenizer.eos_id)
+
+    @property
+    def can_validate(self) -> bool:
+        return bool(self.valid)
+
+    def batches(self, count: int) -> list:
+        return self.stream.take(count)
+
+    @property
+    def position(self) -> dict:
+        return self.stream.position
+
+    @property
+    def epoch(self) -> int:
+        return self.stream.epoch
+
+    def restore(self, position: dict) -> None:
+        self.stream.epoch, self.stream.index = position["epoch"], position["index"]
+
+    def network(self, model):
+        return TranslationLossOfBatch(model, self.o.label_smoothing)
+
+    def learning_rate(self, step: int) -> float:
+        return noam_lr(step, self.config.d_model, self.o.warmup, self.o.lr_factor)
+
+    def new_optimizer(self, model):
+        return paper_adam(model)
+
+    def validate(self, model, device, autocast):
+        loss, nll = validation_loss(model, self.valid, self.tokenizer, self.o.batch_tokens, self.o.label_smoothing,
+                                    device, autocast)
+        bleu = None
+        if self.o.bleu_sentences:
+            bleu = validation_bleu(model, self.tokenizer, self.valid_pairs, self.o.bleu_sentences)
+        return loss, nll, bleu
+
+    def flops(self, model, batch) -> float:
+        return mfu.translation_flops(model.config, batch.src, batch.tgt_out)
+
+    def meta(self) -> dict:
+        return {"data": self.source, **self.data_record, "tokenizer": self.tokenizer.kind,
+                "vocab_size": len(self.tokenizer),
+                "source_format": "source tokens then <eos>" if self.config.source_eos
+                else "source tokens only (no <bos>/<eos>)",
+                "target_format": "decoder input <bos> y, labels y <eos>"}
+
+    def describe(self) -> str:
+        dropped = f" ({self.dropped} too long, skipped)" if self.dropped else ""
+        return (f"{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train)} training pairs"
+                f"{dropped}, {len(self.valid)} validation pairs from {self.source}")

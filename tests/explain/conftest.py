@@ -1,0 +1,53 @@
+"""Tiny trained translation models (word-level and SentencePiece) for the explain tests, trained once a session."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+# A model small enough that 150 steps take a couple of seconds on the built-in phrase set.
+TINY = ["--set", "d_model=32", "--set", "n_heads=2", "--set", "d_ff=64", "--set", "n_encoder_layers=1",
+        "--set", "n_decoder_layers=1", "--batch-tokens", "200", "--warmup", "20", "--threads", "1", "--quiet",
+        "--steps", "150"]
+
+
+def _train(tmp_path_factory, name: str, *extra: str):
+    from clearformer.checkpoint import load_model
+    from clearformer.cli import main
+
+    base = tmp_path_factory.mktemp(name)
+    threads, runs = torch.get_num_threads(), os.environ.get("CLEARFORMER_RUNS")
+    os.environ["CLEARFORMER_RUNS"] = str(base / "runs")  # `train` marks its run as the latest there
+    try:
+        assert main(["train", "--out", str(base / "model"), *TINY, *extra]) == 0
+    finally:
+        torch.set_num_threads(threads)
+        if runs is None:
+            del os.environ["CLEARFORMER_RUNS"]
+        else:
+            os.environ["CLEARFORMER_RUNS"] = runs
+    model, tokenizer, _ = load_model(base / "model")
+    return model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def word_model(tmp_path_factory):
+    """(model, tokenizer): word-level vocabulary."""
+    return _train(tmp_path_factory, "words")
+
+
+@pytest.fixture(scope="session")
+def subword_model(tmp_path_factory):
+    """(model, tokenizer): a SentencePiece vocabulary of 400 pieces."""
+    return _train(tmp_path_factory, "subwords", "--tokenizer", "sentencepiece", "--vocab-size", "400")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The models are tiny: extra torch threads only add synchronisation (seconds on a busy CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -71,7 +71,7 @@ def run(args) -> int:
     checkpoint = choose_checkpoint(args)
     loaded = load(checkpoint) if checkpoint is not None else None
     check_port(args.host, args.port)
-    app = create_app(loaded)
+    app = create_app(loaded, bound_host=args.host)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
     what = f"model {loaded.path}" if loaded else "seed examples only (no trained model found)"

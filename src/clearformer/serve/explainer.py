@@ -15,9 +15,8 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.explain.html import to_json, walk_payload
+from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
 
-MAX_BODY_BYTES = 16 * 1024  # a request is one sentence; anything bigger is refused before parsing
-MAX_SENTENCE_CHARS = 2000  # refused before tokenizing; the model's max_len is checked after
 CACHE_SIZE = 32
 SHAPE = '{"sentence": "..."} or {"example": "..."}'
 
@@ -98,15 +97,19 @@ class Explainer:
             raise RequestError(404, f"unknown example {name!r}; choose one of: {', '.join(self.examples)}")
         return walk_payload(run_example(name)[0])
 
+    def compute(self, kind: str, value: str) -> bytes:
+        """The walkthrough JSON (UTF-8) of a parsed request; no lock, no cache (the server's pool has both)."""
+        payload = self.example_payload(value) if kind == "example" else self._translate(value)
+        return to_json(payload).encode("utf-8")
+
     def explain(self, kind: str, value: str) -> bytes:
-        """The walkthrough JSON (UTF-8) of a parsed request."""
+        """The walkthrough JSON (UTF-8) of a parsed request, one at a time, recent answers cached."""
         key = f"{kind}:{value}"
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-            payload = self.example_payload(value) if kind == "example" else self._translate(value)
-            answer = to_json(payload).encode("utf-8")
+            answer = self.compute(kind, value)
             self._cache[key] = answer
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)

@@ -290,21 +290,22 @@ def test_full_queue_answers_503(tiny_checkpoint):
 
 
 async def post_and_time(url: str, sentence: str) -> tuple[int, float, bytes]:
-    """POST {"sentence": ...} over a fresh loopback connection -> (status, seconds until the whole answer, body),
-    accepting gzip as browsers do (an answer is megabytes of JSON).
+    """POST {"sentence": ...} over a fresh loopback connection -> (status, latency in seconds, body).
 
-    A bare HTTP/1.1 request on an asyncio socket: the client's own cost stays far below the server's, so
-    the timing is the server's (a full HTTP client library spends more CPU per request than the answer)."""
+    Latency is the time until the answer's headers arrive (time to first byte: the server has the answer
+    and starts sending it); the body, megabytes of JSON, is then read in full and returned for checking.
+    A bare HTTP/1.1 request on an asyncio socket, accepting gzip as browsers do: the client's own cost
+    stays far below the server's."""
     parts = urlsplit(url)
     body = json.dumps({"sentence": sentence}).encode()
     start = time.perf_counter()
     reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
     writer.write(f"POST /api/explain HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
                  f"Accept-Encoding: gzip\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
-    answer = await reader.read()
+    head = await reader.readuntil(b"\r\n\r\n")
     seconds = time.perf_counter() - start
+    payload = await reader.read()
     writer.close()
-    head, _, payload = answer.partition(b"\r\n\r\n")
     if b"content-encoding: gzip" in head.lower():
         payload = gzip.decompress(payload)
     return int(head.split()[1]), seconds, payload
@@ -312,7 +313,8 @@ async def post_and_time(url: str, sentence: str) -> tuple[int, float, bytes]:
 
 def test_fifty_concurrent_explanations_of_one_sentence_within_three_times_one(toy_size_server):
     """50 concurrent /api/explain requests on loopback, toy-sized model (each explanation decodes 14 steps, about
-    as costly as the trained toy model's): all 200, p90 latency within 3x one request's (3 sentences alone).
+    as costly as the trained toy model's): all 200 and correct, p90 latency (time to first byte) within 3x one
+    request's (the median of 3 sentences alone).
 
     What this measures: identical requests in flight share one computation (the pool coalesces them), so
     50 readers of one sentence cost one explanation plus 50 answers sent. 50 *distinct* sentences cannot
@@ -337,4 +339,6 @@ def test_fifty_concurrent_explanations_of_one_sentence_within_three_times_one(to
     assert all(json.loads(body)["title"] == "Translating 'you love'" for _, _, body in results)
     latencies = sorted(seconds for _, seconds, _ in results)
     p90 = latencies[int(0.9 * len(latencies)) - 1]
+    print(f"50 concurrent: median {latencies[24]:.2f} s, p90 {p90:.2f} s, max {latencies[-1]:.2f} s; "
+          f"alone {single:.2f} s")
     assert p90 <= 3 * single, f"p90 {p90:.2f} s vs single request {single:.2f} s"

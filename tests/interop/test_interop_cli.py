@@ -139,12 +139,12 @@ def test_lm_generate_and_explain_on_an_imported_gpt2(tmp_path, capsys):
     model, tokenizer = load_gpt2(str(folder))
     prompt = [tokenizer.eos_id] + tokenizer.encode("the cat")
     new = generate(model, prompt, 8, SamplingSettings(greedy=True))
-    assert main(["lm", "generate", "the cat", "--model", str(run), "--greedy", "--max-new-tokens", "8"]) == 0
+    assert main(["lm", "generate", "the cat", "--checkpoint", str(run), "--greedy", "--max-new-tokens", "8"]) == 0
     from clearformer.commands.lm import decode_lines
 
     assert capsys.readouterr().out.rstrip("\n") == decode_lines(tokenizer, prompt[1:] + new)
-    assert main(["lm", "explain", "the cat sat", "--model", str(run), "--format", "json"]) == 0
+    assert main(["lm", "explain", "the cat sat", "--checkpoint", str(run), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["tokens"] == ["<|endoftext|>"] + tokenizer.tokenize("the cat sat")  # GPT-2's own tokens
-    assert main(["lm", "explain", "the cat sat", "--model", str(run), "--full", "--layer", "all"]) == 0
+    assert data["source_tokens"] == ["<|endoftext|>"] + tokenizer.tokenize("the cat sat")  # GPT-2's own tokens
+    assert main(["lm", "explain", "the cat sat", "--checkpoint", str(run), "--full", "--layer", "all"]) == 0
     assert "[layer 1, add norm 3]" in capsys.readouterr().out

@@ -3,6 +3,10 @@
     clearformer serve                       the latest trained model (or the seed examples only)
     clearformer serve --checkpoint DIR      a given checkpoint
     clearformer serve --open                and open the page in the default browser
+
+Only requests whose Host is a localhost name or the --host address are answered (an IP literal too
+when --host is 0.0.0.0 or ::), and only same-origin pages may POST: see serve/guard.py. Explanations
+run in a bounded worker pool (limits.SERVER_WORKERS, SERVER_QUEUE); a full queue answers 503.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ def run(args) -> int:
     checkpoint = choose_checkpoint(args)
     loaded = load(checkpoint) if checkpoint is not None else None
     check_port(args.host, args.port)
-    app = create_app(loaded)
+    app = create_app(loaded, bound_host=args.host)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
     what = f"model {loaded.path}" if loaded else "seed examples only (no trained model found)"

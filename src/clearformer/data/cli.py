@@ -67,6 +67,7 @@ def run_build(args: argparse.Namespace) -> int:
                                                ("--skip-bad", args.skip_bad)) if value]
     if args.corpus != "custom" and custom_options:
         raise UserError(f"{', '.join(custom_options)} only apply to `clearformer data build custom`")
+    check_out_dir(out)
     print(f"building {name} into {out}")
     if args.corpus == "en-fr-software":
         from clearformer.data import software
@@ -90,6 +91,16 @@ def run_build(args: argparse.Namespace) -> int:
         custom.build(out, inputs, name=name, skip_bad=args.skip_bad,
                      valid_fraction=args.valid_fraction, test_fraction=args.test_fraction)
     return 0
+
+
+def check_out_dir(out: Path) -> None:
+    """--out must be a folder or not exist yet (inside folders, not files): checked before any work."""
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                what = "--out" if path == out else f"--out {out}:"
+                raise UserError(f"{what} {path} is a file, not a folder; give a folder for the corpus")
+            return
 
 
 def run_list(args: argparse.Namespace) -> int:

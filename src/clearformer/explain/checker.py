@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
+from clearformer.limits import MAX_CHECK_FILE_BYTES
 from clearformer.model.attention import causal_mask, masked_softmax
 from clearformer.model.embedding import sinusoidal_table
 
@@ -94,8 +95,14 @@ class Example:
 
 
 def read_example(path: str | Path) -> dict:
-    """The file's JSON with every number kept as a Decimal of its literal text (`0.50` stays 0.50)."""
+    """The file's JSON with every number kept as a Decimal of its literal text (`0.50` stays 0.50).
+
+    Files over MAX_CHECK_FILE_BYTES and JSON nested too deeply to parse are one-line UserErrors.
+    """
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_CHECK_FILE_BYTES:
+            raise UserError(f"{path}: {size:,} bytes; a worked example is at most {MAX_CHECK_FILE_BYTES:,}")
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
@@ -110,6 +117,8 @@ def read_example(path: str | Path) -> dict:
         return json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=str)
     except json.JSONDecodeError as error:
         raise UserError(f"{path}:{error.lineno}:{error.colno}: not JSON: {error.msg}") from None
+    except RecursionError:
+        raise UserError(f"{path}: JSON nested too deeply (a worked example needs lists of lists)") from None
 
 
 def _number(value, where: str) -> Decimal:

@@ -6,19 +6,29 @@
     POST /api/explain      {"sentence": "..."} or {"example": "i-love-you"} -> the walkthrough JSON
 
 Every refusal is a 4xx JSON answer {"error": "one line"}; a bug would be a 500 with the same shape.
+Explanations run in a bounded thread pool (`pool.AnswerPool`: parallel, identical requests share one
+computation, a full queue answers 503); `guard.HostOriginGuard` refuses foreign Host headers and
+cross-origin writes; no answer holds a path of this machine (the model is named by its folder name).
 """
 
 from __future__ import annotations
 
+import asyncio
+import gzip
+import sys
+import traceback
+
 from fastapi import FastAPI, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
-from clearformer.serve.explainer import MAX_BODY_BYTES, Explainer, LoadedModel, RequestError, parse_request
+from clearformer.limits import MAX_BODY_BYTES, SERVER_QUEUE, SERVER_WORKERS
+from clearformer.serve.explainer import CACHE_SIZE, Explainer, LoadedModel, RequestError, parse_request
+from clearformer.serve.guard import HostOriginGuard
+from clearformer.serve.pool import AnswerPool, Busy
 
 MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
@@ -28,18 +38,39 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=SECURITY_HEADERS)
 
 
-def create_app(loaded: LoadedModel | None) -> FastAPI:
-    """The app for a loaded translation model, or for the seed examples only (`loaded` None)."""
+def compressed(answer: bytes) -> tuple[bytes, bytes]:
+    """(answer, its gzip): compressed once, in the worker, not once per client that asks for it."""
+    return answer, gzip.compress(answer, compresslevel=6, mtime=0)
+
+
+def answer_response(answer: tuple[bytes, bytes], accept_encoding: str) -> Response:
+    plain, packed = answer
+    headers = dict(SECURITY_HEADERS, Vary="Accept-Encoding")
+    if "gzip" in accept_encoding.lower():  # GZipMiddleware leaves a response with Content-Encoding alone
+        return Response(packed, media_type="application/json", headers=dict(headers, **{"Content-Encoding": "gzip"}))
+    return Response(plain, media_type="application/json", headers=headers)
+
+
+def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", workers: int = SERVER_WORKERS,
+               queue: int = SERVER_QUEUE) -> FastAPI:
+    """The app for a loaded translation model, or for the seed examples only (`loaded` None).
+
+    `bound_host` is the address the server listens on (accepted as Host besides the localhost names);
+    `workers` explanations run at once and `queue` more may wait, beyond that a request gets 503.
+    """
     explainer = Explainer(loaded)
+    pool = AnswerPool(lambda key: compressed(explainer.compute(*key)), workers, queue, CACHE_SIZE)
     # The front end's files are read once, into memory: the static route can only ever answer these.
     files = {name: asset(name).encode("utf-8") for name in (STYLE, *LIVE_SCRIPTS)}
-    info = explainer.info()
+    info = explainer.info()  # the model's name, never where it lives on this machine
     page = render_page({"config": info, "walk": explainer.example_payload(explainer.examples[0])},
                        live=True, inline=False).encode("utf-8")
 
     app = FastAPI(title="clearformer", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(GZipMiddleware, minimum_size=4096)
+    app.add_middleware(HostOriginGuard, bound_host=bound_host)  # added last: runs first
     app.state.explainer = explainer
+    app.state.pool = pool
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, error: HTTPException) -> JSONResponse:
@@ -53,9 +84,17 @@ def create_app(loaded: LoadedModel | None) -> FastAPI:
     async def refused(request: Request, error: RequestError) -> JSONResponse:
         return _error(error.status, error.message)
 
+    @app.exception_handler(Busy)
+    async def busy(request: Request, error: Busy) -> JSONResponse:
+        response = _error(503, str(error))
+        response.headers["Retry-After"] = "1"
+        return response
+
     @app.exception_handler(Exception)
     async def bug(request: Request, error: Exception) -> JSONResponse:
-        return _error(500, f"internal error: {type(error).__name__}: {error}")
+        # The details go to the server's terminal, not to the client (they may hold paths).
+        traceback.print_exception(error, file=sys.stderr)
+        return _error(500, f"internal error ({type(error).__name__})")
 
     @app.get("/", response_class=HTMLResponse)
     async def index() -> Response:
@@ -83,7 +122,8 @@ def create_app(loaded: LoadedModel | None) -> FastAPI:
             if len(body) > MAX_BODY_BYTES:
                 return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
         kind, value = parse_request(body)
-        answer = await run_in_threadpool(explainer.explain, kind, value)
-        return Response(answer, media_type="application/json", headers=SECURITY_HEADERS)
+        # shield: a client that hangs up must not cancel the computation others may be waiting for.
+        answer = await asyncio.shield(asyncio.wrap_future(pool.submit((kind, value))))
+        return answer_response(answer, request.headers.get("accept-encoding", ""))
 
     return app

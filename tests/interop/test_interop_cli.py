@@ -62,7 +62,7 @@ def test_server_explains_with_an_imported_marian(imported_marian):
     from clearformer.serve.explainer import load
 
     run, _ = imported_marian
-    client = TestClient(create_app(load(run)), raise_server_exceptions=False)
+    client = TestClient(create_app(load(run)), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
     response = client.post("/api/explain", json={"sentence": "I love you"})
     assert response.status_code == 200
     walk = response.json()

@@ -147,4 +147,5 @@ def test_lm_generate_and_explain_on_an_imported_gpt2(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["source_tokens"] == ["<|endoftext|>"] + tokenizer.tokenize("the cat sat")  # GPT-2's own tokens
     assert main(["lm", "explain", "the cat sat", "--checkpoint", str(run), "--full", "--layer", "all"]) == 0
-    assert "[layer 1, add norm 3]" in capsys.readouterr().out
+    full = capsys.readouterr().out  # every recorded step, every layer (steps carry their decoding step)
+    assert "[layer 1, add norm 3" in full and "[layer 1, self attention, generation step 1]" in full

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import torch
 
+from clearformer.generate.engine import SETTINGS
+
 BLOCK = 64  # entries per block; multiples of 16 measured fastest (whole AVX registers), 64 best of those
 MIN_BLOCKS = 16  # fewer blocks than this: the plain reduction
 
 
 def _blocked(logits: torch.Tensor, k: int) -> bool:
-    """Whether the block-wise search applies: CPU, 2-d, and enough blocks to be worth it."""
-    return (logits.is_cpu and logits.dim() == 2 and logits.shape[-1] >= BLOCK * max(MIN_BLOCKS, 4 * k)
-            and logits.stride(-1) == 1)
+    """Whether the block-wise search applies: switched on, CPU, 2-d, and enough blocks to be worth it."""
+    return (SETTINGS.block_topk and logits.is_cpu and logits.dim() == 2
+            and logits.shape[-1] >= BLOCK * max(MIN_BLOCKS, 4 * k) and logits.stride(-1) == 1)
 
 
 def row_argmax(logits: torch.Tensor) -> torch.Tensor:

@@ -19,10 +19,11 @@ Each system runs in its own worker process (clearformer, Transformers, CTranslat
 the main process only asks them in turn to time a run, so only one computes at a time. In one
 shared process the systems slowed each other: clearformer's beam 4 ran 10-30% slower once
 CTranslate2 (its own OpenMP runtime and allocations) had run in the same process, an effect no
-user who runs one translator sees. Every worker gets the same malloc setting, --malloc: "tuned"
-(default) is what the `clearformer` command sets (`clearformer.allocator`), "system" leaves glibc's
-default. With "tuned", one more worker runs clearformer's cached decoding with glibc's defaults, to
-show what the setting is worth.
+user who runs one translator sees.
+
+`--ab` instead times clearformer's decoding engine against itself with each of its optimisations
+switched off (`clearformer.generate.engine.SETTINGS`), batch by batch in alternating order, and
+writes the medians of the per-pair ratios to its own section of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
-from clearformer.allocator import keep_freed_memory  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.generate import SETTINGS, beam_search, greedy_decode, pad_batch  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
@@ -184,7 +184,6 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
     return run
 
 
-DEFAULT_MALLOC = "clearformer, KV cache, glibc's default malloc"  # the same runs, without clearformer.allocator
 AB_PREFIX = "clearformer, engine without "  # the same runs with one optimisation of the engine switched off
 SWITCHES = [name for name in vars(SETTINGS)]
 
@@ -195,14 +194,11 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
     batches = make_batches(lengths, args.vocab, args.batch, args.seed)
     new = args.new_tokens
     runs = {}
-    if system in ("clearformer", DEFAULT_MALLOC):
+    if system == "clearformer":
         torch.manual_seed(args.seed)
         model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
                                    max_len=512)).eval()
         for beam in (1, 4):
-            if system == DEFAULT_MALLOC:
-                runs[(DEFAULT_MALLOC, beam)] = clearformer_runner(model, batches, beam, new, True)
-                continue
             runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, beam, new, True)
             for switch in (args.ab or []):
                 if switch != "shared_memory" or beam > 1:  # greedy has one row per memory row anyway
@@ -228,8 +224,6 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
 
 def serve_system(connection, system: str, args, directory: str) -> None:
     """Worker process: build and warm up one system's runs, then time the run asked for until told to stop."""
-    if args.malloc == "tuned" and system != DEFAULT_MALLOC:
-        keep_freed_memory()
     torch.set_num_threads(args.threads)
     runs = build_runs(system, args, Path(directory))
     for run in runs.values():
@@ -254,15 +248,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
-    parser.add_argument("--malloc", choices=("tuned", "system"), default="tuned",
-                        help="glibc malloc in every worker: as the clearformer command sets it, or the default")
     parser.add_argument("--skip-peers", action="store_true",
                         help="clearformer only (no transformers / ctranslate2)")
     parser.add_argument("--skip-uncached", action="store_true", help="leave out the runs without the KV cache")
     parser.add_argument("--ab", nargs="*", choices=SWITCHES, default=None, metavar="SWITCH",
                         help="instead of the comparison with peers: time the engine with each of these "
                              "optimisations switched off against it with all on, batch by batch, alternating "
-                             f"(no names: all of {', '.join(SWITCHES)}); with --malloc tuned the allocator too. "
+                             f"(no names: all of {', '.join(SWITCHES)}). "
                              "Writes its own section of BENCHMARKS.md")
     args = parser.parse_args()
     if args.ab == []:
@@ -273,7 +265,7 @@ def main() -> None:
     _, where = source_lengths(args.sentences, args.seed)
     tokens = args.sentences * args.new_tokens
     temporary = tempfile.TemporaryDirectory()
-    systems = ["clearformer"] + ([DEFAULT_MALLOC] if args.malloc == "tuned" else [])
+    systems = ["clearformer"]
     if not args.skip_peers:
         systems += ["transformers", "ctranslate2"]
         save_and_convert(marian_model(args.vocab), args.vocab, Path(temporary.name))
@@ -315,10 +307,6 @@ def main() -> None:
                                                                           strict=True))
     load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     temporary.cleanup()
-    allocator = "glibc malloc's defaults"
-    if args.malloc == "tuned":
-        allocator = ("glibc malloc tuned as the clearformer command tunes it (clearformer.allocator), in every "
-                     "worker but the one named for glibc's default malloc")
 
     rows = []
     for (name, beam), value in rate.items():
@@ -332,7 +320,7 @@ def main() -> None:
             f"{args.new_tokens} new tokens per sentence (<eos> suppressed until then, on every system), "
             f"vocabulary {args.vocab}, random weights, float32, {args.threads} threads, best of "
             f"{args.repeats} runs (1 for the uncached runs); each system in its own worker process, "
-            f"one computing at a time; {allocator}. Throughput counts returned tokens "
+            f"one computing at a time. Throughput counts returned tokens "
             f"({tokens} per run). Speed-up: clearformer with the cache, this many times faster (best "
             f"against best); per-round: the median over the {args.repeats} rounds of the same ratio within "
             f"each round. "
@@ -372,7 +360,7 @@ def stop_workers(processes) -> None:
 
 
 def ab_rounds(workers: dict, args) -> dict[tuple[str, int], list[float]]:
-    """The A/B: for every round, batch and variant (one optimisation off, or glibc's default malloc),
+    """The A/B: for every round, batch and variant (one optimisation off),
     the engine with everything on and the variant time the same batch back to back, in alternating
     order. Returns {(variant, beam): [time off / time on, one per pair]}."""
     ours = "clearformer, KV cache"
@@ -390,18 +378,18 @@ def ab_rounds(workers: dict, args) -> dict[tuple[str, int], list[float]]:
                         seconds[name] = workers[(name, beam)].recv()
                     ratios.setdefault((variant, beam), []).append(seconds[variant] / seconds[ours])
             print(f"round {round_ + 1} beam {beam}: " + ", ".join(
-                f"{name[len(AB_PREFIX):] if name.startswith(AB_PREFIX) else 'malloc'} "
+                f"{name[len(AB_PREFIX):]} "
                 f"{statistics.median(ratios[(name, beam)]):.3f}" for name in variants), flush=True)
     return ratios
 
 
 def ab_report(ratios: dict[tuple[str, int], list[float]], args, load: str) -> str:
-    """The A/B table: per optimisation (and the allocator) and search, the median over all pairs of
+    """The A/B table: per optimisation and search, the median over all pairs of
     time without it / time with it, and the middle half of those ratios."""
     rows = []
     for (name, beam), values in ratios.items():
         values = sorted(values)
-        switch = name[len(AB_PREFIX):] if name.startswith(AB_PREFIX) else "allocator (glibc malloc tuning)"
+        switch = name[len(AB_PREFIX):]
         median = statistics.median(values)
         quartiles = statistics.quantiles(values, n=4) if len(values) > 1 else [median, median, median]
         rows.append([switch, "greedy" if beam == 1 else f"beam {beam}", f"{median:.3f}x",
@@ -411,7 +399,7 @@ def ab_report(ratios: dict[tuple[str, int], list[float]], args, load: str) -> st
     return (f"{args.sentences} sentences in batches of {args.batch}, {args.new_tokens} new tokens each, vocabulary "
             f"{args.vocab}, the `small` size with random weights, {args.threads} threads, {args.repeats} rounds. "
             f"For every round, batch and optimisation, the engine with every optimisation on and the engine with "
-            f"that one off (one worker process; the allocator: a second worker with glibc's default malloc) "
+            f"that one off (one worker process) "
             f"decode the same batch back to back, in alternating order. Speed-up = time off / time on, per pair; "
             f"an optimisation stays if the median is at least 1.05x. 1-minute load average: {load}.\n\n"
             + markdown_table(["optimisation", "search", "median speed-up", "middle half of the pairs", "pairs",

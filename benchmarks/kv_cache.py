@@ -29,7 +29,7 @@ from clearformer.config import (
     preset,  # noqa: E402
     variant_overrides,  # noqa: E402
 )
-from clearformer.generate.engine import SETTINGS, Engine  # noqa: E402
+from clearformer.generate.engine import Engine  # noqa: E402
 from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel  # noqa: E402
 
@@ -124,15 +124,6 @@ def main() -> None:
         rows_speed.append([label] + [f"{speed:,.1f}" for speed in speeds])
         print(label, rows_speed[-1][1:], flush=True)
         del model
-    # The baseline of the in-place cache: the same MHA model, its cache re-concatenated every step.
-    model = build("mha", args.layers, max_len, args.device)
-    SETTINGS.in_place_cache = False
-    try:
-        speeds = [decode_speed(model, args.batch, context, args.steps, args.device) for context in args.contexts]
-    finally:
-        SETTINGS.in_place_cache = True
-    rows_speed.append(["MHA, cache grown by torch.cat"] + [f"{speed:,.1f}" for speed in speeds])
-    print(rows_speed[-1], flush=True)
     table_bytes = markdown_table(["variant", "formula (elements/token/layer)", "elements",
                                   "bytes/token/layer (measured, fp32)", f"bytes/token ({args.layers} layers)",
                                   "of MHA"], rows_bytes)
@@ -144,10 +135,8 @@ def main() -> None:
             f"tensors after decoding "
             f"and asserted equal to the formulas.\n\n{table_bytes}\n\n"
             f"Decode speed ({where}): batch {args.batch}, cache filled to the context, then {args.steps} "
-            f"single-token steps timed (after 2 warm-up steps) through the decoding engine. MHA/GQA/MQA "
-            f"caches grow in place (`generate/engine.py` KVBuffer; the first warm-up step moves the filled cache "
-            f"into a buffer with room), so a step reads the whole cache but copies only the new token's entries; "
-            f"MLA runs its own module, whose latent cache grows by torch.cat.\n\n{table_speed}")
+            f"single-token steps timed (after 2 warm-up steps) through the decoding engine "
+            f"(`generate/engine.py`); every cache grows by torch.cat.\n\n{table_speed}")
     if torch.device(args.device).type == "cuda":
         body += ("\n\nAt this model size a decode step on the GPU is bound by kernel launches (about 2 ms "
                  "per step whatever the variant), not by reading the cache, so these rows do not show the "

@@ -37,7 +37,6 @@ from clearformer import trace
 from clearformer.errors import UserError
 from clearformer.generate.greedy import DEFAULT_BOS_ID, DEFAULT_EOS_ID
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
-from clearformer.generate.top import row_topk
 
 STOP_RULES = ("bound", "current")
 
@@ -88,7 +87,7 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
         if t < min_length:
             logits[:, eos_id] = float("-inf")
         width = min(2 * beam, logits.shape[-1])
-        row_best, row_token = row_topk(logits, width)  # (n * k_cur, width)
+        row_best, row_token = logits.topk(width, dim=-1)  # (n * k_cur, width)
         row_scores = (row_best - normaliser[:, None] + beam_scores.reshape(-1, 1)).view(n, k_cur * width)
         top_scores, top_pos = row_scores.topk(min(2 * beam, k_cur * width), dim=1)  # sorted, best first
         top_beam = torch.div(top_pos, width, rounding_mode="floor")

@@ -1,28 +1,29 @@
 """The fast inference engine: one-token decoder steps over the model's own parameters.
 
-`model/` is written to be read: every call projects, splits heads, attends and concatenates through
-the modules, with a plain `torch.cat` cache. A decoding step pushes only one token per hypothesis
-through every layer, and at that size the general path's module calls, reshapes and mask handling
-cost as much as its arithmetic. `Engine.step` computes the same numbers (tests/generate/test_engine.py:
-logits equal to 1e-5, the same tokens) with the same weights read from the model at every step (no
-copy that a training step could leave stale), and departs from the model where measurement said it
-pays. Each optimisation has a switch in `SETTINGS`; `benchmarks/decode_speed.py --ab` times the
-engine with and without each one, alternating, and BENCHMARKS.md holds the result:
+`model/` is written to be read: every call goes through the modules, and a cached decoding step
+still recomputes the cross-attention keys and values from the encoder output and, in beam search,
+reads a copy of the encoder output per beam. `Engine.step` computes the same numbers (logits equal to
+1e-5, the same tokens: tests/generate/test_engine.py, tests/lm/test_lm_engine.py) with the weights
+read from the model's modules at every step (no copy that a training step could leave stale), and
+departs from the model in two places, each kept because it paid in `benchmarks/decode_speed.py --ab`
+(each switched off against on, batch by batch, alternating; medians of the per-pair ratios, on a
+loaded 2-core machine; BENCHMARKS.md, "Decoding engine"):
 
-* `engine`: the search runs `Engine.step` instead of `model.decode` + `model.project` with the
-  model's cache (and the memory repeated per beam). Also the explain view's switch: under a
-  `trace.Recorder` the search always runs the model's own modules.
+* `engine`: one token per hypothesis per step through plain functions over the layers' weights
+  (`F.linear`, `F.layer_norm`, two small products for attention), with the cross-attention keys and
+  values computed once from the encoder output. Against the model path (`model.decode` +
+  `model.project` with the model's cache): greedy 1.56x, beam 4 2.12x faster (1 thread).
+  The model path still runs whenever a `trace.Recorder` is active (the explain view records the
+  real modules) and for models not built from `DecoderLayer`s.
 * `shared_memory`: in cross-attention the beams of a sentence are stacked as query rows of that
-  sentence's one memory row (`few_query_attention`) instead of reading `beam` copies of its keys
-  and values.
-* `in_place_cache`: self-attention keys and values grow in buffers with room along time
-  (`KVBuffer`), so a step writes only its own token instead of copying the cache (`torch.cat`).
-* `skinny_products`: a linear layer over a few rows runs as (W x^T + b)^T (`linear`).
-* `block_topk`: argmax / top-k of the logits block by block (`generate/top.py`).
+  sentence's one memory row (`few_query_attention`) instead of reading `beam` copies of it:
+  beam 4 1.09x (1 thread).
 
-Measured and dropped (BENCHMARKS.md's history): a oneDNN-prepacked output weight (a second copy of
-the weights through private torch ops); glibc malloc tuning (`clearformer.allocator`), which made no
-difference in the decode benchmark.
+Measured and dropped (did not pay 5% end-to-end): self-attention caches growing in place in
+buffers with room (0.97-0.98x: the caches here are short and beam search reorders them every step),
+products laid out as W x^T for skinny inputs (0.91-0.94x), block-wise argmax / top-k of the logits
+(0.99-1.00x), glibc malloc tuning (`allocator.py`, 0.98-1.03x); earlier, a oneDNN-prepacked output
+weight (a second copy of the weights, through private torch ops).
 """
 
 from __future__ import annotations
@@ -35,36 +36,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer import trace
-from clearformer.model.attention import MultiHeadAttention
+from clearformer.model.attention import MultiHeadAttention, extend_cache
 from clearformer.model.layers import AddNorm, DecoderLayer
-
-FEW_ROWS = 128  # beam 4 x 32 sentences: up to here a product runs as W x^T (see `linear`)
-MIN_ROOM = 16  # positions a new KV buffer holds at least
 
 
 @dataclass
 class EngineSettings:
-    """The engine's optimisations, each on by default; the benchmark turns them off one by one."""
+    """The engine's optimisations, each on by default; `decode_speed.py --ab` turns them off one by one."""
 
     engine: bool = True
     shared_memory: bool = True
-    in_place_cache: bool = True
-    skinny_products: bool = True
-    block_topk: bool = True
 
 
 SETTINGS = EngineSettings()
-
-
-def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """layer(x) for x (rows, in) -> (rows, out). For a few rows on CPU MKL runs x W^T well below its
-    matmul rate (it re-packs the large weight each call); the transpose W x^T + b runs faster, and the
-    result is returned as a transposed view (the next operation reads it as it is)."""
-    if not (SETTINGS.skinny_products and x.is_cpu and x.shape[0] <= FEW_ROWS):
-        return F.linear(x, layer.weight, layer.bias)
-    if layer.bias is None:
-        return (layer.weight @ x.t()).t()
-    return torch.addmm(layer.bias.unsqueeze(1), layer.weight, x.t()).t()
 
 
 def few_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
@@ -89,50 +73,13 @@ def few_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale
     return out.reshape(rows, heads, -1)
 
 
-class KVBuffer:
-    """One layer's self-attention keys and values, (rows, kv_heads, t, d_head) each, in buffers with
-    room along t when `SETTINGS.in_place_cache` (else each append reallocates, as `torch.cat` does).
-
-    After a reorder (beam search, every step) the kept rows are compact and the next append grows by
-    reallocation: copying the spare room along with the rows measured slower than that (profiled on
-    beam 4 before this engine existed).
-    """
-
-    def __init__(self, keys: torch.Tensor | None = None, values: torch.Tensor | None = None) -> None:
-        self.keys, self.values = keys, values
-        self.length = 0 if keys is None else keys.shape[2]
-        self.reordered = False
-
-    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """k, v (rows, kv_heads, 1, d) -> every position so far, (rows, kv_heads, t + 1, d) views."""
-        t = self.length
-        if self.keys is None or self.keys.shape[2] == t:
-            room = t + 1 if self.reordered or not SETTINGS.in_place_cache else max(MIN_ROOM, 2 * (t + 1))
-            self.keys, self.values = (self._grown(old, new, room) for old, new in ((self.keys, k), (self.values, v)))
-        self.keys[:, :, t:t + 1] = k
-        self.values[:, :, t:t + 1] = v
-        self.length = t + 1
-        return self.keys[:, :, :t + 1], self.values[:, :, :t + 1]
-
-    def _grown(self, old: torch.Tensor | None, new: torch.Tensor, room: int) -> torch.Tensor:
-        buffer = new.new_empty(new.shape[0], new.shape[1], room, new.shape[3])
-        if old is not None:
-            buffer[:, :, :self.length] = old[:, :, :self.length]
-        return buffer
-
-    def select(self, rows: torch.Tensor) -> None:
-        """Keep hypotheses `rows` (new_rows,), in that order."""
-        self.keys = self.keys[:, :, :self.length].index_select(0, rows)
-        self.values = self.values[:, :, :self.length].index_select(0, rows)
-        self.reordered = True
-
-
 class Engine:
     """Cached one-token decoding steps for a `Transformer` (with `memory`) or a `LanguageModel`.
 
     memory (sentences, src_len, d_model) and src_mask (sentences, 1, 1, src_len) from `model.encode`;
     `step(tokens, position)` feeds one token per hypothesis (rows = sentences x hypotheses each) and
-    returns their next-token logits (rows, vocab); `select` keeps and reorders hypotheses.
+    returns their next-token logits (rows, vocab); `select` keeps and reorders hypotheses. The
+    self-attention caches are the model's own kind (a dict per layer, see `model.new_cache`).
     """
 
     def __init__(self, model: nn.Module, memory: torch.Tensor | None = None,
@@ -140,11 +87,9 @@ class Engine:
         self.model = model
         self.embed = model.tgt_embed if hasattr(model, "tgt_embed") else model.embed
         self.layers = list(model.decoder.layers)
-        self.self_caches: list = [KVBuffer() if isinstance(layer.self_attention, MultiHeadAttention) else {}
-                                  for layer in self.layers]
+        self.self_caches: list[dict] = [{} for _ in self.layers]
         self.src_mask = src_mask
-        self.cross = [] if memory is None else [self.memory_keys(layer.cross_attention, memory)
-                                                for layer in self.layers]
+        self.cross = [] if memory is None else [memory_keys(layer.cross_attention, memory) for layer in self.layers]
 
     @staticmethod
     def supports(model: nn.Module) -> bool:
@@ -152,22 +97,9 @@ class Engine:
         decoder = getattr(model, "decoder", None)
         return decoder is not None and all(isinstance(layer, DecoderLayer) for layer in decoder.layers)
 
-    @staticmethod
-    def memory_keys(attention: MultiHeadAttention, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The cross-attention keys and values of one layer, each (sentences, kv_heads, src_len, d_head)."""
-        sentences, src_len, _ = memory.shape
-        split = (sentences, src_len, attention.n_kv_heads, attention.d_head)
-        k = attention.w_k(memory).view(split).transpose(1, 2).contiguous()
-        return k, attention.w_v(memory).view(split).transpose(1, 2).contiguous()
-
     def adopt(self, cache: list[dict]) -> None:
         """Take over a model cache filled by a forward pass over a prompt (the LM's prefill)."""
-        for index, layer_cache in enumerate(cache):
-            entries = layer_cache.get("self", {})
-            if isinstance(self.self_caches[index], KVBuffer):
-                self.self_caches[index] = KVBuffer(entries["k"], entries["v"])
-            else:
-                self.self_caches[index] = entries
+        self.self_caches = [layer.get("self", {}) for layer in cache]
 
     def step(self, tokens: torch.Tensor, position: int) -> torch.Tensor:
         """tokens (rows,) at absolute `position` -> next-token logits (rows, vocab)."""
@@ -189,17 +121,17 @@ class Engine:
 
     def self_attention(self, index: int, attention: nn.Module, h: torch.Tensor, position: int) -> torch.Tensor:
         """Masked self-attention of the newest token over the cache: h (rows, d_model) -> (rows, d_model).
-        A single newest query may see every cached key, so no mask is needed. MLA runs its own module."""
+        The newest query may see every cached key, so no mask is needed. MLA runs its own module."""
         cache = self.self_caches[index]
-        if not isinstance(cache, KVBuffer):
+        if not isinstance(attention, MultiHeadAttention):
             return attention(h[:, None], cache=cache, position=position)[:, 0]
         rows, d_head = h.shape[0], attention.d_head
-        q = linear(attention.w_q, h).reshape(rows, attention.n_heads, 1, d_head)
-        k = linear(attention.w_k, h).reshape(rows, attention.n_kv_heads, 1, d_head)
-        v = linear(attention.w_v, h).reshape(rows, attention.n_kv_heads, 1, d_head)
+        q = linear(attention.w_q, h).view(rows, attention.n_heads, 1, d_head)
+        k = linear(attention.w_k, h).view(rows, attention.n_kv_heads, 1, d_head)
+        v = linear(attention.w_v, h).view(rows, attention.n_kv_heads, 1, d_head)
         if attention.rotary is not None:
             q, k = attention.rotary(q, position), attention.rotary(k, position)
-        k, v = cache.append(k, v)
+        k, v = extend_cache(cache, "k", k, dim=2), extend_cache(cache, "v", v, dim=2)
         out = few_query_attention(q[:, :, 0], k, v, 1.0 / math.sqrt(d_head))
         return linear(attention.w_o, out.reshape(rows, -1))
 
@@ -211,20 +143,30 @@ class Engine:
         if not SETTINGS.shared_memory and k.shape[0] < rows:  # every beam reads its own copy
             per_source = rows // k.shape[0]
             k, v, mask = (t.repeat_interleave(per_source, dim=0) for t in (k, v, mask))
-        q = linear(attention.w_q, h).reshape(rows, attention.n_heads, attention.d_head)
+        q = linear(attention.w_q, h).view(rows, attention.n_heads, attention.d_head)
         out = few_query_attention(q, k, v, 1.0 / math.sqrt(attention.d_head), mask)
         return linear(attention.w_o, out.reshape(rows, -1))
 
     def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
         """Keep hypotheses `rows` and, when given, sentences `sentences` (see `DecoderState.select`)."""
-        for index, cache in enumerate(self.self_caches):
-            if isinstance(cache, KVBuffer):
-                cache.select(rows)
-            else:
-                self.self_caches[index] = {name: t.index_select(0, rows) for name, t in cache.items()}
+        self.self_caches = [{name: t.index_select(0, rows) for name, t in cache.items()}
+                            for cache in self.self_caches]
         if sentences is not None and self.cross:
             self.cross = [(k.index_select(0, sentences), v.index_select(0, sentences)) for k, v in self.cross]
             self.src_mask = self.src_mask.index_select(0, sentences)
+
+
+def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """layer(x) for x (rows, in_features) -> (rows, out_features), without the module call."""
+    return F.linear(x, layer.weight, layer.bias)
+
+
+def memory_keys(attention: MultiHeadAttention, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The cross-attention keys and values of one layer, each (sentences, kv_heads, src_len, d_head)."""
+    sentences, src_len, _ = memory.shape
+    split = (sentences, src_len, attention.n_kv_heads, attention.d_head)
+    k = linear(attention.w_k, memory).view(split).transpose(1, 2).contiguous()
+    return k, linear(attention.w_v, memory).view(split).transpose(1, 2).contiguous()
 
 
 def residual(add_norm: AddNorm, x: torch.Tensor, sublayer) -> torch.Tensor:

@@ -13,7 +13,6 @@ import importlib.util
 import os
 import sys
 
-from clearformer.allocator import keep_freed_memory
 from clearformer.errors import UserError
 from clearformer.validation import reject_non_finite
 
@@ -53,7 +52,6 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    keep_freed_memory()  # decoding and training reuse freed blocks instead of faulting in new pages
     try:
         reject_non_finite(args)
         return int(args.func(args) or 0)

@@ -200,8 +200,8 @@ def decode_lines(tokenizer, ids: list[int]) -> str:
 
 
 def run_generate(args) -> int:
+    from clearformer.generate.sampling import SamplingSettings, generate
     from clearformer.lm.data import prompt_ids
-    from clearformer.sampling import SamplingSettings, generate
 
     settings = SamplingSettings(args.temperature, args.top_k, args.top_p, args.greedy, args.seed)
     settings.check()

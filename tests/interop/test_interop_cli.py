@@ -129,8 +129,8 @@ def test_import_errors_are_one_line(tmp_path, capsys):
 
 def test_lm_generate_and_explain_on_an_imported_gpt2(tmp_path, capsys):
     pytest.importorskip("tokenizers")
+    from clearformer.generate.sampling import SamplingSettings, generate
     from clearformer.interop.gpt2 import load_gpt2
-    from clearformer.sampling import SamplingSettings, generate
 
     folder, _ = gpt2_folder(tmp_path / "gpt2")
     run = tmp_path / "run"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 
 from clearformer.explain.walkthrough import Matrix, Step, Walkthrough, build_walkthrough
-from clearformer.model.cache import kv_cache_bytes_per_token
 from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.model.cache import kv_cache_bytes_per_token
 from clearformer.trace import Record, Recorder
 
 # What the terminal shows by default (--full shows every step).

@@ -19,15 +19,17 @@ Each system runs in its own worker process (clearformer, Transformers, CTranslat
 the main process only asks them in turn to time a run, so only one computes at a time. In one
 shared process the systems slowed each other: clearformer's beam 4 ran 10-30% slower once
 CTranslate2 (its own OpenMP runtime and allocations) had run in the same process, an effect no
-user who runs one translator sees. Every worker gets the same malloc setting, --malloc: "tuned"
-(default) is what the `clearformer` command sets (`clearformer.allocator`), "system" leaves glibc's
-default. With "tuned", one more worker runs clearformer's cached decoding with glibc's defaults, to
-show what the setting is worth.
+user who runs one translator sees.
+
+`--ab` instead times clearformer's decoding engine against itself with each of its optimisations
+switched off (`clearformer.generate.engine.SETTINGS`), batch by batch in alternating order, and
+writes the medians of the per-pair ratios to its own section of BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import os
 import random
@@ -44,9 +46,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import ct2_export_row  # noqa: E402
 from benchmarks.report import markdown_table, write_section  # noqa: E402
-from clearformer.allocator import keep_freed_memory  # noqa: E402
 from clearformer.config import preset  # noqa: E402
-from clearformer.generate import beam_search, greedy_decode, pad_batch  # noqa: E402
+from clearformer.generate import SETTINGS, beam_search, greedy_decode, pad_batch  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
 
 SIZE = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
@@ -85,11 +86,22 @@ def time_once(run) -> float:
 # ----------------------------------------------------------------------------- the three systems
 
 
-def clearformer_runner(model, batches, beam: int, new_tokens: int, use_cache: bool):
+def clearformer_runner(model, batches, beam: int, new_tokens: int, use_cache: bool, off: str | None = None):
+    """The timed run; `off` names one of the engine's optimisations (`generate.engine.SETTINGS`) to
+    switch off during it."""
     inputs = [pad_batch(b, model.config.pad_id) for b in batches]
 
-    def run(warm_up: bool = False):
-        for src in inputs[:1] if warm_up else inputs:
+    def run(warm_up: bool = False, batch: int | None = None):
+        if off is not None:
+            setattr(SETTINGS, off, False)
+        try:
+            decode(inputs[:1] if warm_up else inputs if batch is None else inputs[batch: batch + 1])
+        finally:
+            if off is not None:
+                setattr(SETTINGS, off, True)
+
+    def decode(inputs):
+        for src in inputs:
             if beam == 1:
                 # with_scores=False: as `translate` calls it (Transformers returns no scores either)
                 out = greedy_decode(model, src, max_new=new_tokens, min_length=new_tokens,
@@ -173,7 +185,8 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
     return run
 
 
-DEFAULT_MALLOC = "clearformer, KV cache, glibc's default malloc"  # the same runs, without clearformer.allocator
+AB_PREFIX = "clearformer, engine without "  # the same runs with one optimisation of the engine switched off
+SWITCHES = [name for name in vars(SETTINGS)]
 
 
 def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], object]:
@@ -182,16 +195,17 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
     batches = make_batches(lengths, args.vocab, args.batch, args.seed)
     new = args.new_tokens
     runs = {}
-    if system in ("clearformer", DEFAULT_MALLOC):
+    if system == "clearformer":
         torch.manual_seed(args.seed)
         model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
                                    max_len=512)).eval()
         for beam in (1, 4):
-            if system == DEFAULT_MALLOC:
-                runs[(DEFAULT_MALLOC, beam)] = clearformer_runner(model, batches, beam, new, True)
-                continue
             runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, beam, new, True)
-            runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches, beam, new, False)
+            for switch in (args.ab or []):
+                if switch != "shared_memory" or beam > 1:  # greedy has one row per memory row anyway
+                    runs[(AB_PREFIX + switch, beam)] = clearformer_runner(model, batches, beam, new, True, switch)
+            if not args.skip_uncached:
+                runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches, beam, new, False)
     elif system == "transformers":
         from transformers import MarianMTModel
 
@@ -213,15 +227,15 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
 
 def serve_system(connection, system: str, args, directory: str) -> None:
     """Worker process: build and warm up one system's runs, then time the run asked for until told to stop."""
-    if args.malloc == "tuned" and system != DEFAULT_MALLOC:
-        keep_freed_memory()
     torch.set_num_threads(args.threads)
     runs = build_runs(system, args, Path(directory))
     for run in runs.values():
         run(warm_up=True)
     connection.send(list(runs))
     while (key := connection.recv()) is not None:
-        connection.send(time_once(runs[tuple(key)]))
+        # (name, beam): every batch; (name, beam, i): batch i only (the A/B pairs)
+        run = runs[tuple(key[:2])]
+        connection.send(time_once(run if len(key) == 2 else functools.partial(run, batch=key[2])))
 
 
 # ----------------------------------------------------------------------------- main
@@ -237,16 +251,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
-    parser.add_argument("--malloc", choices=("tuned", "system"), default="tuned",
-                        help="glibc malloc in every worker: as the clearformer command sets it, or the default")
     parser.add_argument("--skip-peers", action="store_true",
                         help="clearformer only (no transformers / ctranslate2)")
+    parser.add_argument("--skip-uncached", action="store_true", help="leave out the runs without the KV cache")
+    parser.add_argument("--ab", nargs="*", choices=SWITCHES, default=None, metavar="SWITCH",
+                        help="instead of the comparison with peers: time the engine with each of these "
+                             "optimisations switched off against it with all on, batch by batch, alternating "
+                             f"(no names: all of {', '.join(SWITCHES)}). "
+                             "Writes its own section of BENCHMARKS.md")
     args = parser.parse_args()
+    if args.ab == []:
+        args.ab = list(SWITCHES)
+    if args.ab is not None:  # the A/B compares the engine with itself only
+        args.skip_peers = args.skip_uncached = True
 
     _, where = source_lengths(args.sentences, args.seed)
     tokens = args.sentences * args.new_tokens
     temporary = tempfile.TemporaryDirectory()
-    systems = ["clearformer"] + ([DEFAULT_MALLOC] if args.malloc == "tuned" else [])
+    systems = ["clearformer"]
     if not args.skip_peers:
         systems += ["transformers", "ctranslate2", ct2_export_row.SYSTEM]
         save_and_convert(marian_model(args.vocab), args.vocab, Path(temporary.name))
@@ -254,21 +276,18 @@ def main() -> None:
     # Round-robin over the systems, best time of each: a busy machine slows every system alike
     # instead of whichever happened to run during a burst of other work.
     load_before = os.getloadavg()[0]
-    spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no shared threads or heap
-    workers: dict[tuple[str, int], object] = {}
-    processes = []
-    for system in systems:
-        ours_end, theirs = spawn.Pipe()
-        process = spawn.Process(target=serve_system, args=(theirs, system, args, temporary.name), daemon=True)
-        process.start()
-        theirs.close()  # the worker holds that end now: if it dies, recv() below raises instead of waiting
-        processes.append((process, ours_end))
-        try:
-            offered = ours_end.recv()  # the runs it offers, once built and warmed up
-        except EOFError:
-            sys.exit(f"decode_speed: the {system} worker stopped before its runs were ready (its error is above)")
-        for key in offered:
-            workers[tuple(key)] = ours_end
+    workers, processes = start_workers(systems, args, temporary.name)
+    if args.ab is not None:
+        ab = ab_rounds(workers, args)
+        stop_workers(processes)
+        load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+        temporary.cleanup()
+        report = ab_report(ab, args, load)
+        print(report)
+        if not args.no_write:
+            write_section("decode_engine_ab", "Decoding engine: each optimisation switched off (alternating A/B)",
+                          report)
+        return
     best: dict[tuple[str, int], float] = {}
     rounds: dict[tuple[str, int], list[float]] = {}
     cached = [key for key in workers if "no cache" not in key[0]]
@@ -279,9 +298,7 @@ def main() -> None:
         best[(name, beam)] = min(seconds, best.get((name, beam), seconds))
         rounds.setdefault((name, beam), []).append(seconds)
         print(f"{name:40s} beam {beam}: {seconds:7.2f} s  {tokens / seconds:8.0f} tok/s", flush=True)
-    for process, connection in processes:
-        connection.send(None)
-        process.join()
+    stop_workers(processes)
     rate = {key: tokens / seconds for key, seconds in best.items()}
     ours = "clearformer, KV cache"
     # Each round times every system once, close together: the ratio within a round cancels most of a
@@ -293,10 +310,6 @@ def main() -> None:
                                                                           strict=True))
     load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     temporary.cleanup()
-    allocator = "glibc malloc's defaults"
-    if args.malloc == "tuned":
-        allocator = ("glibc malloc tuned as the clearformer command tunes it (clearformer.allocator), in every "
-                     "worker but the one named for glibc's default malloc")
 
     rows = []
     for (name, beam), value in rate.items():
@@ -310,7 +323,7 @@ def main() -> None:
             f"{args.new_tokens} new tokens per sentence (<eos> suppressed until then, on every system), "
             f"vocabulary {args.vocab}, random weights, float32, {args.threads} threads, best of "
             f"{args.repeats} runs (1 for the uncached runs); each system in its own worker process, "
-            f"one computing at a time; {allocator}. Throughput counts returned tokens "
+            f"one computing at a time. Throughput counts returned tokens "
             f"({tokens} per run). Speed-up: clearformer with the cache, this many times faster (best "
             f"against best); per-round: the median over the {args.repeats} rounds of the same ratio within "
             f"each round. "
@@ -321,6 +334,79 @@ def main() -> None:
     print(body)
     if not args.no_write:
         write_section("decode_speed", "Decoding speed (greedy and beam 4, KV cache, peers)", body)
+
+
+def start_workers(systems: list[str], args, directory: str):
+    """One worker process per system, each built and warmed up: ({(name, beam): its connection}, processes)."""
+    spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no shared threads or heap
+    workers: dict[tuple[str, int], object] = {}
+    processes = []
+    for system in systems:
+        ours_end, theirs = spawn.Pipe()
+        process = spawn.Process(target=serve_system, args=(theirs, system, args, directory), daemon=True)
+        process.start()
+        theirs.close()  # the worker holds that end now: if it dies, recv() below raises instead of waiting
+        processes.append((process, ours_end))
+        try:
+            offered = ours_end.recv()  # the runs it offers, once built and warmed up
+        except EOFError:
+            sys.exit(f"decode_speed: the {system} worker stopped before its runs were ready (its error is above)")
+        for key in offered:
+            workers[tuple(key)] = ours_end
+    return workers, processes
+
+
+def stop_workers(processes) -> None:
+    for process, connection in processes:
+        connection.send(None)
+        process.join()
+
+
+def ab_rounds(workers: dict, args) -> dict[tuple[str, int], list[float]]:
+    """The A/B: for every round, batch and variant (one optimisation off),
+    the engine with everything on and the variant time the same batch back to back, in alternating
+    order. Returns {(variant, beam): [time off / time on, one per pair]}."""
+    ours = "clearformer, KV cache"
+    batches = -(-args.sentences // args.batch)
+    ratios: dict[tuple[str, int], list[float]] = {}
+    for round_ in range(args.repeats):
+        for beam in (1, 4):
+            variants = [name for name, b in workers if b == beam and name != ours]
+            for index in range(batches):
+                for turn, variant in enumerate(variants):
+                    order = [ours, variant] if (round_ + index + turn) % 2 == 0 else [variant, ours]
+                    seconds = {}
+                    for name in order:
+                        workers[(name, beam)].send((name, beam, index))
+                        seconds[name] = workers[(name, beam)].recv()
+                    ratios.setdefault((variant, beam), []).append(seconds[variant] / seconds[ours])
+            print(f"round {round_ + 1} beam {beam}: " + ", ".join(
+                f"{name[len(AB_PREFIX):]} "
+                f"{statistics.median(ratios[(name, beam)]):.3f}" for name in variants), flush=True)
+    return ratios
+
+
+def ab_report(ratios: dict[tuple[str, int], list[float]], args, load: str) -> str:
+    """The A/B table: per optimisation and search, the median over all pairs of
+    time without it / time with it, and the middle half of those ratios."""
+    rows = []
+    for (name, beam), values in ratios.items():
+        values = sorted(values)
+        switch = name[len(AB_PREFIX):]
+        median = statistics.median(values)
+        quartiles = statistics.quantiles(values, n=4) if len(values) > 1 else [median, median, median]
+        rows.append([switch, "greedy" if beam == 1 else f"beam {beam}", f"{median:.3f}x",
+                     f"{quartiles[0]:.3f}x .. {quartiles[2]:.3f}x", len(values),
+                     "pays" if median >= 1.05 else "does not pay"])
+    rows.sort(key=lambda row: (row[0], row[1]))
+    return (f"{args.sentences} sentences in batches of {args.batch}, {args.new_tokens} new tokens each, vocabulary "
+            f"{args.vocab}, the `small` size with random weights, {args.threads} threads, {args.repeats} rounds. "
+            f"For every round, batch and optimisation, the engine with every optimisation on and the engine with "
+            f"that one off (one worker process) "
+            f"decode the same batch back to back, in alternating order. Speed-up = time off / time on, per pair; "
+            f"an optimisation stays if the median is at least 1.05x. 1-minute load average: {load}.\n\n"
+            + markdown_table(["optimisation", "search", "median speed-up", "middle half of the pairs", "pairs",
+                              "verdict"], rows))
 
 
 if __name__ == "__main__":

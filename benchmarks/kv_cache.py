@@ -4,7 +4,7 @@
    formulas (MHA 2 n_h d_h, GQA 2 n_g d_h, MQA 2 d_h, MLA d_c + d_h^R elements).
 2. Decode tokens/s at 1k and 4k tokens of context, batch 8: the cache is filled to the context
    length (random values: speed does not depend on them), then `--steps` tokens are decoded one
-   at a time through the model's own cached path.
+   at a time through the decoding engine (`clearformer.generate.engine`), as `lm generate` does.
 
 Model: d_model=512, 8 heads (d_h = 64), d_ff=2048, `--layers` layers, vocabulary 4000; MLA with the
 paper's proportions d_c = 4 d_h = 256, d_h^R = d_h / 2 = 32; GQA with 2 key/value heads.
@@ -29,6 +29,7 @@ from clearformer.config import (
     preset,  # noqa: E402
     variant_overrides,  # noqa: E402
 )
+from clearformer.generate.engine import Engine  # noqa: E402
 from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel  # noqa: E402
 
@@ -36,11 +37,6 @@ VARIANTS = [("MHA", "mha", None), ("GQA (2 kv heads)", "gqa", None), ("MQA", "mq
             ("MLA naive", "mla", False), ("MLA absorbed", "mla", True)]
 FORMULAS = {"mha": "2 n_h d_h", "gqa": "2 n_g d_h", "mqa": "2 d_h", "mla": "d_c + d_h^R"}
 SEQ_DIM = {"k": 2, "v": 2, "latent": 1, "k_rope": 1}
-
-
-def concatenating_append(cached, new, dim):
-    """The cache as it grew before `model/kv_buffer.py`: torch.cat copies all of it at every step."""
-    return new if cached is None else torch.cat([cached, new], dim=dim)
 
 
 def build(variant: str, layers: int, max_len: int, device) -> LanguageModel:
@@ -83,14 +79,15 @@ def sync(device) -> None:
 
 @torch.inference_mode()
 def decode_speed(model: LanguageModel, batch: int, context: int, steps: int, device) -> float:
-    cache = filled_cache(model, batch, context, device)
-    token = torch.randint(4, 4000, (batch, 1), device=device)
+    engine = Engine(model)
+    engine.adopt(filled_cache(model, batch, context, device))
+    token = torch.randint(4, 4000, (batch,), device=device)
     for warm in range(2):
-        model(token, cache, context + warm)
+        engine.step(token, context + warm)
     sync(device)
     start = time.perf_counter()
     for step in range(steps):
-        model(token, cache, context + 2 + step)
+        engine.step(token, context + 2 + step)
     sync(device)
     return batch * steps / (time.perf_counter() - start)
 
@@ -127,17 +124,6 @@ def main() -> None:
         rows_speed.append([label] + [f"{speed:,.1f}" for speed in speeds])
         print(label, rows_speed[-1][1:], flush=True)
         del model
-    # The baseline the in-place cache replaced: the same MHA model, its cache re-concatenated every step.
-    import clearformer.model.attention as attention
-
-    model = build("mha", args.layers, max_len, args.device)
-    in_place, attention.append_in_time = attention.append_in_time, concatenating_append
-    try:
-        speeds = [decode_speed(model, args.batch, context, args.steps, args.device) for context in args.contexts]
-    finally:
-        attention.append_in_time = in_place
-    rows_speed.append(["MHA, cache grown by torch.cat (before)"] + [f"{speed:,.1f}" for speed in speeds])
-    print(rows_speed[-1], flush=True)
     table_bytes = markdown_table(["variant", "formula (elements/token/layer)", "elements",
                                   "bytes/token/layer (measured, fp32)", f"bytes/token ({args.layers} layers)",
                                   "of MHA"], rows_bytes)
@@ -149,9 +135,8 @@ def main() -> None:
             f"tensors after decoding "
             f"and asserted equal to the formulas.\n\n{table_bytes}\n\n"
             f"Decode speed ({where}): batch {args.batch}, cache filled to the context, then {args.steps} "
-            f"single-token steps timed (after 2 warm-up steps). Caches grow in place "
-            f"(`model/kv_buffer.py`; the first warm-up step moves the filled cache into a buffer with room), "
-            f"so a step reads the whole cache but copies only the new token's entries.\n\n{table_speed}")
+            f"single-token steps timed (after 2 warm-up steps) through the decoding engine "
+            f"(`generate/engine.py`); every cache grows by torch.cat.\n\n{table_speed}")
     if torch.device(args.device).type == "cuda":
         body += ("\n\nAt this model size a decode step on the GPU is bound by kernel launches (about 2 ms "
                  "per step whatever the variant), not by reading the cache, so these rows do not show the "

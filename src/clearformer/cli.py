@@ -13,8 +13,8 @@ import importlib.util
 import os
 import sys
 
-from clearformer.allocator import keep_freed_memory
 from clearformer.errors import UserError
+from clearformer.validation import reject_non_finite
 
 COMMAND_MODULES = [
     "clearformer.commands.info",
@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    keep_freed_memory()  # decoding and training reuse freed blocks instead of faulting in new pages
     try:
+        reject_non_finite(args)
         return int(args.func(args) or 0)
     except UserError as error:
         print(f"clearformer {args.command}: error: {error}", file=sys.stderr)

@@ -382,3 +382,32 @@ def test_console_script():
     assert done.returncode == 1 and done.stderr == ""
     assert {(s["step"], w["row"], w["col"]) for s in json.loads(done.stdout)["steps"] for w in s["wrong"]} \
         == SEED_002_FLAGGED
+
+
+# ----------------------------------------------------------------------------- input limits (issue 14)
+
+
+def _check_cli(capsys, path: Path) -> tuple[int, str]:
+    code = main(["check", str(path)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"tokens": ' + "[" * 50_000 + "]" * 50_000 + "}"])
+def test_deeply_nested_json_is_unusable_not_a_traceback(tmp_path, capsys, text):
+    path = tmp_path / "deep.json"
+    path.write_text(text, encoding="utf-8")
+    code, err = _check_cli(capsys, path)
+    assert code == 2  # 2: unusable input; 1 means "found wrong cells"
+    assert err.strip() == f"clearformer check: error: {path}: JSON nested too deeply (a worked example needs " \
+                          "lists of lists)"
+
+
+def test_a_file_over_the_size_limit_is_refused_before_reading(tmp_path, capsys):
+    from clearformer.limits import MAX_CHECK_FILE_BYTES
+
+    path = tmp_path / "big.json"
+    with open(path, "wb") as stream:
+        stream.truncate(MAX_CHECK_FILE_BYTES + 1)  # sparse: no memory or disk spent on the test
+    code, err = _check_cli(capsys, path)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{MAX_CHECK_FILE_BYTES + 1:,} bytes; a worked example is at most {MAX_CHECK_FILE_BYTES:,}" in err

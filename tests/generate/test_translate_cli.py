@@ -67,7 +67,7 @@ def test_translate_early_stopping_rule_and_alpha_reach_beam_search(checkpoint, c
 def test_translate_uses_latest_run_without_checkpoint(checkpoint, tmp_path, capsys, monkeypatch):
     from clearformer.runs import mark_latest
 
-    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path))  # LATEST marks only runs under the runs folder
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
     mark_latest(checkpoint)
     code, out, _ = run_cli(["translate", "I love you"], capsys)
     assert code == 0 and out == expected(checkpoint, ["I love you"])[0] + "\n"
@@ -165,3 +165,65 @@ def test_translate_api_keeps_order_across_batches(checkpoint):
     assert sum(calls) == len(sentences)
     assert together[1] == ""
     assert torch.is_inference_mode_enabled() is False
+
+
+# ----------------------------------------------------------------------------- reliability (issue 14)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+@pytest.mark.parametrize("command", ["translate", "evaluate"])
+def test_non_finite_numbers_are_one_line_errors(checkpoint, capsys, command, value):
+    args = [command, "--beam", "4", f"--alpha={value}", "--checkpoint", str(checkpoint)]
+    code, out, err = run_cli([*args, "I love you"] if command == "translate" else args, capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == f"clearformer {command}: error: --alpha must be a finite number, not {float(value)}"
+
+
+@pytest.mark.parametrize("argv", [["lm", "generate", "In", "--temperature", "nan"],
+                                  ["lm", "generate", "In", "--top-p", "inf"],
+                                  ["train", "--minutes", "nan"], ["train", "--lr-factor=-inf"],
+                                  ["data", "build", "custom", "--valid-fraction", "nan"]])
+def test_no_float_option_of_any_command_takes_nan_or_inf(capsys, argv):
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "must be a finite number" in err
+
+
+def test_output_that_is_a_directory_is_a_one_line_error(checkpoint, tmp_path, capsys):
+    code, out, err = run_cli(["translate", "I love you", "--output", str(tmp_path), "--checkpoint",
+                              str(checkpoint)], capsys)
+    assert code == 2 and out == "" and err.strip().endswith("is a directory; give a file path")
+    (tmp_path / "file").write_text("x")
+    code, _, err = run_cli(["translate", "I love you", "--output", str(tmp_path / "file" / "out.txt"),
+                            "--checkpoint", str(checkpoint)], capsys)
+    assert code == 2 and "is a file, not a directory" in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_word_errors_do_not_echo_a_huge_input(checkpoint, capsys):
+    code, out, err = run_cli(["translate", "z" * 100_000, "--checkpoint", str(checkpoint)], capsys)
+    assert code == 2 and err.strip().endswith("error: sentence of 100,000 characters; at most 2,000")
+    word = "z" * 1_500  # under the sentence limit: quoted up to 200 characters, then an ellipsis
+    code, out, err = run_cli(["translate", word, "--checkpoint", str(checkpoint)], capsys)
+    assert code == 2 and len(err) < 400 and "every word is unknown" in err and "... (1,500 characters" in err
+    code, out, err = run_cli(["translate", f"I love {word}", "--checkpoint", str(checkpoint)], capsys)
+    assert code == 0 and len(err) < 400 and "warning" in err and "... (1,500 characters" in err
+
+
+def test_invalid_utf8_is_named_with_its_line(checkpoint, tmp_path):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "clearformer.cli", "translate", "--checkpoint", str(checkpoint)]
+    bad = subprocess.run(command, input=b"I love you\n\xff\xfe cat\n", capture_output=True, env=env)
+    assert bad.returncode == 2 and bad.stdout == b""
+    assert bad.stderr.decode().strip() == "clearformer translate: error: <stdin>:2: not UTF-8 text"
+    source = tmp_path / "in.txt"
+    source.write_bytes(b"I love you\n\nthe cat\n\xc3\x28\n")
+    bad = subprocess.run([*command, "--file", str(source)], capture_output=True, env=env)
+    assert bad.returncode == 2 and bad.stderr.decode().strip().endswith(f"{source}:4: not UTF-8 text")
+
+
+def test_undecodable_text_in_stdin_or_argument(checkpoint, capsys, monkeypatch):
+    """Python hands bytes that are not UTF-8 over as lone surrogates (argv, some stdin settings)."""
+    code, _, err = run_cli(["translate", "--checkpoint", str(checkpoint)], capsys,
+                           stdin="I love you\nthe \udcff cat\n", monkeypatch=monkeypatch)
+    assert code == 2 and "<stdin>:2: not UTF-8 text" in err
+    code, _, err = run_cli(["translate", "I love \udcff", "--checkpoint", str(checkpoint)], capsys)
+    assert code == 2 and err.strip().endswith("error: not UTF-8 text")

@@ -13,8 +13,8 @@ pytest.importorskip("tokenizers")
 from interop_helpers import gpt2_folder  # noqa: E402
 
 from clearformer.errors import UserError  # noqa: E402
+from clearformer.generate.sampling import SamplingSettings, generate  # noqa: E402
 from clearformer.interop.gpt2 import import_gpt2, load_gpt2  # noqa: E402
-from clearformer.sampling import SamplingSettings, generate  # noqa: E402
 
 TEXTS = ["the cat sat on the mat", "We read a book today, in the park!", "é ü — 42"]
 CONFIGS = [

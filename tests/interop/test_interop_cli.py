@@ -62,7 +62,7 @@ def test_server_explains_with_an_imported_marian(imported_marian):
     from clearformer.serve.explainer import load
 
     run, _ = imported_marian
-    client = TestClient(create_app(load(run)), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    client = TestClient(create_app(load(run)), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
     response = client.post("/api/explain", json={"sentence": "I love you"})
     assert response.status_code == 200
     walk = response.json()
@@ -129,8 +129,8 @@ def test_import_errors_are_one_line(tmp_path, capsys):
 
 def test_lm_generate_and_explain_on_an_imported_gpt2(tmp_path, capsys):
     pytest.importorskip("tokenizers")
+    from clearformer.generate.sampling import SamplingSettings, generate
     from clearformer.interop.gpt2 import load_gpt2
-    from clearformer.sampling import SamplingSettings, generate
 
     folder, _ = gpt2_folder(tmp_path / "gpt2")
     run = tmp_path / "run"
@@ -139,12 +139,13 @@ def test_lm_generate_and_explain_on_an_imported_gpt2(tmp_path, capsys):
     model, tokenizer = load_gpt2(str(folder))
     prompt = [tokenizer.eos_id] + tokenizer.encode("the cat")
     new = generate(model, prompt, 8, SamplingSettings(greedy=True))
-    assert main(["lm", "generate", "the cat", "--model", str(run), "--greedy", "--max-new-tokens", "8"]) == 0
+    assert main(["lm", "generate", "the cat", "--checkpoint", str(run), "--greedy", "--max-new-tokens", "8"]) == 0
     from clearformer.commands.lm import decode_lines
 
     assert capsys.readouterr().out.rstrip("\n") == decode_lines(tokenizer, prompt[1:] + new)
-    assert main(["lm", "explain", "the cat sat", "--model", str(run), "--format", "json"]) == 0
+    assert main(["lm", "explain", "the cat sat", "--checkpoint", str(run), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["tokens"] == ["<|endoftext|>"] + tokenizer.tokenize("the cat sat")  # GPT-2's own tokens
-    assert main(["lm", "explain", "the cat sat", "--model", str(run), "--full", "--layer", "all"]) == 0
-    assert "[layer 1, add norm 3]" in capsys.readouterr().out
+    assert data["source_tokens"] == ["<|endoftext|>"] + tokenizer.tokenize("the cat sat")  # GPT-2's own tokens
+    assert main(["lm", "explain", "the cat sat", "--checkpoint", str(run), "--full", "--layer", "all"]) == 0
+    full = capsys.readouterr().out  # every recorded step, every layer (steps carry their decoding step)
+    assert "[layer 1, add norm 3" in full and "[layer 1, self attention, generation step 1]" in full

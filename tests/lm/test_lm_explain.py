@@ -10,9 +10,9 @@ from lm_helpers import tiny_model
 
 from clearformer.checkpoint import load_model
 from clearformer.cli import main
+from clearformer.generate.sampling import SamplingSettings, generate
 from clearformer.lm.data import prompt_ids
 from clearformer.lm.explain import explain_lm
-from clearformer.sampling import SamplingSettings, generate
 from clearformer.tokenize import SPECIALS, WordTokenizer
 
 PROMPTS = ["the dog", "the cat ran", "a man looked at", "my son", "the king went into the"]

@@ -9,7 +9,7 @@ import torch
 from lm_helpers import tiny_model
 
 from clearformer.errors import UserError
-from clearformer.sampling import (
+from clearformer.generate.sampling import (
     SamplingSettings,
     filter_logits,
     generate,

@@ -104,19 +104,18 @@ def test_average_is_the_mean(tmp_path):
 
 
 def test_average_command(tmp_path, capsys):
-    run = tmp_path / "runs" / "run"  # under $CLEARFORMER_RUNS: runs/LATEST marks only runs there
     first, optimizer = trained_model(seed=0, steps=1)
-    save(run, 1, first, optimizer)
+    save(tmp_path / "run", 1, first, optimizer)
     second, _ = trained_model(seed=0, steps=3)
-    save(run, 2, second, optimizer)
-    assert main(["average", str(run), "--last", "2"]) == 0
-    out = run / "averaged"
+    save(tmp_path / "run", 2, second, optimizer)
+    assert main(["average", str(tmp_path / "run"), "--last", "2"]) == 0
+    out = tmp_path / "run" / "averaged"
     model, _, meta = load_model(out)
     assert len(meta["averaged"]) == 2 and latest_checkpoint() == out.resolve()
     expected = (first.state_dict()["encoder.layers.0.feed_forward.linear_1.weight"]
                 + second.state_dict()["encoder.layers.0.feed_forward.linear_1.weight"]) / 2
     torch.testing.assert_close(model.state_dict()["encoder.layers.0.feed_forward.linear_1.weight"], expected)
-    assert main(["average", str(run), "--last", "3"]) == 2
+    assert main(["average", str(tmp_path / "run"), "--last", "3"]) == 2
     assert "only 2 checkpoint(s)" in capsys.readouterr().err
     assert json.loads((out / "meta.json").read_text())["step"] == 2
 

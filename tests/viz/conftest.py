@@ -16,18 +16,25 @@ WORDS = "I love you the cat Je t' aime le chat".split()
 SERVER_START_SECONDS = 90
 
 
-def build_checkpoint(directory: Path) -> Path:
-    """A 1+1-layer, 2-head, d_model 16 Transformer with random weights and a vocabulary for "I love you"."""
+def build_checkpoint(directory: Path, toy_size: bool = False) -> Path:
+    """A 1+1-layer, 2-head, d_model 16 Transformer with random weights and a vocabulary for "I love you"
+    (`toy_size`: the toy-translate preset's own sizes, 2+2 layers of d_model 64, and <eos> never chosen, so an
+    explanation decodes to its length limit: as costly as the trained toy model's, or more)."""
     from clearformer.checkpoint import save_model
     from clearformer.config import preset
     from clearformer.model.transformer import Transformer
     from clearformer.tokenize import SPECIALS, WordTokenizer
 
     tokenizer = WordTokenizer(list(SPECIALS) + WORDS)
-    config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
-                    n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=12)
+    sizes = {} if toy_size else dict(d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32,
+                                     max_len=12)
+    config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), **sizes)
     torch.manual_seed(0)
-    save_model(directory, Transformer(config), tokenizer, {"note": "random weights, for tests"})
+    model = Transformer(config)
+    if toy_size:
+        with torch.no_grad():
+            model.output.linear.bias[tokenizer.eos_id] = -1e4
+    save_model(directory, model, tokenizer, {"note": "random weights, for tests"})
     return directory
 
 
@@ -50,9 +57,21 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.fixture(scope="module")
+def toy_size_server(tmp_path_factory):
+    """`clearformer serve` of a random-weight model of the toy-translate preset's sizes -> its base URL."""
+    yield from serve(build_checkpoint(tmp_path_factory.mktemp("viz") / "toy-size", toy_size=True),
+                     tmp_path_factory)
+
+
 @pytest.fixture(scope="session")
 def live_server(tiny_checkpoint, tmp_path_factory):
     """`clearformer serve --checkpoint <tiny>` as a real process on a free loopback port -> its base URL."""
+    yield from serve(tiny_checkpoint, tmp_path_factory)
+
+
+def serve(checkpoint: Path, tmp_path_factory):
+    """Run `clearformer serve --checkpoint CHECKPOINT` on a free loopback port; yield its URL, then stop it."""
     import httpx
 
     port = free_port()
@@ -61,7 +80,7 @@ def live_server(tiny_checkpoint, tmp_path_factory):
     log = tmp_path_factory.mktemp("server") / "serve.log"
     with open(log, "wb") as output:
         process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", "serve", "--checkpoint",
-                                    str(tiny_checkpoint), "--port", str(port)], stdout=output,
+                                    str(checkpoint), "--port", str(port)], stdout=output,
                                    stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + SERVER_START_SECONDS

@@ -13,20 +13,17 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.validation import one_line_usage_errors
 
 
 def run(args) -> int:
-    from clearformer.atomic import atomic_write_text
-    from clearformer.commands.translate import check_output_path, load_translator
+    from clearformer.commands.translate import check_decoding_options, check_output_path, load_translator, write_output
     from clearformer.evaluate import evaluate_model, load_pairs
 
-    if args.beam < 1:
-        raise UserError(f"--beam must be at least 1, not {args.beam}")
-    check_output_path(args.output)
+    check_decoding_options(args)
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
     options.apply_threads(args.threads)
+    check_output_path(args.output)
     model, tokenizer, meta, directory = load_translator(args.checkpoint)
     pairs, name = load_pairs(args.split, args.data, meta)
     if args.limit:
@@ -43,7 +40,7 @@ def run(args) -> int:
         print(f"clearformer evaluate: warning: {truncated} source sentence(s) longer than the model's "
               f"maximum length ({model.config.max_len} tokens) were cut to it", file=sys.stderr)
     output = Path(args.output) if args.output else directory / f"hypotheses.{args.split}.txt"
-    atomic_write_text(output, "".join(line + "\n" for line in result.hypotheses))
+    write_output(output, "".join(line + "\n" for line in result.hypotheses))
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}, early stop {args.early_stop}"
     print(f"{name}: {len(pairs)} sentences, {decoding}")
     print(result.bleu_line)
@@ -67,4 +64,3 @@ def register(subparsers) -> None:
     parser.add_argument("--limit", type=int, metavar="N", help="evaluate only the first N pairs")
     add_decoding_options(parser)
     parser.set_defaults(func=run)
-    one_line_usage_errors(parser)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.validation import finite_float, one_line_usage_errors
 
 DEFAULT_RUN = "runs/lm"
 
@@ -43,11 +42,11 @@ def register(subparsers) -> None:
     train.add_argument("--vocab-size", type=int, default=4000, help="tokenizer vocabulary (default 4000)")
     train.add_argument("--steps", type=int,
                        help="optimizer steps (default 1000: about 4.5 passes over en-web)")
-    train.add_argument("--minutes", type=finite_float(0),
+    train.add_argument("--minutes", type=float,
                        help="stop after this much training time (validation and checkpoints not counted)")
     train.add_argument("--batch-size", type=int, default=32)
     train.add_argument("--block-size", type=int, default=128, help="tokens per training window (default 128)")
-    train.add_argument("--lr", type=finite_float(), default=2e-3)
+    train.add_argument("--lr", type=float, default=2e-3)
     train.add_argument("--accum", type=int, default=1, help="batches per optimizer step (and per process)")
     train.add_argument("--warmup", type=int, default=100, help="warmup steps before the cosine decay (default 100)")
     train.add_argument("--eval-every", type=int, default=250, help="validation every N steps (default 250)")
@@ -60,17 +59,16 @@ def register(subparsers) -> None:
     train.add_argument("--overwrite", action="store_true",
                        help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
-    train.add_argument("--slow-down", type=finite_float(0), default=0.0, help=argparse.SUPPRESS)
+    train.add_argument("--slow-down", type=float, default=0.0, help=argparse.SUPPRESS)
     train.set_defaults(func=run_train)
-    one_line_usage_errors(train)
 
     gen = commands.add_parser("generate", help="continue a prompt with a trained language model")
     gen.add_argument("prompt")
     options.add_checkpoint(gen, DEFAULT_RUN, model_alias=True)
     gen.add_argument("--max-new-tokens", type=int, default=80)
-    gen.add_argument("--temperature", type=finite_float(), default=0.8)
+    gen.add_argument("--temperature", type=float, default=0.8)
     gen.add_argument("--top-k", type=int, default=0, help="keep the k most probable tokens (0 = off)")
-    gen.add_argument("--top-p", type=finite_float(), default=0.95,
+    gen.add_argument("--top-p", type=float, default=0.95,
                      help="nucleus: keep tokens up to this mass (1 = off)")
     gen.add_argument("--greedy", action="store_true", help="always the most probable token")
     options.add_seed(gen, 0)
@@ -80,7 +78,6 @@ def register(subparsers) -> None:
     gen.add_argument("--mla-path", choices=["absorbed", "naive"], default="absorbed",
                      help="MLA models: decode in latent space (absorbed) or up-project keys/values (naive)")
     gen.set_defaults(func=run_generate)
-    one_line_usage_errors(gen)
 
     explain = commands.add_parser("explain", help="causal mask, per-head weights and next-token distribution")
     explain.add_argument("text")
@@ -203,8 +200,8 @@ def decode_lines(tokenizer, ids: list[int]) -> str:
 
 
 def run_generate(args) -> int:
+    from clearformer.generate.sampling import SamplingSettings, generate
     from clearformer.lm.data import prompt_ids
-    from clearformer.sampling import SamplingSettings, generate
 
     settings = SamplingSettings(args.temperature, args.top_k, args.top_p, args.greedy, args.seed)
     settings.check()

@@ -3,19 +3,21 @@
     clearformer serve                       the latest trained model (or the seed examples only)
     clearformer serve --checkpoint DIR      a given checkpoint
     clearformer serve --open                and open the page in the default browser
+
+Only requests whose Host is a localhost name or the --host address are answered (an IP literal too
+when --host is 0.0.0.0 or ::), and only same-origin pages may POST: see serve/guard.py. Explanations
+run in a bounded worker pool (limits.SERVER_WORKERS, SERVER_QUEUE); a full queue answers 503.
 """
 
 from __future__ import annotations
 
 import errno
-import os
 import socket
 import sys
 from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.validation import bounded_int
 
 
 def register(subparsers) -> None:
@@ -31,9 +33,6 @@ def register(subparsers) -> None:
                         help="address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     parser.add_argument("--open", action="store_true", help="open the page in the default web browser")
-    parser.add_argument("--workers", type=bounded_int(1, 64), metavar="N",
-                        help="explanations computed at once (default: one per CPU core); 16 more may wait, "
-                             "beyond that requests are answered 503")
     parser.set_defaults(func=run)
 
 
@@ -77,17 +76,10 @@ def run(args) -> int:
     checkpoint = choose_checkpoint(args)
     loaded = load(checkpoint) if checkpoint is not None else None
     check_port(args.host, args.port)
-    workers = args.workers or max(1, os.cpu_count() or 1)
-    if loaded is not None:
-        import torch
-
-        # Workers run side by side: each gets its share of the cores instead of all of them.
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
-    app = create_app(loaded, bound_host=args.host, workers=workers)
+    app = create_app(loaded, bound_host=args.host)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
-    what = (f"model {loaded.path}, {workers} worker{'s' if workers > 1 else ''}" if loaded
-            else "seed examples only (no trained model found)")
+    what = f"model {loaded.path}" if loaded else "seed examples only (no trained model found)"
     print(f"clearformer serve: {url}  ({what}; Ctrl+C stops)", file=sys.stderr, flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"clearformer serve: warning: listening on {args.host} makes the page reachable from other "

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.validation import finite_float, one_line_usage_errors
 
 # Options a resumed run may change; every other option comes from the checkpoint.
 RESUMABLE = ("steps", "minutes", "device", "bf16")
@@ -34,8 +33,8 @@ def register(subparsers) -> None:
                       help="skip malformed corpus lines (counted in the log) instead of stopping")
     length = p.add_argument_group("how long")
     length.add_argument("--steps", type=int, help="stop after N optimizer steps")
-    length.add_argument("--minutes", type=finite_float(above=0), help="stop after N minutes of training "
-                        "(validation and checkpoints not counted; whichever of --steps/--minutes comes first)")
+    length.add_argument("--minutes", type=float, help="stop after N minutes of training (validation and "
+                        "checkpoints not counted; whichever of --steps/--minutes comes first)")
     length.add_argument("--patience", type=int, help="stop after N validations without progress (0: never)")
     run = p.add_argument_group("run directory and checkpoints")
     run.add_argument("--out", metavar="DIR", help="run directory (default: runs/<preset>)")
@@ -53,13 +52,13 @@ def register(subparsers) -> None:
     recipe.add_argument("--tie", choices=["none", "decoder", "all"], help="shared embeddings (default all)")
     recipe.add_argument("--batch-tokens", type=int, help="padded tokens per batch (and per process)")
     recipe.add_argument("--accum", type=int, help="batches accumulated per optimizer step")
-    recipe.add_argument("--lr-factor", type=finite_float(above=0), help="multiplies the paper's learning-rate schedule")
+    recipe.add_argument("--lr-factor", type=float, help="multiplies the paper's learning-rate schedule")
     recipe.add_argument("--warmup", type=int, help="warmup steps of the schedule")
-    recipe.add_argument("--label-smoothing", type=finite_float(), help="epsilon of label smoothing (default 0.1)")
-    recipe.add_argument("--clip", type=finite_float(), help="max gradient norm (0 = no clipping; default 1)")
-    recipe.add_argument("--dropout", type=finite_float(), help="residual + embedding dropout (default: the preset's)")
-    recipe.add_argument("--attention-dropout", type=finite_float(), help="dropout on attention weights (default 0)")
-    recipe.add_argument("--ffn-dropout", type=finite_float(), help="dropout in the feed-forward layer (default 0)")
+    recipe.add_argument("--label-smoothing", type=float, help="epsilon of label smoothing (default 0.1)")
+    recipe.add_argument("--clip", type=float, help="max gradient norm (0 = no clipping; default 1)")
+    recipe.add_argument("--dropout", type=float, help="residual + embedding dropout (default: the preset's)")
+    recipe.add_argument("--attention-dropout", type=float, help="dropout on attention weights (default 0)")
+    recipe.add_argument("--ffn-dropout", type=float, help="dropout in the feed-forward layer (default 0)")
     options.add_seed(recipe, None)
     recipe.add_argument("--source-eos", action="store_true", default=None,
                         help="append <eos> to every source sentence (ModelConfig.source_eos; default off)")
@@ -70,9 +69,8 @@ def register(subparsers) -> None:
     hardware.add_argument("--bf16", action="store_true", default=None, help="bfloat16 autocast")
     options.add_threads(hardware)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--slow-down", type=finite_float(0), help=argparse.SUPPRESS)
+    p.add_argument("--slow-down", type=float, help=argparse.SUPPRESS)
     p.set_defaults(func=run_train)
-    one_line_usage_errors(p)
 
 
 def parse_overrides(items: list[str]) -> dict:

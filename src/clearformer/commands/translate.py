@@ -17,13 +17,8 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.validation import (
-    check_encodable,
-    decode_utf8,
-    finite_float,
-    one_line_usage_errors,
-    shorten,
-)
+from clearformer.limits import MAX_SENTENCE_CHARS
+from clearformer.validation import require_finite, shorten
 
 
 def load_translator(checkpoint: str | None):
@@ -46,11 +41,16 @@ def load_translator(checkpoint: str | None):
 def check_sentence(tokenizer, max_len: int, text: str, where: str | None = None) -> None:
     """Raise a one-line UserError for a sentence the model cannot translate; warn on unknown words.
 
-    `where` ("file:line") prefixes the messages of sentences read from a file or stdin.
+    `where` ("file:line") prefixes the messages of sentences read from a file or stdin. Messages
+    quote at most MAX_QUOTED_CHARS characters of the user's text.
     """
     from clearformer.generate import encode_source
 
     at = f"{where}: " if where else ""
+    if has_surrogates(text):
+        raise UserError(f"{at}not UTF-8 text")
+    if len(text) > MAX_SENTENCE_CHARS:
+        raise UserError(f"{at}sentence of {len(text):,} characters; at most {MAX_SENTENCE_CHARS:,}")
     ids = encode_source(tokenizer, text)
     if not ids:
         raise UserError(f"{at}empty sentence (nothing to translate)")
@@ -60,18 +60,38 @@ def check_sentence(tokenizer, max_len: int, text: str, where: str | None = None)
     unknown_words = getattr(tokenizer, "unknown_words", None)
     unknown = unknown_words(text) if unknown_words else []
     if unknown and len(unknown) == len(ids):
-        raise UserError(f"{at}every word is unknown to the model's vocabulary ({listed(unknown)})")
+        shown = shorten(", ".join(unknown[:5]))
+        raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
     if unknown:
-        shown = listed(unknown)
+        shown = shorten(", ".join(dict.fromkeys(unknown)))
         print(f"clearformer translate: warning: {at}unknown word(s) translated as <unk>: {shown}",
               file=sys.stderr)
 
 
-def listed(words: list[str], most: int = 5) -> str:
-    """The first `most` distinct words, each shortened: a message never echoes a whole 100 KB input."""
-    distinct = list(dict.fromkeys(words))
-    shown = ", ".join(shorten(word) for word in distinct[:most])
-    return shown + (f" and {len(distinct) - most} more" if len(distinct) > most else "")
+def has_surrogates(text: str) -> bool:
+    """Whether `text` holds lone surrogates: how Python carries bytes that were not UTF-8 (argv, stdin)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def decode_lines(data: bytes, name: str) -> list[str]:
+    """UTF-8 bytes -> lines; bytes that are not UTF-8 are a UserError naming `name` and the line."""
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise UserError(f"{name}:{line}: not UTF-8 text") from None
+
+
+def check_text_lines(lines: list[str], name: str) -> list[str]:
+    """Lines already decoded by Python (with lone surrogates for bad bytes): the first bad one is an error."""
+    for number, line in enumerate(lines, start=1):
+        if has_surrogates(line):
+            raise UserError(f"{name}:{number}: not UTF-8 text")
+    return lines
 
 
 def read_lines(path: Path) -> list[str]:
@@ -83,21 +103,17 @@ def read_lines(path: Path) -> list[str]:
         raise UserError(f"{path}: is a directory, not a file of sentences") from None
     except OSError as error:
         raise UserError(f"{path}: unreadable ({error.strerror})") from None
-    return decode_utf8(data, str(path)).splitlines()
+    return decode_lines(data, str(path))
 
 
 def read_stdin() -> list[str]:
-    """Lines of stdin, decoded here (not by the locale) so that bad bytes are an error with a line number."""
     buffer = getattr(sys.stdin, "buffer", None)
-    text = decode_utf8(buffer.read(), "<stdin>") if buffer is not None else sys.stdin.read()
-    check_encodable(text, "<stdin>")
-    return text.splitlines()
-
-
-def check_output_path(output: str | None) -> None:
-    """Refuse an --output that cannot be a file before any work is done (shared with `evaluate`)."""
-    if output and Path(output).is_dir():
-        raise UserError(f"{output}: is a directory; --output names the file to write")
+    if buffer is not None:
+        return decode_lines(buffer.read(), "<stdin>")
+    try:
+        return check_text_lines(sys.stdin.read().splitlines(), "<stdin>")
+    except UnicodeDecodeError:
+        raise UserError("<stdin>: not UTF-8 text") from None
 
 
 def gather_input(args) -> tuple[list[str], str, bool]:
@@ -105,7 +121,6 @@ def gather_input(args) -> tuple[list[str], str, bool]:
     if args.text and args.file:
         raise UserError("give the text as an argument or --file, not both")
     if args.text:
-        check_encodable(" ".join(args.text), "argument")
         return [" ".join(args.text)], "argument", False
     if args.file:
         return read_lines(Path(args.file)), str(args.file), True
@@ -119,13 +134,8 @@ def run(args) -> int:
 
     from clearformer.generate import translate
 
-    if args.beam < 1:
-        raise UserError(f"--beam must be at least 1, not {args.beam}")
-    if args.max_extra < 0:
-        raise UserError(f"--max-extra must be >= 0, not {args.max_extra}")
-    if args.batch_size < 1:
-        raise UserError(f"--batch-size must be at least 1, not {args.batch_size}")
-    check_output_path(args.output)
+    check_decoding_options(args)
+    output = check_output_path(args.output)
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, _ = load_translator(args.checkpoint)
@@ -149,14 +159,48 @@ def run(args) -> int:
         if bar is not None:
             bar.close()
     text = "".join(line + "\n" for line in outputs)
-    if args.output:
-        from clearformer.atomic import atomic_write_text
-
-        atomic_write_text(Path(args.output), text)
+    if output is not None:
+        write_output(output, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
     return 0
+
+
+def check_decoding_options(args) -> None:
+    """--beam, --max-extra, --batch-size in range (--alpha is finite: cli.main checks every float)."""
+    if args.beam < 1:
+        raise UserError(f"--beam must be at least 1, not {args.beam}")
+    if args.max_extra < 0:
+        raise UserError(f"--max-extra must be >= 0, not {args.max_extra}")
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, not {args.batch_size}")
+    require_finite("--alpha", args.alpha)
+
+
+def check_output_path(output: str | None) -> Path | None:
+    """--output PATH, checked before any work: not a directory, in a folder that exists or can be made."""
+    if not output:
+        return None
+    path = Path(output)
+    if path.is_dir():
+        raise UserError(f"--output {path}: is a directory; give a file path")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"--output {path}: {parent} is a file, not a directory")
+            break
+    return path
+
+
+def write_output(path: Path, text: str) -> None:
+    """Atomically; a folder that cannot be written is a one-line error."""
+    from clearformer.atomic import atomic_write_text
+
+    try:
+        atomic_write_text(path, text)
+    except OSError as error:
+        raise UserError(f"cannot write {path} ({error.strerror or error})") from None
 
 
 def add_decoding_options(parser) -> None:
@@ -164,7 +208,7 @@ def add_decoding_options(parser) -> None:
     options.add_checkpoint(parser)
     parser.add_argument("--beam", type=int, default=1, metavar="N",
                         help="beam size (default 1: greedy decoding; the paper uses 4)")
-    parser.add_argument("--alpha", type=finite_float(0, 10), default=0.6,
+    parser.add_argument("--alpha", type=float, default=0.6,
                         help="beam search length penalty ((5+len)/6)^alpha (default 0.6, as in the paper)")
     parser.add_argument("--early-stop", choices=("current", "bound"), default="current",
                         help="when beam search stops a sentence: 'current' (default) once no beam scored at the "
@@ -186,4 +230,3 @@ def register(subparsers) -> None:
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
     parser.set_defaults(func=run)
-    one_line_usage_errors(parser)

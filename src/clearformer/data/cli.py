@@ -15,7 +15,6 @@ from pathlib import Path
 
 from clearformer.data.paths import DATA_ENV, default_data_dir, downloads_dir
 from clearformer.errors import UserError
-from clearformer.validation import finite_float, one_line_usage_errors
 
 RECIPES = {
     "en-fr-software": "English -> French from the fr gettext catalogues of 17 Debian packages "
@@ -47,12 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="corpus name, the folder under data/ (default: custom)")
     custom.add_argument("--skip-bad", action="store_true",
                         help="skip and count bad lines instead of stopping at the first")
-    custom.add_argument("--valid-fraction", type=finite_float(0, 1), default=0.02,
-                        help="share of pairs in valid (0.02)")
-    custom.add_argument("--test-fraction", type=finite_float(0, 1), default=0.02,
-                        help="share of pairs in test (0.02)")
+    custom.add_argument("--valid-fraction", type=float, default=0.02, help="share of pairs in valid (0.02)")
+    custom.add_argument("--test-fraction", type=float, default=0.02, help="share of pairs in test (0.02)")
     build.set_defaults(func=run_build)
-    one_line_usage_errors(build)
 
     listing = commands.add_parser("list", help="the corpora, where they are, and whether they are built")
     listing.set_defaults(func=run_list)
@@ -71,8 +67,7 @@ def run_build(args: argparse.Namespace) -> int:
                                                ("--skip-bad", args.skip_bad)) if value]
     if args.corpus != "custom" and custom_options:
         raise UserError(f"{', '.join(custom_options)} only apply to `clearformer data build custom`")
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: is a file; --out names the folder the corpus is written to")
+    check_out_dir(out)
     print(f"building {name} into {out}")
     if args.corpus == "en-fr-software":
         from clearformer.data import software
@@ -96,6 +91,16 @@ def run_build(args: argparse.Namespace) -> int:
         custom.build(out, inputs, name=name, skip_bad=args.skip_bad,
                      valid_fraction=args.valid_fraction, test_fraction=args.test_fraction)
     return 0
+
+
+def check_out_dir(out: Path) -> None:
+    """--out must be a folder or not exist yet (inside folders, not files): checked before any work."""
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                what = "--out" if path == out else f"--out {out}:"
+                raise UserError(f"{what} {path} is a file, not a folder; give a folder for the corpus")
+            return
 
 
 def run_list(args: argparse.Namespace) -> int:

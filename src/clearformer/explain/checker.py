@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
+from clearformer.limits import MAX_CHECK_FILE_BYTES
 from clearformer.model.attention import causal_mask, masked_softmax
 from clearformer.model.embedding import sinusoidal_table
 
@@ -93,16 +94,15 @@ class Example:
 # ----------------------------------------------------------------------------- reading
 
 
-# A worked example is a few kilobytes; anything near this limit is not one (and would take minutes to check).
-MAX_EXAMPLE_BYTES = 1_000_000
-
-
 def read_example(path: str | Path) -> dict:
-    """The file's JSON with every number kept as a Decimal of its literal text (`0.50` stays 0.50)."""
+    """The file's JSON with every number kept as a Decimal of its literal text (`0.50` stays 0.50).
+
+    Files over MAX_CHECK_FILE_BYTES and JSON nested too deeply to parse are one-line UserErrors.
+    """
     try:
-        if Path(path).is_file() and Path(path).stat().st_size > MAX_EXAMPLE_BYTES:
-            raise UserError(f"{path}: {Path(path).stat().st_size:,} bytes, over the limit of "
-                            f"{MAX_EXAMPLE_BYTES:,} for a worked example")
+        size = Path(path).stat().st_size
+        if size > MAX_CHECK_FILE_BYTES:
+            raise UserError(f"{path}: {size:,} bytes; a worked example is at most {MAX_CHECK_FILE_BYTES:,}")
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
@@ -118,13 +118,7 @@ def read_example(path: str | Path) -> dict:
     except json.JSONDecodeError as error:
         raise UserError(f"{path}:{error.lineno}:{error.colno}: not JSON: {error.msg}") from None
     except RecursionError:
-        raise UserError(f"{path}: JSON nested too deeply to be a worked example") from None
-
-
-def _shown(value, limit: int = 60) -> str:
-    """The value as JSON for an error message, cut to `limit` characters (an error never echoes a whole file)."""
-    text = json.dumps(value, default=str)
-    return text if len(text) <= limit else text[:limit] + "..."
+        raise UserError(f"{path}: JSON nested too deeply (a worked example needs lists of lists)") from None
 
 
 def _number(value, where: str) -> Decimal:
@@ -135,7 +129,7 @@ def _number(value, where: str) -> Decimal:
     elif isinstance(value, numbers.Real) and not isinstance(value, bool):
         number = Decimal(repr(float(value)))  # shortest round-trip text: 0.5 -> one decimal
     else:
-        raise ValueError(f"{where} is not a number ({_shown(value)})")
+        raise ValueError(f"{where} is not a number ({json.dumps(value, default=str)})")
     if not number.is_finite() or not math.isfinite(float(number)):
         raise ValueError(f"{where} is not a finite number ({value})")
     return number
@@ -165,7 +159,8 @@ def _shape(t: torch.Tensor | tuple[int, int]) -> str:
 def _choice(data: dict, key: str, allowed: tuple[str, ...], default: str, where: str = "") -> str:
     value = data.get(key, default)
     if value not in allowed:
-        raise ValueError(f"{where}{key} is {_shown(value)}; use one of: {', '.join(allowed)}")
+        shown = json.dumps(value, default=str)
+        raise ValueError(f"{where}{key} is {shown}; use one of: {', '.join(allowed)}")
     return value
 
 
@@ -340,8 +335,6 @@ def check_example(data_or_path: dict | str | Path) -> CheckResult:
         return check(parse_example(data))
     except ValueError as error:
         raise UserError(f"{source}: {error}") from None
-    except RecursionError:  # a value nested thousands deep where a number was expected, shown in the message
-        raise UserError(f"{source}: a value is nested too deeply to be part of a worked example") from None
 
 
 # ----------------------------------------------------------------------------- printing

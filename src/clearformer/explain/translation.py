@@ -16,6 +16,7 @@ from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.greedy import greedy_decode
 from clearformer.tokenize import encode_source
+from clearformer.validation import shorten
 
 
 def source_ids(tokenizer, sentence: str, max_len: int, source_eos: bool = False) -> list[int]:
@@ -24,9 +25,12 @@ def source_ids(tokenizer, sentence: str, max_len: int, source_eos: bool = False)
         raise UserError("empty sentence: nothing to translate")
     ids = encode_source(tokenizer, sentence, source_eos)
     words = [i for i in ids if i != tokenizer.eos_id]
-    if words and all(i == tokenizer.unk_id for i in words):
+    if not words:
+        raise UserError("empty sentence: nothing to translate (no token left after tokenizing)")
+    if all(i == tokenizer.unk_id for i in words):
         unknown = getattr(tokenizer, "unknown_words", lambda _: [])(sentence)
-        raise UserError(f"every word of {sentence!r} is unknown to this model's vocabulary: {unknown}")
+        raise UserError(f"every word of {shorten(repr(sentence))} is unknown to this model's vocabulary: "
+                        f"{shorten(', '.join(unknown))}")
     if len(ids) > max_len:
         raise UserError(f"sentence has {len(ids)} tokens; this model takes at most {max_len}")
     return ids

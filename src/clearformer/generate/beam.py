@@ -37,7 +37,6 @@ from clearformer import trace
 from clearformer.errors import UserError
 from clearformer.generate.greedy import DEFAULT_BOS_ID, DEFAULT_EOS_ID
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
-from clearformer.generate.top import row_topk
 
 STOP_RULES = ("bound", "current")
 
@@ -45,6 +44,52 @@ STOP_RULES = ("bound", "current")
 def length_penalty(length: int | float | torch.Tensor, alpha: float):
     """GNMT length penalty lp(n) = ((5 + n) / 6) ** alpha; lp(1) = 1 for every alpha."""
     return ((5.0 + length) / 6.0) ** alpha
+
+
+def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, blocked: int | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The best 2 x beam extensions of each sentence's beams; token `blocked` (<eos> before the
+    minimum length) is never one, but keeps its share of the probability.
+
+    logits (n * k_cur, vocab) for n sentences of k_cur beams, beam_scores (n, k_cur) -> scores (sum of
+    log-probabilities), source beam and token of each candidate, each (n, 2 * beam), best first.
+    """
+    n, k_cur = beam_scores.shape
+    # log p(token) = logit - logsumexp(row) is a shift per row, so a sentence's best 2*beam
+    # extensions are among the best 2*beam logits of each of its rows: rank those few
+    # instead of writing out a log-softmax over the whole vocabulary for every row.
+    normaliser = torch.logsumexp(logits, dim=-1)
+    if blocked is not None:
+        logits[:, blocked] = float("-inf")
+    width = min(2 * beam, logits.shape[-1])
+    row_best, row_token = logits.topk(width, dim=-1)  # (n * k_cur, width)
+    row_scores = (row_best - normaliser[:, None] + beam_scores.reshape(-1, 1)).view(n, k_cur * width)
+    top_scores, top_pos = row_scores.topk(min(2 * beam, k_cur * width), dim=1)  # sorted, best first
+    top_beam = torch.div(top_pos, width, rounding_mode="floor")
+    return top_scores, top_beam, row_token.view(n, k_cur * width).gather(1, top_pos)
+
+
+class Finished:
+    """The best finished hypothesis of every sentence so far: tokens (batch, steps), lengths and
+    scores (batch,), the score divided by the length penalty (-inf: none yet)."""
+
+    def __init__(self, batch: int, steps: int, pad_id: int, device: torch.device) -> None:
+        self.tokens = torch.full((batch, steps), pad_id, dtype=torch.long, device=device)
+        self.lengths = torch.zeros(batch, dtype=torch.long, device=device)
+        self.scores = torch.full((batch,), float("-inf"), device=device)
+
+    def offer(self, alive: torch.Tensor, t: int, prefix: torch.Tensor, rows: torch.Tensor, last_token: torch.Tensor,
+              score: torch.Tensor) -> None:
+        """One candidate per alive sentence that ends at step t: its prefix row `rows` (of `prefix`, which
+        holds <bos> first), its last token and its score; kept where it beats the sentence's best."""
+        improved = score > self.scores[alive]
+        if not bool(improved.any()):
+            return
+        index = alive[improved]
+        self.tokens[index, :t] = prefix.index_select(0, rows[improved])[:, 1:]  # <bos> dropped
+        self.tokens[index, t] = last_token[improved]
+        self.lengths[index] = t + 1
+        self.scores[index] = score[improved]
 
 
 @torch.inference_mode()
@@ -70,9 +115,7 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
     batch = src_ids.shape[0]
     limits = max_new_tokens(src_ids, pad_id, max_extra, model.config.max_len, max_new)
     steps = int(limits.max())
-    best_tokens = torch.full((batch, steps), pad_id, dtype=torch.long, device=device)
-    best_lengths = torch.zeros(batch, dtype=torch.long, device=device)
-    best_scores = torch.full((batch,), float("-inf"), device=device)
+    finished = Finished(batch, steps, pad_id, device)
     alive = torch.arange(batch, device=device)  # original index of every sentence still searched
     state = DecoderState(model, memory, src_mask, bos_id, use_cache)
     beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
@@ -81,18 +124,7 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
             recorder.step = t
         n, k_cur = beam_scores.shape
         logits = state.logits().float()  # (n * k_cur, vocab)
-        # log p(token) = logit - logsumexp(row) is a shift per row, so a sentence's best 2*beam
-        # extensions are among the best 2*beam logits of each of its rows: rank those few
-        # instead of writing out a log-softmax over the whole vocabulary for every row.
-        normaliser = torch.logsumexp(logits, dim=-1)
-        if t < min_length:
-            logits[:, eos_id] = float("-inf")
-        width = min(2 * beam, logits.shape[-1])
-        row_best, row_token = row_topk(logits, width)  # (n * k_cur, width)
-        row_scores = (row_best - normaliser[:, None] + beam_scores.reshape(-1, 1)).view(n, k_cur * width)
-        top_scores, top_pos = row_scores.topk(min(2 * beam, k_cur * width), dim=1)  # sorted, best first
-        top_beam = torch.div(top_pos, width, rounding_mode="floor")
-        top_token = row_token.view(n, k_cur * width).gather(1, top_pos)
+        top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, eos_id if t < min_length else None)
         is_eos = top_token == eos_id
         penalty = length_penalty(t + 1, alpha)
 
@@ -110,21 +142,12 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
         ends[:, beam:] = False
         eos_best, eos_pos = (top_scores.masked_fill(~ends, float("-inf")) / penalty).max(dim=1)
         at_limit = limits[alive] <= t + 1
-        nothing = torch.full_like(eos_best, float("-inf"))
-        limit_best = torch.where(at_limit, go_scores[:, 0] / penalty, nothing)
+        limit_best = torch.where(at_limit, go_scores[:, 0] / penalty, torch.full_like(eos_best, float("-inf")))
         use_limit = limit_best > eos_best
-        new_best = torch.maximum(eos_best, limit_best)
-        improved = new_best > best_scores[alive]
-        if bool(improved.any()):
-            source_beam = torch.where(use_limit, go_beam[:, 0], top_beam.gather(1, eos_pos[:, None])[:, 0])
-            last_token = torch.where(use_limit, go_token[:, 0], torch.full_like(go_token[:, 0], eos_id))
-            rows = torch.arange(n, device=device) * k_cur + source_beam
-            history = state.prefix.index_select(0, rows[improved])[:, 1:]  # (improved, t), <bos> dropped
-            index = alive[improved]
-            best_tokens[index, :t] = history
-            best_tokens[index, t] = last_token[improved]
-            best_lengths[index] = t + 1
-            best_scores[index] = new_best[improved]
+        source_beam = torch.where(use_limit, go_beam[:, 0], top_beam.gather(1, eos_pos[:, None])[:, 0])
+        last_token = torch.where(use_limit, go_token[:, 0], torch.full_like(go_token[:, 0], eos_id))
+        finished.offer(alive, t, state.prefix, torch.arange(n, device=device) * k_cur + source_beam, last_token,
+                       torch.maximum(eos_best, limit_best))
 
         # The best the sentence's surviving beams can still reach (log-probabilities only fall).
         # lp is monotone in the length, so over the lengths still allowed it peaks at one end.
@@ -132,7 +155,7 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
             reach = go_scores[:, 0] / length_penalty(limits[alive].float(), alpha).clamp(min=penalty)
         else:
             reach = go_scores[:, 0] / penalty
-        done = at_limit | (best_scores[alive] >= reach)
+        done = at_limit | (finished.scores[alive] >= reach)
         keep = (~done).nonzero()[:, 0]
         if keep.numel() == 0:
             break
@@ -141,4 +164,4 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
         state.append(go_token[keep].reshape(-1))
         beam_scores = go_scores[keep]
         alive = alive[keep]
-    return Decoded(best_tokens, best_lengths, best_scores, eos_id)
+    return Decoded(finished.tokens, finished.lengths, finished.scores, eos_id)

@@ -17,7 +17,6 @@ import torch
 
 from clearformer import trace
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
-from clearformer.generate.top import row_argmax
 
 DEFAULT_BOS_ID = 2  # the WordTokenizer's order: <pad> <unk> <bos> <eos>
 DEFAULT_EOS_ID = 3
@@ -55,7 +54,7 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
         logits = state.logits()
         if t < min_length:
             logits[:, eos_id] = float("-inf")
-        chosen = row_argmax(logits)
+        chosen = logits.argmax(dim=-1)
         if with_scores:
             # log p(chosen) = logit - logsumexp(logits): one pass less than a full log_softmax.
             best = logits.gather(1, chosen[:, None])[:, 0]

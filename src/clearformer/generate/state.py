@@ -1,21 +1,21 @@
 """What autoregressive decoding carries from one step to the next, and what it returns.
 
-`DecoderState` hides the difference between decoding with and without a key/value cache:
+`DecoderState` hides how the next-token logits are computed:
 
-* with the cache (the default), each step feeds only the newest token; every decoder layer
-  appends that token's self-attention key and value to `cache[i]["self"]` (in place, into a
-  buffer with room, until the first reorder: `model/kv_buffer.py`) and reuses the
-  cross-attention keys and values computed from the encoder output at the first step
-  (`cache[i]["cross"]`);
-* without it, each step runs the decoder over the whole prefix again (O(n^2) work, the way the
-  Annotated Transformer decodes). It exists to prove the cache changes nothing.
+* through the engine (`generate/engine.py`, the default): one token per hypothesis per step, with
+  self-attention keys and values kept in buffers that grow in place and the cross-attention keys
+  and values computed once from the encoder output, one row per sentence (its beams share it);
+* through the model's own modules (while a `trace.Recorder` is active, so the explain view sees
+  the real path; or with the engine switched off): `model.decode` with the model's cache (one
+  token per step) and `model.project`, which records `output.logits` and `output.probabilities`;
+  the encoder output is repeated for every beam of its sentence;
+* without a cache (`use_cache=False`): the decoder over the whole prefix again every step (O(n^2)
+  work, the way the Annotated Transformer decodes), to prove the cache changes nothing.
 
-Rows are hypotheses: one per sentence for greedy decoding, `beam` per sentence for beam search,
-ordered sentence-major. The encoder output (memory), its mask and the cross-attention keys and
-values stay one row per sentence: the beams of a sentence read the same row
-(`attention.shared_memory_attention`) instead of `beam` copies of it. `select(rows, sentences)`
-keeps and reorders hypotheses (a beam continues another beam's prefix) and, when given, sentences
-(a finished sentence leaves the batch), with one `index_select` on dim 0 of every tensor.
+Every path gives the same tokens (tests/generate/test_engine.py). Rows are hypotheses: one per
+sentence for greedy decoding, `beam` per sentence for beam search, ordered sentence-major.
+`select(rows, sentences)` keeps and reorders hypotheses (a beam continues another beam's prefix)
+and, when given, sentences (a finished sentence leaves the batch).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from clearformer.model.kv_buffer import select_rows
+from clearformer.generate.engine import Engine, use_engine
 
 
 def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: int,
@@ -55,8 +55,9 @@ class DecoderState:
         self.model = model
         self.memory = memory
         self.src_mask = src_mask
+        self.engine = Engine(model, memory, src_mask) if use_engine(model, use_cache) else None
+        self.cache = model.new_cache() if use_cache and self.engine is None else None
         self.use_cache = use_cache
-        self.cache = model.new_cache() if use_cache else None
         self.prefix = torch.full((memory.shape[0], 1), bos_id, dtype=torch.long, device=memory.device)
 
     @property
@@ -66,12 +67,16 @@ class DecoderState:
 
     def logits(self) -> torch.Tensor:
         """Scores for the next token of every row: (rows, tgt_vocab), possibly a transposed view."""
+        if self.engine is not None:
+            return self.engine.step(self.prefix[:, -1], self.position)
+        per_sentence = self.prefix.shape[0] // self.memory.shape[0]  # the beams of each sentence
+        memory = self.memory.repeat_interleave(per_sentence, dim=0)
+        src_mask = self.src_mask.repeat_interleave(per_sentence, dim=0)
         if self.use_cache:
-            hidden = self.model.decode(self.prefix[:, -1:], self.memory, self.src_mask, self.cache,
-                                       position=self.position)
+            hidden = self.model.decode(self.prefix[:, -1:], memory, src_mask, self.cache, position=self.position)
         else:
-            hidden = self.model.decode(self.prefix, self.memory, self.src_mask)
-        return self.model.next_token_logits(hidden[:, -1])
+            hidden = self.model.decode(self.prefix, memory, src_mask)
+        return self.model.project(hidden[:, -1:])[:, 0]
 
     def append(self, tokens: torch.Tensor) -> None:
         """Feed the chosen tokens (rows,) at the next step."""
@@ -81,28 +86,20 @@ class DecoderState:
         """Keep hypotheses `rows` (new_rows,), in that order, and sentences `sentences` (their
         indices among the current sentences, in order; None = the sentences are unchanged).
 
-        Decoder self-attention keys/values follow their hypothesis. Cross-attention keys/values,
-        memory and mask depend only on the sentence: they are reindexed only when the set of
-        sentences changed, never on a beam reorder.
+        Decoder self-attention keys/values follow their hypothesis; the encoder output, its mask and
+        the engine's cross-attention keys/values depend only on the sentence: they are reindexed only
+        when the set of sentences changed, never on a beam reorder.
         """
         self.prefix = self.prefix.index_select(0, rows)
         if sentences is not None:
             self.memory = self.memory.index_select(0, sentences)
             self.src_mask = self.src_mask.index_select(0, sentences)
-        if self.cache is None:
-            return
-        for layer in self.cache:
-            for kind, entries in layer.items():
-                index = rows if kind == "self" else sentences
-                if index is None:
-                    continue
-                for name, tensor in entries.items():
-                    if not isinstance(tensor, torch.Tensor):
-                        continue
-                    if kind == "self":  # marked: a reordered cache grows by concatenation
-                        entries[name] = select_rows(tensor, index)
-                    else:
-                        entries[name] = tensor.index_select(0, index)
+        if self.engine is not None:
+            self.engine.select(rows, sentences)
+        for layer in self.cache or []:
+            entries = layer.get("self", {})
+            for name, tensor in entries.items():
+                entries[name] = tensor.index_select(0, rows)
 
 
 @dataclass

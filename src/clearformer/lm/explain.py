@@ -1,6 +1,6 @@
 """`clearformer lm explain`: what a language model computes while it continues a text, read from the recorder.
 
-The text is continued by `lm generate`'s own function (`sampling.generate`, greedy) under a
+The text is continued by `lm generate`'s own function (`generate.sampling.generate`, greedy) under a
 recorder: one pass over the prompt fills the key/value cache (for "The dog ran", as the seed's 6x6
 "life is short eat dessert first" example shows: the causal mask, each head's scores and
 attention weights, the distribution over the next token), then each generation step feeds only
@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 
 from clearformer.explain.walkthrough import Matrix, Step, Walkthrough, build_walkthrough
+from clearformer.generate.sampling import SamplingSettings, generate
 from clearformer.model.cache import kv_cache_bytes_per_token
-from clearformer.sampling import SamplingSettings, generate
 from clearformer.trace import Record, Recorder
 
 # What the terminal shows by default (--full shows every step).

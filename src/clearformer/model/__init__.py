@@ -2,9 +2,11 @@
 
 from clearformer.model.attention import (
     MultiHeadAttention,
+    attention,
     causal_mask,
     combine_masks,
     explicit_attention,
+    extend_cache,
     fast_attention,
     masked_softmax,
     padding_mask,
@@ -22,6 +24,7 @@ from clearformer.model.transformer import OutputProjection, Transformer
 __all__ = [
     "AddNorm", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "InputEmbedding",
     "LearnedPositionalEmbedding", "MultiHeadAttention", "OutputProjection", "SinusoidalPositionalEncoding",
-    "TokenEmbedding", "Transformer", "causal_mask", "combine_masks", "explicit_attention", "fast_attention",
+    "TokenEmbedding", "Transformer", "attention", "causal_mask", "combine_masks", "explicit_attention", "extend_cache",
+    "fast_attention",
     "masked_softmax", "padding_mask", "sinusoidal_table",
 ]

@@ -3,8 +3,8 @@
 The cache itself lives in the attention modules (one dict per layer, see `new_cache()`):
   MHA / GQA / MQA: cache["self"]["k"], ["v"], each (batch, n_kv_heads, t, d_head)
   MLA:             cache["self"]["latent"] (batch, t, d_c), cache["self"]["k_rope"] (batch, t, d_h^R)
-Each is the used part of a buffer that grows in place (`model/kv_buffer.py`); the bytes counted
-here are those of the tokens cached, not the buffer's spare room.
+(`clearformer.generate.engine` keeps the same tensors in buffers that grow in place; the bytes
+counted here are those of the tokens cached, not a buffer's spare room.)
 This module gives DeepSeek-V2's per-token formulas (Table 1 of arXiv 2405.04434) and measures
 the real tensors, so a test can prove the two agree:
   MHA 2 n_h d_h,  GQA 2 n_g d_h,  MQA 2 d_h,  MLA d_c + d_h^R   elements per token and layer.

@@ -35,8 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer import trace
-from clearformer.model.attention import explicit_attention, fast_attention, masked_softmax
-from clearformer.model.kv_buffer import append_in_time
+from clearformer.model.attention import attention, extend_cache, masked_softmax
 
 
 class RMSNorm(nn.Module):
@@ -89,7 +88,7 @@ class MultiHeadLatentAttention(nn.Module):
         self.wo = nn.Linear(n_heads * v_head_dim, d_model, bias=bias)
         self.rotary = rotary
         self.explicit = False  # force the explicit (recordable) path even without a recorder
-        self.absorb: bool | None = None  # None: absorbed while decoding with a cache, naive otherwise
+        self.absorb = False  # True: attend in latent space (the absorbed path), the same numbers
 
     # -- pieces ----------------------------------------------------------------------------------
 
@@ -126,9 +125,7 @@ class MultiHeadLatentAttention(nn.Module):
     def attend(self, q, k, v, mask, prefix) -> torch.Tensor:
         """Scaled dot-product attention with MLA's scale 1/sqrt(d_nope + d_rope), explicit when recording."""
         dropout = self.dropout if self.training else 0.0
-        if self.explicit or trace.recording():
-            return explicit_attention(q, k, v, mask, dropout, self.scale, recorder_prefix=prefix)[0]
-        return fast_attention(q, k, v, mask, dropout, self.scale)
+        return attention(q, k, v, mask, dropout, self.scale, self.explicit, recorder_prefix=prefix)
 
     # -- the two paths ---------------------------------------------------------------------------
 
@@ -182,8 +179,7 @@ class MultiHeadLatentAttention(nn.Module):
     # -- forward ---------------------------------------------------------------------------------
 
     def forward(self, query: torch.Tensor, memory: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, cache: dict | None = None, static_kv: bool = False,
-                position: int = 0) -> torch.Tensor:
+                mask: torch.Tensor | None = None, cache: dict | None = None, position: int = 0) -> torch.Tensor:
         """query (batch, q_len, d_model), mask broadcastable to (batch, heads, q_len, k_len)
         -> (batch, q_len, d_model).
 
@@ -191,21 +187,19 @@ class MultiHeadLatentAttention(nn.Module):
         cache["latent"] (batch, t, d_c) and, with RoPE, cache["k_rope"] (batch, t, d_rope).
         `position` is the absolute position of query[:, 0].
         """
-        if memory is not None or static_kv:
+        if memory is not None:
             raise ValueError("multi-head latent attention is self-attention only")
         q_nope, q_rope = self.queries(query, position)
         latent, k_rope = self.latents(query, position)
         trace.emit(self, "latent", latent)
         if self.rope_dim:
             trace.emit(self, "K_rope", k_rope)
-        if cache is not None:  # appended in place, see kv_buffer
-            latent = cache["latent"] = append_in_time(cache.get("latent"), latent, dim=1)
-            if self.rope_dim:
-                k_rope = cache["k_rope"] = append_in_time(cache.get("k_rope"), k_rope, dim=1)
-        if not self.rope_dim:
+        latent = extend_cache(cache, "latent", latent, dim=1)
+        if self.rope_dim:
+            k_rope = extend_cache(cache, "k_rope", k_rope, dim=1)
+        else:
             k_rope = latent[..., :0]  # no RoPE part: an empty (batch, k_len, 0) key
-        absorb = cache is not None if self.absorb is None else self.absorb
-        if absorb:
+        if self.absorb:
             heads = self.absorbed(q_nope, q_rope, latent, k_rope, mask)
             trace.emit(self, "head_outputs", heads)  # the naive path's attention recorded these already
         else:

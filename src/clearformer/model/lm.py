@@ -64,11 +64,11 @@ class LanguageModel(nn.Module):
         """An empty cache: one dict per layer, {"self": {...}} filled while decoding."""
         return [{} for _ in self.decoder.layers]
 
-    def set_mla_path(self, absorb: bool | None) -> None:
-        """MLA layers: True = absorbed, False = naive, None = absorbed only when decoding with a cache."""
+    def set_mla_path(self, absorb: bool) -> None:
+        """MLA layers: True = absorbed (attend in latent space), False = naive; the same numbers."""
         for module in self.modules():
             if isinstance(module, MultiHeadLatentAttention):
-                module.absorb = absorb
+                module.absorb = bool(absorb)
 
     def num_parameters(self) -> int:
         """Trainable parameters, a tied matrix counted once."""

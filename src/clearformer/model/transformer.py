@@ -16,7 +16,6 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
 from clearformer.model.latent import build_decoder_self_attention
 from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
-from clearformer.model.linear import prepacked_linear
 
 
 def build_rotary(config: ModelConfig) -> nn.Module | None:
@@ -47,16 +46,6 @@ class OutputProjection(nn.Module):
         if trace.recording():
             trace.emit(self, "probabilities", torch.softmax(logits.float(), dim=-1))
         return logits
-
-    def next_token_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The newest decoder state of each hypothesis, hidden (rows, d_model) -> logits (rows, vocab).
-
-        The same numbers as `forward` up to rounding; at a decoding step the product is the largest of
-        the step, and `prepacked_linear` runs it with the weight packed for the kernel (model/linear.py).
-        """
-        if trace.recording():
-            return self(hidden[:, None])[:, 0]
-        return prepacked_linear(self.linear, hidden)
 
 
 class Transformer(nn.Module):
@@ -105,10 +94,7 @@ class Transformer(nn.Module):
         """
         tgt_len = tgt_ids.shape[1]
         k_len = position + tgt_len if cache is not None else tgt_len
-        # One new token at the end of the cached sequence may look at every key: its causal mask
-        # is all True, so a decoding step skips it (the recorder still gets it, for the explain view).
-        needs_mask = tgt_len > 1 or trace.recording()
-        self_mask = causal_mask(tgt_len, k_len, tgt_ids.device) if needs_mask else None
+        self_mask = causal_mask(tgt_len, k_len, tgt_ids.device)
         # Target padding only ever follows the real tokens, so the causal mask already keeps real
         # queries off it; the padded query rows are ignored by the loss.
         x = self.tgt_embed(tgt_ids, offset=position)
@@ -117,10 +103,6 @@ class Transformer(nn.Module):
     def project(self, hidden: torch.Tensor) -> torch.Tensor:
         """decoder states (batch, tgt_len, d_model) -> logits (batch, tgt_len, tgt_vocab)."""
         return self.output(hidden)
-
-    def next_token_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The newest decoder state of each hypothesis (rows, d_model) -> logits (rows, tgt_vocab)."""
-        return self.output.next_token_logits(hidden)
 
     def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: src_ids (batch, src_len), tgt_ids (batch, tgt_len) -> logits (batch, tgt_len, vocab)."""

@@ -1,25 +1,22 @@
 """What the live page asks for, checked and computed: a seed example's or a sentence's walkthrough as JSON.
 
-Requests are validated here (so the HTTP layer only maps `RequestError` to a 4xx answer), the model
-may run several explanations at once (the app's scheduler bounds how many; the lock guards only the
-cache), and the answers of recent sentences are kept, since a page is often reloaded with the same one.
+Requests are validated here (so the HTTP layer only maps `RequestError` to a 4xx answer). Running them
+(a bounded worker pool, identical requests in flight computed once, recent answers kept) is the
+server's job: `serve/pool.py`.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.explain.html import to_json, walk_payload
+from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
 from clearformer.tokenize import encode_source
 
-MAX_BODY_BYTES = 16 * 1024  # a request is one sentence; anything bigger is refused before parsing
-MAX_SENTENCE_CHARS = 2000  # refused before tokenizing; the model's max_len is checked after
-CACHE_SIZE = 32
+CACHE_SIZE = 32  # answers the server keeps (serve/pool.py)
 SHAPE = '{"sentence": "..."} or {"example": "..."}'
 
 NO_MODEL_NOTICE = ("No trained model found, so only the seed examples are available. Train the toy model "
@@ -77,15 +74,13 @@ class Explainer:
 
         self.loaded = loaded
         self.examples = list(EXAMPLES)
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[str, bytes] = OrderedDict()
 
     def info(self) -> dict:
         """What the page needs: the model (or None), the examples, and a notice when there is no model."""
         model = None
         if self.loaded is not None:
             config = self.loaded.model.config
-            model = {"name": self.loaded.path.name, "d_model": config.d_model,  # no absolute path: not a leak
+            model = {"name": self.loaded.path.name, "d_model": config.d_model,
                      "n_heads": config.n_heads, "encoder_layers": config.n_encoder_layers,
                      "decoder_layers": config.n_decoder_layers, "max_len": config.max_len,
                      "vocab_size": len(self.loaded.tokenizer)}
@@ -99,20 +94,10 @@ class Explainer:
             raise RequestError(404, f"unknown example {name!r}; choose one of: {', '.join(self.examples)}")
         return walk_payload(run_example(name)[0])
 
-    def explain(self, kind: str, value: str) -> bytes:
-        """The walkthrough JSON (UTF-8) of a parsed request."""
-        key = f"{kind}:{value}"
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
+    def compute(self, kind: str, value: str) -> bytes:
+        """The walkthrough JSON (UTF-8) of a parsed request; no lock, no cache (the server's pool has both)."""
         payload = self.example_payload(value) if kind == "example" else self._translate(value)
-        answer = to_json(payload).encode("utf-8")
-        with self._lock:
-            self._cache[key] = answer
-            while len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
-        return answer
+        return to_json(payload).encode("utf-8")
 
     def _translate(self, sentence: str) -> dict:
         from clearformer.explain.translation import explain_translation

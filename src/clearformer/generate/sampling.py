@@ -5,7 +5,9 @@
     top-p: keep the smallest set of most probable tokens whose probabilities sum to >= p
     next ~ p restricted to what is kept (renormalised)
 
-`generate` decodes with the model's cache: the prompt is run once, then one token per step.
+`generate` runs the prompt through the model once (filling its cache), then one token per step
+through the engine (`generate/engine.py`), or, while a `trace.Recorder` is active, through the
+model's own modules (the explain view sees the real path; the tokens are the same).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
+from clearformer import trace
 from clearformer.errors import UserError
+from clearformer.generate.engine import Engine, use_engine
 
 
 @dataclass
@@ -93,18 +97,31 @@ def generate(model, prompt_ids: list[int], max_new_tokens: int, settings: Sampli
     generator = torch.Generator(device=device)
     generator.manual_seed(settings.seed if settings.seed is not None else torch.seed())
     model.eval()
+    recorder = trace.active()  # the pass that chooses new token t is recorded as step t
+    if recorder is not None:
+        recorder.step = 0
     cache = model.new_cache()
     ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
     logits = model(ids, cache, 0)[:, -1]
+    engine = None
+    if use_engine(model):
+        engine = Engine(model)
+        engine.adopt(cache)
     position = len(prompt_ids)
     new: list[int] = []
     steps = min(max_new_tokens, context - position)
     for step in range(steps):
         token = sample_next(logits, settings, generator)
+        trace.emit("generate", "chosen", token)
         if stop_id is not None and int(token) == stop_id:
             break
         new.append(int(token))
         if step + 1 < steps:  # the last token is never fed back
-            logits = model(token.view(1, 1), cache, position)[:, -1]
+            if recorder is not None:
+                recorder.step = step + 1
+            if engine is not None:
+                logits = engine.step(token.view(1), position)
+            else:
+                logits = model(token.view(1, 1), cache, position)[:, -1]
             position += 1
     return new

@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "clearformer.data.cli",
     "clearformer.commands.lm",
     "clearformer.commands.serve",
+    "clearformer.commands.claims",
 ]
 
 

@@ -92,7 +92,8 @@ def quick_train(model, data: ToyData, seconds: float, max_steps: int = 10_000, b
         losses.append(loss.item() / max(labels, 1))
     model.eval()
     return {"steps": step, "seconds": round(time.perf_counter() - start, 2),
-            "first_loss": losses[0] if losses else None, "last_loss": statistics.fmean(losses[-10:]) if losses else None}
+            "first_loss": losses[0] if losses else None,
+            "last_loss": statistics.fmean(losses[-10:]) if losses else None}
 
 
 @torch.no_grad()

@@ -10,6 +10,8 @@ against fixed timings.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from clearformer.claims.common import machine, median_seconds, new_figure, thread_count
@@ -51,7 +53,8 @@ def time_lengths(models: dict, lengths, batch: int, vocab: int, repeats: int, de
         src, tgt = (torch.randint(4, vocab, (batch, length), generator=generator).to(device) for _ in range(2))
         for name, model in models.items():
             model.to(device).train()
-            times[name].append(median_seconds(lambda m=model: _synchronised_step(m, src, tgt, device), repeats))
+            step = functools.partial(_synchronised_step, model, src, tgt, device)
+            times[name].append(median_seconds(step, repeats))
     return times
 
 
@@ -84,7 +87,7 @@ def run(quick: bool = True, lengths=None, batch: int = 4, d_model: int = 64, lay
         "lengths": lengths, "step_seconds": times,
         "sequential_steps": {name: [sequential_steps(name, layers, n) for n in lengths] for name in models},
         "growth": growth, "length_ratio": lengths[-1] / lengths[0],
-        "gru_over_transformer": [g / t for g, t in zip(times["gru"], times["transformer"])],
+        "gru_over_transformer": [g / t for g, t in zip(times["gru"], times["transformer"], strict=True)],
     }
 
 

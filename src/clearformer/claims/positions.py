@@ -82,10 +82,12 @@ def summary(results: dict) -> list[str]:
         lines.append(f"{kind:>11} {r['min_encoder_permutation_gap']:>16.2e} .. {r['encoder_permutation_gap']:<16.2e}"
                      f" {r['min_decoder_probability_gap']:>11.2e} .. {r['decoder_probability_gap']:<11.2e}")
     tolerance = 1e-5
-    blind = results["none"]["encoder_permutation_gap"] < tolerance and results["none"]["decoder_probability_gap"] < tolerance
+    none = results["none"]
+    blind = none["encoder_permutation_gap"] < tolerance and none["decoder_probability_gap"] < tolerance
     seeing = [k for k in KINDS[1:] if results[k]["min_decoder_probability_gap"] > tolerance]
-    lines.append(f"without positions: {'a permutation, same next-token probabilities' if blind else 'NOT a permutation'}"
-                 f" (tolerance {tolerance:g}); orders told apart by: {', '.join(seeing) or 'none'}")
+    verdict = "a permutation, same next-token probabilities" if blind else "NOT a permutation"
+    lines.append(f"without positions: {verdict} (tolerance {tolerance:g}); "
+                 f"orders told apart by: {', '.join(seeing) or 'none'}")
     return lines
 
 

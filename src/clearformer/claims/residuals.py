@@ -113,7 +113,7 @@ def figure(results: dict):
     axes = fig.subplots(1, len(results["depths"]), squeeze=False)[0]
     colors = {"post-norm": "tab:blue", "pre-norm": "tab:orange",
               "post-norm, no residual": "tab:blue", "pre-norm, no residual": "tab:orange"}
-    for ax, depth in zip(axes, results["depths"]):
+    for ax, depth in zip(axes, results["depths"], strict=True):
         for variant in VARIANTS:
             norms = [max(n, FLOOR) for n in results["norms"][f"{variant}, {depth} layers"]]
             style = "--" if "no residual" in variant else "-"

@@ -23,6 +23,8 @@ from clearformer.model.attention import MultiHeadAttention, explicit_attention
 from clearformer.trace import Recorder
 
 QUICK_DIMS = (4, 8, 16, 32, 64, 128, 256, 512)
+SCALES = ("scaled", "unscaled")
+STATISTICS = ("entropy", "softmax_gain", "grad_q", "grad_k")
 
 
 def attention_statistics(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
@@ -118,8 +120,9 @@ def summary(results: dict) -> list[str]:
              f" {'|dL/dq| scaled':>15} {'unscaled':>9}"]
     unit = results["unit"]
     for i, d in enumerate(results["dims"]):
-        row = [unit[scale][stat][i] for stat in ("entropy", "softmax_gain", "grad_q") for scale in ("scaled", "unscaled")]
-        lines.append(f"{d:>5} {row[0]:>15.3f} {row[1]:>9.3f} {row[2]:>15.4f} {row[3]:>9.4f} {row[4]:>15.4f} {row[5]:>9.4f}")
+        row = [unit[scale][stat][i] for stat in ("entropy", "softmax_gain", "grad_q") for scale in SCALES]
+        lines.append(f"{d:>5} {row[0]:>15.3f} {row[1]:>9.3f} {row[2]:>15.4f} {row[3]:>9.4f} "
+                     f"{row[4]:>15.4f} {row[5]:>9.4f}")
     init = results["init"]
     lines.append(f"freshly initialised attention, d_k {results['dims'][-1]}: entropy "
                  f"{init['scaled']['entropy'][-1]:.3f} scaled vs {init['unscaled']['entropy'][-1]:.3f} unscaled")
@@ -138,12 +141,12 @@ def figure(results: dict):
     for (source, scale), (color, line) in styles.items():
         values = results[source][scale]
         label = f"{'/sqrt(d_k)' if scale == 'scaled' else 'no scaling'}, {source}"
-        for ax, stat in zip(axes, ("entropy", "softmax_gain", "grad_q", "grad_k")):
+        for ax, stat in zip(axes, STATISTICS, strict=True):
             ax.plot(results["dims"], values[stat], line, marker="o", color=color, label=label)
     axes[0].axhline(results["uniform_entropy"], color="gray", lw=0.8, ls=":", label="uniform")
     titles = ("softmax entropy (nats)", "softmax gain |dL/ds| / |dL/dw|", "gradient reaching Q (row norm)",
               "gradient reaching K (row norm)")
-    for ax, title in zip(axes, titles):
+    for ax, title in zip(axes, titles, strict=True):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("d_k")
         ax.set_title(title)

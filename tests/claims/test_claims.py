@@ -9,10 +9,9 @@ import pytest
 import torch
 
 from clearformer.claims import heads, parallel, positions, residuals, scaling
+from clearformer.claims.common import toy_data, toy_transformer, valid_nll
 from clearformer.claims.registry import CLAIMS
 from clearformer.cli import main
-from clearformer.config import preset
-from clearformer.model.transformer import Transformer
 
 
 def test_claim1_rnn_time_grows_with_length_faster_than_ours():
@@ -87,11 +86,8 @@ def test_claim4_training_makes_heads_differ_and_ablation_restores_weights():
 
 
 def test_ablation_leaves_the_model_as_it_was():
-    from clearformer.claims.common import toy_data, valid_nll
-
     data = toy_data()
-    model = Transformer(preset("toy-translate", src_vocab_size=len(data.tokenizer),
-                               tgt_vocab_size=len(data.tokenizer))).eval()
+    model = toy_transformer(data).eval()
     before = valid_nll(model, data)
     heads.ablation_costs(model, data)
     assert valid_nll(model, data) == before
@@ -107,7 +103,7 @@ def test_claim5_without_residuals_the_decoder_gradient_vanishes():
 
 
 def test_without_residual_is_norm_of_sublayer():
-    model = residuals.build(1, norm_first=False, residual=False, vocab=10, pad_id=0, seed=0)
+    model = residuals.build(toy_data(), 1, norm_first=False, residual=False, seed=0)
     add_norm = model.encoder.layers[0].add_norm_1
     x = torch.randn(2, 3, 64)
     torch.testing.assert_close(add_norm(x, torch.tanh), add_norm.norm(torch.tanh(x)))

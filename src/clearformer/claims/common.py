@@ -69,31 +69,69 @@ def batch_loss(model, batch, smoothing: float = 0.1) -> tuple[torch.Tensor, torc
     return label_smoothed_loss(logits, batch.tgt_out, model.config.pad_id, smoothing)
 
 
-def quick_train(model, data: ToyData, seconds: float, max_steps: int = 10_000, batch_tokens: int = 1024,
-                warmup: int = 100, lr_factor: float = 2.0, seed: int = 1) -> dict:
-    """Train `model` on data.train for at most `seconds` (or max_steps updates).
+class QuickTrainer:
+    """A short training loop that can be continued: `advance(seconds, max_steps)` trains some more with
+    the same optimizer, schedule position and batch stream (for BLEU-against-time curves)."""
 
-    Returns {"steps", "seconds", "first_loss", "last_loss"} (losses per label, smoothed).
+    def __init__(self, model, data: ToyData, batch_tokens: int = 1024, warmup: int = 100, lr_factor: float = 2.0,
+                 seed: int = 1) -> None:
+        tok = data.tokenizer
+        self.model, self.warmup, self.lr_factor = model, warmup, lr_factor
+        self.stream = BatchStream(data.train, batch_tokens, seed, tok.pad_id, tok.bos_id, tok.eos_id)
+        self.optimizer = new_optimizer(model)
+        self.step, self.seconds, self.losses = 0, 0.0, []
+
+    def advance(self, seconds: float, max_steps: int = 10_000) -> None:
+        """Train until `seconds` more have passed or the step count reaches `max_steps`."""
+        model, start = self.model, time.perf_counter()
+        model.train()
+        while self.step < max_steps and time.perf_counter() - start < seconds:
+            self.step += 1
+            for group in self.optimizer.param_groups:
+                group["lr"] = noam_lr(self.step, model.config.d_model, self.warmup, self.lr_factor)
+            loss, _, labels = batch_loss(model, self.stream.next())
+            self.optimizer.zero_grad(set_to_none=True)
+            (loss / max(labels, 1)).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            self.optimizer.step()
+            self.losses.append(loss.item() / max(labels, 1))
+        model.eval()
+        self.seconds += time.perf_counter() - start
+
+    def report(self) -> dict:
+        """{"steps", "seconds", "first_loss", "last_loss"} (losses per label, label-smoothed)."""
+        losses = self.losses
+        return {"steps": self.step, "seconds": round(self.seconds, 2), "first_loss": losses[0] if losses else None,
+                "last_loss": statistics.fmean(losses[-10:]) if losses else None}
+
+
+def quick_train(model, data: ToyData, seconds: float, max_steps: int = 10_000, **options) -> dict:
+    """Train `model` on data.train for at most `seconds` (or max_steps updates); QuickTrainer.report()."""
+    trainer = QuickTrainer(model, data, **options)
+    trainer.advance(seconds, max_steps)
+    return trainer.report()
+
+
+def bleu(model, data: ToyData) -> float:
+    """Greedy-decoding BLEU (sacrebleu) of `model` on the validation split, through `evaluate_model`."""
+    from clearformer.evaluate import evaluate_model
+
+    return evaluate_model(model, data.tokenizer, data.valid_pairs)[0].bleu
+
+
+def bleu_curve(model, data: ToyData, minutes: float, points: int, **options) -> dict:
+    """Train for `minutes` of wall time, measuring validation BLEU `points` times along the way.
+
+    Returns {"minutes": [...], "steps": [...], "bleu": [...], "training": QuickTrainer.report()}.
     """
-    tok = data.tokenizer
-    stream = BatchStream(data.train, batch_tokens, seed, tok.pad_id, tok.bos_id, tok.eos_id)
-    optimizer = new_optimizer(model)
-    model.train()
-    start, step, losses = time.perf_counter(), 0, []
-    while step < max_steps and time.perf_counter() - start < seconds:
-        step += 1
-        for group in optimizer.param_groups:
-            group["lr"] = noam_lr(step, model.config.d_model, warmup, lr_factor)
-        loss, _, labels = batch_loss(model, stream.next())
-        optimizer.zero_grad(set_to_none=True)
-        (loss / max(labels, 1)).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item() / max(labels, 1))
-    model.eval()
-    return {"steps": step, "seconds": round(time.perf_counter() - start, 2),
-            "first_loss": losses[0] if losses else None,
-            "last_loss": statistics.fmean(losses[-10:]) if losses else None}
+    trainer = QuickTrainer(model, data, **options)
+    curve = {"minutes": [], "steps": [], "bleu": []}
+    for _ in range(points):
+        trainer.advance(minutes * 60 / points)
+        curve["minutes"].append(round(trainer.seconds / 60, 3))
+        curve["steps"].append(trainer.step)
+        curve["bleu"].append(bleu(model, data))
+    return {**curve, "training": trainer.report()}
 
 
 @torch.no_grad()
@@ -170,3 +208,24 @@ def thread_count(threads: int | None):
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def toy_transformer(data: ToyData, **overrides):
+    """The toy-translate Transformer for data's vocabulary (one joint, tied table, as `clearformer train`)."""
+    from clearformer.config import preset
+    from clearformer.model.transformer import Transformer
+
+    tok = data.tokenizer
+    fields = dict(src_vocab_size=len(tok), tgt_vocab_size=len(tok), tie_embeddings="all", pad_id=tok.pad_id)
+    return Transformer(preset("toy-translate", **{**fields, **overrides}))
+
+
+def toy_rnn(data: ToyData, d_model: int = 64, layers: int = 2):
+    """The GRU encoder-decoder (model/rnn.py) for data's vocabulary, tied like `toy_transformer`."""
+    from clearformer.config import ModelConfig
+    from clearformer.model.rnn import RNNSeq2Seq
+
+    tok = data.tokenizer
+    return RNNSeq2Seq(ModelConfig(src_vocab_size=len(tok), tgt_vocab_size=len(tok), d_model=d_model,
+                                  n_encoder_layers=layers, n_decoder_layers=layers, tie_embeddings="all",
+                                  pad_id=tok.pad_id, max_len=64))

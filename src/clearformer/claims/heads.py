@@ -20,8 +20,7 @@ import itertools
 import torch
 
 from clearformer.batching import collate
-from clearformer.claims.common import machine, new_figure, quick_train, toy_data, valid_nll
-from clearformer.config import preset
+from clearformer.claims.common import machine, new_figure, quick_train, toy_data, toy_transformer, valid_nll
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.transformer import Transformer
 from clearformer.trace import Recorder
@@ -86,8 +85,7 @@ def run(quick: bool = True, steps: int | None = None, n_heads: int = 4, seed: in
     data = toy_data()
     tok = data.tokenizer
     torch.manual_seed(seed)
-    model = Transformer(preset("toy-translate", n_heads=n_heads, src_vocab_size=len(tok),
-                               tgt_vocab_size=len(tok), tie_embeddings="all", pad_id=tok.pad_id)).eval()
+    model = toy_transformer(data, n_heads=n_heads).eval()
     batch = collate(data.valid, tok.pad_id, tok.bos_id, tok.eos_id)
     before = head_diversity(model, batch)
     training = quick_train(model, data, seconds, max_steps=steps, seed=seed)

@@ -16,8 +16,7 @@ import torch
 from torch import nn
 
 from clearformer.batching import collate
-from clearformer.claims.common import batch_loss, machine, new_figure, toy_data
-from clearformer.config import preset
+from clearformer.claims.common import ToyData, batch_loss, machine, new_figure, toy_data, toy_transformer
 from clearformer.model.layers import AddNorm
 from clearformer.model.transformer import Transformer
 
@@ -47,10 +46,10 @@ def remove_residuals(model: nn.Module) -> nn.Module:
     return model
 
 
-def build(depth: int, norm_first: bool, residual: bool, vocab: int, pad_id: int, seed: int) -> Transformer:
+def build(data: ToyData, depth: int, norm_first: bool, residual: bool, seed: int) -> Transformer:
+    """The toy-translate model with `depth` layers a side, post- or pre-norm, with or without residuals."""
     torch.manual_seed(seed)
-    model = Transformer(preset("toy-translate", n_encoder_layers=depth, n_decoder_layers=depth, norm_first=norm_first,
-                               src_vocab_size=vocab, tgt_vocab_size=vocab, tie_embeddings="all", pad_id=pad_id))
+    model = toy_transformer(data, n_encoder_layers=depth, n_decoder_layers=depth, norm_first=norm_first)
     return model if residual else remove_residuals(model)
 
 
@@ -84,7 +83,7 @@ def run(quick: bool = True, depths=(6, 12), sentences: int = 32, seeds: int | No
                "depths": list(depths), "norms": {}, "loss": {}}
     for depth in depths:
         for variant, (norm_first, residual) in VARIANTS.items():
-            runs = [layer_gradient_norms(build(depth, norm_first, residual, len(tok), tok.pad_id, seed), batch)
+            runs = [layer_gradient_norms(build(data, depth, norm_first, residual, seed), batch)
                     for seed in range(seeds)]
             key = f"{variant}, {depth} layers"
             results["norms"][key] = torch.tensor([r[0] for r in runs]).median(dim=0).values.tolist()

@@ -96,14 +96,11 @@ def run(quick: bool = True, dims=None, length: int = 32, batch: int = 8, seed: i
 def trained_statistics(seconds: float, generator: torch.Generator) -> dict:
     """Scaled vs unscaled statistics on Q, K, V of a toy model trained for `seconds` (encoder layer 0)."""
     from clearformer.batching import collate
-    from clearformer.claims.common import quick_train, toy_data
-    from clearformer.config import preset
-    from clearformer.model.transformer import Transformer
+    from clearformer.claims.common import quick_train, toy_data, toy_transformer
 
     data = toy_data()
     tok = data.tokenizer
-    model = Transformer(preset("toy-translate", src_vocab_size=len(tok), tgt_vocab_size=len(tok),
-                               tie_embeddings="all", pad_id=tok.pad_id))
+    model = toy_transformer(data)
     training = quick_train(model, data, seconds)
     batch = collate(data.valid[:64], tok.pad_id, tok.bos_id, tok.eos_id)
     attention = model.encoder.layers[0].self_attention

@@ -100,6 +100,9 @@ def test_claim5_without_residuals_the_decoder_gradient_vanishes():
         without = results["norms"][f"{variant}, no residual, 6 layers"]
         assert residuals.spread(with_skip) < 10
         assert without[6] < 1e-6 * with_skip[6]  # first decoder layer
+        # why: without the skip path the encoder's rows collapse to one vector (rank collapse)
+        assert results["memory_spread"][f"{variant}, no residual, 6 layers"] < 1e-3
+        assert results["memory_spread"][f"{variant}, 6 layers"] > 0.1
 
 
 def test_without_residual_is_norm_of_sublayer():

@@ -69,6 +69,20 @@ def layer_gradient_norms(model: Transformer, batch) -> tuple[list[float], float]
 
 FLOOR = 1e-16  # a gradient of exactly 0 is drawn here on the log axis
 
+@torch.no_grad()
+def memory_spread(model: Transformer, batch) -> float:
+    """How different the encoder's output rows of one sentence are: mean over real positions of
+    ||m_i - mean_j m_j|| / mean ||m_i||, averaged over sentences. Near 0: every word has become the
+    same vector (rank collapse), and cross-attention no longer depends on where it looks."""
+    model.eval()
+    memory, _ = model.encode(batch.src)
+    spreads = []
+    for row, real in zip(memory, batch.src != batch.pad_id, strict=True):
+        rows = row[real]
+        spreads.append(((rows - rows.mean(0)).norm(dim=-1).mean() / rows.norm(dim=-1).mean()).item())
+    return sum(spreads) / len(spreads)
+
+
 VARIANTS = {"post-norm": (False, True), "pre-norm": (True, True),
             "post-norm, no residual": (False, False), "pre-norm, no residual": (True, False)}
 
@@ -80,12 +94,13 @@ def run(quick: bool = True, depths=(6, 12), sentences: int = 32, seeds: int | No
     tok = data.tokenizer
     batch = collate(data.train[:sentences], tok.pad_id, tok.bos_id, tok.eos_id)
     results = {"claim": 5, "quick": quick, "machine": machine(), "sentences": sentences, "seeds": seeds,
-               "depths": list(depths), "norms": {}, "loss": {}}
+               "depths": list(depths), "norms": {}, "loss": {}, "memory_spread": {}}
     for depth in depths:
         for variant, (norm_first, residual) in VARIANTS.items():
-            runs = [layer_gradient_norms(build(data, depth, norm_first, residual, seed), batch)
-                    for seed in range(seeds)]
+            models = [build(data, depth, norm_first, residual, seed) for seed in range(seeds)]
+            runs = [layer_gradient_norms(model, batch) for model in models]
             key = f"{variant}, {depth} layers"
+            results["memory_spread"][key] = max(memory_spread(model, batch) for model in models)
             results["norms"][key] = torch.tensor([r[0] for r in runs]).median(dim=0).values.tolist()
             results["loss"][key] = float(torch.tensor([r[1] for r in runs]).median())
     return results
@@ -99,11 +114,13 @@ def spread(norms: list[float]) -> float:
 def summary(results: dict) -> list[str]:
     lines = [f"gradient norm per layer at initialisation (one batch of {results['sentences']} toy sentences):",
              f"{'variant':>34} {'first enc':>10} {'last enc':>10} {'first dec':>10} {'last dec':>10} "
-             f"{'max/min':>8}"]
+             f"{'max/min':>8} {'memory spread':>13}"]
     for key, norms in results["norms"].items():
         depth = len(norms) // 2
         picks = (norms[0], norms[depth - 1], norms[depth], norms[-1])
-        lines.append(f"{key:>34} " + " ".join(f"{v:>10.2e}" for v in picks) + f" {spread(norms):>8.1f}")
+        lines.append(f"{key:>34} " + " ".join(f"{v:>10.2e}" for v in picks) + f" {spread(norms):>8.1f}"
+                     f" {results['memory_spread'][key]:>13.1e}")
+    lines.append("memory spread: how different the encoder's output rows are (0 = all words one vector)")
     return lines
 
 

@@ -128,7 +128,8 @@ def main() -> None:
     body = (f"Claims {args.claims}; training contests: {args.minutes:g} minutes per model on the toy phrase set, "
             f"BLEU at {args.points} points (greedy, validation split); torch threads: "
             f"{args.threads or torch.get_num_threads()}. Minutes are wall-clock time under whatever load the "
-            f"machine had.\n\n" + "\n".join(sections))
+            f"machine had (compare the steps column); the toy validation split is small, so BLEU is noisy.\n\n"
+            + "\n".join(sections))
     if not args.no_report:
         write_section("claims", "The tutorials' claims, measured (full versions)", body)
     print(json.dumps({"written": str(out)}))

@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "clearformer.commands.serve",
     "clearformer.commands.export",
     "clearformer.commands.import_model",
+    "clearformer.commands.claims",
 ]
 
 

@@ -94,8 +94,8 @@ class Engine:
     @staticmethod
     def supports(model: nn.Module) -> bool:
         """Whether `model` is built from this project's decoder layers (anything else: the model path)."""
-        decoder = getattr(model, "decoder", None)
-        return decoder is not None and all(isinstance(layer, DecoderLayer) for layer in decoder.layers)
+        layers = getattr(getattr(model, "decoder", None), "layers", None)  # the GRU baseline has none
+        return isinstance(layers, nn.ModuleList) and all(isinstance(layer, DecoderLayer) for layer in layers)
 
     def adopt(self, cache: list[dict]) -> None:
         """Take over a model cache filled by a forward pass over a prompt (the LM's prefill)."""

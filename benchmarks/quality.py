@@ -4,7 +4,9 @@ The run trains with `clearformer train` in segments of `--every` minutes (each o
 last, which continues exactly, so the segments add up to one uninterrupted run). After each
 segment, outside the time budget, the model translates the first `--curve-sentences` validation
 sentences greedily for the BLEU-vs-minutes curve; at the end it translates the test split with
-beam search (beam 4, length penalty 0.6) for the final sacrebleu BLEU and chrF, signatures included.
+beam search (beam 4, length penalty 0.6) and greedily for the final sacrebleu BLEU and chrF,
+signatures included, the length ratio overall and by reference length, and the share of sentences
+whose placeholders come out exactly (with the placeholder constraint, and beam 4 without it).
 
     python -m benchmarks.quality --minutes 25                  # the full run
     python -m benchmarks.quality --minutes 2 --every 1 --test-sentences 200   # a smoke test
@@ -102,24 +104,41 @@ def main() -> None:
                        "valid_loss": result.valid_loss, "bleu": bleu})
         print(f"{budget:g} min: step {result.step}, valid loss {result.valid_loss:.3f}, "
               f"greedy BLEU {bleu:.2f}", flush=True)
-    final, _ = evaluate_model(model, tokenizer, test, beam=args.beam, alpha=0.6, batch_size=32)
+    finals = {}
+    for name, beam, placeholders in ((f"beam {args.beam}", args.beam, True), ("greedy", 1, True),
+                                     (f"beam {args.beam}, placeholders free", args.beam, False)):
+        finals[name], _ = evaluate_model(model, tokenizer, test, beam=beam, alpha=0.6, batch_size=32,
+                                         placeholders=placeholders)
+        print(name, finals[name].bleu_line, finals[name].chrf_line, finals[name].summary(), sep="\n", flush=True)
+    final = finals[f"beam {args.beam}"]
     wall = (time.monotonic() - started) / 60
-    print(final.bleu_line, final.chrf_line, sep="\n")
     if args.no_write:
         return
 
     CURVE.write_text(json.dumps({"system": f"clearformer {args.preset}", "points": points, "steps": result.step,
-                                 "test_bleu": final.bleu, "test_chrf": final.chrf}, indent=1) + "\n",
+                                 "test_bleu": final.bleu, "test_chrf": final.chrf,
+                                 "test": {name: {"bleu": e.bleu, "chrf": e.chrf, "ratio": e.ratio,
+                                                 "buckets": {b.name: [b.sentences, b.ratio] for b in e.buckets},
+                                                 "placeholders": [e.placeholders.kept, e.placeholders.total]}
+                                          for name, e in finals.items()}}, indent=1) + "\n",
                      encoding="utf-8")
     plot_curves()
     rows = [[f"{p['minutes']:g}", p["step"], f"{p['train_loss']:.3f}", f"{p['valid_loss']:.3f}",
              f"{p['bleu']:.2f}"] for p in points]
     body = (f"`{args.preset}` preset trained for {args.minutes:g} minutes of training time on "
-            f"en-fr-software ({args.vocab_size}-piece joint SentencePiece vocabulary, <= {args.batch_tokens} "
+            f"en-fr-software ({args.vocab_size}-piece joint SentencePiece vocabulary with the frequent "
+            f"placeholders as single pieces, <eos> after every source, <= {args.batch_tokens} "
             f"padded tokens per batch, warmup {args.warmup}, label smoothing 0.1, dropout as the preset), "
             f"{torch.get_num_threads()} threads; {wall:.0f} minutes of wall time with the evaluations.\n\n"
-            f"Final test BLEU / chrF (beam {args.beam}, length penalty 0.6, {len(test)} test sentences):\n\n"
-            f"- `{final.bleu_line}`\n- `{final.chrf_line}`\n\n"
+            f"Final test scores ({len(test)} test sentences; beam search with length penalty 0.6; "
+            f"placeholders exact = the decoding constraint of `generate/constraints.py`, on by default):\n\n"
+            + "".join(f"**{name}**\n\n- `{e.bleu_line}`\n- `{e.chrf_line}`\n"
+                      + "".join(f"- {line}\n" for line in e.summary().splitlines()) + "\n"
+                      for name, e in finals.items())
+            + "Length ratio by reference length (13a tokens; sentences in brackets):\n\n"
+            + markdown_table(["decoding", "overall", *[b.name for b in final.buckets]],
+                             [[name, f"{e.ratio:.3f}", *[f"{b.ratio:.2f} ({b.sentences})" for b in e.buckets]]
+                              for name, e in finals.items()]) + "\n\n"
             f"BLEU against training minutes (greedy, first {len(valid)} validation sentences; "
             f"plot: `benchmarks/{PLOT.name}`):\n\n"
             + markdown_table(["minutes", "step", "train loss", "valid loss (smoothed)", "valid BLEU"], rows))

@@ -237,11 +237,11 @@ def main() -> None:
     tokens_per_s = total_tokens / trained_s
 
     final = score_corpus(translate(model, tokenizer, [s for s, _ in test_pairs], beam=args.beam, alpha=args.alpha,
-                                   batch_size=32), [t for _, t in test_pairs])
+                                   batch_size=32), [t for _, t in test_pairs], [s for s, _ in test_pairs])
     wall = (time.monotonic() - started) / 60
     print(f"trained {step} steps in {trained_s / 60:.1f} min, {tokens_per_s:,.0f} tokens/s; "
           f"{wall:.1f} min of wall time in all")
-    print(final.bleu_line, final.chrf_line, sep="\n")
+    print(final.bleu_line, final.chrf_line, final.summary(), sep="\n")
     if args.no_write:
         return
 
@@ -266,7 +266,8 @@ def main() -> None:
             f"evaluations.\n\n"
             f"Final test BLEU / chrF (`generate`, beam {args.beam}, length_penalty {args.alpha} - Hugging Face's "
             f"score / length^{args.alpha}, not the GNMT penalty clearformer uses; {len(test_pairs)} test sentences):"
-            f"\n\n- `{final.bleu_line}`\n- `{final.chrf_line}`\n\n"
+            f"\n\n- `{final.bleu_line}`\n- `{final.chrf_line}`\n"
+            + "".join(f"- {line}\n" for line in final.summary().splitlines()) + "\n"
             f"BLEU against training minutes (greedy, first {len(curve_pairs)} validation sentences; points in "
             f"`benchmarks/{CURVE.name}`; train loss = mean of the last <= {LOG_EVERY} steps):\n\n"
             + markdown_table(["minutes", "step", "train loss", "valid loss (smoothed)", "valid BLEU"], rows))

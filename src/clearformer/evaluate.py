@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.placeholders import PlaceholderScore, placeholder_score
 
 DEFAULT_CORPUS = "en-fr-software"
 SPLITS = ("train", "valid", "test")
@@ -27,10 +28,63 @@ class Evaluation:
     bleu_line: str  # e.g. "BLEU|nrefs:1|...|version:2.6.0 = 31.20 62.1/38.4/25.3/16.9 (BP = ...)"
     chrf_line: str
     signatures: dict[str, str] = field(default_factory=dict)
+    ratio: float = 1.0  # hypothesis length / reference length, in sacrebleu's 13a tokens
+    buckets: list[LengthBucket] = field(default_factory=list)
+    placeholders: PlaceholderScore | None = None  # when the sources were given
+
+    def summary(self) -> str:
+        """The lines `clearformer evaluate` prints under the two signatures."""
+        lines = [f"length ratio {self.ratio:.3f} (translation / reference tokens); by reference length: "
+                 + ", ".join(f"{b.name} {b.ratio:.2f} ({b.sentences})" for b in self.buckets if b.sentences)]
+        if self.placeholders is not None:
+            lines.append(str(self.placeholders))
+        return "\n".join(lines)
 
 
-def score_corpus(hypotheses: list[str], references: list[str]) -> Evaluation:
-    """BLEU and chrF of hypotheses against one reference each (same order, same count)."""
+@dataclass
+class LengthBucket:
+    """Sentences whose reference has `low`..`high` tokens (13a; high None = no upper end)."""
+
+    low: int
+    high: int | None
+    sentences: int = 0
+    hypothesis_tokens: int = 0
+    reference_tokens: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.low}+" if self.high is None else f"{self.low}-{self.high}"
+
+    @property
+    def ratio(self) -> float:
+        return self.hypothesis_tokens / self.reference_tokens if self.reference_tokens else 0.0
+
+
+BUCKET_EDGES = (0, 5, 10, 15, 20, 25, 30)  # 0-4, 5-9, ..., 25-29, 30+
+
+
+def length_buckets(hypotheses: list[str], references: list[str]) -> list[LengthBucket]:
+    """Length ratio by reference length: where do translations come out short?
+
+    Lengths are counted in sacrebleu's 13a tokens, as BLEU's brevity penalty counts them.
+    """
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    tokenize = Tokenizer13a()
+    buckets = [LengthBucket(low, high - 1 if high else None)
+               for low, high in zip(BUCKET_EDGES, (*BUCKET_EDGES[1:], None), strict=True)]
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        ref_len = len(tokenize(reference).split())
+        bucket = next(b for b in reversed(buckets) if ref_len >= b.low)
+        bucket.sentences += 1
+        bucket.reference_tokens += ref_len
+        bucket.hypothesis_tokens += len(tokenize(hypothesis).split())
+    return buckets
+
+
+def score_corpus(hypotheses: list[str], references: list[str], sources: list[str] | None = None) -> Evaluation:
+    """BLEU and chrF of hypotheses against one reference each (same order, same count), the length
+    ratio overall and by reference length, and, given the sources, the placeholder score."""
     from sacrebleu.metrics import BLEU, CHRF
 
     if len(hypotheses) != len(references):
@@ -42,7 +96,10 @@ def score_corpus(hypotheses: list[str], references: list[str]) -> Evaluation:
     return Evaluation(hypotheses, bleu_score.score, chrf_score.score,
                       bleu_score.format(signature=bleu_signature),
                       chrf_score.format(signature=chrf_signature),
-                      {"bleu": bleu_signature, "chrf": chrf_signature})
+                      {"bleu": bleu_signature, "chrf": chrf_signature},
+                      ratio=bleu_score.sys_len / bleu_score.ref_len if bleu_score.ref_len else 0.0,
+                      buckets=length_buckets(hypotheses, references),
+                      placeholders=placeholder_score(sources, hypotheses) if sources is not None else None)
 
 
 def split_file(split: str, data: str | None, meta: dict) -> Path | None:
@@ -82,7 +139,8 @@ def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str
 
 def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1, alpha: float = 0.6,
                    max_extra: int = 50, batch_size: int = 32,
-                   progress: Callable[[int], None] | None = None, stop: str = "current") -> tuple[Evaluation, int]:
+                   progress: Callable[[int], None] | None = None, stop: str = "current",
+                   placeholders: bool = True) -> tuple[Evaluation, int]:
     """Translate every source of `pairs` and score against the targets.
 
     Sources longer than the model's max_len are cut to max_len tokens (counted in the second
@@ -94,5 +152,6 @@ def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1
     sources = [encode_source(tokenizer, source, model.config.source_eos) for source, _ in pairs]
     truncated = sum(len(ids) > max_len for ids in sources)
     hypotheses = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], beam=beam, alpha=alpha,
-                               max_extra=max_extra, batch_size=batch_size, progress=progress, stop=stop)
-    return score_corpus(hypotheses, [target for _, target in pairs]), truncated
+                               max_extra=max_extra, batch_size=batch_size, progress=progress, stop=stop,
+                               placeholders=placeholders)
+    return score_corpus(hypotheses, [target for _, target in pairs], [source for source, _ in pairs]), truncated

@@ -35,10 +35,13 @@ def test_evaluate_prints_signatures_and_writes_hypotheses(checkpoint, tmp_path, 
     model, tokenizer, _ = load_model(checkpoint)
     hypotheses = translate(model, tokenizer, [s for s, _ in PAIRS])
     assert output.read_text(encoding="utf-8") == "".join(h + "\n" for h in hypotheses)
-    scores = score_corpus(hypotheses, [t for _, t in PAIRS])
+    scores = score_corpus(hypotheses, [t for _, t in PAIRS], [s for s, _ in PAIRS])
     assert "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in out
     assert "chrF2|nrefs:1|" in out
     assert scores.bleu_line in out and scores.chrf_line in out
+    # the length ratio overall and by reference length, and the placeholder score, under them
+    assert scores.summary() in out and f"length ratio {scores.ratio:.3f}" in out
+    assert "placeholders: no source sentence has one" in out
 
 
 def test_evaluate_default_output_beside_checkpoint_and_bad_split(checkpoint, tmp_path, capsys):

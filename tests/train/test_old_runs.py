@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -17,6 +18,16 @@ from clearformer.train.state import step_checkpoints
 
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "runs_v1"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(autouse=True)
+def _two_threads():
+    """The expected digests were taken with 2 torch threads; a float sum's order (and so the last bit
+    of a trained weight) depends on the thread count, e.g. under OMP_NUM_THREADS=1."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(threads)
 
 
 def digest(path: Path) -> str:

@@ -11,9 +11,9 @@ from clearformer.errors import UserError
 
 # Options a resumed run may change; every other option comes from the checkpoint.
 RESUMABLE = ("steps", "minutes", "device", "bf16")
-TUNABLE = ("tokenizer", "vocab_size", "batch_tokens", "accum", "lr_factor", "warmup", "label_smoothing",
-           "clip", "dropout", "attention_dropout", "ffn_dropout", "seed", "patience", "save_every", "keep",
-           "eval_every", "bleu_sentences", "log_every", "tie", "device", "bf16", "slow_down")
+TUNABLE = ("tokenizer", "vocab_size", "placeholder_pieces", "batch_tokens", "accum", "lr_factor", "warmup",
+           "label_smoothing", "clip", "dropout", "attention_dropout", "ffn_dropout", "seed", "patience",
+           "save_every", "keep", "eval_every", "bleu_sentences", "log_every", "tie", "device", "bf16", "slow_down")
 
 
 def register(subparsers) -> None:
@@ -49,6 +49,9 @@ def register(subparsers) -> None:
     recipe = p.add_argument_group("recipe")
     recipe.add_argument("--tokenizer", choices=["words", "sentencepiece"], help="vocabulary kind (joint)")
     recipe.add_argument("--vocab-size", type=int, help="SentencePiece vocabulary size (default 8000)")
+    recipe.add_argument("--placeholder-pieces", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep frequent placeholders (%%s, {0}, <b>, ...) as single SentencePiece pieces, "
+                             "which decoding then copies exactly (default on)")
     recipe.add_argument("--tie", choices=["none", "decoder", "all"], help="shared embeddings (default all)")
     recipe.add_argument("--batch-tokens", type=int, help="padded tokens per batch (and per process)")
     recipe.add_argument("--accum", type=int, help="batches accumulated per optimizer step")

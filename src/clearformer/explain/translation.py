@@ -15,6 +15,7 @@ from clearformer import trace
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.greedy import greedy_decode
+from clearformer.generate.translate import placeholder_ids
 from clearformer.tokenize import encode_source
 from clearformer.validation import shorten
 
@@ -49,7 +50,8 @@ def explain_translation(model, tokenizer, sentence: str, max_new_tokens: int | N
     try:
         with trace.Recorder() as recorder:
             decoded = greedy_decode(model, src, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                                    max_new=max_new_tokens, with_scores=False)
+                                    max_new=max_new_tokens, with_scores=False,
+                                    placeholder_ids=placeholder_ids(tokenizer))
     finally:
         model.train(was_training)
     generated = [tokenizer.bos_id] + decoded.tokens[0, : int(decoded.lengths[0])].tolist()

@@ -31,10 +31,13 @@ stay one row per sentence, shared by its beams.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from clearformer import trace
 from clearformer.errors import UserError
+from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.greedy import DEFAULT_BOS_ID, DEFAULT_EOS_ID
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 
@@ -46,10 +49,11 @@ def length_penalty(length: int | float | torch.Tensor, alpha: float):
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, blocked: int | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, blocked: int | None = None,
+               constraint: PlaceholderConstraint | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The best 2 x beam extensions of each sentence's beams; token `blocked` (<eos> before the
-    minimum length) is never one, but keeps its share of the probability.
+    minimum length) and the tokens `constraint` forbids are never one, but keep their share of
+    the probability.
 
     logits (n * k_cur, vocab) for n sentences of k_cur beams, beam_scores (n, k_cur) -> scores (sum of
     log-probabilities), source beam and token of each candidate, each (n, 2 * beam), best first.
@@ -61,6 +65,8 @@ def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, block
     normaliser = torch.logsumexp(logits, dim=-1)
     if blocked is not None:
         logits[:, blocked] = float("-inf")
+    if constraint is not None:
+        constraint.mask(logits)
     width = min(2 * beam, logits.shape[-1])
     row_best, row_token = logits.topk(width, dim=-1)  # (n * k_cur, width)
     row_scores = (row_best - normaliser[:, None] + beam_scores.reshape(-1, 1)).view(n, k_cur * width)
@@ -95,12 +101,13 @@ class Finished:
 @torch.inference_mode()
 def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6, bos_id: int = DEFAULT_BOS_ID,
                 eos_id: int = DEFAULT_EOS_ID, max_extra: int = 50, min_length: int = 0,
-                max_new: int | None = None, use_cache: bool = True, stop: str = "current") -> Decoded:
+                max_new: int | None = None, use_cache: bool = True, stop: str = "current",
+                placeholder_ids: Sequence[int] | None = None) -> Decoded:
     """Translate a padded batch of source ids with beam search.
 
     src_ids (batch, src_len) -> `Decoded` (the best hypothesis per sentence, scores divided by the
     length penalty). Limits as in `greedy_decode`; `stop` is the early-stopping rule ("bound" or
-    "current", see the module docstring).
+    "current", see the module docstring); `placeholder_ids` as in `greedy_decode`.
     """
     if beam < 1:
         raise UserError(f"beam size must be at least 1, not {beam}")
@@ -119,12 +126,14 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
     alive = torch.arange(batch, device=device)  # original index of every sentence still searched
     state = DecoderState(model, memory, src_mask, bos_id, use_cache)
     beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
+    constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id)
     for t in range(steps):
         if recorder is not None:
             recorder.step = t
         n, k_cur = beam_scores.shape
         logits = state.logits().float()  # (n * k_cur, vocab)
-        top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, eos_id if t < min_length else None)
+        top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, eos_id if t < min_length else None,
+                                                     constraint)
         is_eos = top_token == eos_id
         penalty = length_penalty(t + 1, alpha)
 
@@ -162,6 +171,9 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6,
         rows = (torch.arange(n, device=device)[:, None] * k_cur + go_beam)[keep].reshape(-1)
         state.select(rows, sentences=keep if keep.numel() < n else None)
         state.append(go_token[keep].reshape(-1))
+        if constraint is not None:
+            constraint.select(rows)
+            constraint.chose(go_token[keep].reshape(-1))
         beam_scores = go_scores[keep]
         alive = alive[keep]
     return Decoded(finished.tokens, finished.lengths, finished.scores, eos_id)

@@ -13,9 +13,12 @@ a (batch,) tensor in the original sentence order (<pad> for sentences already fi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from clearformer import trace
+from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 
 DEFAULT_BOS_ID = 2  # the WordTokenizer's order: <pad> <unk> <bos> <eos>
@@ -25,7 +28,8 @@ DEFAULT_EOS_ID = 3
 @torch.inference_mode()
 def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eos_id: int = DEFAULT_EOS_ID,
                   max_extra: int = 50, min_length: int = 0, max_new: int | None = None,
-                  use_cache: bool = True, with_scores: bool = True) -> Decoded:
+                  use_cache: bool = True, with_scores: bool = True,
+                  placeholder_ids: Sequence[int] | None = None) -> Decoded:
     """Translate a padded batch of source ids greedily.
 
     src_ids (batch, src_len), padded with config.pad_id -> `Decoded` with tokens (batch, steps).
@@ -33,7 +37,8 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
     max_len; `max_new` replaces that limit). <eos> is forbidden before `min_length` tokens.
     `use_cache=False` recomputes the whole prefix every step (same tokens, slower).
     `with_scores=False` skips the log-probabilities (a pass over the vocabulary per step): scores
-    are then left at 0.
+    are then left at 0. `placeholder_ids`: the tokenizer's placeholder pieces, each to be copied
+    from the source exactly as often as it occurs there (`generate/constraints.py`).
     """
     pad_id = model.config.pad_id
     recorder = trace.active()
@@ -48,13 +53,18 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
     scores = torch.zeros(batch, dtype=torch.float32, device=src_ids.device)
     alive = torch.arange(batch, device=src_ids.device)  # original index of every row still decoding
     state = DecoderState(model, memory, src_mask, bos_id, use_cache)
+    constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id)
     for t in range(steps):
         if recorder is not None:
             recorder.step = t
         logits = state.logits()
         if t < min_length:
             logits[:, eos_id] = float("-inf")
+        if constraint is not None:
+            logits = constraint.mask(logits)
         chosen = logits.argmax(dim=-1)
+        if constraint is not None:
+            constraint.chose(chosen)
         if with_scores:
             # log p(chosen) = logit - logsumexp(logits): one pass less than a full log_softmax.
             best = logits.gather(1, chosen[:, None])[:, 0]
@@ -73,6 +83,8 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
             alive = alive[keep]
             state.append(chosen)
             state.select(keep, sentences=keep)
+            if constraint is not None:
+                constraint.select(keep)
         else:
             state.append(chosen)
     return Decoded(tokens, lengths, scores, eos_id)

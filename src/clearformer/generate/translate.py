@@ -29,7 +29,8 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int,
 def decode_ids(model, src_ids: torch.Tensor, bos_id: int, eos_id: int, beam: int = 1, alpha: float = 0.6,
                max_extra: int = 50, stop: str = "current", **options) -> list[list[int]]:
     """Greedy (beam == 1) or beam search over a padded batch -> one list of output ids per sentence.
-    `stop` is beam search's early-stopping rule (see `beam_search`)."""
+    `stop` is beam search's early-stopping rule (see `beam_search`); `options` go to both (e.g.
+    `placeholder_ids`, `use_cache`)."""
     if beam == 1:
         decoded = greedy_decode(model, src_ids, bos_id=bos_id, eos_id=eos_id, max_extra=max_extra,
                                 with_scores=False, **options)
@@ -39,22 +40,31 @@ def decode_ids(model, src_ids: torch.Tensor, bos_id: int, eos_id: int, beam: int
     return decoded.sequences()
 
 
+def placeholder_ids(tokenizer) -> tuple[int, ...]:
+    """The tokenizer's placeholder pieces (SentencePiece vocabularies trained by clearformer), or ()."""
+    return tuple(getattr(tokenizer, "placeholder_ids", ()))
+
+
 def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: float = 0.6, max_extra: int = 50,
               batch_size: int = 32, progress: Callable[[int], None] | None = None,
-              use_cache: bool = True, stop: str = "current") -> list[str]:
+              use_cache: bool = True, stop: str = "current", placeholders: bool = True) -> list[str]:
     """Translate every sentence (greedy when beam == 1); the output keeps the input order.
 
     `batch_size` counts sentences per batch (beam search decodes batch_size x beam rows at once);
-    `progress(n)` is called after each batch with the number of sentences it held.
+    `progress(n)` is called after each batch with the number of sentences it held. With
+    `placeholders` (the default) a translation copies every placeholder piece of its source exactly
+    (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained).
     """
     sources = [encode_source(tokenizer, text, model.config.source_eos) for text in sentences]
-    return translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size, progress, use_cache, stop)
+    return translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size, progress, use_cache, stop,
+                         placeholders)
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = 0.6,
                   max_extra: int = 50, batch_size: int = 32, progress: Callable[[int], None] | None = None,
-                  use_cache: bool = True, stop: str = "current") -> list[str]:
+                  use_cache: bool = True, stop: str = "current", placeholders: bool = True) -> list[str]:
     """`translate` for sentences already encoded (lists of source ids; an empty list -> "")."""
+    piece_ids = placeholder_ids(tokenizer) if placeholders else None
     device = next(model.parameters()).device
     outputs = [""] * len(sources)
     # Longest first, so that each batch holds sentences of similar length (little padding).
@@ -68,7 +78,7 @@ def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alp
             chunk = todo[start: start + batch_size]
             src_ids = pad_batch([ids for _, ids in chunk], model.config.pad_id, device)
             outputs_ids = decode_ids(model, src_ids, tokenizer.bos_id, tokenizer.eos_id, beam, alpha,
-                                     max_extra, stop, use_cache=use_cache)
+                                     max_extra, stop, use_cache=use_cache, placeholder_ids=piece_ids)
             for (index, _), ids in zip(chunk, outputs_ids, strict=True):
                 outputs[index] = tokenizer.decode(ids)
             if progress is not None:

@@ -34,23 +34,31 @@ class SentencePieceTokenizer:
 
     kind = "sentencepiece"
 
-    def __init__(self, model_proto: bytes) -> None:
+    def __init__(self, model_proto: bytes, placeholders: Iterable[str] = ()) -> None:
         self.model_proto = bytes(model_proto)
+        # Placeholders kept as single pieces (user-defined symbols; see clearformer.placeholders).
+        self.placeholders = tuple(placeholders)
         self.processor = spm.SentencePieceProcessor(model_proto=self.model_proto)
         self.pad_id = self.processor.pad_id()
         self.unk_id = self.processor.unk_id()
         self.bos_id = self.processor.bos_id()
         self.eos_id = self.processor.eos_id()
         self.specials = {"pad": PAD, "unk": UNK, "bos": BOS, "eos": EOS}
+        self.placeholder_ids = tuple(self.processor.piece_to_id(p) for p in self.placeholders)
+        missing = [p for p, i in zip(self.placeholders, self.placeholder_ids, strict=True) if i == self.unk_id]
+        if missing:
+            raise UserError(f"the SentencePiece model lacks the placeholder piece(s) {missing[:3]}")
 
     # -- training -------------------------------------------------------------------------------
 
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram",
               byte_fallback: bool = True, character_coverage: float = 1.0, seed: int = 1,
-              threads: int = 2) -> SentencePieceTokenizer:
+              threads: int = 2, placeholders: Iterable[str] = ()) -> SentencePieceTokenizer:
         """Learn a vocabulary of about `vocab_size` pieces from `sentences` (in memory, no temp file).
 
+        `placeholders` (e.g. `%s`, `{0}`, `<b>`) become user-defined symbols: always one piece each,
+        wherever they occur, so that decoding can copy them as a whole (`generate/constraints.py`).
         The vocabulary size is a soft limit: a small corpus gets fewer pieces rather than an error.
         Corpora over 2M sentences are subsampled with `seed` (SentencePiece itself is then run
         without its own, unseeded, sampling, so the same corpus always gives the same vocabulary).
@@ -63,6 +71,7 @@ class SentencePieceTokenizer:
 
             sentences = random.Random(seed).sample(sentences, MAX_TRAINING_SENTENCES)
         model = io.BytesIO()
+        placeholders = [p for p in placeholders if p and not any(c.isspace() for c in p)]
         try:
             spm.SentencePieceTrainer.train(
                 sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size,
@@ -70,10 +79,11 @@ class SentencePieceTokenizer:
                 split_digits=True, hard_vocab_limit=False, input_sentence_size=0,
                 shuffle_input_sentence=False,
                 pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece=PAD, unk_piece=UNK, bos_piece=BOS,
-                eos_piece=EOS, num_threads=threads, minloglevel=2)
+                eos_piece=EOS, num_threads=threads, minloglevel=2,
+                **({"user_defined_symbols": placeholders} if placeholders else {}))
         except RuntimeError as error:
             raise UserError(f"SentencePiece training failed: {str(error).splitlines()[0]}") from None
-        return cls(model.getvalue())
+        return cls(model.getvalue(), placeholders)
 
     # -- the tokenizer interface --------------------------------------------------------------
 
@@ -108,7 +118,8 @@ class SentencePieceTokenizer:
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "model": MODEL_FILE, "vocab_size": len(self),
-                "sha256": hashlib.sha256(self.model_proto).hexdigest(), "specials": self.specials}
+                "sha256": hashlib.sha256(self.model_proto).hexdigest(), "specials": self.specials,
+                "placeholders": list(self.placeholders)}
 
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
@@ -132,7 +143,10 @@ class SentencePieceTokenizer:
         expected = info.get("sha256")
         if expected and hashlib.sha256(proto).hexdigest() != expected:
             raise UserError(f"{path}: damaged (checksum differs from {JSON_FILE})")
+        placeholders = info.get("placeholders", [])
+        if not isinstance(placeholders, list) or not all(isinstance(p, str) for p in placeholders):
+            raise UserError(f"{directory / JSON_FILE}: \"placeholders\" must be a list of strings")
         try:
-            return cls(proto)
+            return cls(proto, placeholders)
         except (RuntimeError, OSError) as error:
             raise UserError(f"{path}: not a SentencePiece model ({str(error).splitlines()[0]})") from None

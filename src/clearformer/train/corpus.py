@@ -95,9 +95,13 @@ def build_tokenizer(options: TrainOptions, train: Pairs):
         from clearformer.tokenize import WordTokenizer
 
         return WordTokenizer.build(sentences)
+    from clearformer.placeholders import frequent_placeholders
     from clearformer.tokenize.subword import SentencePieceTokenizer
 
-    return SentencePieceTokenizer.train(sentences, vocab_size=options.vocab_size, seed=options.seed)
+    # Placeholders frequent in the training sources stay single pieces (copied whole, constrainable).
+    symbols = frequent_placeholders(s for s, _ in train) if options.placeholder_pieces else ()
+    return SentencePieceTokenizer.train(sentences, vocab_size=options.vocab_size, seed=options.seed,
+                                        placeholders=symbols)
 
 
 def encode_pairs(tokenizer, pairs: Pairs, source_eos: bool = False) -> list[Example]:

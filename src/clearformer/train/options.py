@@ -29,7 +29,9 @@ class TrainOptions:
         "decoder", "all": shared embeddings; "all" needs the joint vocabulary).
     data: data_dir (train/valid/test.tsv), or tsv / src + tgt (a user corpus; 2% held out for
         validation), skip_bad (skip malformed lines instead of stopping at the first).
-    tokenizer: "words" or "sentencepiece", vocab_size (subwords only), joint vocabulary always.
+    tokenizer: "words" or "sentencepiece", vocab_size (subwords only), joint vocabulary always;
+        placeholder_pieces: the placeholders frequent in the training sources (`%s`, `{0}`, ...)
+        become single SentencePiece pieces, which decoding copies exactly (generate/constraints.py).
     recipe: batch_tokens (padded tokens per batch and process), accum (batches per update),
         lr_factor and warmup (the schedule), label_smoothing, clip (max gradient norm, 0 = off),
         dropout (residual + embedding dropout; None = the preset's), attention_dropout and ffn_dropout
@@ -51,6 +53,7 @@ class TrainOptions:
     skip_bad: bool = False
     tokenizer: str = "words"
     vocab_size: int = 8000
+    placeholder_pieces: bool = True
     batch_tokens: int = 4096
     accum: int = 1
     lr_factor: float = 1.0

@@ -1,0 +1,137 @@
+"""Placeholders (issue 13): found in text, kept as single SentencePiece pieces, copied exactly by
+the decoding constraint, scored by `evaluate` with the length ratio by reference length."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+import torch
+from gen_helpers import random_model
+
+from clearformer.errors import UserError
+from clearformer.evaluate import length_buckets, score_corpus
+from clearformer.generate.beam import beam_search
+from clearformer.generate.constraints import PlaceholderConstraint
+from clearformer.generate.greedy import greedy_decode
+from clearformer.placeholders import find, frequent_placeholders, placeholder_score, same_placeholders
+from clearformer.tokenize.subword import JSON_FILE, SentencePieceTokenizer
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Delete %d files from %s?", ["%d", "%s"]),
+    ("%1$s of %2$s, %5.2f%%, %ld, %zu", ["%1$s", "%2$s", "%5.2f", "%ld", "%zu"]),
+    ("Hello %(name)s, see {0} and {} and {user.name} and ${HOME}", ["%(name)s", "{0}", "{}", "{user.name}",
+                                                                   "${HOME}"]),
+    ("Press %MOD1+%MOD2 in %PRODUCTNAME; GCC says %qs; Qt says %1", ["%MOD1", "%MOD2", "%PRODUCTNAME", "%qs",
+                                                                      "%1"]),
+    ("<b>Bold</b> and <a href=\"x\">link</a><br/>", ["<b>", "</b>", "<a href=\"x\">", "</a>", "<br/>"]),
+    ("Tom &amp; Jerry &#160; line\\nbreak", ["&amp;", "&#160;", "\\n"]),
+    ("Usage: cp <file> <dir>; 50 % done", []),  # usage metavariables are words; "50 %" is text
+])
+def test_find(text, expected):
+    assert find(text) == expected
+
+
+def test_score_counts_multisets_and_only_sentences_with_placeholders():
+    sources = ["%s of %d", "no placeholder", "{0} and {0}", "%1 %2"]
+    translations = ["%d sur %s", "rien", "{0} et", "%2 %1"]
+    score = placeholder_score(sources, translations)
+    assert (score.kept, score.total) == (2, 3)  # order is free, a dropped {0} is not
+    assert same_placeholders("%s %s", "%s %s") and not same_placeholders("%s", "%s %s")
+    assert placeholder_score(["plain"], ["texte"]).share == 1.0
+
+
+def test_frequent_placeholders_by_count_without_whitespace():
+    sentences = ["%s a", "%s b", "%s c", "%d a", "%d b", "%d c", "{0} once", '<a href="x">', '<a href="x">',
+                 '<a href="x">']
+    assert frequent_placeholders(sentences, min_count=3) == ["%d", "%s"]
+    assert frequent_placeholders(sentences, min_count=1, limit=1) == ["%d"]
+
+
+SENTENCES = ["Delete %d files from %s now", "Le fichier %s est %d fois plus grand", "open {0} and %s",
+             "Supprimer %d fichiers de %s", "ouvrir {0} et %s"] * 40
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> SentencePieceTokenizer:
+    return SentencePieceTokenizer.train(SENTENCES, vocab_size=300, placeholders=frequent_placeholders(SENTENCES))
+
+
+def test_placeholders_are_single_pieces_and_survive_save_load(tokenizer, tmp_path):
+    assert set(tokenizer.placeholders) == {"%s", "%d", "{0}"}
+    assert "%s" in tokenizer.tokenize("x%sy") and "{0}" in tokenizer.tokenize("a {0} b")
+    tokenizer.save(tmp_path)
+    again = SentencePieceTokenizer.load(tmp_path)
+    assert again.placeholder_ids == tokenizer.placeholder_ids and len(again.placeholder_ids) == 3
+
+
+def test_a_tokenizer_saved_before_placeholders_loads_without_them(tokenizer, tmp_path):
+    tokenizer.save(tmp_path)
+    info = json.loads((tmp_path / JSON_FILE).read_text())
+    del info["placeholders"]
+    (tmp_path / JSON_FILE).write_text(json.dumps(info))
+    assert SentencePieceTokenizer.load(tmp_path).placeholder_ids == ()
+    info["placeholders"] = "%s"
+    (tmp_path / JSON_FILE).write_text(json.dumps(info))
+    with pytest.raises(UserError, match="must be a list of strings"):
+        SentencePieceTokenizer.load(tmp_path)
+
+
+PIECES = (5, 6, 7)  # token ids treated as placeholder pieces in the random model's vocabulary
+
+
+def random_sources(count: int, seed: int) -> torch.Tensor:
+    """(count, 6) random sources over ids 4..29, most holding one to three placeholder pieces."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(4, 30, (count, 6), generator=generator)
+
+
+def piece_counts(ids) -> Counter:
+    return Counter(int(i) for i in ids if int(i) in PIECES)
+
+
+@pytest.mark.parametrize("decode", ["greedy", "beam"])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_the_constraint_copies_every_piece_exactly(decode, norm_first):
+    model = random_model(30, seed=3, norm_first=norm_first)
+    src = random_sources(24, seed=4)
+
+    def run(piece_ids):
+        if decode == "greedy":
+            return greedy_decode(model, src, max_extra=20, placeholder_ids=piece_ids)
+        return beam_search(model, src, beam=3, max_extra=20, placeholder_ids=piece_ids)
+
+    free, constrained = run(None), run(PIECES)
+    changed = 0
+    for row, (loose, exact) in enumerate(zip(free.sequences(), constrained.sequences(), strict=True)):
+        wanted = piece_counts(src[row])
+        produced = piece_counts(exact)
+        assert all(produced[p] <= wanted[p] for p in PIECES)  # none invented, none doubled
+        ended = int(constrained.lengths[row]) > len(exact)  # ended with <eos>, not at the length limit
+        if ended:
+            assert produced == wanted  # none dropped
+        changed += loose != exact
+    assert changed > 0  # the random model does not copy on its own: the constraint did the work
+
+
+def test_no_piece_in_the_batch_means_no_constraint():
+    src = torch.tensor([[8, 9, 10, 11]])
+    assert PlaceholderConstraint.for_batch(src, PIECES, eos_id=3) is None
+    assert PlaceholderConstraint.for_batch(src, (), eos_id=3) is None
+    model = random_model(30, seed=3)
+    a = greedy_decode(model, src, placeholder_ids=PIECES).sequences()
+    assert a == greedy_decode(model, src).sequences()
+
+
+def test_length_buckets_by_reference_length():
+    references = ["a b c", "one two three four five six", " ".join(["w"] * 31)]
+    hypotheses = ["a b c", "one two three", " ".join(["w"] * 31)]
+    buckets = {b.name: b for b in length_buckets(hypotheses, references)}
+    assert buckets["0-4"].sentences == 1 and buckets["0-4"].ratio == 1.0
+    assert buckets["5-9"].ratio == 0.5 and buckets["30+"].sentences == 1
+    result = score_corpus(hypotheses, references, sources=["%s", "plain", "x"])
+    assert result.ratio == pytest.approx((3 + 3 + 31) / (3 + 6 + 31))
+    assert result.placeholders.total == 1 and result.placeholders.kept == 0
+    assert "length ratio" in result.summary() and "placeholders kept exactly: 0.0% (0/1" in result.summary()

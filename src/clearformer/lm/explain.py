@@ -6,15 +6,18 @@ recorder: one pass over the prompt fills the key/value cache (for "The dog ran",
 attention weights, the distribution over the next token), then each generation step feeds only
 the newest token. For MLA layers the records add the latent c_KV, the decoupled RoPE key and the
 up-projected keys and values (naive path) or the absorbed queries (absorbed path). The result is a
-`Walkthrough`, printed by the same renderer as `clearformer explain`.
+`Walkthrough`, printed by the same renderer as `clearformer explain`, drawn by the same page and plots
+(`lm explain --html/--plots`) and sent by the same server (`clearformer serve` on a language model).
 """
 
 from __future__ import annotations
 
 import torch
 
+from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Matrix, Step, Walkthrough, build_walkthrough
 from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.lm.data import prompt_ids
 from clearformer.model.cache import kv_cache_bytes_per_token
 from clearformer.trace import Record, Recorder
 
@@ -84,8 +87,23 @@ def explain_lm(model, tokenizer, ids: list[int], max_new_tokens: int = 3, top: i
                              vocab, target_by_step, top)
     walk.target_tokens = labels
     walk.result = tokenizer.decode(ids + new)
+    walk.model_kind = "lm"
     walk.steps.append(kv_cache_step(model.config))
     return walk
+
+
+def explain_text(model, tokenizer, text: str, max_new_tokens: int = 3, top: int = 10) -> Walkthrough:
+    """`lm explain TEXT` (the terminal, the page and the server): the text read as `lm generate` reads a
+    prompt, checked (a one-line UserError for what no model can continue), then `explain_lm`."""
+    if max_new_tokens <= 0:
+        raise UserError(f"--max-new-tokens must be positive, not {max_new_tokens}")
+    if top <= 0:
+        raise UserError(f"--top must be positive, not {top}")
+    ids = prompt_ids(tokenizer, text)
+    if len(ids) >= model.config.max_len:
+        raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len} "
+                        "(text plus generated tokens must fit)")
+    return explain_lm(model, tokenizer, ids, max_new_tokens, top)
 
 
 def focus(walk: Walkthrough, attention: str) -> Walkthrough:

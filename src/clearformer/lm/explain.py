@@ -25,6 +25,8 @@ from clearformer.trace import Record, Recorder
 FOCUS = ("token_ids", "mask", "scaled", "weights", "probabilities", "chosen", "kv_cache.per_token")
 MLA_FOCUS = ("latent", "K_rope", "K_nope", "self_attention.V", "Q_absorbed")
 MODEL_CALL_STARTS = "embed.token_ids"  # the first record of every pass through the model
+LEARNED_POSITIONS = ("Learned position embedding", "P[pos]  (a trained row per position, as GPT-2's wpe)",
+                     "A vector per position, learned in training like the token embeddings, added to them.")
 
 
 def token_labels(tokenizer, ids: list[int]) -> list[str]:
@@ -88,6 +90,9 @@ def explain_lm(model, tokenizer, ids: list[int], max_new_tokens: int = 3, top: i
     walk.target_tokens = labels
     walk.result = tokenizer.decode(ids + new)
     walk.model_kind = "lm"
+    if model.config.positional == "learned":  # the catalog describes the paper's sinusoidal table
+        for step in walk.find("positions.PE"):
+            step.title, step.formula, step.explanation = LEARNED_POSITIONS
     walk.steps.append(kv_cache_step(model.config))
     return walk
 

@@ -186,6 +186,21 @@ def _refused(response, status: int) -> str:
     return message
 
 
+def test_parallel_explanations_do_not_mix_their_records(trained_lm):
+    """The server explains in worker threads: each thread's recorder holds its own prompt's records only."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from clearformer.serve.explainer import Explainer, load
+
+    explainer = Explainer(load(trained_lm))
+    prompts = ["the dog", "a man looked at", "my son went into the", "the king"]
+    alone = [json.loads(explainer.compute("prompt", p)) for p in prompts]
+    with ThreadPoolExecutor(4) as pool:
+        together = [json.loads(answer) for answer in pool.map(lambda p: explainer.compute("prompt", p), prompts * 2)]
+    assert together == alone * 2
+    assert [chosen(walk) for walk in alone] == [greedy(trained_lm, p)[1] for p in prompts]
+
+
 def test_server_refusals_for_a_language_model(lm_client, trained_lm):
     assert '"prompt"' in _refused(lm_client.post("/api/explain", json={"sentence": PROMPT}), 400)
     assert "empty" in _refused(lm_client.post("/api/explain", json={"prompt": "  "}), 400)

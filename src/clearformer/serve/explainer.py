@@ -78,7 +78,7 @@ def parse_request(body: bytes) -> tuple[str, str]:
 
 
 class Explainer:
-    """Computes walkthrough JSON for the page: the seed examples and, with a model, any sentence."""
+    """Computes walkthrough JSON for the page: the seed examples and, with a model, any sentence (or prompt)."""
 
     def __init__(self, loaded: LoadedModel | None, lm_new_tokens: int = SERVER_LM_NEW_TOKENS) -> None:
         from clearformer.explain.examples import EXAMPLES

@@ -3,6 +3,7 @@
     clearformer lm train                        # the World English Bible, built from its package
     clearformer lm generate "In the beginning" --temperature 0.8 --top-p 0.95 --seed 1
     clearformer lm explain "The dog ran"
+    clearformer lm explain "The dog ran" --html dog.html   # the same steps as an interactive page
 """
 
 from __future__ import annotations
@@ -93,6 +94,11 @@ def register(subparsers) -> None:
     explain.add_argument("--format", choices=["text", "json"], default="text")
     explain.add_argument("--full", action="store_true",
                          help="every recorded step (embeddings, Q/K/V, MLA latents, norms, FFN, logits)")
+    explain.add_argument("--html", metavar="FILE",
+                         help="also write every recorded step as a self-contained interactive HTML page")
+    explain.add_argument("--plots", metavar="DIR", help="also write PNG figures into DIR")
+    explain.add_argument("--overwrite", action="store_true",
+                         help="replace an existing --html FILE (and the figures already in --plots DIR)")
     explain.set_defaults(func=run_explain)
 
     imported = commands.add_parser("import", help="read a pretrained model (GPT-2) into a clearformer run")
@@ -224,18 +230,10 @@ def run_generate(args) -> int:
 
 def run_explain(args) -> int:
     from clearformer.explain.render import render, to_json
-    from clearformer.lm.data import prompt_ids
-    from clearformer.lm.explain import explain_lm, focus
+    from clearformer.lm.explain import explain_text, focus
 
+    check_views(args)
     model, tokenizer, _ = load_lm(args.checkpoint)
-    ids = prompt_ids(tokenizer, args.text)
-    if len(ids) >= model.config.max_len:
-        raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len} "
-                        "(text plus generated tokens must fit)")
-    if args.top <= 0:
-        raise UserError(f"--top must be positive, not {args.top}")
-    if args.max_new_tokens <= 0:
-        raise UserError(f"--max-new-tokens must be positive, not {args.max_new_tokens}")
     if not 0 <= args.decimals <= 12:
         raise UserError("--decimals must be between 0 and 12")
     layers = model.config.n_decoder_layers
@@ -248,10 +246,36 @@ def run_explain(args) -> int:
     if args.head is not None and not 0 <= args.head < model.config.n_heads:
         raise UserError(f"--head {args.head}: choose a head from 0 to {model.config.n_heads - 1}")
     model.set_mla_path(args.mla_path == "absorbed")
-    walk = explain_lm(model, tokenizer, ids, args.max_new_tokens, args.top)
+    walk = explain_text(model, tokenizer, args.text, args.max_new_tokens, args.top)
     if args.format == "json":
         sys.stdout.write(to_json(walk))
     else:
         shown = walk if args.full else focus(walk, model.config.attention)
         sys.stdout.write(render(shown, args.decimals, layer, args.head, color=sys.stdout.isatty()))
+    write_views(walk, args)
     return 0
+
+
+def check_views(args) -> None:
+    """--html FILE and --plots DIR, checked before the model runs (GPT-2 takes a while): no work lost to a typo."""
+    if args.html:
+        from clearformer.explain.html import check_page_path
+
+        check_page_path(Path(args.html), args.overwrite)
+    if args.plots:
+        from clearformer.explain.plots import check_plots_dir
+
+        check_plots_dir(Path(args.plots), args.overwrite)
+
+
+def write_views(walk, args) -> None:
+    """The page and the figures of the walkthrough the terminal printed, every step of it (as `explain`'s)."""
+    if args.plots:
+        from clearformer.explain.plots import write_plots
+
+        for path in write_plots(walk, Path(args.plots)):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.html:
+        from clearformer.explain.html import write_html
+
+        print(f"wrote {write_html(walk, Path(args.html), args.overwrite)}", file=sys.stderr)

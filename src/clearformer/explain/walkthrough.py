@@ -115,6 +115,9 @@ class Walkthrough:
     target_tokens: list[str] = field(default_factory=list)
     result: str = ""
     steps: list[Step] = field(default_factory=list)
+    # What computed it: "translation" (the encoder-decoder and the seeds' examples) or "lm" (decoder-only:
+    # source_tokens are the prompt, target_tokens the prompt and then the generated tokens).
+    model_kind: str = "translation"
 
     def to_dict(self) -> dict:
         return asdict(self)

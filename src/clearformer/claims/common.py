@@ -228,4 +228,4 @@ def toy_rnn(data: ToyData, d_model: int = 64, layers: int = 2):
     tok = data.tokenizer
     return RNNSeq2Seq(ModelConfig(src_vocab_size=len(tok), tgt_vocab_size=len(tok), d_model=d_model,
                                   n_encoder_layers=layers, n_decoder_layers=layers, tie_embeddings="all",
-                                  pad_id=tok.pad_id, max_len=64))
+                                  pad_id=tok.pad_id, max_len=64, architecture="rnn"))

@@ -75,6 +75,15 @@ CATALOG: dict[str, tuple[str, str, str]] = {
     "logits": ("Logits", "logits = d · W_vocab + b", "One score per vocabulary word."),
     "probabilities": ("Probabilities", "p = softmax(logits)",
                       "The scores turned into a probability distribution over the vocabulary."),
+    # The GRU baseline (model/rnn.py, `clearformer train --arch rnn`): its own names.
+    "embed.lookup": ("Embedding lookup", "E[ids]",
+                     "Each id selects its row of the embedding table (no positions: the recurrence knows the order)."),
+    "decoder.states": ("GRU decoder state", "h_t = GRU(E[y_t], h_(t-1)),  h_0 = tanh(W_init · mean(memory))",
+                       "The recurrent state after reading the newest word: one step per word, each waiting for "
+                       "the step before."),
+    "decoder.cross_attention.weights": (
+        "Attention weights (alignment)", "a_t = softmax(h_t · W_a · memoryᵀ)  (Luong, 'general'; padding masked)",
+        "Each row: how much the word being produced looks at each source word - the RNN's alignment."),
     "chosen": ("Chosen token", "next = argmax(p)  (greedy)", "The most probable word is emitted and fed back in."),
 }
 

@@ -153,7 +153,8 @@
     matrix.row_labels = matrix.values.map((_, i) => (i < t || revealed ? walk.target_tokens[i + 1] : "?"));
     matrix.head = null;
     const how = one ? `head ${one.head}` : "mean of the heads";
-    panel.appendChild(el("h4", "", `Cross-attention alignment, layer ${chosenLayer.layer} (${how})`));
+    const layerText = chosenLayer.layer === null ? "" : `, layer ${chosenLayer.layer}`;
+    panel.appendChild(el("h4", "", `Cross-attention alignment${layerText} (${how})`));
     const figure = CF.matrixElement(matrix, { sequential: true, limit: 1, numbers: matrix.values[0].length <= 10 });
     figure.id = "cf-alignment";
     panel.appendChild(figure);

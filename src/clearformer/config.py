@@ -58,6 +58,8 @@ class ModelConfig:
             it marks where the source ends). Training, translate, evaluate and explain all read
             sources through `tokenize.encode_source`, which honours it; checkpoints written before
             the field existed load with False, as they were trained.
+        scale_attention: divide attention scores by sqrt(d_k) (the paper; True). False trains without
+            the scaling (`clearformer claims 2`); checkpoints written before the field existed load with True.
         architecture: "transformer" (this project's model) or "rnn" (model/rnn.py: the GRU
             encoder-decoder with attention the paper replaced, `clearformer train --arch rnn`; it reads
             only RNN_FIELDS). Checkpoints written before the field existed load as "transformer".
@@ -90,6 +92,7 @@ class ModelConfig:
     v_head_dim: int = 0
     rope_base: float = 10000.0
     source_eos: bool = False
+    scale_attention: bool = True
     architecture: str = "transformer"
     extra: dict = field(default_factory=dict)
 

@@ -95,6 +95,7 @@ def check_exportable(config: ModelConfig, tokenizer) -> None:
     problems = [
         (config.architecture != "transformer",
          f"architecture={config.architecture!r}: the GRU baseline has no Marian equivalent"),
+        (not config.scale_attention, "scale_attention=False: Marian always divides scores by sqrt(d_k)"),
         (config.n_encoder_layers == 0, "n_encoder_layers=0: a decoder-only language model is not a translator"),
         (config.norm_first, "norm_first=True (pre-norm): Marian is post-norm only"),
         (not config.bias, "bias=False: Marian's projections all have biases"),

@@ -169,7 +169,7 @@ def test_ablation_leaves_the_model_as_it_was():
 
 
 def test_claim5_without_residuals_the_decoder_gradient_vanishes():
-    results = residuals.run(depths=(6,), sentences=8)
+    results = residuals.run(depths=(6,), sentences=8, train_steps=3)
     for variant in ("post-norm", "pre-norm"):
         with_skip = results["norms"][f"{variant}, 6 layers"]
         without = results["norms"][f"{variant}, no residual, 6 layers"]
@@ -178,6 +178,22 @@ def test_claim5_without_residuals_the_decoder_gradient_vanishes():
         # why: without the skip path the encoder's rows collapse to one vector (rank collapse)
         assert results["memory_spread"][f"{variant}, no residual, 6 layers"] < 1e-3
         assert results["memory_spread"][f"{variant}, 6 layers"] > 0.1
+
+
+def test_claim5_measures_the_gradients_again_after_training():
+    results = residuals.run(depths=(2,), sentences=8, train_steps=4)
+    after = results["after_training"]
+    assert after["steps"] == 4
+    for variant in ("post-norm", "pre-norm"):
+        key = f"{variant}, 2 layers"
+        norms = after["norms"][key]
+        assert len(norms) == 4 and all(math.isfinite(n) and n > 0 for n in norms)
+        assert norms != results["norms"][key]  # trained weights, another gradient
+        assert math.isfinite(after["loss"][key]) and math.isfinite(after["train_loss"][key])
+        assert after["loss"][key] < results["loss"][key]  # it did learn something in 4 steps
+    assert "post-norm, no residual, 2 layers" not in after["norms"]  # quick: the residual variants only
+    assert any("after 4 training steps" in line for line in residuals.summary(results))
+    residuals.figure(results)
 
 
 def test_without_residual_is_norm_of_sublayer():

@@ -35,7 +35,8 @@ CLAIMS = (
           "heads' attention-map diversity (Jensen-Shannon) and per-head ablation cost, trained toy model"),
     Claim(5, "residuals", "Residual connections and layer normalisation help gradients flow",
           "seeds 000, 002, 003", "clearformer.claims.residuals",
-          "gradient norm per layer at init: post- vs pre-norm, with/without residuals, 6 and 12 layers"),
+          "gradient norm per layer at init and after training: post- vs pre-norm, with/without residuals, "
+          "6 and 12 layers"),
 )
 
 

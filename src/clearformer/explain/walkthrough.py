@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
+from clearformer.explain.claim_links import claim_link
 from clearformer.trace import Record
 
 # name suffix -> (title, formula, one sentence). Longest matching suffix wins.
@@ -115,6 +116,7 @@ class Step:
     decode_step: int | None = None
     kind: str = "matrix"  # "matrix", "attention", "distribution", "ids"
     matrices: list[Matrix] = field(default_factory=list)
+    claim: dict | None = None  # the `clearformer claims` experiment about this step (explain/claim_links.py)
 
 
 @dataclass
@@ -199,7 +201,7 @@ def step_from_record(record: Record, labels: dict[str, list[str]], vocab: list[s
     value = record.value
     step = Step(id=f"{index}:{name}" + (f"@{record.step}" if record.step is not None else ""), name=name,
                 title=title, formula=formula, explanation=sentence, stage=stage, layer=layer, sublayer=sublayer,
-                decode_step=record.step)
+                decode_step=record.step, claim=claim_link(name))
     if last in PER_HEAD and value.dim() == 4:  # (batch, heads, rows, cols)
         value = value[0]
         step.kind = "attention" if last in ("scores", "scaled", "weights") else "matrix"

@@ -162,6 +162,23 @@
       + "A row is added as each word is produced."));
   }
 
+  /** The `clearformer claims` experiment that measures what the tutorials say about this step, if any. */
+  function renderClaim(step) {
+    const box = $("cf-claim");
+    box.textContent = "";
+    const claim = step.claim;
+    box.hidden = !claim;
+    if (!claim) return;
+    box.dataset.claim = String(claim.number);
+    box.appendChild(el("strong", "", `Claim ${claim.number} measured: `));
+    box.appendChild(document.createTextNode(`“${claim.statement}” — run `));
+    box.appendChild(el("code", "", claim.command));
+    box.appendChild(document.createTextNode("; the result and its figure: "));
+    const link = el("a", "", claim.docs);
+    link.href = claim.docs;
+    box.appendChild(link);
+  }
+
   CF.show = function (index) {
     const steps = state.walk.steps;
     state.index = Math.max(0, Math.min(steps.length - 1, index));
@@ -174,6 +191,7 @@
     $("cf-formula").textContent = step.formula;
     $("cf-formula").hidden = !step.formula;
     $("cf-explanation").textContent = step.explanation;
+    renderClaim(step);
     const where = [groupLabel(step), step.sublayer ? step.sublayer.replace(/_/g, " ") : ""].filter(Boolean);
     $("cf-where").textContent = where.join(" · ") + "   ";
     $("cf-where").appendChild(el("code", "", step.name));

@@ -281,3 +281,19 @@ def test_live_page_links_the_claims_from_the_seed_example(page, live_server):
     assert claim_shown(page)[:2] == ("3", "docs/claims.md#claim-3")
     click_step(page, "self_attention.weights")
     assert claim_shown(page) == (None, None, "")
+
+
+def test_a_claims_measured_results_are_linked_when_the_server_has_them(page, tmp_path):
+    from clearformer.explain.html import render_page, walk_payload
+
+    walk, _ = run_example("i-love-you")
+    claims = {"2": {"json": "claims/claim2-scaling-quick.json", "figure": "claims/claim2-scaling-quick.png"}}
+    path = tmp_path / "page.html"
+    path.write_text(render_page({"config": {"live": False, "claims": claims}, "walk": walk_payload(walk)}))
+    page.goto(path.as_uri())
+    page.wait_for_selector("#cf-view[data-step-name]")
+    click_step(page, "self_attention.scaled")
+    links = page.eval_on_selector_all("#cf-claim a.cf-claim-result", "links => links.map(a => a.getAttribute('href'))")
+    assert links == ["claims/claim2-scaling-quick.png", "claims/claim2-scaling-quick.json"]
+    click_step(page, "embedding.positions.PE")  # claim 3 was not run: its docs link only
+    assert claim_shown(page)[0] == "3" and page.locator("#cf-claim a.cf-claim-result").count() == 0

@@ -33,6 +33,9 @@ def register(subparsers) -> None:
                         help="address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     parser.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    parser.add_argument("--claims", metavar="DIR", default=None,
+                        help="folder of `clearformer claims` results (JSON + PNG) to link from their steps "
+                             "(default ./claims, where `clearformer claims` writes, when it exists)")
     parser.set_defaults(func=run)
 
 
@@ -76,7 +79,10 @@ def run(args) -> int:
     checkpoint = choose_checkpoint(args)
     loaded = load(checkpoint) if checkpoint is not None else None
     check_port(args.host, args.port)
-    app = create_app(loaded, bound_host=args.host)
+    claims_dir = Path(args.claims or "claims")
+    if args.claims and not claims_dir.is_dir():
+        raise UserError(f"--claims {args.claims}: no such folder")
+    app = create_app(loaded, bound_host=args.host, claims_dir=claims_dir)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
     what = f"model {loaded.path}" if loaded else "seed examples only (no trained model found)"

@@ -177,6 +177,16 @@
     const link = el("a", "", claim.docs);
     link.href = claim.docs;
     box.appendChild(link);
+    const measured = (CF.config && CF.config.claims || {})[String(claim.number)];
+    if (!measured) return;  // the live server found this claim's results (`clearformer claims N`)
+    box.appendChild(document.createTextNode("; measured on this server's machine: "));
+    for (const [key, text] of [["figure", "figure"], ["json", "numbers (JSON)"]]) {
+      const result = el("a", "cf-claim-result", text);
+      result.href = measured[key];
+      result.target = "_blank";
+      box.appendChild(result);
+      if (key === "figure") box.appendChild(document.createTextNode(", "));
+    }
   }
 
   CF.show = function (index) {

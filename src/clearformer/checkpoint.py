@@ -111,7 +111,12 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu", model_
 
 
 def model_class_for(config: ModelConfig):
-    """Encoder-decoder Transformer, or the decoder-only LM when the config has no encoder."""
+    """Encoder-decoder Transformer, the decoder-only LM when the config has no encoder, or the GRU
+    baseline (model/rnn.py) when it says architecture="rnn" (older configs have no such field: Transformer)."""
+    if config.architecture == "rnn":
+        from clearformer.model.rnn import RNNSeq2Seq
+
+        return RNNSeq2Seq
     if config.n_encoder_layers == 0:
         from clearformer.model.lm import LanguageModel
 

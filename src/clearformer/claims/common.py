@@ -210,14 +210,15 @@ def thread_count(threads: int | None):
         torch.set_num_threads(before)
 
 
-def toy_transformer(data: ToyData, **overrides):
-    """The toy-translate Transformer for data's vocabulary (one joint, tied table, as `clearformer train`)."""
+def toy_transformer(data: ToyData, preset_name: str = "toy-translate", **overrides):
+    """The preset's Transformer (default toy-translate) for data's vocabulary (one joint, tied table, as
+    `clearformer train`)."""
     from clearformer.config import preset
     from clearformer.model.transformer import Transformer
 
     tok = data.tokenizer
     fields = dict(src_vocab_size=len(tok), tgt_vocab_size=len(tok), tie_embeddings="all", pad_id=tok.pad_id)
-    return Transformer(preset("toy-translate", **{**fields, **overrides}))
+    return Transformer(preset(preset_name, **{**fields, **overrides}))
 
 
 def toy_rnn(data: ToyData, d_model: int = 64, layers: int = 2):
@@ -228,4 +229,4 @@ def toy_rnn(data: ToyData, d_model: int = 64, layers: int = 2):
     tok = data.tokenizer
     return RNNSeq2Seq(ModelConfig(src_vocab_size=len(tok), tgt_vocab_size=len(tok), d_model=d_model,
                                   n_encoder_layers=layers, n_decoder_layers=layers, tie_embeddings="all",
-                                  pad_id=tok.pad_id, max_len=64))
+                                  pad_id=tok.pad_id, max_len=64, architecture="rnn"))

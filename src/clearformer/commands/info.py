@@ -42,7 +42,8 @@ def describe(model, name: str) -> dict:
             "parameters_by_part": parameter_breakdown(model)}
     from clearformer.model.cache import kv_cache_bytes_per_token
 
-    info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
+    if config.architecture != "rnn":  # the GRU decoder carries one state vector per layer, not a cache
+        info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
     return info
 
 
@@ -78,10 +79,15 @@ def run(args) -> int:
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
         return 0
     c = info["config"]
-    print(f"{name}: d_model={c['d_model']}, heads={c['n_heads']}, layers={c['n_encoder_layers']}+"
-          f"{c['n_decoder_layers']}, d_ff={c['d_ff']}, dropout={c['dropout']}, vocab={c['tgt_vocab_size']}, "
-          f"tied embeddings={c['tie_embeddings']}, positions={c['positional']}, "
-          f"{'pre' if c['norm_first'] else 'post'}-norm")
+    if c["architecture"] == "rnn":
+        print(f"{name}: GRU encoder-decoder with attention (--arch rnn): d_model={c['d_model']}, "
+              f"GRU layers={c['n_encoder_layers']}+{c['n_decoder_layers']}, dropout={c['dropout']}, "
+              f"vocab={c['tgt_vocab_size']}, tied embeddings={c['tie_embeddings']}")
+    else:
+        print(f"{name}: d_model={c['d_model']}, heads={c['n_heads']}, layers={c['n_encoder_layers']}+"
+              f"{c['n_decoder_layers']}, d_ff={c['d_ff']}, dropout={c['dropout']}, vocab={c['tgt_vocab_size']}, "
+              f"tied embeddings={c['tie_embeddings']}, positions={c['positional']}, "
+              f"{'pre' if c['norm_first'] else 'post'}-norm")
     for part, count in info["parameters_by_part"].items():
         print(f"  {part:<12} {count:>14,}")
     total = info["parameters"]

@@ -18,6 +18,8 @@ from clearformer.errors import UserError
 
 def embedding_matrix(model, side: str) -> torch.Tensor:
     """The (vocab, d_model) token embedding table of the encoder ("source") or decoder ("target")."""
+    if model.config.architecture == "rnn":  # the GRU baseline: encoder.embed / decoder.embed
+        return (model.encoder if side == "source" else model.decoder).embed.weight.detach()
     if side == "source":
         if model.config.n_encoder_layers == 0 or not hasattr(model, "src_embed"):
             raise UserError("this checkpoint has no encoder: use --side target")

@@ -39,6 +39,9 @@ def register(subparsers) -> None:
     parser.add_argument("--max-new-tokens", type=int, metavar="N",
                         help=f"a language model: tokens generated (greedy) and explained per prompt "
                              f"(default {SERVER_LM_NEW_TOKENS}, at most {MAX_SERVER_LM_NEW_TOKENS})")
+    parser.add_argument("--claims", metavar="DIR", default=None,
+                        help="folder of `clearformer claims` results (JSON + PNG) to link from their steps "
+                             "(default ./claims, where `clearformer claims` writes, when it exists)")
     parser.set_defaults(func=run)
 
 
@@ -95,7 +98,10 @@ def run(args) -> int:
     loaded = load(checkpoint) if checkpoint is not None else None
     new_tokens = lm_new_tokens(args, loaded)
     check_port(args.host, args.port)
-    app = create_app(loaded, bound_host=args.host, lm_new_tokens=new_tokens)
+    claims_dir = Path(args.claims or "claims")
+    if args.claims and not claims_dir.is_dir():
+        raise UserError(f"--claims {args.claims}: no such folder")
+    app = create_app(loaded, bound_host=args.host, lm_new_tokens=new_tokens, claims_dir=claims_dir)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
     what = "seed examples only (no trained model found)"

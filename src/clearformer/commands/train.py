@@ -23,6 +23,10 @@ def register(subparsers) -> None:
                     "with warmup, dropout, clipping, token-count batches; validation loss and BLEU; "
                     "checkpoints that --resume continues. Without options: the toy English->French model.")
     p.add_argument("--preset", default="toy-translate", help="model size (toy-translate, small, base, big)")
+    p.add_argument("--arch", choices=["transformer", "rnn"], default=None,
+                   help="transformer (default), or rnn: the GRU encoder-decoder with attention the paper replaced "
+                        "(model/rnn.py), with the preset's width, depth and dropout, trained by the same recipe "
+                        "(default --out runs/<preset>-rnn)")
     data = p.add_argument_group("data (default: the built-in phrase set for toy presets, "
                                 "data/en-fr-software otherwise)")
     data.add_argument("--data", dest="data_dir", metavar="DIR", help="corpus folder: train/valid/test.tsv")
@@ -95,7 +99,8 @@ def build_options(args):
     from clearformer.train import TrainOptions, resume_options
     from clearformer.train.options import preset_defaults
 
-    run_dir = Path(args.out) if args.out else default_run_dir(args.preset)
+    arch = args.arch or "transformer"
+    run_dir = Path(args.out) if args.out else default_run_dir(args.preset + ("-rnn" if arch == "rnn" else ""))
     if args.resume and args.overwrite:
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if args.resume:
@@ -104,6 +109,8 @@ def build_options(args):
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
                             "--device and --bf16 may change")
         options = resume_options(run_dir, args.steps, args.minutes)
+        if args.arch is not None and args.arch != options.arch:
+            raise UserError(f"{run_dir}: a run of --arch {options.arch}; --resume continues it as it was trained")
         for name in ("device", "bf16"):
             if getattr(args, name) is not None:
                 setattr(options, name, getattr(args, name))
@@ -119,7 +126,7 @@ def build_options(args):
     overrides = parse_overrides(args.set)
     if args.source_eos:
         overrides["source_eos"] = True
-    return TrainOptions(preset=args.preset, overrides=overrides, run_dir=str(run_dir), **fields)
+    return TrainOptions(preset=args.preset, arch=arch, overrides=overrides, run_dir=str(run_dir), **fields)
 
 
 def run_train(args) -> int:

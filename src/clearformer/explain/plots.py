@@ -157,8 +157,9 @@ def _attention_title(step: Step) -> tuple[str, str]:
     """(title, file stem) of an attention-weights step."""
     layer = f", layer {step.layer}" if step.layer is not None else ""
     at = f" (generation step {step.decode_step}: whole prefix)" if step.decode_step is not None else ""
-    if ".cross_attention." in step.name:
-        return f"Cross-attention alignment{layer}{at}", f"attention_cross_layer{step.layer}"
+    if ".cross_attention." in step.name:  # the GRU baseline's one attention has no layer number
+        stem = "attention_cross" + (f"_layer{step.layer}" if step.layer is not None else "")
+        return f"Cross-attention alignment{layer}{at}", stem
     if step.name.startswith("decoder"):
         return f"Decoder masked self-attention{layer}{at}", f"attention_decoder_self_layer{step.layer}"
     if step.name.startswith("encoder"):

@@ -93,6 +93,9 @@ def permuted(tensor: torch.Tensor, axes: tuple[int, ...], order: torch.Tensor) -
 def check_exportable(config: ModelConfig, tokenizer) -> None:
     """A one-line error naming the first option MarianMTModel cannot express."""
     problems = [
+        (config.architecture != "transformer",
+         f"architecture={config.architecture!r}: the GRU baseline has no Marian equivalent"),
+        (not config.scale_attention, "scale_attention=False: Marian always divides scores by sqrt(d_k)"),
         (config.n_encoder_layers == 0, "n_encoder_layers=0: a decoder-only language model is not a translator"),
         (config.norm_first, "norm_first=True (pre-norm): Marian is post-norm only"),
         (not config.bias, "bias=False: Marian's projections all have biases"),

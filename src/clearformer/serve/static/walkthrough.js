@@ -160,7 +160,8 @@
     matrix.row_labels = matrix.values.map((_, i) => (i < t || revealed ? walk.target_tokens[i + 1] : "?"));
     matrix.head = null;
     const how = one ? `head ${one.head}` : "mean of the heads";
-    panel.appendChild(el("h4", "", `Cross-attention alignment, layer ${chosenLayer.layer} (${how})`));
+    const layerText = chosenLayer.layer === null ? "" : `, layer ${chosenLayer.layer}`;
+    panel.appendChild(el("h4", "", `Cross-attention alignment${layerText} (${how})`));
     const figure = CF.matrixElement(matrix, { sequential: true, limit: 1, numbers: matrix.values[0].length <= 10 });
     figure.id = "cf-alignment";
     panel.appendChild(figure);
@@ -205,6 +206,33 @@
       + "earlier one: the mask blanks the rest). A row is added as each generated token is fed back."));
   }
 
+  /** The `clearformer claims` experiment that measures what the tutorials say about this step, if any. */
+  function renderClaim(step) {
+    const box = $("cf-claim");
+    box.textContent = "";
+    const claim = step.claim;
+    box.hidden = !claim;
+    if (!claim) return;
+    box.dataset.claim = String(claim.number);
+    box.appendChild(el("strong", "", `Claim ${claim.number} measured: `));
+    box.appendChild(document.createTextNode(`“${claim.statement}” — run `));
+    box.appendChild(el("code", "", claim.command));
+    box.appendChild(document.createTextNode("; the result and its figure: "));
+    const link = el("a", "", claim.docs);
+    link.href = claim.docs;
+    box.appendChild(link);
+    const measured = (CF.config && CF.config.claims || {})[String(claim.number)];
+    if (!measured) return;  // the live server found this claim's results (`clearformer claims N`)
+    box.appendChild(document.createTextNode("; measured on this server's machine: "));
+    for (const [key, text] of [["figure", "figure"], ["json", "numbers (JSON)"]]) {
+      const result = el("a", "cf-claim-result", text);
+      result.href = measured[key];
+      result.target = "_blank";
+      box.appendChild(result);
+      if (key === "figure") box.appendChild(document.createTextNode(", "));
+    }
+  }
+
   CF.show = function (index) {
     const steps = state.walk.steps;
     state.index = Math.max(0, Math.min(steps.length - 1, index));
@@ -217,6 +245,7 @@
     $("cf-formula").textContent = step.formula;
     $("cf-formula").hidden = !step.formula;
     $("cf-explanation").textContent = step.explanation;
+    renderClaim(step);
     const where = [groupLabel(step), step.sublayer ? step.sublayer.replace(/_/g, " ") : ""].filter(Boolean);
     $("cf-where").textContent = where.join(" · ") + "   ";
     $("cf-where").appendChild(el("code", "", step.name));

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clearformer.commands import options
+from clearformer.commands import options, views
 from clearformer.errors import UserError
 
 
@@ -29,8 +29,7 @@ def register(subparsers) -> None:
                         help="comma-separated step names to print (e.g. weights,probabilities,chosen); a "
                              "translation prints the attention weights, distributions and choices by default")
     parser.add_argument("--all", action="store_true", help="print every recorded step of a translation")
-    parser.add_argument("--plots", metavar="DIR", help="also write PNG figures into DIR")
-    parser.add_argument("--html", metavar="FILE", help="also write a self-contained interactive HTML page")
+    views.add_view_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -73,6 +72,7 @@ def shown_steps(walk, args):
 def run(args) -> int:
     if args.decimals < 0 or args.decimals > 12:
         raise UserError("--decimals must be between 0 and 12")
+    views.check_views(args)
     walk = build(args)
     from clearformer.explain.render import render, to_json
 
@@ -87,13 +87,5 @@ def run(args) -> int:
         atomic_write_text(Path(args.output), text)
     else:
         sys.stdout.write(text)
-    if args.plots:
-        from clearformer.explain.plots import write_plots
-
-        for path in write_plots(walk, Path(args.plots)):
-            print(f"wrote {path}", file=sys.stderr)
-    if args.html:
-        from clearformer.explain.html import write_html
-
-        print(f"wrote {write_html(walk, Path(args.html))}", file=sys.stderr)
+    views.write_views(walk, args)
     return 0

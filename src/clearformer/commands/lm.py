@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from clearformer.commands import options
+from clearformer.commands import options, views
 from clearformer.errors import UserError
 
 DEFAULT_RUN = "runs/lm"
@@ -94,11 +94,7 @@ def register(subparsers) -> None:
     explain.add_argument("--format", choices=["text", "json"], default="text")
     explain.add_argument("--full", action="store_true",
                          help="every recorded step (embeddings, Q/K/V, MLA latents, norms, FFN, logits)")
-    explain.add_argument("--html", metavar="FILE",
-                         help="also write every recorded step as a self-contained interactive HTML page")
-    explain.add_argument("--plots", metavar="DIR", help="also write PNG figures into DIR")
-    explain.add_argument("--overwrite", action="store_true",
-                         help="replace an existing --html FILE (and the figures already in --plots DIR)")
+    views.add_view_options(explain)
     explain.set_defaults(func=run_explain)
 
     imported = commands.add_parser("import", help="read a pretrained model (GPT-2) into a clearformer run")
@@ -232,7 +228,7 @@ def run_explain(args) -> int:
     from clearformer.explain.render import render, to_json
     from clearformer.lm.explain import explain_text, focus
 
-    check_views(args)
+    views.check_views(args)
     model, tokenizer, _ = load_lm(args.checkpoint)
     if not 0 <= args.decimals <= 12:
         raise UserError("--decimals must be between 0 and 12")
@@ -252,30 +248,5 @@ def run_explain(args) -> int:
     else:
         shown = walk if args.full else focus(walk, model.config.attention)
         sys.stdout.write(render(shown, args.decimals, layer, args.head, color=sys.stdout.isatty()))
-    write_views(walk, args)
+    views.write_views(walk, args)
     return 0
-
-
-def check_views(args) -> None:
-    """--html FILE and --plots DIR, checked before the model runs (GPT-2 takes a while): no work lost to a typo."""
-    if args.html:
-        from clearformer.explain.html import check_page_path
-
-        check_page_path(Path(args.html), args.overwrite)
-    if args.plots:
-        from clearformer.explain.plots import check_plots_dir
-
-        check_plots_dir(Path(args.plots), args.overwrite)
-
-
-def write_views(walk, args) -> None:
-    """The page and the figures of the walkthrough the terminal printed, every step of it (as `explain`'s)."""
-    if args.plots:
-        from clearformer.explain.plots import write_plots
-
-        for path in write_plots(walk, Path(args.plots)):
-            print(f"wrote {path}", file=sys.stderr)
-    if args.html:
-        from clearformer.explain.html import write_html
-
-        print(f"wrote {write_html(walk, Path(args.html), args.overwrite)}", file=sys.stderr)

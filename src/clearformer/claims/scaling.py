@@ -26,7 +26,18 @@ import math
 
 import torch
 
-from clearformer.claims.common import ToyData, machine, new_figure
+from clearformer.batching import collate
+from clearformer.claims.common import (
+    QuickTrainer,
+    ToyData,
+    bleu,
+    machine,
+    new_figure,
+    quick_train,
+    toy_data,
+    toy_transformer,
+    valid_nll,
+)
 from clearformer.model.attention import MultiHeadAttention, explicit_attention
 from clearformer.trace import Recorder
 
@@ -112,8 +123,6 @@ def run(quick: bool = True, dims=None, length: int = 32, batch: int = 8, seed: i
 def train_with_and_without(preset_name: str, steps: int, seconds: float, options: dict, seed: int = 1) -> dict:
     """The preset trained on the toy phrase set with and without the scaling: the same initial weights,
     batches and steps -> {"d_k", "scaled": outcome, "unscaled": outcome} (see `outcome`)."""
-    from clearformer.claims.common import QuickTrainer, toy_data, toy_transformer
-
     data = toy_data()
     results = {}
     for name, scaled in (("scaled", True), ("unscaled", False)):
@@ -129,8 +138,6 @@ def train_with_and_without(preset_name: str, steps: int, seconds: float, options
 def outcome(model, data: ToyData, trainer) -> dict:
     """What a contest run reached: QuickTrainer.report(), its loss every step, validation nll, greedy BLEU
     and the mean attention entropy (nats) over every attention row of the validation sentences."""
-    from clearformer.claims.common import bleu, valid_nll
-
     return {**trainer.report(), "losses": [round(x, 4) for x in trainer.losses], "valid_nll": valid_nll(model, data),
             "bleu": bleu(model, data), "attention_entropy": attention_entropy(model, data)}
 
@@ -156,9 +163,6 @@ def attention_entropy(model, data: ToyData, sentences: int = 16) -> float:
 
 def trained_statistics(seconds: float, generator: torch.Generator) -> dict:
     """Scaled vs unscaled statistics on Q, K, V of a toy model trained for `seconds` (encoder layer 0)."""
-    from clearformer.batching import collate
-    from clearformer.claims.common import quick_train, toy_data, toy_transformer
-
     data = toy_data()
     tok = data.tokenizer
     model = toy_transformer(data)

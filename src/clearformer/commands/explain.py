@@ -5,8 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from clearformer.atomic import atomic_write_text
+from clearformer.checkpoint import load_model
 from clearformer.commands import options, views
 from clearformer.errors import UserError
+from clearformer.explain.examples import run_example
+from clearformer.explain.render import render, to_json
+from clearformer.explain.translation import explain_translation
+from clearformer.runs import resolve_checkpoint
 
 
 def register(subparsers) -> None:
@@ -38,15 +44,9 @@ def build(args):
     if args.example and args.sentence:
         raise UserError("give either a sentence or --example, not both")
     if args.example:
-        from clearformer.explain.examples import run_example
-
         return run_example(args.example)[0]
     if args.sentence is None:
         raise UserError("nothing to explain: give a sentence (with a trained --checkpoint) or --example NAME")
-    from clearformer.checkpoint import load_model
-    from clearformer.explain.translation import explain_translation
-    from clearformer.runs import resolve_checkpoint
-
     model, tokenizer, _ = load_model(resolve_checkpoint(args.checkpoint))
     return explain_translation(model, tokenizer, args.sentence, top=args.top)
 
@@ -74,16 +74,12 @@ def run(args) -> int:
         raise UserError("--decimals must be between 0 and 12")
     views.check_views(args)
     walk = build(args)
-    from clearformer.explain.render import render, to_json
-
     if args.format == "json":
         text = to_json(walk)
     else:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
                       color=None if args.output else sys.stdout.isatty())
     if args.output:
-        from clearformer.atomic import atomic_write_text
-
         atomic_write_text(Path(args.output), text)
     else:
         sys.stdout.write(text)

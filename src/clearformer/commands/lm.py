@@ -12,8 +12,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from clearformer.checkpoint import load_model
 from clearformer.commands import options, views
+from clearformer.config import preset, variant_overrides
 from clearformer.errors import UserError
+from clearformer.explain.render import render, to_json
+from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.interop.gpt2 import import_gpt2
+from clearformer.lm import data as lm_data
+from clearformer.lm.data import prompt_ids
+from clearformer.lm.explain import explain_text, focus
+from clearformer.lm.training import LMOptions, resume_options, train_language_model
+from clearformer.model.lm import LanguageModel
 
 DEFAULT_RUN = "runs/lm"
 
@@ -105,8 +115,6 @@ def register(subparsers) -> None:
 
 
 def run_import(args) -> int:
-    from clearformer.interop.gpt2 import import_gpt2
-
     out = import_gpt2(args.source, Path(args.out))
     print(f"imported {args.source} into {out}; try: clearformer lm explain \"The dog ran\" --model {out}")
     return 0
@@ -116,8 +124,6 @@ def run_import(args) -> int:
 
 
 def build_config(args, vocab_size: int):
-    from clearformer.config import preset, variant_overrides
-
     if not args.preset.startswith("lm-"):
         raise UserError(f"--preset {args.preset}: choose lm-tiny, lm-small or lm-base")
     base = preset(args.preset, tgt_vocab_size=vocab_size)
@@ -137,9 +143,6 @@ def build_config(args, vocab_size: int):
 
 
 def run_train(args) -> int:
-    from clearformer.lm import data as lm_data
-    from clearformer.lm.training import LMOptions, resume_options, train_language_model
-
     options.apply_threads(args.threads)
     if args.resume:
         run_options = resume_options(Path(args.out), args.steps, args.minutes, args.device, args.corpus)
@@ -157,8 +160,6 @@ def run_train(args) -> int:
 
     def fresh():
         import torch
-
-        from clearformer.model.lm import LanguageModel
 
         train_lines, valid_lines = lm_data.load_corpus(Path(run_options.corpus))
         print(f"corpus {run_options.corpus}: {len(train_lines):,} training and {len(valid_lines):,} validation "
@@ -180,8 +181,6 @@ def run_train(args) -> int:
 
 
 def load_lm(directory: str, device: str = "cpu"):
-    from clearformer.checkpoint import load_model
-
     model, tokenizer, meta = load_model(directory, options.device(device))
     if model.config.n_encoder_layers != 0:
         raise UserError(f"{directory}: a translation model, not a language model (use clearformer translate)")
@@ -202,9 +201,6 @@ def decode_lines(tokenizer, ids: list[int]) -> str:
 
 
 def run_generate(args) -> int:
-    from clearformer.generate.sampling import SamplingSettings, generate
-    from clearformer.lm.data import prompt_ids
-
     settings = SamplingSettings(args.temperature, args.top_k, args.top_p, args.greedy, args.seed)
     settings.check()
     if args.max_new_tokens <= 0:
@@ -225,9 +221,6 @@ def run_generate(args) -> int:
 
 
 def run_explain(args) -> int:
-    from clearformer.explain.render import render, to_json
-    from clearformer.lm.explain import explain_text, focus
-
     views.check_views(args)
     model, tokenizer, _ = load_lm(args.checkpoint)
     if not 0 <= args.decimals <= 12:

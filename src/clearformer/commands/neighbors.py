@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import torch
 
+from clearformer.checkpoint import load_model
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.runs import resolve_checkpoint
 
 
 def embedding_matrix(model, side: str) -> torch.Tensor:
@@ -64,9 +66,6 @@ def token_id(tokenizer, word: str) -> int:
 
 
 def run(args) -> int:
-    from clearformer.checkpoint import load_model
-    from clearformer.runs import resolve_checkpoint
-
     if args.top < 1:
         raise UserError(f"--top must be at least 1, not {args.top}")
     if bool(args.word) == bool(args.analogy):

@@ -20,6 +20,7 @@ from pathlib import Path
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SERVER_LM_NEW_TOKENS, SERVER_LM_NEW_TOKENS
+from clearformer.runs import latest_checkpoint, runs_root
 
 
 def register(subparsers) -> None:
@@ -47,8 +48,6 @@ def register(subparsers) -> None:
 
 def choose_checkpoint(args) -> Path | None:
     """--checkpoint DIR, else the latest trained run, else None (seed examples only)."""
-    from clearformer.runs import latest_checkpoint, runs_root
-
     if args.seeds_only:
         if args.checkpoint:
             raise UserError("give either --checkpoint or --seeds-only, not both")

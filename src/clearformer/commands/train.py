@@ -8,6 +8,9 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.runs import default_run_dir
+from clearformer.train import TrainOptions, resume_options, train
+from clearformer.train.options import preset_defaults
 
 # Options a resumed run may change; every other option comes from the checkpoint.
 RESUMABLE = ("steps", "minutes", "device", "bf16")
@@ -95,10 +98,6 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 def build_options(args):
-    from clearformer.runs import default_run_dir
-    from clearformer.train import TrainOptions, resume_options
-    from clearformer.train.options import preset_defaults
-
     arch = args.arch or "transformer"
     run_dir = Path(args.out) if args.out else default_run_dir(args.preset + ("-rnn" if arch == "rnn" else ""))
     if args.resume and args.overwrite:
@@ -131,8 +130,6 @@ def build_options(args):
 
 def run_train(args) -> int:
     import torch
-
-    from clearformer.train import train
 
     if args.threads is not None:
         options.apply_threads(args.threads)

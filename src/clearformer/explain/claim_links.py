@@ -14,6 +14,8 @@ The HTML page (exported and served) shows it as a link under the step's explanat
 
 from __future__ import annotations
 
+from clearformer.claims.registry import claim
+
 DOCS = "docs/claims.md"  # relative to the project's root: the page links docs/claims.md#claim-N
 
 # (claim number, test on the recorded name); the first rule that matches wins.
@@ -36,8 +38,6 @@ def claim_number(name: str) -> int | None:
 
 def claim_link(name: str) -> dict | None:
     """{"number", "statement", "command", "docs"} for the step recorded as `name`, or None."""
-    from clearformer.claims.registry import claim
-
     number = claim_number(name)
     if number is None:
         return None

@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from clearformer.atomic import atomic_write_bytes
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Step, Walkthrough
+from clearformer.model.embedding import sinusoidal_table
 
 TOY_WIDTH = 16  # walkthroughs whose matrices are at most this wide get every step as an annotated grid
 ANNOTATE_CELLS = 12  # write the numbers into heatmap cells up to this many rows and columns
@@ -111,8 +112,6 @@ def positional_encoding_figure(walk: Walkthrough) -> Figure | None:
 
     Drawn only when the walkthrough recorded a PE that is that table; a learned position table is
     shown as recorded instead."""
-    from clearformer.model.embedding import sinusoidal_table
-
     recorded = next((s for s in walk.steps if s.name.endswith(".PE") and s.matrices), None)
     if recorded is None:
         return None

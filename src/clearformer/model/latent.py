@@ -36,6 +36,7 @@ from torch import nn
 
 from clearformer import trace
 from clearformer.model.attention import attention, extend_cache, masked_softmax
+from clearformer.model.rope import RotaryEmbedding
 
 
 class RMSNorm(nn.Module):
@@ -214,8 +215,6 @@ class MultiHeadLatentAttention(nn.Module):
 
 def build_mla(config) -> MultiHeadLatentAttention:
     """The MLA self-attention of one layer from a `ModelConfig` (attention == "mla")."""
-    from clearformer.model.rope import RotaryEmbedding
-
     rotary = None
     if config.qk_rope_head_dim:
         rotary = RotaryEmbedding(config.qk_rope_head_dim, config.max_len, config.rope_base)

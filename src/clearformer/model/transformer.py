@@ -16,14 +16,13 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
 from clearformer.model.latent import build_decoder_self_attention
 from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+from clearformer.model.rope import RotaryEmbedding
 
 
 def build_rotary(config: ModelConfig) -> nn.Module | None:
     """The rotary position module for attention when config.positional == "rope", else None."""
     if config.positional != "rope":
         return None
-    from clearformer.model.rope import RotaryEmbedding
-
     return RotaryEmbedding(config.head_dim, config.max_len, config.rope_base)
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clearformer.claims.common import result_paths
+from clearformer.claims.registry import CLAIMS
+
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a claim's figure is some 100 kB; anything much larger is not one
 MEDIA_TYPES = {".png": "image/png", ".json": "application/json"}
 
@@ -18,9 +21,6 @@ MEDIA_TYPES = {".png": "image/png", ".json": "application/json"}
 def read_claim_results(directory: Path | None) -> tuple[dict[str, bytes], dict[str, dict[str, str]]]:
     """(files by name, index) for the claims' results in `directory`: the index maps a claim number
     ("2") to {"figure": "claims/<png>", "json": "claims/<json>"}, relative to the page."""
-    from clearformer.claims.common import result_paths
-    from clearformer.claims.registry import CLAIMS
-
     files: dict[str, bytes] = {}
     index: dict[str, dict[str, str]] = {}
     if directory is None or not Path(directory).is_dir():

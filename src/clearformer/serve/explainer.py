@@ -15,9 +15,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from clearformer.checkpoint import load_model
 from clearformer.errors import UserError
+from clearformer.explain.examples import EXAMPLES, run_example
 from clearformer.explain.html import to_json, walk_payload
+from clearformer.explain.translation import explain_translation
 from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
+from clearformer.lm.explain import explain_text
 from clearformer.tokenize import encode_source
 
 CACHE_SIZE = 32  # answers the server keeps (serve/pool.py)
@@ -81,8 +85,6 @@ class Explainer:
     """Computes walkthrough JSON for the page: the seed examples and, with a model, any sentence (or prompt)."""
 
     def __init__(self, loaded: LoadedModel | None, lm_new_tokens: int = SERVER_LM_NEW_TOKENS) -> None:
-        from clearformer.explain.examples import EXAMPLES
-
         self.loaded = loaded
         self.examples = list(EXAMPLES)
         self.lm_new_tokens = lm_new_tokens
@@ -110,8 +112,6 @@ class Explainer:
             raise RequestError(400, f'this server holds {what}: send {{"{wanted}": "..."}}, not {kind}')
 
     def example_payload(self, name: str) -> dict:
-        from clearformer.explain.examples import run_example
-
         if name not in self.examples:
             raise RequestError(404, f"unknown example {name!r}; choose one of: {', '.join(self.examples)}")
         return walk_payload(run_example(name)[0])
@@ -129,8 +129,6 @@ class Explainer:
 
     def _continue(self, prompt: str) -> dict:
         """A language model continuing `prompt` by `lm_new_tokens` greedy tokens: `lm explain`'s walkthrough."""
-        from clearformer.lm.explain import explain_text
-
         if self.loaded is None:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "
                                     "(train a language model with `clearformer lm train`)")
@@ -140,8 +138,6 @@ class Explainer:
             raise RequestError(400, str(error)) from None
 
     def _translate(self, sentence: str) -> dict:
-        from clearformer.explain.translation import explain_translation
-
         if self.loaded is None:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "
                                     "(train one with `clearformer train --preset toy-translate`)")
@@ -159,8 +155,6 @@ class Explainer:
 def load(checkpoint: Path) -> LoadedModel:
     """A translation or language-model checkpoint for the server; a UserError (one line) if it is missing or
     damaged. An MLA language model shows its up-projected keys and values (`lm explain`'s default path)."""
-    from clearformer.checkpoint import load_model
-
     model, tokenizer, meta = load_model(checkpoint)
     loaded = LoadedModel(model, tokenizer, Path(checkpoint), meta)
     if loaded.kind == "lm":

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from clearformer.config import PRESETS
+from clearformer.config import PRESETS, RNN_FIELDS
 from clearformer.errors import UserError
 
 # The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
@@ -124,8 +124,6 @@ class TrainOptions:
 
 def check_rnn_options(o: TrainOptions) -> None:
     """--arch rnn: a one-line error for an option the GRU baseline has nothing to apply to."""
-    from clearformer.config import RNN_FIELDS
-
     foreign = [name for name in o.overrides if name not in RNN_FIELDS]
     if foreign:
         raise UserError(f"--set {foreign[0]}: does not apply to --arch rnn (the GRU encoder-decoder has no heads, "

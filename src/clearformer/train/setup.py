@@ -17,9 +17,13 @@ from pathlib import Path
 import torch
 
 from clearformer.batching import drop_long
+from clearformer.checkpoint import load_weights_into
 from clearformer.config import RNN_FIELDS, ConfigError, ModelConfig, preset
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
+from clearformer.model.rnn import RNNSeq2Seq
+from clearformer.model.transformer import Transformer
+from clearformer.tokenize import load_tokenizer
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions
 from clearformer.train.step import place_dropout
@@ -91,9 +95,6 @@ def finish_setup(start: RunStart, options, tokenizer, model, task) -> RunSetup:
 
 def restored_model(start: RunStart, model_class):
     """The tokenizer and model of the checkpoint being resumed (model_class(config) builds the model)."""
-    from clearformer.checkpoint import load_weights_into
-    from clearformer.tokenize import load_tokenizer
-
     tokenizer = load_tokenizer(start.resumed_from)
     try:
         config = ModelConfig.load(start.resumed_from / "config.json")
@@ -106,9 +107,6 @@ def restored_model(start: RunStart, model_class):
 
 def translation_model(config: ModelConfig) -> torch.nn.Module:
     """The Transformer, or the GRU baseline (model/rnn.py) for a config with architecture="rnn"."""
-    from clearformer.model.rnn import RNNSeq2Seq
-    from clearformer.model.transformer import Transformer
-
     return (RNNSeq2Seq if config.architecture == "rnn" else Transformer)(config)
 
 

@@ -123,7 +123,7 @@ def test_http_bodies(client, body, content_type):
     if response.status_code == 200:
         walk = response.json()
         request = json.loads(body)
-        # The source as translate encodes it (this model was trained without a source <eos>).
-        assert walk["steps"] and ("example" in request or walk["source_tokens"][-1] != "<eos>")
+        # The source as translate encodes it (this model was trained with a source <eos>, the default).
+        assert walk["steps"] and ("example" in request or walk["source_tokens"][-1] == "<eos>")
     else:
         assert one_line(response.json()["error"])

@@ -73,7 +73,7 @@ def test_explain_a_sentence(client, tiny_model):
     response = client.post("/api/explain", json={"sentence": "I love you"})
     assert response.status_code == 200
     walk = response.json()
-    assert walk["source_tokens"] == ["I", "love", "you"]  # as translate encodes it: no <eos> (source_eos False)
+    assert walk["source_tokens"] == ["I", "love", "you", "<eos>"]  # as translate encodes it (source_eos, the default)
     assert walk["target_tokens"][0] == "<bos>"
     chosen = [s for s in walk["steps"] if s["name"] == "generate.chosen"]
     assert [s["decode_step"] for s in chosen] == list(range(len(chosen)))

@@ -70,8 +70,8 @@ def register(subparsers) -> None:
     recipe.add_argument("--attention-dropout", type=float, help="dropout on attention weights (default 0)")
     recipe.add_argument("--ffn-dropout", type=float, help="dropout in the feed-forward layer (default 0)")
     options.add_seed(recipe, None)
-    recipe.add_argument("--source-eos", action="store_true", default=None,
-                        help="append <eos> to every source sentence (ModelConfig.source_eos; default off)")
+    recipe.add_argument("--source-eos", action=argparse.BooleanOptionalAction, default=None,
+                        help="append <eos> to every source sentence (ModelConfig.source_eos; default on)")
     recipe.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a model config field, e.g. --set d_model=128 (repeatable)")
     hardware = p.add_argument_group("hardware")
@@ -104,7 +104,7 @@ def build_options(args):
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if args.resume:
         changed = [name for name in TUNABLE if name not in RESUMABLE and getattr(args, name) is not None]
-        if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad or args.source_eos:
+        if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad or args.source_eos is not None:
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
                             "--device and --bf16 may change")
         options = resume_options(run_dir, args.steps, args.minutes)
@@ -123,8 +123,8 @@ def build_options(args):
     if args.minutes is not None and args.steps is None:
         fields["steps"] = None  # a time budget alone replaces the preset's step count
     overrides = parse_overrides(args.set)
-    if args.source_eos:
-        overrides["source_eos"] = True
+    if args.source_eos is not None:
+        overrides["source_eos"] = args.source_eos
     return TrainOptions(preset=args.preset, arch=arch, overrides=overrides, run_dir=str(run_dir), **fields)
 
 

@@ -6,6 +6,8 @@ for the same wall-clock minutes on the built-in toy phrase set with validation B
 the way (greedy decoding, sacrebleu):
 
   1. GRU encoder-decoder vs Transformer (same width and depth)
+  2. (in claims/scaling.py's own full run: toy-translate and small trained with and without
+     1/sqrt(d_k) for a fixed number of steps; claim 5's full run also retrains its eight variants)
   3. positions: none / sinusoidal / learned / RoPE
   4. 1 head of width 64 vs 4 heads of width 16 (the same parameter count)
   5. 12 + 12 layers post-norm vs pre-norm, each with the schedule's warm-up and without one (warm-up 1)

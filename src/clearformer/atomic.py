@@ -15,8 +15,11 @@ from pathlib import Path
 TEMPORARY_PREFIX = "."  # temporaries are hidden files: ".<name>.<pid>-<random>"
 
 
-def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
-    """Call write(temporary_path) for a temporary file beside `path`, then rename it over `path`."""
+def atomic_write(path: str | Path, write: Callable[[str], None], overwrite: bool = True) -> None:
+    """Call write(temporary_path) for a temporary file beside `path`, then rename it over `path`.
+
+    overwrite=False: FileExistsError if `path` exists, also if it appeared while writing (the new file
+    is published with a hard link, which never replaces a name)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # The PID in the name lets the next run tell a killed writer's leftover from a live write (train/rundir.py).
@@ -27,11 +30,28 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
         with open(temporary, "rb") as stream:
             os.fsync(stream.fileno())
-        os.replace(temporary, path)
+        if overwrite:
+            os.replace(temporary, path)
+        else:
+            _publish_new(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def _publish_new(temporary: str, path: Path) -> None:
+    """Give the finished `temporary` the name `path` only if no file has it (then drop the temporary name)."""
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        raise FileExistsError(f"{path} exists") from None
+    except OSError:  # a file system without hard links: check, then rename
+        if os.path.lexists(path):
+            raise FileExistsError(f"{path} exists") from None
+        os.replace(temporary, path)
+        return
+    os.unlink(temporary)
 
 
 def _umask() -> int:
@@ -40,8 +60,8 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
+def atomic_write_text(path: str | Path, text: str, overwrite: bool = True) -> None:
+    atomic_write(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"), overwrite)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

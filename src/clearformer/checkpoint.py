@@ -17,6 +17,10 @@ from safetensors.torch import load_file, save_file
 from clearformer.atomic import atomic_write, atomic_write_text
 from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
+from clearformer.model.lm import LanguageModel
+from clearformer.model.rnn import RNNSeq2Seq
+from clearformer.model.transformer import Transformer
+from clearformer.tokenize import load_tokenizer
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -79,8 +83,6 @@ def load_weights_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], 
 
 def load_model(directory: str | Path, device: str | torch.device = "cpu", model_class=None):
     """(model in eval mode, tokenizer, meta dict) from a checkpoint directory."""
-    from clearformer.tokenize import load_tokenizer
-
     directory = Path(directory)
     if not directory.is_dir():
         raise UserError(f"{directory}: no such checkpoint directory")
@@ -111,11 +113,10 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu", model_
 
 
 def model_class_for(config: ModelConfig):
-    """Encoder-decoder Transformer, or the decoder-only LM when the config has no encoder."""
+    """Encoder-decoder Transformer, the decoder-only LM when the config has no encoder, or the GRU
+    baseline (model/rnn.py) when it says architecture="rnn" (older configs have no such field: Transformer)."""
+    if config.architecture == "rnn":
+        return RNNSeq2Seq
     if config.n_encoder_layers == 0:
-        from clearformer.model.lm import LanguageModel
-
         return LanguageModel
-    from clearformer.model.transformer import Transformer
-
     return Transformer

@@ -20,6 +20,11 @@ class ConfigError(UserError, ValueError):
 
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")  # built by model/layers.py's FeedForward
+ARCHITECTURES = ("transformer", "rnn")
+# The fields the GRU baseline (architecture "rnn", model/rnn.py) reads; every other field is the
+# Transformer's own (heads, d_ff, positions, norms, activation, attention variant) and stays at its default.
+RNN_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_encoder_layers", "n_decoder_layers", "dropout",
+              "max_len", "pad_id", "tie_embeddings", "source_eos", "architecture", "extra")
 
 
 @dataclass
@@ -50,9 +55,11 @@ class ModelConfig:
             (x * sigmoid(x), Marian's "swish").
         attention: "mha" (including GQA/MQA through n_kv_heads) or "mla".
         source_eos: append <eos> to every source sentence before encoding (Marian and fairseq do:
-            it marks where the source ends). Training, translate, evaluate and explain all read
-            sources through `tokenize.encode_source`, which honours it; checkpoints written before
-            the field existed load with False, as they were trained.
+            it marks where the source ends; without it greedy translations of a `small` model ran
+            1.16x too long, with it 0.97x: BENCHMARKS.md, "Translation length"). On by default.
+            Training, translate, evaluate and explain all read sources through
+            `tokenize.encode_source`, which honours it; a config.json written before the field
+            existed loads with False, as that model was trained.
     """
 
     src_vocab_size: int = 10
@@ -81,7 +88,9 @@ class ModelConfig:
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
     rope_base: float = 10000.0
-    source_eos: bool = False
+    source_eos: bool = True
+    scale_attention: bool = True
+    architecture: str = "transformer"
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -119,6 +128,13 @@ class ModelConfig:
         need(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), not {self.dropout}")
         need(self.max_len > 0, "max_len must be positive")
         need(self.positional != "rope" or self.head_dim % 2 == 0, "rope needs an even head dimension")
+        need(self.architecture in ARCHITECTURES,
+             f"architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}")
+        if self.architecture == "rnn":
+            need(self.n_encoder_layers >= 1 and self.n_decoder_layers >= 1,
+                 "architecture='rnn' needs at least one encoder and one decoder layer")
+            need(self.d_model % 2 == 0, f"architecture='rnn' needs an even d_model (the bidirectional encoder's "
+                                        f"two halves), not {self.d_model}")
         if self.attention == "mla":
             self._validate_mla(need)
 
@@ -147,6 +163,7 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: dict) -> ModelConfig:
         known = {f.name for f in dataclasses.fields(cls)}
+        data = {"source_eos": False, **data}  # configs from before the field: trained without it
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")

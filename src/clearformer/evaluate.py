@@ -11,7 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clearformer.data.paths import default_data_dir
+from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
+from clearformer.generate.translate import encode_source, translate_ids
 from clearformer.placeholders import PlaceholderScore, placeholder_score
 
 DEFAULT_CORPUS = "en-fr-software"
@@ -106,8 +109,6 @@ def split_file(split: str, data: str | None, meta: dict) -> Path | None:
     """The TSV of `split`: --data (a .tsv file, or a folder holding SPLIT.tsv), else the corpus the
     checkpoint was trained on (meta.json "data_dir" or "dataset"), else data/en-fr-software.
     None means the built-in toy set (a checkpoint of the toy-translate preset)."""
-    from clearformer.data.paths import default_data_dir
-
     if data:
         path = Path(data)
         return path / f"{split}.tsv" if path.is_dir() else path
@@ -121,8 +122,6 @@ def split_file(split: str, data: str | None, meta: dict) -> Path | None:
 
 def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str, str]], str]:
     """(pairs, name for messages) of the split to evaluate."""
-    from clearformer.data.toy import read_tsv_pairs, toy_splits
-
     if split not in SPLITS:
         raise UserError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
     path = split_file(split, data, meta)
@@ -146,8 +145,6 @@ def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1
     Sources longer than the model's max_len are cut to max_len tokens (counted in the second
     value returned) rather than dropped, so every reference keeps its hypothesis.
     """
-    from clearformer.generate.translate import encode_source, translate_ids
-
     max_len = model.config.max_len
     sources = [encode_source(tokenizer, source, model.config.source_eos) for source, _ in pairs]
     truncated = sum(len(ids) > max_len for ids in sources)

@@ -17,5 +17,9 @@ MAX_BODY_BYTES = 16 * 1024
 # (then 503 "busy": a full queue is refused at once instead of growing without bound).
 SERVER_WORKERS = 2
 SERVER_QUEUE = 64
+# The server, for a language model: tokens generated (greedy) and explained per prompt, by default and at
+# most (`serve --max-new-tokens`); each is one more pass over every layer in every answer.
+SERVER_LM_NEW_TOKENS = 3
+MAX_SERVER_LM_NEW_TOKENS = 32
 # `clearformer check FILE`: a hand-worked example is a few matrices; 1 MiB is thousands of cells.
 MAX_CHECK_FILE_BYTES = 1024 * 1024

@@ -12,6 +12,10 @@ from clearformer.claims import heads, parallel, positions, residuals, scaling
 from clearformer.claims.common import toy_data, toy_transformer, valid_nll
 from clearformer.claims.registry import CLAIMS
 from clearformer.cli import main
+from clearformer.config import ModelConfig
+from clearformer.generate.greedy import greedy_decode
+from clearformer.model.transformer import Transformer
+from clearformer.trace import Recorder
 
 
 def test_claim1_rnn_time_grows_with_length_faster_than_ours():
@@ -22,7 +26,7 @@ def test_claim1_rnn_time_grows_with_length_faster_than_ours():
 
 
 def test_claim2_entropy_falls_with_d_k_only_without_scaling():
-    results = scaling.run(dims=(4, 64, 512), length=16, batch=4)
+    results = scaling.run(dims=(4, 64, 512), length=16, batch=4, contest={})
     for source in ("unit", "init"):
         unscaled, scaled = results[source]["unscaled"], results[source]["scaled"]
         assert unscaled["entropy"][0] > unscaled["entropy"][1] > unscaled["entropy"][2]
@@ -47,6 +51,77 @@ def test_claim2_statistics_match_autograd_through_the_softmax():
     ((weights @ v) * upstream).sum().backward()
     gain = (scores.grad.norm(dim=-1) / weights.grad.norm(dim=-1)).mean().item()
     assert stats["softmax_gain"] == pytest.approx(gain, rel=1e-5)
+
+
+def scaled_pair(**fields):
+    """Two models with the same weights, one with the paper's 1/sqrt(d_k) and one without."""
+    models = []
+    for scaled in (True, False):
+        torch.manual_seed(0)
+        config = ModelConfig(**{**dict(src_vocab_size=30, tgt_vocab_size=30, d_model=32, n_heads=2, d_ff=64,
+                                       n_encoder_layers=2, n_decoder_layers=2), **fields, "scale_attention": scaled})
+        models.append(Transformer(config).eval())
+    return models
+
+
+def test_scale_attention_switch_changes_the_scores_exactly_by_sqrt_d_k():
+    scaled_model, unscaled_model = scaled_pair()  # d_k = 32 / 2 = 16: sqrt(d_k) = 4, exact in floating point
+    src, tgt = torch.tensor([[5, 6, 7, 8]]), torch.tensor([[2, 9, 10]])
+    records = []
+    for model in (scaled_model, unscaled_model):
+        with Recorder() as recorder:
+            model(src, tgt)
+        records.append(recorder)
+    for name in ("encoder.layers.0.self_attention", "decoder.layers.0.self_attention"):
+        # the first attention of each stack: the same input in both models, so the same scores
+        assert torch.equal(records[1].get(f"{name}.scores"), records[0].get(f"{name}.scores"))
+        # ... and the unscaled model's scores are the scaled model's times sqrt(d_k), exactly
+        assert torch.equal(records[0].get(f"{name}.scaled") * 4, records[1].get(f"{name}.scaled"))
+    for name in ("encoder.layers.1.self_attention", "decoder.layers.1.cross_attention"):
+        for recorder, scale in zip(records, (4, 1), strict=True):  # scaled = scores / sqrt(d_k), or scores
+            assert torch.equal(recorder.get(f"{name}.scaled") * scale, recorder.get(f"{name}.scores"))
+    assert unscaled_model.encoder.layers[0].self_attention.scale == 1.0
+    assert scaled_model.encoder.layers[0].self_attention.scale == 0.25
+    # The fused kernel (no recorder) computes what the recorded, explicit path computed.
+    with Recorder():
+        explicit = unscaled_model(src, tgt)
+    torch.testing.assert_close(unscaled_model(src, tgt), explicit)
+    assert not torch.allclose(scaled_model(src, tgt), explicit)
+
+
+def test_decoding_engine_honours_the_switch():
+    _, model = scaled_pair()
+    src = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0]])
+    fast = greedy_decode(model, src, max_new=6)
+    slow = greedy_decode(model, src, max_new=6, use_cache=False)
+    assert torch.equal(fast.tokens, slow.tokens)
+    torch.testing.assert_close(fast.scores, slow.scores)
+
+
+def test_old_configs_are_scaled_and_train_set_turns_it_off(tmp_path, monkeypatch):
+    data = ModelConfig().to_dict()
+    del data["scale_attention"]
+    assert ModelConfig.from_dict(data).scale_attention is True
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
+    out = tmp_path / "run"
+    assert main(["train", "--out", str(out), "--set", "scale_attention=false", "--set", "d_model=16",
+                 "--set", "n_heads=2", "--set", "d_ff=32", "--steps", "2", "--batch-tokens", "120",
+                 "--bleu-sentences", "2", "--threads", "1", "--quiet"]) == 0
+    assert json.loads((out / "config.json").read_text())["scale_attention"] is False
+
+
+def test_claim2_training_contest_is_in_the_results():
+    results = scaling.run(dims=(4, 64), length=8, batch=2, contest={"toy-translate": (5, {})})
+    contest = results["training_without_scaling"]["toy-translate"]
+    assert contest["d_k"] == 16
+    for scale in ("scaled", "unscaled"):
+        run = contest[scale]
+        assert run["steps"] == 5 and len(run["losses"]) == 5
+        assert all(math.isfinite(run[key]) for key in ("valid_nll", "bleu", "attention_entropy", "last_loss"))
+    # Same weights and batches: the first losses differ only through the scaling.
+    assert contest["scaled"]["first_loss"] != contest["unscaled"]["first_loss"]
+    assert any("without the scaling" in line for line in scaling.summary(results))
+    scaling.figure(results)
 
 
 def test_claim3_without_positions_the_orders_are_a_permutation():
@@ -94,7 +169,7 @@ def test_ablation_leaves_the_model_as_it_was():
 
 
 def test_claim5_without_residuals_the_decoder_gradient_vanishes():
-    results = residuals.run(depths=(6,), sentences=8)
+    results = residuals.run(depths=(6,), sentences=8, train_steps=3)
     for variant in ("post-norm", "pre-norm"):
         with_skip = results["norms"][f"{variant}, 6 layers"]
         without = results["norms"][f"{variant}, no residual, 6 layers"]
@@ -103,6 +178,22 @@ def test_claim5_without_residuals_the_decoder_gradient_vanishes():
         # why: without the skip path the encoder's rows collapse to one vector (rank collapse)
         assert results["memory_spread"][f"{variant}, no residual, 6 layers"] < 1e-3
         assert results["memory_spread"][f"{variant}, 6 layers"] > 0.1
+
+
+def test_claim5_measures_the_gradients_again_after_training():
+    results = residuals.run(depths=(2,), sentences=8, train_steps=4)
+    after = results["after_training"]
+    assert after["steps"] == 4
+    for variant in ("post-norm", "pre-norm"):
+        key = f"{variant}, 2 layers"
+        norms = after["norms"][key]
+        assert len(norms) == 4 and all(math.isfinite(n) and n > 0 for n in norms)
+        assert norms != results["norms"][key]  # trained weights, another gradient
+        assert math.isfinite(after["loss"][key]) and math.isfinite(after["train_loss"][key])
+        assert after["loss"][key] < results["loss"][key]  # it did learn something in 4 steps
+    assert "post-norm, no residual, 2 layers" not in after["norms"]  # quick: the residual variants only
+    assert any("after 4 training steps" in line for line in residuals.summary(results))
+    residuals.figure(results)
 
 
 def test_without_residual_is_norm_of_sublayer():

@@ -15,7 +15,7 @@ from clearformer.trace import Recorder
 
 def small_model(**fields) -> RNNSeq2Seq:
     config = ModelConfig(**{**dict(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_encoder_layers=2,
-                                   n_decoder_layers=2), **fields})
+                                   n_decoder_layers=2, architecture="rnn"), **fields})
     return RNNSeq2Seq(config).eval()
 
 
@@ -54,7 +54,7 @@ def test_luong_attention_is_its_formula():
     model = small_model()
     memory, src_mask = model.encode(SRC)
     states = torch.randn(2, 3, 16)
-    attention = model.decoder.attention
+    attention = model.decoder.cross_attention
     scores = torch.einsum("bqd,bkd->bqk", states @ attention.w_a.weight.T, memory)
     scores = scores.masked_fill(~src_mask[:, 0], float("-inf"))
     weights = torch.softmax(scores, dim=-1)
@@ -85,7 +85,7 @@ def test_the_recorder_sees_the_alignment_as_one_head():
     model = small_model()
     with Recorder() as recorder:
         model(SRC, TGT)
-    weights = recorder.get("decoder.attention.weights")
+    weights = recorder.get("decoder.cross_attention.weights")
     assert weights.shape == (2, 1, 3, 4)
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 1, 3))
     assert weights[1, :, :, 2:].abs().max() == 0

@@ -98,6 +98,7 @@ def client(tmp_path_factory, tokenizer):
 json_bodies = st.one_of(
     st.binary(max_size=100),
     st.fixed_dictionaries({}, optional={"sentence": sentences | st.integers() | st.none(),
+                                        "prompt": sentences | st.integers(),
                                         "example": st.text(max_size=12) | st.sampled_from(["i-love-you"]),
                                         "other": st.integers()}).map(lambda d: json.dumps(d).encode()),
     sentences.map(lambda s: json.dumps({"sentence": s}).encode("utf-8", "surrogatepass")),
@@ -111,7 +112,7 @@ def test_parse_request(body):
     except RequestError as error:
         assert 400 <= error.status < 500 and one_line(error.message)
     else:
-        assert kind in ("sentence", "example") and value == value.strip() and value
+        assert kind in ("sentence", "prompt", "example") and value == value.strip() and value
         assert len(value) <= MAX_SENTENCE_CHARS and len(body) <= MAX_BODY_BYTES
 
 
@@ -122,7 +123,7 @@ def test_http_bodies(client, body, content_type):
     if response.status_code == 200:
         walk = response.json()
         request = json.loads(body)
-        # The source as translate encodes it (this model was trained without a source <eos>).
-        assert walk["steps"] and ("example" in request or walk["source_tokens"][-1] != "<eos>")
+        # The source as translate encodes it (this model was trained with a source <eos>, the default).
+        assert walk["steps"] and ("example" in request or walk["source_tokens"][-1] == "<eos>")
     else:
         assert one_line(response.json()["error"])

@@ -238,3 +238,62 @@ def test_exported_page_works_offline(page, tmp_path):
     page.select_option("#cf-head", "1")
     assert_shows(page, "#cf-matrices", recorder.get("multi_head.weights")[0, 1])
     assert page.inner_text("#cf-formula") == walk.find("multi_head.weights")[0].formula
+
+
+# --- links to `clearformer claims` ---------------------------------------------------------------------------
+
+def claim_shown(tab) -> tuple[str | None, str | None, str]:
+    """(claim number, link target, text) of the claim box under the current step; (None, None, "") if hidden."""
+    box = tab.locator("#cf-claim")
+    if not box.is_visible():
+        return None, None, ""
+    return box.get_attribute("data-claim"), box.locator("a").get_attribute("href"), box.inner_text()
+
+
+CLAIM_STEPS = {"src_embed.positions.PE": "3", "encoder.layers.0.self_attention.scaled": "2",
+               "encoder.layers.0.self_attention.concat": "4", "encoder.layers.0.add_norm_1.norm": "5",
+               "encoder.output": "1", "encoder.layers.0.self_attention.weights": None, "src_embed.X": None}
+
+
+def test_exported_translation_links_each_claim_from_its_step(page, tiny_model, tmp_path):
+    from clearformer.explain.translation import explain_translation
+
+    model, tokenizer = tiny_model
+    path = write_html(explain_translation(model, tokenizer, "I love you", max_new_tokens=2), tmp_path / "t.html")
+    page.goto(path.as_uri())
+    page.wait_for_selector("#cf-view[data-step-name]")
+    for name, number in CLAIM_STEPS.items():
+        click_step(page, name)
+        shown_number, href, text = claim_shown(page)
+        assert shown_number == number, name
+        if number:
+            assert href == f"docs/claims.md#claim-{number}"
+            assert f"Claim {number} measured" in text and f"clearformer claims {number} --quick" in text
+
+
+def test_live_page_links_the_claims_from_the_seed_example(page, live_server):
+    page.goto(live_server)
+    page.wait_for_function("document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
+    click_step(page, "self_attention.scaled")
+    number, href, text = claim_shown(page)
+    assert (number, href) == ("2", "docs/claims.md#claim-2") and "sqrt(d_k)" in text
+    click_step(page, "embedding.positions.PE")
+    assert claim_shown(page)[:2] == ("3", "docs/claims.md#claim-3")
+    click_step(page, "self_attention.weights")
+    assert claim_shown(page) == (None, None, "")
+
+
+def test_a_claims_measured_results_are_linked_when_the_server_has_them(page, tmp_path):
+    from clearformer.explain.html import render_page, walk_payload
+
+    walk, _ = run_example("i-love-you")
+    claims = {"2": {"json": "claims/claim2-scaling-quick.json", "figure": "claims/claim2-scaling-quick.png"}}
+    path = tmp_path / "page.html"
+    path.write_text(render_page({"config": {"live": False, "claims": claims}, "walk": walk_payload(walk)}))
+    page.goto(path.as_uri())
+    page.wait_for_selector("#cf-view[data-step-name]")
+    click_step(page, "self_attention.scaled")
+    links = page.eval_on_selector_all("#cf-claim a.cf-claim-result", "links => links.map(a => a.getAttribute('href'))")
+    assert links == ["claims/claim2-scaling-quick.png", "claims/claim2-scaling-quick.json"]
+    click_step(page, "embedding.positions.PE")  # claim 3 was not run: its docs link only
+    assert claim_shown(page)[0] == "3" and page.locator("#cf-claim a.cf-claim-result").count() == 0

@@ -73,7 +73,7 @@ def test_explain_a_sentence(client, tiny_model):
     response = client.post("/api/explain", json={"sentence": "I love you"})
     assert response.status_code == 200
     walk = response.json()
-    assert walk["source_tokens"] == ["I", "love", "you"]  # as translate encodes it: no <eos> (source_eos False)
+    assert walk["source_tokens"] == ["I", "love", "you", "<eos>"]  # as translate encodes it (source_eos, the default)
     assert walk["target_tokens"][0] == "<bos>"
     chosen = [s for s in walk["steps"] if s["name"] == "generate.chosen"]
     assert [s["decode_step"] for s in chosen] == list(range(len(chosen)))
@@ -342,3 +342,28 @@ def test_fifty_concurrent_explanations_of_one_sentence_within_three_times_one(to
     print(f"50 concurrent: median {latencies[24]:.2f} s, p90 {p90:.2f} s, max {latencies[-1]:.2f} s; "
           f"alone {single:.2f} s")
     assert p90 <= 3 * single, f"p90 {p90:.2f} s vs single request {single:.2f} s"
+
+
+def test_serves_the_claims_results_it_found_at_start(tmp_path):
+    from clearformer.claims.common import result_paths
+
+    full = result_paths(tmp_path, 2, "scaling", quick=False)
+    quick = result_paths(tmp_path, 2, "scaling", quick=True)
+    only_quick = result_paths(tmp_path, 3, "positions", quick=True)
+    for index, path in enumerate((*full, *quick, *only_quick)):
+        path.write_bytes(b"\x89PNG-" + bytes([index]) if path.suffix == ".png" else b'{"claim": %d}' % index)
+    result_paths(tmp_path, 4, "heads", quick=True)[0].write_text("{}")  # a JSON without its figure: not linked
+    (tmp_path / "notes.txt").write_text("not a result")
+    client = local_client(create_app(None, claims_dir=tmp_path))
+    info = client.get("/api/info").json()
+    assert info["claims"] == {"2": {"json": "claims/claim2-scaling.json", "figure": "claims/claim2-scaling.png"},
+                              "3": {"json": "claims/claim3-positions-quick.json",
+                                    "figure": "claims/claim3-positions-quick.png"}}
+    assert '"claims":{"2"' in client.get("/").text  # the page's config carries the index
+    figure = client.get("/claims/claim2-scaling.png")
+    assert figure.status_code == 200 and figure.headers["content-type"] == "image/png"
+    assert figure.content == full[1].read_bytes()
+    assert client.get("/claims/claim3-positions-quick.json").json() == json.loads(only_quick[0].read_text())
+    for path in ("/claims/notes.txt", "/claims/claim4-heads-quick.json", "/claims/../app.py", "/claims/"):
+        _refused(client.get(path), 404)
+    assert local_client(create_app(None)).get("/api/info").json()["claims"] == {}

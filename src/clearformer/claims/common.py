@@ -21,10 +21,17 @@ from pathlib import Path
 import torch
 
 from clearformer.atomic import atomic_write_bytes, atomic_write_text
-from clearformer.batching import BatchStream, collate, drop_long, make_batches
+from clearformer.batching import BatchStream, Example, collate, drop_long, make_batches
+from clearformer.config import ModelConfig, preset
+from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
+from clearformer.evaluate import evaluate_model
+from clearformer.model.rnn import RNNSeq2Seq
+from clearformer.model.transformer import Transformer
+from clearformer.tokenize import WordTokenizer, encode_source
 from clearformer.train.loss import label_smoothed_loss
 from clearformer.train.schedule import noam_lr
+from clearformer.train.setup import new_optimizer as trainer_optimizer
 
 DEFAULT_OUT = "claims"  # `clearformer claims N` writes here unless --out says otherwise
 
@@ -41,15 +48,10 @@ class ToyData:
 
 def toy_data(max_len: int = 64) -> ToyData:
     """Tokenizer built from the training split (as `clearformer train` builds it), examples that fit max_len."""
-    from clearformer.data.toy import toy_splits
-    from clearformer.tokenize import WordTokenizer, encode_source
-
     splits = toy_splits()
     tokenizer = WordTokenizer.build([s for pair in splits["train"] for s in pair])
 
     def encode(pairs):
-        from clearformer.batching import Example
-
         examples = [Example(tuple(encode_source(tokenizer, s)), tuple(tokenizer.encode(t))) for s, t in pairs]
         return drop_long(examples, max_len)[0]
 
@@ -58,8 +60,6 @@ def toy_data(max_len: int = 64) -> ToyData:
 
 def new_optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
     """The trainer's optimizer: Adam with the paper's betas and epsilon; the schedule sets lr each step."""
-    from clearformer.train.setup import new_optimizer as trainer_optimizer
-
     return trainer_optimizer(model)
 
 
@@ -114,8 +114,6 @@ def quick_train(model, data: ToyData, seconds: float, max_steps: int = 10_000, *
 
 def bleu(model, data: ToyData) -> float:
     """Greedy-decoding BLEU (sacrebleu) of `model` on the validation split, through `evaluate_model`."""
-    from clearformer.evaluate import evaluate_model
-
     return evaluate_model(model, data.tokenizer, data.valid_pairs)[0].bleu
 
 
@@ -210,22 +208,17 @@ def thread_count(threads: int | None):
         torch.set_num_threads(before)
 
 
-def toy_transformer(data: ToyData, **overrides):
-    """The toy-translate Transformer for data's vocabulary (one joint, tied table, as `clearformer train`)."""
-    from clearformer.config import preset
-    from clearformer.model.transformer import Transformer
-
+def toy_transformer(data: ToyData, preset_name: str = "toy-translate", **overrides):
+    """The preset's Transformer (default toy-translate) for data's vocabulary (one joint, tied table, as
+    `clearformer train`)."""
     tok = data.tokenizer
     fields = dict(src_vocab_size=len(tok), tgt_vocab_size=len(tok), tie_embeddings="all", pad_id=tok.pad_id)
-    return Transformer(preset("toy-translate", **{**fields, **overrides}))
+    return Transformer(preset(preset_name, **{**fields, **overrides}))
 
 
 def toy_rnn(data: ToyData, d_model: int = 64, layers: int = 2):
     """The GRU encoder-decoder (model/rnn.py) for data's vocabulary, tied like `toy_transformer`."""
-    from clearformer.config import ModelConfig
-    from clearformer.model.rnn import RNNSeq2Seq
-
     tok = data.tokenizer
     return RNNSeq2Seq(ModelConfig(src_vocab_size=len(tok), tgt_vocab_size=len(tok), d_model=d_model,
                                   n_encoder_layers=layers, n_decoder_layers=layers, tie_embeddings="all",
-                                  pad_id=tok.pad_id, max_len=64))
+                                  pad_id=tok.pad_id, max_len=64, architecture="rnn"))

@@ -28,7 +28,7 @@ def build_models(d_model: int, layers: int, vocab: int, max_len: int) -> dict[st
     sizes = dict(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=d_model, n_encoder_layers=layers,
                  n_decoder_layers=layers, dropout=0.0, max_len=max_len)
     transformer = Transformer(preset("toy-translate", n_heads=4, d_ff=2 * d_model, **sizes))
-    gru = RNNSeq2Seq(ModelConfig(**sizes))
+    gru = RNNSeq2Seq(ModelConfig(architecture="rnn", **sizes))
     return {"transformer": transformer, "gru": gru}
 
 

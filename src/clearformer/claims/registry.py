@@ -26,7 +26,8 @@ CLAIMS = (
           "training-step time vs sequence length 8..512, GRU seq2seq + attention vs Transformer"),
     Claim(2, "scaling", "Scale by sqrt(d_k): large dot products push softmax into regions with tiny gradients",
           "seed 000", "clearformer.claims.scaling",
-          "softmax entropy, softmax gain and gradient reaching Q and K, with and without 1/sqrt(d_k), d_k 4..512"),
+          "softmax entropy, softmax gain and gradient reaching Q and K, with and without 1/sqrt(d_k), d_k 4..512; "
+          "the toy model trained with and without it"),
     Claim(3, "positions", "Without position information, the model can't distinguish word order",
           "seeds 000, 002", "clearformer.claims.positions",
           "'dog bites man' vs 'man bites dog': encoder rows permuted, next-token probabilities; 4 kinds"),
@@ -34,7 +35,8 @@ CLAIMS = (
           "heads' attention-map diversity (Jensen-Shannon) and per-head ablation cost, trained toy model"),
     Claim(5, "residuals", "Residual connections and layer normalisation help gradients flow",
           "seeds 000, 002, 003", "clearformer.claims.residuals",
-          "gradient norm per layer at init: post- vs pre-norm, with/without residuals, 6 and 12 layers"),
+          "gradient norm per layer at init and after training: post- vs pre-norm, with/without residuals, "
+          "6 and 12 layers"),
 )
 
 

@@ -10,6 +10,14 @@ Experiment: for d_k = 4 .. 512, queries and keys from two sources -
 then `explicit_attention` with scale 1/sqrt(d_k) and with scale 1. Measured: the softmax entropy
 (nats; ln(n) is uniform attention) and the norm of the gradient that reaches Q and K from a
 fixed random upstream gradient on the attention output (mean over query rows of the row norm).
+
+Then what it costs in training: the same model trained twice on the toy phrase set, with the
+same seed, batches and step count, once as the paper has it and once with
+`ModelConfig.scale_attention=False` (scores Q K^T, scale 1; `clearformer train --set
+scale_attention=false` trains the same). Measured: the training loss along the way, the validation
+loss and greedy BLEU at the end, and the mean entropy of every attention row of the trained model.
+The quick version trains toy-translate (d_k 16) for 150 steps; the full one toy-translate and
+`small` (d_k 64).
 """
 
 from __future__ import annotations
@@ -18,11 +26,25 @@ import math
 
 import torch
 
-from clearformer.claims.common import machine, new_figure
+from clearformer.batching import collate
+from clearformer.claims.common import (
+    QuickTrainer,
+    ToyData,
+    bleu,
+    machine,
+    new_figure,
+    quick_train,
+    toy_data,
+    toy_transformer,
+    valid_nll,
+)
 from clearformer.model.attention import MultiHeadAttention, explicit_attention
 from clearformer.trace import Recorder
 
 QUICK_DIMS = (4, 8, 16, 32, 64, 128, 256, 512)
+# The training contest: {preset: (steps, QuickTrainer options)}; the full version also caps each run's time.
+QUICK_CONTEST = {"toy-translate": (150, {})}
+FULL_CONTEST = {"toy-translate": (1500, {}), "small": (800, dict(warmup=400, lr_factor=1.0))}
 SCALES = ("scaled", "unscaled")
 STATISTICS = ("entropy", "softmax_gain", "grad_q", "grad_k")
 
@@ -77,8 +99,10 @@ def compare_scales(q, k, v, generator: torch.Generator) -> dict:
 
 
 def run(quick: bool = True, dims=None, length: int = 32, batch: int = 8, seed: int = 0,
-        trained_seconds: float = 120.0) -> dict:
-    """Entropy and gradients with and without the scaling for every d_k (and a trained model when not quick)."""
+        trained_seconds: float = 120.0, contest: dict | None = None, contest_seconds: float = 600.0) -> dict:
+    """Entropy and gradients with and without the scaling for every d_k (and a trained model when not
+    quick), then the training contest (`contest`: {preset: (steps, trainer options)}, default
+    QUICK_CONTEST or FULL_CONTEST; each run also stops after `contest_seconds`)."""
     dims = list(dims or QUICK_DIMS)
     generator = torch.Generator().manual_seed(seed)
     sources = {"unit": unit_qkv, "init": init_qkv}
@@ -90,14 +114,55 @@ def run(quick: bool = True, dims=None, length: int = 32, batch: int = 8, seed: i
                            for scale in ("scaled", "unscaled")}
     if not quick:
         results["trained"] = trained_statistics(trained_seconds, generator)
+    contest = (QUICK_CONTEST if quick else FULL_CONTEST) if contest is None else contest
+    results["training_without_scaling"] = {name: train_with_and_without(name, steps, contest_seconds, options)
+                                           for name, (steps, options) in contest.items()}
     return results
+
+
+def train_with_and_without(preset_name: str, steps: int, seconds: float, options: dict, seed: int = 1) -> dict:
+    """The preset trained on the toy phrase set with and without the scaling: the same initial weights,
+    batches and steps -> {"d_k", "scaled": outcome, "unscaled": outcome} (see `outcome`)."""
+    data = toy_data()
+    results = {}
+    for name, scaled in (("scaled", True), ("unscaled", False)):
+        torch.manual_seed(seed)  # the switch holds no weights: both runs start from the same ones
+        model = toy_transformer(data, preset_name, scale_attention=scaled)
+        trainer = QuickTrainer(model, data, seed=seed, **options)
+        trainer.advance(seconds, steps)
+        results[name] = outcome(model, data, trainer)
+    results["d_k"] = model.config.head_dim
+    return results
+
+
+def outcome(model, data: ToyData, trainer) -> dict:
+    """What a contest run reached: QuickTrainer.report(), its loss every step, validation nll, greedy BLEU
+    and the mean attention entropy (nats) over every attention row of the validation sentences."""
+    return {**trainer.report(), "losses": [round(x, 4) for x in trainer.losses], "valid_nll": valid_nll(model, data),
+            "bleu": bleu(model, data), "attention_entropy": attention_entropy(model, data)}
+
+
+@torch.no_grad()
+def attention_entropy(model, data: ToyData, sentences: int = 16) -> float:
+    """Mean softmax entropy (nats) of every attention row the model computes, teacher forced, on the first
+    `sentences` validation pairs one at a time (no padding), all layers and heads together."""
+    tok = data.tokenizer
+    model.eval()
+    rows = []
+    for example in data.valid[:sentences]:
+        src = torch.tensor([example.src])
+        tgt = torch.tensor([(tok.bos_id, *example.tgt)])
+        with Recorder() as recorder:
+            model(src, tgt)
+        for record in recorder.records:
+            if record.name.endswith(".weights"):
+                w = record.value
+                rows.append(-(w * w.clamp_min(1e-30).log()).sum(-1).flatten())
+    return torch.cat(rows).mean().item()
 
 
 def trained_statistics(seconds: float, generator: torch.Generator) -> dict:
     """Scaled vs unscaled statistics on Q, K, V of a toy model trained for `seconds` (encoder layer 0)."""
-    from clearformer.batching import collate
-    from clearformer.claims.common import quick_train, toy_data, toy_transformer
-
     data = toy_data()
     tok = data.tokenizer
     model = toy_transformer(data)
@@ -127,12 +192,41 @@ def summary(results: dict) -> list[str]:
         t = results["trained"]
         lines.append(f"trained toy model (d_k {t['d_k']}, {t['training']['steps']} steps): entropy "
                      f"{t['scaled']['entropy']:.3f} scaled vs {t['unscaled']['entropy']:.3f} unscaled")
+    for name, contest in results.get("training_without_scaling", {}).items():
+        lines.append(f"training {name} (d_k {contest['d_k']}) with / without the scaling, same seed and batches:")
+        for scale in SCALES:
+            r = contest[scale]
+            lines.append(f"  {scale:>8}: {r['steps']} steps in {r['seconds']:.0f} s, train loss "
+                         f"{r['first_loss']:.2f} -> {r['last_loss']:.3f}, valid nll {r['valid_nll']:.3f}, "
+                         f"BLEU {r['bleu']:.1f}, attention entropy {r['attention_entropy']:.3f} nats")
     return lines
 
 
+def smoothed(values: list[float], window: int = 10) -> list[float]:
+    """Running mean over the last `window` values (the first ones over what there is)."""
+    return [sum(values[max(0, i - window + 1): i + 1]) / (i + 1 - max(0, i - window + 1)) for i in range(len(values))]
+
+
+def contest_axes(ax, results: dict) -> None:
+    """The training losses of the contest: scaled solid, unscaled dashed, one colour per preset."""
+    for (name, contest), color in zip(results.get("training_without_scaling", {}).items(),
+                                      ("tab:green", "tab:purple", "tab:brown"), strict=False):
+        for scale, line in (("scaled", "-"), ("unscaled", "--")):
+            losses = contest[scale]["losses"]
+            ax.plot(range(1, len(losses) + 1), smoothed(losses), line, color=color,
+                    label=f"{name} (d_k {contest['d_k']}), {'/sqrt(d_k)' if scale == 'scaled' else 'no scaling'}")
+    ax.set_xlabel("training step")
+    ax.set_title("training loss (smoothed over 10 steps)")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
 def figure(results: dict):
-    fig = new_figure(16, 4)
-    axes = fig.subplots(1, 4)
+    fig = new_figure(20, 4)
+    axes = fig.subplots(1, 5)
+    contest_axes(axes[4], results)
+    axes = axes[:4]
     styles = {("unit", "scaled"): ("tab:blue", "-"), ("unit", "unscaled"): ("tab:red", "-"),
               ("init", "scaled"): ("tab:blue", "--"), ("init", "unscaled"): ("tab:red", "--")}
     for (source, scale), (color, line) in styles.items():

@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from clearformer.checkpoint import load_weights_into, model_class_for, save_model
+from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
+from clearformer.runs import latest_checkpoint, mark_latest
+from clearformer.tokenize import load_tokenizer
+from clearformer.train.state import average_weights, step_checkpoints
 
 
 def register(subparsers) -> None:
@@ -22,8 +27,6 @@ def register(subparsers) -> None:
 
 
 def default_run() -> Path:
-    from clearformer.runs import latest_checkpoint
-
     path = latest_checkpoint()
     # The latest model is a run directory, or a directory inside one (a previous average).
     for candidate in (path, path.parent):
@@ -33,12 +36,6 @@ def default_run() -> Path:
 
 
 def run_average(args) -> int:
-    from clearformer.checkpoint import load_weights_into, save_model
-    from clearformer.config import ConfigError, ModelConfig
-    from clearformer.runs import mark_latest
-    from clearformer.tokenize import load_tokenizer
-    from clearformer.train.state import average_weights, step_checkpoints
-
     if args.checkpoints:
         chosen = [Path(p) for p in args.checkpoints]
         for path in chosen:
@@ -64,8 +61,6 @@ def run_average(args) -> int:
         config = ModelConfig.load(newest / "config.json")
     except (ConfigError, TypeError) as error:
         raise UserError(f"{newest / 'config.json'}: {error}") from None
-    from clearformer.checkpoint import model_class_for
-
     model = model_class_for(config)(config)
     load_weights_into(model, average_weights(chosen), newest / "model.safetensors")
     meta = {}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clearformer.claims import common
+from clearformer.claims.registry import CLAIMS, claim
 from clearformer.errors import UserError
 
 
@@ -26,8 +28,6 @@ def register(subparsers) -> None:
 
 
 def list_claims() -> int:
-    from clearformer.claims.registry import CLAIMS
-
     for entry in CLAIMS:
         print(f"{entry.number}. \"{entry.statement}\" ({entry.sources})")
         print(f"   measures: {entry.measures}")
@@ -38,9 +38,6 @@ def list_claims() -> int:
 def run(args) -> int:
     if args.number is None:
         return list_claims()
-    from clearformer.claims import common
-    from clearformer.claims.registry import CLAIMS, claim
-
     try:
         entry = claim(args.number)
     except KeyError:

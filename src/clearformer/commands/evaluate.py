@@ -12,13 +12,18 @@ import sys
 from pathlib import Path
 
 from clearformer.commands import options
+from clearformer.commands.translate import (
+    add_decoding_options,
+    check_decoding_options,
+    check_output_path,
+    load_translator,
+    write_output,
+)
 from clearformer.errors import UserError
+from clearformer.evaluate import evaluate_model, load_pairs
 
 
 def run(args) -> int:
-    from clearformer.commands.translate import check_decoding_options, check_output_path, load_translator, write_output
-    from clearformer.evaluate import evaluate_model, load_pairs
-
     check_decoding_options(args)
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
@@ -53,8 +58,6 @@ def run(args) -> int:
 
 
 def register(subparsers) -> None:
-    from clearformer.commands.translate import add_decoding_options
-
     parser = subparsers.add_parser("evaluate",
                                    help="BLEU and chrF (sacrebleu) of a checkpoint on a corpus split",
                                    description=__doc__.split("\n\n")[0])

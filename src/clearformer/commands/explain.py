@@ -5,8 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clearformer.commands import options
+from clearformer.atomic import atomic_write_text
+from clearformer.checkpoint import load_model
+from clearformer.commands import options, views
 from clearformer.errors import UserError
+from clearformer.explain.examples import run_example
+from clearformer.explain.render import render, to_json
+from clearformer.explain.translation import explain_translation
+from clearformer.runs import resolve_checkpoint
 
 
 def register(subparsers) -> None:
@@ -29,8 +35,7 @@ def register(subparsers) -> None:
                         help="comma-separated step names to print (e.g. weights,probabilities,chosen); a "
                              "translation prints the attention weights, distributions and choices by default")
     parser.add_argument("--all", action="store_true", help="print every recorded step of a translation")
-    parser.add_argument("--plots", metavar="DIR", help="also write PNG figures into DIR")
-    parser.add_argument("--html", metavar="FILE", help="also write a self-contained interactive HTML page")
+    views.add_view_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -39,15 +44,9 @@ def build(args):
     if args.example and args.sentence:
         raise UserError("give either a sentence or --example, not both")
     if args.example:
-        from clearformer.explain.examples import run_example
-
         return run_example(args.example)[0]
     if args.sentence is None:
         raise UserError("nothing to explain: give a sentence (with a trained --checkpoint) or --example NAME")
-    from clearformer.checkpoint import load_model
-    from clearformer.explain.translation import explain_translation
-    from clearformer.runs import resolve_checkpoint
-
     model, tokenizer, _ = load_model(resolve_checkpoint(args.checkpoint))
     return explain_translation(model, tokenizer, args.sentence, top=args.top)
 
@@ -73,27 +72,16 @@ def shown_steps(walk, args):
 def run(args) -> int:
     if args.decimals < 0 or args.decimals > 12:
         raise UserError("--decimals must be between 0 and 12")
+    views.check_views(args)
     walk = build(args)
-    from clearformer.explain.render import render, to_json
-
     if args.format == "json":
         text = to_json(walk)
     else:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
                       color=None if args.output else sys.stdout.isatty())
     if args.output:
-        from clearformer.atomic import atomic_write_text
-
         atomic_write_text(Path(args.output), text)
     else:
         sys.stdout.write(text)
-    if args.plots:
-        from clearformer.explain.plots import write_plots
-
-        for path in write_plots(walk, Path(args.plots)):
-            print(f"wrote {path}", file=sys.stderr)
-    if args.html:
-        from clearformer.explain.html import write_html
-
-        print(f"wrote {write_html(walk, Path(args.html))}", file=sys.stderr)
+    views.write_views(walk, args)
     return 0

@@ -13,7 +13,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from clearformer.checkpoint import load_model
 from clearformer.errors import UserError
+from clearformer.interop.ctranslate2 import convert_marian_folder
+from clearformer.interop.marian import check_exportable, export_marian
+from clearformer.runs import resolve_checkpoint
 
 
 def register(subparsers) -> None:
@@ -26,10 +30,6 @@ def register(subparsers) -> None:
 
 
 def run_export(args) -> int:
-    from clearformer.checkpoint import load_model
-    from clearformer.interop.marian import check_exportable, export_marian
-    from clearformer.runs import resolve_checkpoint
-
     out = Path(args.directory)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"{out}: exists and is not an empty folder")
@@ -42,8 +42,6 @@ def run_export(args) -> int:
         export_marian(model, tokenizer, out)
         print(f"wrote {out}: MarianMTModel.from_pretrained({str(out)!r}) and MarianTokenizer load it")
         return 0
-    from clearformer.interop.ctranslate2 import convert_marian_folder
-
     with tempfile.TemporaryDirectory(prefix="clearformer-marian-") as marian:
         export_marian(model, tokenizer, Path(marian))
         convert_marian_folder(Path(marian), out, args.quantization)

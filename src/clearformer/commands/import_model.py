@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clearformer.interop.marian import import_marian
+from clearformer.runs import mark_latest
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("import", help="read a MarianMT translator (opus-mt) into a clearformer run")
@@ -31,9 +34,6 @@ def register(subparsers) -> None:
 
 
 def run_import_marian(args) -> int:
-    from clearformer.interop.marian import import_marian
-    from clearformer.runs import mark_latest
-
     out = import_marian(args.source, Path(args.out))
     mark_latest(out)
     print(f"imported {args.source} into {out}; try: clearformer translate \"Hello\" --checkpoint {out}")

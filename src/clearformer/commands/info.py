@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from clearformer.config import PRESETS, preset
+from clearformer.checkpoint import load_model, model_class_for
+from clearformer.config import PRESETS, preset, variant_overrides
 from clearformer.errors import UserError
+from clearformer.model.cache import describe_kv_cache, kv_cache_bytes_per_token
 
 
 def register(subparsers) -> None:
@@ -40,9 +42,8 @@ def describe(model, name: str) -> dict:
     config = model.config
     info = {"name": name, "config": config.to_dict(), "parameters": model.num_parameters(),
             "parameters_by_part": parameter_breakdown(model)}
-    from clearformer.model.cache import kv_cache_bytes_per_token
-
-    info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
+    if config.architecture != "rnn":  # the GRU decoder carries one state vector per layer, not a cache
+        info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
     return info
 
 
@@ -50,15 +51,11 @@ def run(args) -> int:
     import torch
 
     if args.checkpoint:
-        from clearformer.checkpoint import load_model
-
         model, _, _ = load_model(args.checkpoint)
         name = args.checkpoint
     else:
         if args.vocab <= 0:
             raise UserError("--vocab must be positive")
-        from clearformer.config import variant_overrides
-
         if args.kv_heads is not None and args.attention != "gqa":
             raise UserError("--kv-heads applies only to --attention gqa")
         base = preset(args.preset)
@@ -69,8 +66,6 @@ def run(args) -> int:
         except ValueError as error:
             raise UserError(f"--preset {args.preset} --attention {args.attention}: {error}") from None
         with torch.device("meta"):  # sizes only: no memory, no initialisation time
-            from clearformer.checkpoint import model_class_for
-
             model = model_class_for(config)(config)
         name = f"preset {args.preset}"
     info = describe(model, name)
@@ -78,16 +73,19 @@ def run(args) -> int:
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
         return 0
     c = info["config"]
-    print(f"{name}: d_model={c['d_model']}, heads={c['n_heads']}, layers={c['n_encoder_layers']}+"
-          f"{c['n_decoder_layers']}, d_ff={c['d_ff']}, dropout={c['dropout']}, vocab={c['tgt_vocab_size']}, "
-          f"tied embeddings={c['tie_embeddings']}, positions={c['positional']}, "
-          f"{'pre' if c['norm_first'] else 'post'}-norm")
+    if c["architecture"] == "rnn":
+        print(f"{name}: GRU encoder-decoder with attention (--arch rnn): d_model={c['d_model']}, "
+              f"GRU layers={c['n_encoder_layers']}+{c['n_decoder_layers']}, dropout={c['dropout']}, "
+              f"vocab={c['tgt_vocab_size']}, tied embeddings={c['tie_embeddings']}")
+    else:
+        print(f"{name}: d_model={c['d_model']}, heads={c['n_heads']}, layers={c['n_encoder_layers']}+"
+              f"{c['n_decoder_layers']}, d_ff={c['d_ff']}, dropout={c['dropout']}, vocab={c['tgt_vocab_size']}, "
+              f"tied embeddings={c['tie_embeddings']}, positions={c['positional']}, "
+              f"{'pre' if c['norm_first'] else 'post'}-norm")
     for part, count in info["parameters_by_part"].items():
         print(f"  {part:<12} {count:>14,}")
     total = info["parameters"]
     print(f"  {'total':<12} {total:>14,}  ({total / 1e6:.1f}M parameters)")
     if "kv_cache_bytes_per_token" in info:
-        from clearformer.model.cache import describe_kv_cache
-
         print(f"  KV cache (decoder self-attention): {describe_kv_cache(info['kv_cache_bytes_per_token'])}")
     return 0

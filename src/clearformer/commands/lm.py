@@ -3,6 +3,7 @@
     clearformer lm train                        # the World English Bible, built from its package
     clearformer lm generate "In the beginning" --temperature 0.8 --top-p 0.95 --seed 1
     clearformer lm explain "The dog ran"
+    clearformer lm explain "The dog ran" --html dog.html   # the same steps as an interactive page
 """
 
 from __future__ import annotations
@@ -11,8 +12,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from clearformer.commands import options
+from clearformer.checkpoint import load_model
+from clearformer.commands import options, views
+from clearformer.config import preset, variant_overrides
 from clearformer.errors import UserError
+from clearformer.explain.render import render, to_json
+from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.interop.gpt2 import import_gpt2
+from clearformer.lm import data as lm_data
+from clearformer.lm.data import prompt_ids
+from clearformer.lm.explain import explain_text, focus
+from clearformer.lm.training import LMOptions, resume_options, train_language_model
+from clearformer.model.lm import LanguageModel
 
 DEFAULT_RUN = "runs/lm"
 
@@ -93,6 +104,7 @@ def register(subparsers) -> None:
     explain.add_argument("--format", choices=["text", "json"], default="text")
     explain.add_argument("--full", action="store_true",
                          help="every recorded step (embeddings, Q/K/V, MLA latents, norms, FFN, logits)")
+    views.add_view_options(explain)
     explain.set_defaults(func=run_explain)
 
     imported = commands.add_parser("import", help="read a pretrained model (GPT-2) into a clearformer run")
@@ -103,8 +115,6 @@ def register(subparsers) -> None:
 
 
 def run_import(args) -> int:
-    from clearformer.interop.gpt2 import import_gpt2
-
     out = import_gpt2(args.source, Path(args.out))
     print(f"imported {args.source} into {out}; try: clearformer lm explain \"The dog ran\" --model {out}")
     return 0
@@ -114,8 +124,6 @@ def run_import(args) -> int:
 
 
 def build_config(args, vocab_size: int):
-    from clearformer.config import preset, variant_overrides
-
     if not args.preset.startswith("lm-"):
         raise UserError(f"--preset {args.preset}: choose lm-tiny, lm-small or lm-base")
     base = preset(args.preset, tgt_vocab_size=vocab_size)
@@ -135,9 +143,6 @@ def build_config(args, vocab_size: int):
 
 
 def run_train(args) -> int:
-    from clearformer.lm import data as lm_data
-    from clearformer.lm.training import LMOptions, resume_options, train_language_model
-
     options.apply_threads(args.threads)
     if args.resume:
         run_options = resume_options(Path(args.out), args.steps, args.minutes, args.device, args.corpus)
@@ -155,8 +160,6 @@ def run_train(args) -> int:
 
     def fresh():
         import torch
-
-        from clearformer.model.lm import LanguageModel
 
         train_lines, valid_lines = lm_data.load_corpus(Path(run_options.corpus))
         print(f"corpus {run_options.corpus}: {len(train_lines):,} training and {len(valid_lines):,} validation "
@@ -178,8 +181,6 @@ def run_train(args) -> int:
 
 
 def load_lm(directory: str, device: str = "cpu"):
-    from clearformer.checkpoint import load_model
-
     model, tokenizer, meta = load_model(directory, options.device(device))
     if model.config.n_encoder_layers != 0:
         raise UserError(f"{directory}: a translation model, not a language model (use clearformer translate)")
@@ -200,9 +201,6 @@ def decode_lines(tokenizer, ids: list[int]) -> str:
 
 
 def run_generate(args) -> int:
-    from clearformer.generate.sampling import SamplingSettings, generate
-    from clearformer.lm.data import prompt_ids
-
     settings = SamplingSettings(args.temperature, args.top_k, args.top_p, args.greedy, args.seed)
     settings.check()
     if args.max_new_tokens <= 0:
@@ -223,19 +221,8 @@ def run_generate(args) -> int:
 
 
 def run_explain(args) -> int:
-    from clearformer.explain.render import render, to_json
-    from clearformer.lm.data import prompt_ids
-    from clearformer.lm.explain import explain_lm, focus
-
+    views.check_views(args)
     model, tokenizer, _ = load_lm(args.checkpoint)
-    ids = prompt_ids(tokenizer, args.text)
-    if len(ids) >= model.config.max_len:
-        raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len} "
-                        "(text plus generated tokens must fit)")
-    if args.top <= 0:
-        raise UserError(f"--top must be positive, not {args.top}")
-    if args.max_new_tokens <= 0:
-        raise UserError(f"--max-new-tokens must be positive, not {args.max_new_tokens}")
     if not 0 <= args.decimals <= 12:
         raise UserError("--decimals must be between 0 and 12")
     layers = model.config.n_decoder_layers
@@ -248,10 +235,11 @@ def run_explain(args) -> int:
     if args.head is not None and not 0 <= args.head < model.config.n_heads:
         raise UserError(f"--head {args.head}: choose a head from 0 to {model.config.n_heads - 1}")
     model.set_mla_path(args.mla_path == "absorbed")
-    walk = explain_lm(model, tokenizer, ids, args.max_new_tokens, args.top)
+    walk = explain_text(model, tokenizer, args.text, args.max_new_tokens, args.top)
     if args.format == "json":
         sys.stdout.write(to_json(walk))
     else:
         shown = walk if args.full else focus(walk, model.config.attention)
         sys.stdout.write(render(shown, args.decimals, layer, args.head, color=sys.stdout.isatty()))
+    views.write_views(walk, args)
     return 0

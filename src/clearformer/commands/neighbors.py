@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import torch
 
+from clearformer.checkpoint import load_model
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.runs import resolve_checkpoint
 
 
 def embedding_matrix(model, side: str) -> torch.Tensor:
     """The (vocab, d_model) token embedding table of the encoder ("source") or decoder ("target")."""
+    if model.config.architecture == "rnn":  # the GRU baseline: encoder.embed / decoder.embed
+        return (model.encoder if side == "source" else model.decoder).embed.weight.detach()
     if side == "source":
         if model.config.n_encoder_layers == 0 or not hasattr(model, "src_embed"):
             raise UserError("this checkpoint has no encoder: use --side target")
@@ -62,9 +66,6 @@ def token_id(tokenizer, word: str) -> int:
 
 
 def run(args) -> int:
-    from clearformer.checkpoint import load_model
-    from clearformer.runs import resolve_checkpoint
-
     if args.top < 1:
         raise UserError(f"--top must be at least 1, not {args.top}")
     if bool(args.word) == bool(args.analogy):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from clearformer.devices import resolve_device
 from clearformer.errors import UserError
 
 
@@ -51,6 +52,4 @@ def apply_threads(threads: int | None) -> None:
 
 def device(name: str):
     """The torch device --device names, or a one-line error."""
-    from clearformer.devices import resolve_device
-
     return resolve_device(name)

@@ -1,7 +1,8 @@
 """`clearformer serve`: the interactive walkthrough in the browser, on a local web server.
 
     clearformer serve                       the latest trained model (or the seed examples only)
-    clearformer serve --checkpoint DIR      a given checkpoint
+    clearformer serve --checkpoint DIR      a given checkpoint: a translator, or a language model (`lm train`,
+                                            `lm import gpt2`): type a prompt, see it continued token by token
     clearformer serve --open                and open the page in the default browser
 
 Only requests whose Host is a localhost name or the --host address are answered (an IP literal too
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.limits import MAX_SERVER_LM_NEW_TOKENS, SERVER_LM_NEW_TOKENS
+from clearformer.runs import latest_checkpoint, runs_root
 
 
 def register(subparsers) -> None:
@@ -25,7 +28,8 @@ def register(subparsers) -> None:
         "serve", help="the step-by-step walkthrough as a local web page: type a sentence, see every number",
         description="Start a local web server with the interactive walkthrough: type a sentence and step "
                     "through every intermediate of its translation (embeddings, attention, probabilities, "
-                    "the words generated one by one). Without --checkpoint it uses the latest trained model; "
+                    "the words generated one by one), or, with a language model, a prompt and its greedy "
+                    "continuation (as `lm explain`). Without --checkpoint it uses the latest trained model; "
                     "the seed examples are always there.")
     options.add_checkpoint(parser)
     parser.add_argument("--seeds-only", action="store_true", help="seed examples only, load no model")
@@ -33,13 +37,17 @@ def register(subparsers) -> None:
                         help="address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     parser.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    parser.add_argument("--max-new-tokens", type=int, metavar="N",
+                        help=f"a language model: tokens generated (greedy) and explained per prompt "
+                             f"(default {SERVER_LM_NEW_TOKENS}, at most {MAX_SERVER_LM_NEW_TOKENS})")
+    parser.add_argument("--claims", metavar="DIR", default=None,
+                        help="folder of `clearformer claims` results (JSON + PNG) to link from their steps "
+                             "(default ./claims, where `clearformer claims` writes, when it exists)")
     parser.set_defaults(func=run)
 
 
 def choose_checkpoint(args) -> Path | None:
     """--checkpoint DIR, else the latest trained run, else None (seed examples only)."""
-    from clearformer.runs import latest_checkpoint, runs_root
-
     if args.seeds_only:
         if args.checkpoint:
             raise UserError("give either --checkpoint or --seeds-only, not both")
@@ -49,6 +57,18 @@ def choose_checkpoint(args) -> Path | None:
     if not (runs_root() / "LATEST").exists():
         return None
     return latest_checkpoint()  # a marker pointing to a deleted run is an error, not a silent fallback
+
+
+def lm_new_tokens(args, loaded) -> int:
+    """--max-new-tokens, which only a language model takes."""
+    if args.max_new_tokens is None:
+        return SERVER_LM_NEW_TOKENS
+    if loaded is None or loaded.kind != "lm":
+        raise UserError("--max-new-tokens applies to a language model checkpoint (`lm train`, `lm import gpt2`)")
+    if not 1 <= args.max_new_tokens <= MAX_SERVER_LM_NEW_TOKENS:
+        raise UserError(f"--max-new-tokens must be between 1 and {MAX_SERVER_LM_NEW_TOKENS}, "
+                        f"not {args.max_new_tokens}")
+    return args.max_new_tokens
 
 
 def check_port(host: str, port: int) -> None:
@@ -75,11 +95,17 @@ def run(args) -> int:
                         "pip install 'clearformer[serve]'") from None
     checkpoint = choose_checkpoint(args)
     loaded = load(checkpoint) if checkpoint is not None else None
+    new_tokens = lm_new_tokens(args, loaded)
     check_port(args.host, args.port)
-    app = create_app(loaded, bound_host=args.host)
+    claims_dir = Path(args.claims or "claims")
+    if args.claims and not claims_dir.is_dir():
+        raise UserError(f"--claims {args.claims}: no such folder")
+    app = create_app(loaded, bound_host=args.host, lm_new_tokens=new_tokens, claims_dir=claims_dir)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
-    what = f"model {loaded.path}" if loaded else "seed examples only (no trained model found)"
+    what = "seed examples only (no trained model found)"
+    if loaded:
+        what = f"{'language model' if loaded.kind == 'lm' else 'model'} {loaded.path}"
     print(f"clearformer serve: {url}  ({what}; Ctrl+C stops)", file=sys.stderr, flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"clearformer serve: warning: listening on {args.host} makes the page reachable from other "

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.runs import default_run_dir
+from clearformer.train import TrainOptions, resume_options, train
+from clearformer.train.options import preset_defaults
 
 # Options a resumed run may change; every other option comes from the checkpoint.
 RESUMABLE = ("steps", "minutes", "device", "bf16")
@@ -23,6 +26,10 @@ def register(subparsers) -> None:
                     "with warmup, dropout, clipping, token-count batches; validation loss and BLEU; "
                     "checkpoints that --resume continues. Without options: the toy English->French model.")
     p.add_argument("--preset", default="toy-translate", help="model size (toy-translate, small, base, big)")
+    p.add_argument("--arch", choices=["transformer", "rnn"], default=None,
+                   help="transformer (default), or rnn: the GRU encoder-decoder with attention the paper replaced "
+                        "(model/rnn.py), with the preset's width, depth and dropout, trained by the same recipe "
+                        "(default --out runs/<preset>-rnn)")
     data = p.add_argument_group("data (default: the built-in phrase set for toy presets, "
                                 "data/en-fr-software otherwise)")
     data.add_argument("--data", dest="data_dir", metavar="DIR", help="corpus folder: train/valid/test.tsv")
@@ -63,8 +70,8 @@ def register(subparsers) -> None:
     recipe.add_argument("--attention-dropout", type=float, help="dropout on attention weights (default 0)")
     recipe.add_argument("--ffn-dropout", type=float, help="dropout in the feed-forward layer (default 0)")
     options.add_seed(recipe, None)
-    recipe.add_argument("--source-eos", action="store_true", default=None,
-                        help="append <eos> to every source sentence (ModelConfig.source_eos; default off)")
+    recipe.add_argument("--source-eos", action=argparse.BooleanOptionalAction, default=None,
+                        help="append <eos> to every source sentence (ModelConfig.source_eos; default on)")
     recipe.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a model config field, e.g. --set d_model=128 (repeatable)")
     hardware = p.add_argument_group("hardware")
@@ -91,19 +98,18 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 def build_options(args):
-    from clearformer.runs import default_run_dir
-    from clearformer.train import TrainOptions, resume_options
-    from clearformer.train.options import preset_defaults
-
-    run_dir = Path(args.out) if args.out else default_run_dir(args.preset)
+    arch = args.arch or "transformer"
+    run_dir = Path(args.out) if args.out else default_run_dir(args.preset + ("-rnn" if arch == "rnn" else ""))
     if args.resume and args.overwrite:
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if args.resume:
         changed = [name for name in TUNABLE if name not in RESUMABLE and getattr(args, name) is not None]
-        if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad or args.source_eos:
+        if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad or args.source_eos is not None:
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
                             "--device and --bf16 may change")
         options = resume_options(run_dir, args.steps, args.minutes)
+        if args.arch is not None and args.arch != options.arch:
+            raise UserError(f"{run_dir}: a run of --arch {options.arch}; --resume continues it as it was trained")
         for name in ("device", "bf16"):
             if getattr(args, name) is not None:
                 setattr(options, name, getattr(args, name))
@@ -117,15 +123,13 @@ def build_options(args):
     if args.minutes is not None and args.steps is None:
         fields["steps"] = None  # a time budget alone replaces the preset's step count
     overrides = parse_overrides(args.set)
-    if args.source_eos:
-        overrides["source_eos"] = True
-    return TrainOptions(preset=args.preset, overrides=overrides, run_dir=str(run_dir), **fields)
+    if args.source_eos is not None:
+        overrides["source_eos"] = args.source_eos
+    return TrainOptions(preset=args.preset, arch=arch, overrides=overrides, run_dir=str(run_dir), **fields)
 
 
 def run_train(args) -> int:
     import torch
-
-    from clearformer.train import train
 
     if args.threads is not None:
         options.apply_threads(args.threads)

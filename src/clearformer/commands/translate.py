@@ -15,17 +15,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from clearformer.atomic import atomic_write_text
+from clearformer.checkpoint import load_model
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.generate import encode_source, translate
 from clearformer.limits import MAX_SENTENCE_CHARS
+from clearformer.runs import resolve_checkpoint
 from clearformer.validation import require_finite, shorten
 
 
 def load_translator(checkpoint: str | None):
     """(model, tokenizer, meta, directory) of an encoder-decoder checkpoint (--checkpoint or latest run)."""
-    from clearformer.checkpoint import load_model
-    from clearformer.runs import resolve_checkpoint
-
     directory = resolve_checkpoint(checkpoint)
     model, tokenizer, meta = load_model(directory)
     config = model.config
@@ -44,8 +45,6 @@ def check_sentence(tokenizer, max_len: int, text: str, where: str | None = None)
     `where` ("file:line") prefixes the messages of sentences read from a file or stdin. Messages
     quote at most MAX_QUOTED_CHARS characters of the user's text.
     """
-    from clearformer.generate import encode_source
-
     at = f"{where}: " if where else ""
     if has_surrogates(text):
         raise UserError(f"{at}not UTF-8 text")
@@ -131,9 +130,6 @@ def gather_input(args) -> tuple[list[str], str, bool]:
 
 
 def run(args) -> int:
-
-    from clearformer.generate import translate
-
     check_decoding_options(args)
     output = check_output_path(args.output)
     options.apply_threads(args.threads)
@@ -196,8 +192,6 @@ def check_output_path(output: str | None) -> Path | None:
 
 def write_output(path: Path, text: str) -> None:
     """Atomically; a folder that cannot be written is a one-line error."""
-    from clearformer.atomic import atomic_write_text
-
     try:
         atomic_write_text(path, text)
     except OSError as error:

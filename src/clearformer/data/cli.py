@@ -13,6 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
+from clearformer.data import bible, custom, software
 from clearformer.data.paths import DATA_ENV, default_data_dir, downloads_dir
 from clearformer.errors import UserError
 
@@ -70,16 +71,12 @@ def run_build(args: argparse.Namespace) -> int:
     check_out_dir(out)
     print(f"building {name} into {out}")
     if args.corpus == "en-fr-software":
-        from clearformer.data import software
         software.build(out, downloads)
     elif args.corpus == "en-fr-bible":
-        from clearformer.data import bible
         bible.build_translation(out, downloads)
     elif args.corpus == "en-web":
-        from clearformer.data import bible
         bible.build_lm(out, downloads)
     else:
-        from clearformer.data import custom
         if args.tsv and (args.src or args.tgt):
             raise UserError("give either --tsv FILE or --src FILE --tgt FILE, not both")
         if args.tsv:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from clearformer import trace
+from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.model.attention import MultiHeadAttention, causal_mask, masked_softmax
 from clearformer.model.embedding import InputEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
@@ -143,8 +144,6 @@ EXAMPLES = {"i-love-you": i_love_you, "india-is-great": india_is_great}
 
 
 def run_example(name: str) -> tuple[Walkthrough, trace.Recorder]:
-    from clearformer.errors import UserError
-
     if name not in EXAMPLES:
         raise UserError(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
     return EXAMPLES[name]()

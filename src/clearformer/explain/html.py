@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
+from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough
 
 EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js")
@@ -81,8 +82,24 @@ def render_page(data: dict, live: bool = False, inline: bool = True) -> str:
     return page
 
 
-def write_html(walk: Walkthrough, path: Path) -> Path:
-    """Write `walk` as one offline HTML page at `path` (atomically); return the path."""
+def check_page_path(path: Path, overwrite: bool) -> Path:
+    """Refuse, before any work, a page path that is a folder, or an existing file unless `overwrite`."""
     path = Path(path)
-    atomic_write_text(path, render_page({"config": {"live": False}, "walk": walk_payload(walk)}))
+    if path.is_dir():
+        raise UserError(f"--html {path} is a folder; give a file name such as page.html")
+    if path.exists() and not overwrite:
+        raise UserError(f"{path} exists: pass --overwrite to replace it, or choose another --html FILE")
+    return path
+
+
+def write_html(walk: Walkthrough, path: Path, overwrite: bool = True) -> Path:
+    """Write `walk` as one offline HTML page at `path` (atomically); return the path.
+
+    overwrite=False refuses (UserError) a file that exists, also one that appeared while the page was written."""
+    path = Path(path)
+    page = render_page({"config": {"live": False}, "walk": walk_payload(walk)})
+    try:
+        atomic_write_text(path, page, overwrite)
+    except FileExistsError:
+        raise UserError(f"{path} exists: pass --overwrite to replace it, or choose another --html FILE") from None
     return path

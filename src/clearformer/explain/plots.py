@@ -27,7 +27,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from clearformer.atomic import atomic_write_bytes
+from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Step, Walkthrough
+from clearformer.model.embedding import sinusoidal_table
 
 TOY_WIDTH = 16  # walkthroughs whose matrices are at most this wide get every step as an annotated grid
 ANNOTATE_CELLS = 12  # write the numbers into heatmap cells up to this many rows and columns
@@ -110,8 +112,6 @@ def positional_encoding_figure(walk: Walkthrough) -> Figure | None:
 
     Drawn only when the walkthrough recorded a PE that is that table; a learned position table is
     shown as recorded instead."""
-    from clearformer.model.embedding import sinusoidal_table
-
     recorded = next((s for s in walk.steps if s.name.endswith(".PE") and s.matrices), None)
     if recorded is None:
         return None
@@ -156,8 +156,9 @@ def _attention_title(step: Step) -> tuple[str, str]:
     """(title, file stem) of an attention-weights step."""
     layer = f", layer {step.layer}" if step.layer is not None else ""
     at = f" (generation step {step.decode_step}: whole prefix)" if step.decode_step is not None else ""
-    if ".cross_attention." in step.name:
-        return f"Cross-attention alignment{layer}{at}", f"attention_cross_layer{step.layer}"
+    if ".cross_attention." in step.name:  # the GRU baseline's one attention has no layer number
+        stem = "attention_cross" + (f"_layer{step.layer}" if step.layer is not None else "")
+        return f"Cross-attention alignment{layer}{at}", stem
     if step.name.startswith("decoder"):
         return f"Decoder masked self-attention{layer}{at}", f"attention_decoder_self_layer{step.layer}"
     if step.name.startswith("encoder"):
@@ -248,9 +249,12 @@ def grid_figure(step: Step) -> Figure:
 
 
 def input_figure(walk: Walkthrough) -> Figure | None:
-    """The source's embedding, positional encoding and X side by side (d_model columns each)."""
-    names = ("src_embed.tokens.scaled", "src_embed.tokens.lookup", "src_embed.positions.PE", "src_embed.X")
-    steps = [s for s in walk.steps if s.name in names and s.decode_step is None and s.matrices]
+    """The input's embedding, positional encoding and X side by side (d_model columns each): the source's
+    (a translation), or the prompt's (a language model: its first pass, generation step 0)."""
+    lm = walk.model_kind == "lm"
+    prefix, at = ("embed", 0) if lm else ("src_embed", None)
+    names = tuple(f"{prefix}.{name}" for name in ("tokens.scaled", "tokens.lookup", "positions.PE", "X"))
+    steps = [s for s in walk.steps if s.name in names and s.decode_step == at and s.matrices]
     if any(s.name.endswith("scaled") for s in steps):
         steps = [s for s in steps if not s.name.endswith("lookup")]
     if not steps:
@@ -267,8 +271,10 @@ def input_figure(walk: Walkthrough) -> Figure | None:
         axes.set_title(f"{step.title}\n{step.formula}", fontsize=9)
         axes.set_xlabel("dimension", fontsize=8)
         figure.colorbar(image, ax=axes, shrink=0.8)
-    panels[0].set_ylabel("source token")
-    figure.suptitle("Input vectors: token embedding + positional encoding = X", fontsize=11)
+    panels[0].set_ylabel("prompt token" if lm else "source token")
+    added = any(s.name.endswith(".PE") for s in steps)
+    figure.suptitle("Input vectors: token embedding + positional encoding = X" if added else
+                    "Input vectors: X = token embedding (no position vector is added)", fontsize=11)
     return figure
 
 
@@ -276,6 +282,24 @@ def _is_toy(walk: Walkthrough) -> bool:
     widths = [len(m.values[0]) for s in walk.steps if s.kind in ("matrix", "attention") for m in s.matrices
               if m.values]
     return bool(widths) and max(widths) <= TOY_WIDTH
+
+
+FIGURE_NAMES = ("positional_encoding.png", "input_vectors.png", "attention_*.png", "probabilities*.png",
+                "grid_*.png")  # every name write_plots gives a figure
+
+
+def check_plots_dir(directory: Path, overwrite: bool) -> Path:
+    """Refuse, before any work, a --plots path that is a file, or a folder holding figures unless `overwrite`."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"--plots {directory} is a file; give a folder for the figures")
+    if directory.is_dir() and not overwrite:
+        figures = sorted(path.name for pattern in FIGURE_NAMES for path in directory.glob(pattern))
+        if figures:
+            raise UserError(f"{directory} already holds figures ({', '.join(figures[:3])}"
+                            f"{', ...' if len(figures) > 3 else ''}): pass --overwrite to replace them, "
+                            "or choose another --plots DIR")
+    return directory
 
 
 def write_plots(walk: Walkthrough, directory: Path) -> list[Path]:

@@ -61,6 +61,9 @@ def explain_translation(model, tokenizer, sentence: str, max_new_tokens: int | N
     walk = build_walkthrough(recorder.records, f"Translating {sentence!r}", [tokenizer.id_to_token(i) for i in ids],
                              labels[:1], vocab=[tokenizer.id_to_token(i) for i in range(len(tokenizer))],
                              target_by_step=target_by_step, top=top)
+    if not model.config.scale_attention:  # trained without the 1/sqrt(d_k) (`clearformer claims 2`)
+        for step in walk.find(".scaled"):
+            step.formula = "scaled = Q · Kᵀ  (this model has scale_attention=False: no division by √d_k)"
     walk.target_tokens = labels
     walk.result = tokenizer.decode(decoded.sequences()[0])
     return walk

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
+from clearformer.explain.claim_links import claim_link
 from clearformer.trace import Record
 
 # name suffix -> (title, formula, one sentence). Longest matching suffix wins.
@@ -75,6 +76,15 @@ CATALOG: dict[str, tuple[str, str, str]] = {
     "logits": ("Logits", "logits = d · W_vocab + b", "One score per vocabulary word."),
     "probabilities": ("Probabilities", "p = softmax(logits)",
                       "The scores turned into a probability distribution over the vocabulary."),
+    # The GRU baseline (model/rnn.py, `clearformer train --arch rnn`): its own names.
+    "embed.lookup": ("Embedding lookup", "E[ids]",
+                     "Each id selects its row of the embedding table (no positions: the recurrence knows the order)."),
+    "decoder.states": ("GRU decoder state", "h_t = GRU(E[y_t], h_(t-1)),  h_0 = tanh(W_init · mean(memory))",
+                       "The recurrent state after reading the newest word: one step per word, each waiting for "
+                       "the step before."),
+    "decoder.cross_attention.weights": (
+        "Attention weights (alignment)", "a_t = softmax(h_t · W_a · memoryᵀ)  (Luong, 'general'; padding masked)",
+        "Each row: how much the word being produced looks at each source word - the RNN's alignment."),
     "chosen": ("Chosen token", "next = argmax(p)  (greedy)", "The most probable word is emitted and fed back in."),
 }
 
@@ -106,6 +116,7 @@ class Step:
     decode_step: int | None = None
     kind: str = "matrix"  # "matrix", "attention", "distribution", "ids"
     matrices: list[Matrix] = field(default_factory=list)
+    claim: dict | None = None  # the `clearformer claims` experiment about this step (explain/claim_links.py)
 
 
 @dataclass
@@ -115,6 +126,9 @@ class Walkthrough:
     target_tokens: list[str] = field(default_factory=list)
     result: str = ""
     steps: list[Step] = field(default_factory=list)
+    # What computed it: "translation" (the encoder-decoder and the seeds' examples) or "lm" (decoder-only:
+    # source_tokens are the prompt, target_tokens the prompt and then the generated tokens).
+    model_kind: str = "translation"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -190,7 +204,7 @@ def step_from_record(record: Record, labels: dict[str, list[str]], vocab: list[s
     value = record.value
     step = Step(id=f"{index}:{name}" + (f"@{record.step}" if record.step is not None else ""), name=name,
                 title=title, formula=formula, explanation=sentence, stage=stage, layer=layer, sublayer=sublayer,
-                decode_step=record.step)
+                decode_step=record.step, claim=claim_link(name))
     if last in PER_HEAD and value.dim() == 4:  # (batch, heads, rows, cols)
         value = value[0]
         step.kind = "attention" if last in ("scores", "scaled", "weights") else "matrix"

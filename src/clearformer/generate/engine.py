@@ -28,7 +28,6 @@ weight (a second copy of the weights, through private torch ops).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -132,7 +131,7 @@ class Engine:
         if attention.rotary is not None:
             q, k = attention.rotary(q, position), attention.rotary(k, position)
         k, v = extend_cache(cache, "k", k, dim=2), extend_cache(cache, "v", v, dim=2)
-        out = few_query_attention(q[:, :, 0], k, v, 1.0 / math.sqrt(d_head))
+        out = few_query_attention(q[:, :, 0], k, v, attention.scale)
         return linear(attention.w_o, out.reshape(rows, -1))
 
     def cross_attention(self, index: int, attention: MultiHeadAttention, h: torch.Tensor) -> torch.Tensor:
@@ -144,7 +143,7 @@ class Engine:
             per_source = rows // k.shape[0]
             k, v, mask = (t.repeat_interleave(per_source, dim=0) for t in (k, v, mask))
         q = linear(attention.w_q, h).view(rows, attention.n_heads, attention.d_head)
-        out = few_query_attention(q, k, v, 1.0 / math.sqrt(attention.d_head), mask)
+        out = few_query_attention(q, k, v, attention.scale, mask)
         return linear(attention.w_o, out.reshape(rows, -1))
 
     def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:

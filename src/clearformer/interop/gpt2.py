@@ -14,9 +14,12 @@ from pathlib import Path
 
 import torch
 
+from clearformer.checkpoint import save_model
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, resolve_folder, take
+from clearformer.model.lm import LanguageModel
+from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
 
 FROM_GPT2_ACTIVATION = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
                         "gelu": "gelu", "relu": "relu", "silu": "silu", "swish": "silu"}
@@ -76,8 +79,6 @@ def imported_state(tensors: dict, config: ModelConfig, where: Path) -> dict[str,
 
 
 def gpt2_tokenizer(folder: Path):
-    from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
-
     files = {}
     for name in ("vocab.json", "merges.txt"):
         try:
@@ -89,8 +90,6 @@ def gpt2_tokenizer(folder: Path):
 
 def load_gpt2(source: str):
     """(our LanguageModel in eval mode, tokenizer) from a GPT-2 folder or Hub name."""
-    from clearformer.model.lm import LanguageModel
-
     folder = resolve_folder(source, ["*.json", "merges.txt", "*.safetensors"])
     fields = ConfigFields(read_config(folder), folder / "config.json")
     tokenizer = gpt2_tokenizer(folder)
@@ -107,8 +106,6 @@ def load_gpt2(source: str):
 
 def import_gpt2(source: str, out: Path) -> Path:
     """`clearformer lm import gpt2 SOURCE --out RUN`: a run directory `lm generate` and `lm explain` read."""
-    from clearformer.checkpoint import save_model
-
     model, tokenizer = load_gpt2(source)
     meta = {"kind": "lm", "imported_from": str(source), "format": "gpt2", "tokenizer": tokenizer.kind}
     return save_model(out, model, tokenizer, meta)

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
+from clearformer.jsonfile import read_json_object
 
 EXTRA = "pip install 'clearformer[hf]'"
 
@@ -47,8 +48,6 @@ def resolve_folder(source: str, patterns: list[str]) -> Path:
 
 
 def read_config(folder: Path) -> dict:
-    from clearformer.jsonfile import read_json_object
-
     return read_json_object(folder / "config.json", "missing (not a Transformers model folder?)")
 
 

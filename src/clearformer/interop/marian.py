@@ -24,9 +24,16 @@ from pathlib import Path
 
 import torch
 
+from clearformer.atomic import atomic_write_bytes, atomic_write_text
+from clearformer.checkpoint import atomic_save_tensors, save_model
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, require, resolve_folder, take
+from clearformer.jsonfile import read_json_object
+from clearformer.model.embedding import sinusoidal_table
+from clearformer.model.transformer import Transformer
+from clearformer.tokenize.files import read_vocabulary
+from clearformer.tokenize.marian import MarianVocabularyTokenizer
 
 # Marian's activation_function -> ours, and back (Marian's "swish" is SiLU, x * sigmoid(x)).
 FROM_MARIAN_ACTIVATION = {"relu": "relu", "swish": "silu", "silu": "silu", "gelu": "gelu",
@@ -51,8 +58,6 @@ def halves_permutation(d_model: int) -> torch.Tensor:
 
 def marian_sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
     """Marian's table, (length, d_model): sin(pos / 10000^(2i/d)) in column i, cos in column d/2 + i."""
-    from clearformer.model.embedding import sinusoidal_table
-
     return sinusoidal_table(length, d_model)[:, halves_permutation(d_model)]
 
 
@@ -93,6 +98,9 @@ def permuted(tensor: torch.Tensor, axes: tuple[int, ...], order: torch.Tensor) -
 def check_exportable(config: ModelConfig, tokenizer) -> None:
     """A one-line error naming the first option MarianMTModel cannot express."""
     problems = [
+        (config.architecture != "transformer",
+         f"architecture={config.architecture!r}: the GRU baseline has no Marian equivalent"),
+        (not config.scale_attention, "scale_attention=False: Marian always divides scores by sqrt(d_k)"),
         (config.n_encoder_layers == 0, "n_encoder_layers=0: a decoder-only language model is not a translator"),
         (config.norm_first, "norm_first=True (pre-norm): Marian is post-norm only"),
         (not config.bias, "bias=False: Marian's projections all have biases"),
@@ -177,9 +185,6 @@ def tokenizer_files(tokenizer, max_len: int) -> dict[str, bytes]:
 
 def export_marian(model, tokenizer, out: Path, beam: int = 4) -> Path:
     """Write a folder that MarianMTModel.from_pretrained and MarianTokenizer.from_pretrained load as is."""
-    from clearformer.atomic import atomic_write_bytes, atomic_write_text
-    from clearformer.checkpoint import atomic_save_tensors
-
     check_exportable(model.config, tokenizer)
     out.mkdir(parents=True, exist_ok=True)
     config = marian_config(model.config, tokenizer)
@@ -288,10 +293,6 @@ def expected_shape(name: str, config: ModelConfig) -> tuple[int, ...]:
 
 def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
     """Our MarianVocabularyTokenizer from the folder's source.spm, target.spm, vocab.json (+ tokenizer_config)."""
-    from clearformer.jsonfile import read_json_object
-    from clearformer.tokenize.files import read_vocabulary
-    from clearformer.tokenize.marian import MarianVocabularyTokenizer
-
     files = {}
     for name in TOKENIZER_FILES:
         try:
@@ -324,8 +325,6 @@ def special_name(value, default: str) -> str:
 
 def load_marian(source: str):
     """(our Transformer in eval mode, tokenizer, folder) from a Marian folder or Hub name."""
-    from clearformer.model.transformer import Transformer
-
     folder = resolve_folder(source, ["*.json", "*.spm", "*.safetensors"])
     fields = ConfigFields(read_config(folder), folder / "config.json")
     if fields.data.get("model_type") not in (None, "marian"):
@@ -341,8 +340,6 @@ def load_marian(source: str):
 
 def import_marian(source: str, out: Path) -> Path:
     """`clearformer import marian SOURCE --out RUN`: a run directory translate/explain/serve/evaluate read."""
-    from clearformer.checkpoint import save_model
-
     model, tokenizer, folder = load_marian(source)
     meta = {"kind": "translation", "imported_from": str(source), "format": "marian", "tokenizer": tokenizer.kind}
     return save_model(out, model, tokenizer, meta)

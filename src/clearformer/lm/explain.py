@@ -6,15 +6,18 @@ recorder: one pass over the prompt fills the key/value cache (for "The dog ran",
 attention weights, the distribution over the next token), then each generation step feeds only
 the newest token. For MLA layers the records add the latent c_KV, the decoupled RoPE key and the
 up-projected keys and values (naive path) or the absorbed queries (absorbed path). The result is a
-`Walkthrough`, printed by the same renderer as `clearformer explain`.
+`Walkthrough`, printed by the same renderer as `clearformer explain`, drawn by the same page and plots
+(`lm explain --html/--plots`) and sent by the same server (`clearformer serve` on a language model).
 """
 
 from __future__ import annotations
 
 import torch
 
+from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Matrix, Step, Walkthrough, build_walkthrough
 from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.lm.data import prompt_ids
 from clearformer.model.cache import kv_cache_bytes_per_token
 from clearformer.trace import Record, Recorder
 
@@ -22,6 +25,8 @@ from clearformer.trace import Record, Recorder
 FOCUS = ("token_ids", "mask", "scaled", "weights", "probabilities", "chosen", "kv_cache.per_token")
 MLA_FOCUS = ("latent", "K_rope", "K_nope", "self_attention.V", "Q_absorbed")
 MODEL_CALL_STARTS = "embed.token_ids"  # the first record of every pass through the model
+LEARNED_POSITIONS = ("Learned position embedding", "P[pos]  (a trained row per position, as GPT-2's wpe)",
+                     "A vector per position, learned in training like the token embeddings, added to them.")
 
 
 def token_labels(tokenizer, ids: list[int]) -> list[str]:
@@ -84,8 +89,26 @@ def explain_lm(model, tokenizer, ids: list[int], max_new_tokens: int = 3, top: i
                              vocab, target_by_step, top)
     walk.target_tokens = labels
     walk.result = tokenizer.decode(ids + new)
+    walk.model_kind = "lm"
+    if model.config.positional == "learned":  # the catalog describes the paper's sinusoidal table
+        for step in walk.find("positions.PE"):
+            step.title, step.formula, step.explanation = LEARNED_POSITIONS
     walk.steps.append(kv_cache_step(model.config))
     return walk
+
+
+def explain_text(model, tokenizer, text: str, max_new_tokens: int = 3, top: int = 10) -> Walkthrough:
+    """`lm explain TEXT` (the terminal, the page and the server): the text read as `lm generate` reads a
+    prompt, checked (a one-line UserError for what no model can continue), then `explain_lm`."""
+    if max_new_tokens <= 0:
+        raise UserError(f"--max-new-tokens must be positive, not {max_new_tokens}")
+    if top <= 0:
+        raise UserError(f"--top must be positive, not {top}")
+    ids = prompt_ids(tokenizer, text)
+    if len(ids) >= model.config.max_len:
+        raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len} "
+                        "(text plus generated tokens must fit)")
+    return explain_lm(model, tokenizer, ids, max_new_tokens, top)
 
 
 def focus(walk: Walkthrough, attention: str) -> Walkthrough:

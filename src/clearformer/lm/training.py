@@ -26,6 +26,7 @@ from clearformer import mfu
 from clearformer.checkpoint import read_weights
 from clearformer.config import attention_variant
 from clearformer.errors import UserError
+from clearformer.lm import data as lm_data
 from clearformer.model.lm import LanguageModel
 from clearformer.train import state
 from clearformer.train.loop import TrainResult, run_setup
@@ -280,8 +281,6 @@ def legacy_optimizer_rest(optimizer) -> dict:
 def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = False, fresh=None):
     """A RunSetup for the LM task. fresh() -> (tokenizer, model, train_lines, valid_lines) builds a new run;
     on --resume the tokenizer and model come from the run's newest checkpoint."""
-    from clearformer.lm import data as lm_data
-
     options.validate()
     run_dir = Path(options.run_dir)
     legacy = resume and not state.step_checkpoints(run_dir) and (run_dir / LEGACY_STATE).exists()

@@ -136,10 +136,13 @@ class MultiHeadAttention(nn.Module):
 
     With `n_kv_heads < n_heads` several query heads share one key/value head: grouped-query
     attention (GQA); `n_kv_heads = 1` is multi-query attention (MQA).
+
+    `scaled=False` drops the paper's 1/sqrt(d_k): scores = Q K^T (scale 1), for `clearformer claims 2`
+    (ModelConfig.scale_attention).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True,
-                 dropout: float = 0.0, rotary: nn.Module | None = None) -> None:
+                 dropout: float = 0.0, rotary: nn.Module | None = None, scaled: bool = True) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
@@ -149,6 +152,7 @@ class MultiHeadAttention(nn.Module):
         if n_heads % self.n_kv_heads:
             raise ValueError(f"n_heads={n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}")
         self.d_head = d_model // n_heads
+        self.scale = 1.0 / math.sqrt(self.d_head) if scaled else 1.0  # the score scale: 1/sqrt(d_k), or 1
         self.dropout = dropout
         self.w_q = nn.Linear(d_model, n_heads * self.d_head, bias=bias)
         self.w_k = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
@@ -187,7 +191,7 @@ class MultiHeadAttention(nn.Module):
             group = self.n_heads // self.n_kv_heads
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         dropout = self.dropout if self.training else 0.0
-        heads = attention(q, k, v, mask, dropout, explicit=self.explicit, recorder_prefix=self)
+        heads = attention(q, k, v, mask, dropout, self.scale, explicit=self.explicit, recorder_prefix=self)
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.d_head)
         trace.emit(self, "concat", concat)

@@ -36,6 +36,7 @@ from torch import nn
 
 from clearformer import trace
 from clearformer.model.attention import attention, extend_cache, masked_softmax
+from clearformer.model.rope import RotaryEmbedding
 
 
 class RMSNorm(nn.Module):
@@ -63,7 +64,7 @@ class MultiHeadLatentAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, kv_lora_rank: int, qk_nope_head_dim: int, v_head_dim: int,
                  qk_rope_head_dim: int = 0, q_lora_rank: int = 0, bias: bool = True, dropout: float = 0.0,
-                 rotary: nn.Module | None = None) -> None:
+                 rotary: nn.Module | None = None, scaled: bool = True) -> None:
         super().__init__()
         if qk_rope_head_dim and rotary is None:
             raise ValueError("qk_rope_head_dim > 0 needs a rotary embedding of that size")
@@ -74,7 +75,7 @@ class MultiHeadLatentAttention(nn.Module):
         self.rope_dim = qk_rope_head_dim
         self.v_dim = v_head_dim
         self.qk_dim = qk_nope_head_dim + qk_rope_head_dim
-        self.scale = 1.0 / math.sqrt(self.qk_dim)
+        self.scale = 1.0 / math.sqrt(self.qk_dim) if scaled else 1.0  # scaled=False: ModelConfig.scale_attention
         self.dropout = dropout
         if q_lora_rank:
             self.wq_a = nn.Linear(d_model, q_lora_rank, bias=bias)
@@ -214,14 +215,12 @@ class MultiHeadLatentAttention(nn.Module):
 
 def build_mla(config) -> MultiHeadLatentAttention:
     """The MLA self-attention of one layer from a `ModelConfig` (attention == "mla")."""
-    from clearformer.model.rope import RotaryEmbedding
-
     rotary = None
     if config.qk_rope_head_dim:
         rotary = RotaryEmbedding(config.qk_rope_head_dim, config.max_len, config.rope_base)
     c = config
     return MultiHeadLatentAttention(c.d_model, c.n_heads, c.kv_lora_rank, c.qk_nope_head_dim, c.v_head_dim,
-                                    c.qk_rope_head_dim, c.q_lora_rank, c.bias, c.dropout, rotary)
+                                    c.qk_rope_head_dim, c.q_lora_rank, c.bias, c.dropout, rotary, c.scale_attention)
 
 
 def build_decoder_self_attention(config) -> nn.Module | None:

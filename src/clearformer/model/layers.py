@@ -68,9 +68,9 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
                  bias: bool = True, activation: str = "relu", eps: float = 1e-5,
-                 n_kv_heads: int | None = None, rotary: nn.Module | None = None) -> None:
+                 n_kv_heads: int | None = None, rotary: nn.Module | None = None, scaled: bool = True) -> None:
         super().__init__()
-        self.self_attention = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias, dropout, rotary)
+        self.self_attention = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias, dropout, rotary, scaled)
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.add_norm_2 = AddNorm(d_model, dropout, norm_first, eps)
@@ -90,13 +90,14 @@ class DecoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
                  bias: bool = True, activation: str = "relu", eps: float = 1e-5,
                  n_kv_heads: int | None = None, rotary: nn.Module | None = None,
-                 cross_attention: bool = True, self_attention: nn.Module | None = None) -> None:
+                 cross_attention: bool = True, self_attention: nn.Module | None = None,
+                 scaled: bool = True) -> None:
         super().__init__()
         self.self_attention = self_attention or MultiHeadAttention(d_model, n_heads, n_kv_heads, bias,
-                                                                   dropout, rotary)
+                                                                   dropout, rotary, scaled)
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps)
         if cross_attention:
-            self.cross_attention = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias, dropout)
+            self.cross_attention = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias, dropout, scaled=scaled)
             self.add_norm_2 = AddNorm(d_model, dropout, norm_first, eps)
         else:
             self.cross_attention = None

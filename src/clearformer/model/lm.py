@@ -38,7 +38,7 @@ class LanguageModel(nn.Module):
                                     build_positions(c.positional, c.d_model, c.max_len), c.dropout)
         layers = [DecoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.bias, c.activation,
                                c.layer_norm_eps, c.n_kv_heads, rotary, cross_attention=False,
-                               self_attention=build_decoder_self_attention(c))
+                               self_attention=build_decoder_self_attention(c), scaled=c.scale_attention)
                   for _ in range(c.n_decoder_layers)]
         self.decoder = Decoder(layers, c.d_model, c.norm_first, c.layer_norm_eps)
         self.output = OutputProjection(c.d_model, c.tgt_vocab_size)

@@ -13,8 +13,10 @@ in one `nn.GRU` call - which still loops over the positions one after another in
 steps where the Transformer's layers take one. That is what `clearformer claims 1` measures.
 
 The model has the Transformer's interface (`encode`, `decode`, `project`, `next_token_logits`,
-`forward`, `new_cache`, `config`), so training, greedy/beam decoding and the recorder can drive it.
-The recorder sees `decoder.attention.weights` as (batch, 1, tgt_len, src_len): one "head".
+`forward`, `new_cache`, `config`), so the project's trainer (`clearformer train --arch rnn`),
+greedy/beam decoding and the recorder drive it. The recorder sees the alignment as
+`decoder.cross_attention.weights`, (batch, 1, tgt_len, src_len): one "head", which `explain` shows
+as it shows the Transformer's cross-attention.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class GRUDecoder(nn.Module):
         self.init_state = nn.Linear(d_model, d_model)
         self.gru = nn.GRU(d_model, d_model, num_layers=layers, batch_first=True,
                           dropout=dropout if layers > 1 else 0.0)
-        self.attention = LuongAttention(d_model)
+        self.cross_attention = LuongAttention(d_model)
 
     def first_state(self, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """h_0 = tanh(W_init mean of the real annotations), every layer alike: (batch, layers, d_model)."""
@@ -101,7 +103,7 @@ class GRUDecoder(nn.Module):
         x = self.dropout(self.embed(tgt_ids))
         states, last = self.gru(x, state.transpose(0, 1).contiguous())  # one step per target position
         trace.emit(self, "states", states)
-        hidden = self.dropout(self.attention(states, memory, src_mask))
+        hidden = self.dropout(self.cross_attention(states, memory, src_mask))
         trace.emit(self, "output", hidden)
         return hidden, last.transpose(0, 1)
 
@@ -112,11 +114,15 @@ class RNNSeq2Seq(nn.Module):
     Read from the config: src/tgt_vocab_size, d_model (embedding and state width),
     n_encoder_layers / n_decoder_layers (stacked GRU layers), dropout, pad_id, max_len, source_eos,
     tie_embeddings ("decoder": output projection = target embedding; "all": also the source's).
-    Heads, d_ff, positions and norms do not apply: a recurrence knows the order by construction.
+    Heads, d_ff, positions and norms do not apply: a recurrence knows the order by construction
+    (config.RNN_FIELDS lists what is read). The config says architecture="rnn", so that a saved
+    checkpoint loads back as this class (checkpoint.model_class_for).
     """
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        if config.architecture != "rnn":
+            raise ValueError(f"RNNSeq2Seq needs a config with architecture='rnn', not {config.architecture!r}")
         self.config = c = config
         self.encoder = GRUEncoder(c.src_vocab_size, c.d_model, c.n_encoder_layers, c.dropout, c.pad_id)
         self.decoder = GRUDecoder(c.tgt_vocab_size, c.d_model, c.n_decoder_layers, c.dropout, c.pad_id)

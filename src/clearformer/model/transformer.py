@@ -16,14 +16,13 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
 from clearformer.model.latent import build_decoder_self_attention
 from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+from clearformer.model.rope import RotaryEmbedding
 
 
 def build_rotary(config: ModelConfig) -> nn.Module | None:
     """The rotary position module for attention when config.positional == "rope", else None."""
     if config.positional != "rope":
         return None
-    from clearformer.model.rope import RotaryEmbedding
-
     return RotaryEmbedding(config.head_dim, config.max_len, config.rope_base)
 
 
@@ -58,7 +57,7 @@ class Transformer(nn.Module):
         rotary = build_rotary(c)
         layer_args = dict(d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout,
                           norm_first=c.norm_first, bias=c.bias, activation=c.activation, eps=c.layer_norm_eps,
-                          n_kv_heads=c.n_kv_heads, rotary=rotary)
+                          n_kv_heads=c.n_kv_heads, rotary=rotary, scaled=c.scale_attention)
         self.src_embed = InputEmbedding(TokenEmbedding(c.src_vocab_size, c.d_model, c.scale_embedding, c.pad_id),
                                         build_positions(c.positional, c.d_model, c.max_len), c.dropout)
         self.tgt_embed = InputEmbedding(TokenEmbedding(c.tgt_vocab_size, c.d_model, c.scale_embedding, c.pad_id),

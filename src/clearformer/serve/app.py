@@ -2,8 +2,12 @@
 
     GET  /                 the page (the same front end as `clearformer explain --html`, plus the form)
     GET  /static/<file>    only the front end's own files, from a fixed list (no path is ever opened)
-    GET  /api/info         the loaded model (or none), the seed examples, a notice
-    POST /api/explain      {"sentence": "..."} or {"example": "i-love-you"} -> the walkthrough JSON
+    GET  /claims/<file>    the figure and JSON of a `clearformer claims` run, read at start (serve/claim_results.py)
+    GET  /api/info         the loaded model (or none) and its kind ("translation" or "lm"), the seed
+                           examples, a notice
+    POST /api/explain      {"sentence": "..."} (a translation model), {"prompt": "..."} (a language model:
+                           the prompt and a few greedy tokens, as `lm explain`) or {"example": "i-love-you"}
+                           -> the walkthrough JSON
 
 Every refusal is a 4xx JSON answer {"error": "one line"}; a bug would be a 500 with the same shape.
 Explanations run in a bounded thread pool (`pool.AnswerPool`: parallel, identical requests share one
@@ -25,7 +29,9 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
-from clearformer.limits import MAX_BODY_BYTES, SERVER_QUEUE, SERVER_WORKERS
+from clearformer.limits import MAX_BODY_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
+from clearformer.serve.claim_results import MEDIA_TYPES as RESULT_TYPES
+from clearformer.serve.claim_results import read_claim_results
 from clearformer.serve.explainer import CACHE_SIZE, Explainer, LoadedModel, RequestError, parse_request
 from clearformer.serve.guard import HostOriginGuard
 from clearformer.serve.pool import AnswerPool, Busy
@@ -52,17 +58,20 @@ def answer_response(answer: tuple[bytes, bytes], accept_encoding: str) -> Respon
 
 
 def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", workers: int = SERVER_WORKERS,
-               queue: int = SERVER_QUEUE) -> FastAPI:
-    """The app for a loaded translation model, or for the seed examples only (`loaded` None).
+               queue: int = SERVER_QUEUE, lm_new_tokens: int = SERVER_LM_NEW_TOKENS, claims_dir=None) -> FastAPI:
+    """The app for a loaded translation model or language model, or for the seed examples only (`loaded` None).
 
     `bound_host` is the address the server listens on (accepted as Host besides the localhost names);
-    `workers` explanations run at once and `queue` more may wait, beyond that a request gets 503.
+    `workers` explanations run at once and `queue` more may wait, beyond that a request gets 503;
+    a language model generates `lm_new_tokens` tokens per explanation.
+    `claims_dir`: a folder of `clearformer claims` results, linked from their steps when present.
     """
-    explainer = Explainer(loaded)
+    explainer = Explainer(loaded, lm_new_tokens)
     pool = AnswerPool(lambda key: compressed(explainer.compute(*key)), workers, queue, CACHE_SIZE)
     # The front end's files are read once, into memory: the static route can only ever answer these.
     files = {name: asset(name).encode("utf-8") for name in (STYLE, *LIVE_SCRIPTS)}
-    info = explainer.info()  # the model's name, never where it lives on this machine
+    results, results_index = read_claim_results(claims_dir)
+    info = {**explainer.info(), "claims": results_index}  # the model's name, never where it lives on this machine
     page = render_page({"config": info, "walk": explainer.example_payload(explainer.examples[0])},
                        live=True, inline=False).encode("utf-8")
 
@@ -107,6 +116,12 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
         media_type = MEDIA_TYPES[name[name.rindex("."):]]
         return Response(files[name], media_type=media_type, headers=SECURITY_HEADERS)
 
+    @app.get("/claims/{name}")
+    async def claim_result(name: str) -> Response:
+        if name not in results:
+            return _error(404, "no such result (run `clearformer claims N --quick`, then restart the server)")
+        return Response(results[name], media_type=RESULT_TYPES[name[name.rindex("."):]], headers=SECURITY_HEADERS)
+
     @app.get("/api/info")
     async def api_info() -> JSONResponse:
         return JSONResponse(info, headers=SECURITY_HEADERS)
@@ -122,6 +137,7 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
             if len(body) > MAX_BODY_BYTES:
                 return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
         kind, value = parse_request(body)
+        explainer.check(kind)  # a sentence for a language model (or a prompt for a translator): 400, not queued
         # shield: a client that hangs up must not cancel the computation others may be waiting for.
         answer = await asyncio.shield(asyncio.wrap_future(pool.submit((kind, value))))
         return answer_response(answer, request.headers.get("accept-encoding", ""))

@@ -1,4 +1,8 @@
-"""What the live page asks for, checked and computed: a seed example's or a sentence's walkthrough as JSON.
+"""What the live page asks for, checked and computed: a seed example's, a sentence's or a prompt's walkthrough.
+
+A translation model explains {"sentence": ...} (`explain_translation`, as `clearformer explain`); a language
+model explains {"prompt": ...}, continued by a few greedy tokens (`lm.explain.explain_text`, as
+`clearformer lm explain`); the seed examples are always there.
 
 Requests are validated here (so the HTTP layer only maps `RequestError` to a 4xx answer). Running them
 (a bounded worker pool, identical requests in flight computed once, recent answers kept) is the
@@ -11,13 +15,18 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from clearformer.checkpoint import load_model
 from clearformer.errors import UserError
+from clearformer.explain.examples import EXAMPLES, run_example
 from clearformer.explain.html import to_json, walk_payload
-from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
+from clearformer.explain.translation import explain_translation
+from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
+from clearformer.lm.explain import explain_text
 from clearformer.tokenize import encode_source
 
 CACHE_SIZE = 32  # answers the server keeps (serve/pool.py)
-SHAPE = '{"sentence": "..."} or {"example": "..."}'
+SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'
+FIELDS = ("sentence", "prompt", "example")
 
 NO_MODEL_NOTICE = ("No trained model found, so only the seed examples are available. Train the toy model "
                    "with `clearformer train --preset toy-translate`, "
@@ -40,9 +49,14 @@ class LoadedModel:
     path: Path
     meta: dict
 
+    @property
+    def kind(self) -> str:
+        """"lm" for a decoder-only language model, "translation" for an encoder-decoder."""
+        return "lm" if self.model.config.n_encoder_layers == 0 else "translation"
+
 
 def parse_request(body: bytes) -> tuple[str, str]:
-    """The JSON body {"sentence": "..."} or {"example": "..."} -> ("sentence" | "example", value)."""
+    """The JSON body {"sentence": "..."}, {"prompt": "..."} or {"example": "..."} -> (its field, value)."""
     if len(body) > MAX_BODY_BYTES:
         raise RequestError(413, f"request body over {MAX_BODY_BYTES} bytes")
     try:
@@ -51,11 +65,12 @@ def parse_request(body: bytes) -> tuple[str, str]:
         raise RequestError(400, f"request body must be JSON: {SHAPE}") from None
     if not isinstance(data, dict):
         raise RequestError(400, f"request body must be a JSON object: {SHAPE}")
-    unknown = sorted(set(data) - {"sentence", "example"})
+    unknown = sorted(set(data) - set(FIELDS))
     if unknown:
-        raise RequestError(400, f"unknown field(s) {', '.join(map(repr, unknown))}; send sentence or example")
+        raise RequestError(400, f"unknown field(s) {', '.join(map(repr, unknown))}; send sentence, prompt or "
+                                "example")
     if len(data) != 1:
-        raise RequestError(400, "send exactly one of sentence or example")
+        raise RequestError(400, "send exactly one of sentence, prompt or example")
     (kind, value), = data.items()
     if not isinstance(value, str):
         raise RequestError(400, f"{kind} must be a string, not {type(value).__name__}")
@@ -67,41 +82,62 @@ def parse_request(body: bytes) -> tuple[str, str]:
 
 
 class Explainer:
-    """Computes walkthrough JSON for the page: the seed examples and, with a model, any sentence."""
+    """Computes walkthrough JSON for the page: the seed examples and, with a model, any sentence (or prompt)."""
 
-    def __init__(self, loaded: LoadedModel | None) -> None:
-        from clearformer.explain.examples import EXAMPLES
-
+    def __init__(self, loaded: LoadedModel | None, lm_new_tokens: int = SERVER_LM_NEW_TOKENS) -> None:
         self.loaded = loaded
         self.examples = list(EXAMPLES)
+        self.lm_new_tokens = lm_new_tokens
 
     def info(self) -> dict:
-        """What the page needs: the model (or None), the examples, and a notice when there is no model."""
+        """What the page needs: the model (or None) and its kind, the examples, a notice when there is no model."""
         model = None
         if self.loaded is not None:
             config = self.loaded.model.config
-            model = {"name": self.loaded.path.name, "d_model": config.d_model,
+            model = {"name": self.loaded.path.name, "kind": self.loaded.kind, "d_model": config.d_model,
                      "n_heads": config.n_heads, "encoder_layers": config.n_encoder_layers,
                      "decoder_layers": config.n_decoder_layers, "max_len": config.max_len,
                      "vocab_size": len(self.loaded.tokenizer)}
+            if self.loaded.kind == "lm":
+                model.update(attention=config.attention, positional=config.positional,
+                             max_new_tokens=self.lm_new_tokens)
         return {"live": True, "model": model, "examples": self.examples,
                 "notice": None if model else NO_MODEL_NOTICE}
 
-    def example_payload(self, name: str) -> dict:
-        from clearformer.explain.examples import run_example
+    def check(self, kind: str) -> None:
+        """Refuse, before it is queued, a request the loaded model cannot answer (a RequestError)."""
+        wanted = {"lm": "prompt", "translation": "sentence"}.get(self.loaded.kind if self.loaded else "", "")
+        if kind in ("sentence", "prompt") and wanted and kind != wanted:
+            what = "a language model" if wanted == "prompt" else "a translation model"
+            raise RequestError(400, f'this server holds {what}: send {{"{wanted}": "..."}}, not {kind}')
 
+    def example_payload(self, name: str) -> dict:
         if name not in self.examples:
             raise RequestError(404, f"unknown example {name!r}; choose one of: {', '.join(self.examples)}")
         return walk_payload(run_example(name)[0])
 
     def compute(self, kind: str, value: str) -> bytes:
         """The walkthrough JSON (UTF-8) of a parsed request; no lock, no cache (the server's pool has both)."""
-        payload = self.example_payload(value) if kind == "example" else self._translate(value)
+        self.check(kind)
+        if kind == "example":
+            payload = self.example_payload(value)
+        elif kind == "prompt":
+            payload = self._continue(value)
+        else:
+            payload = self._translate(value)
         return to_json(payload).encode("utf-8")
 
-    def _translate(self, sentence: str) -> dict:
-        from clearformer.explain.translation import explain_translation
+    def _continue(self, prompt: str) -> dict:
+        """A language model continuing `prompt` by `lm_new_tokens` greedy tokens: `lm explain`'s walkthrough."""
+        if self.loaded is None:
+            raise RequestError(409, "no trained model is loaded: only the seed examples are available "
+                                    "(train a language model with `clearformer lm train`)")
+        try:
+            return walk_payload(explain_text(self.loaded.model, self.loaded.tokenizer, prompt, self.lm_new_tokens))
+        except UserError as error:
+            raise RequestError(400, str(error)) from None
 
+    def _translate(self, sentence: str) -> dict:
         if self.loaded is None:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "
                                     "(train one with `clearformer train --preset toy-translate`)")
@@ -117,11 +153,10 @@ class Explainer:
 
 
 def load(checkpoint: Path) -> LoadedModel:
-    """A translation checkpoint for the server; a UserError (one line) if it is missing, damaged or an LM."""
-    from clearformer.checkpoint import load_model
-
+    """A translation or language-model checkpoint for the server; a UserError (one line) if it is missing or
+    damaged. An MLA language model shows its up-projected keys and values (`lm explain`'s default path)."""
     model, tokenizer, meta = load_model(checkpoint)
-    if model.config.n_encoder_layers == 0:
-        raise UserError(f"{checkpoint}: a decoder-only language model; `clearformer serve` explains "
-                        "translation (encoder-decoder) checkpoints")
-    return LoadedModel(model, tokenizer, Path(checkpoint), meta)
+    loaded = LoadedModel(model, tokenizer, Path(checkpoint), meta)
+    if loaded.kind == "lm":
+        model.set_mla_path(False)
+    return loaded

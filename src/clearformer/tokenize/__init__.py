@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
+from clearformer.tokenize.marian import MarianVocabularyTokenizer
+from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokenizer, detokenize, split_words
 
 
@@ -33,16 +36,10 @@ def load_tokenizer(directory: str | Path):
         if kind == "words":
             return WordTokenizer.from_dict(data)
         if kind == "sentencepiece":
-            from clearformer.tokenize.subword import SentencePieceTokenizer
-
             return SentencePieceTokenizer.load(Path(directory))
         if kind == "marian":  # imported from a Marian (opus-mt) model: clearformer import marian
-            from clearformer.tokenize.marian import MarianVocabularyTokenizer
-
             return MarianVocabularyTokenizer.load(Path(directory))
         if kind == "gpt2":  # imported from GPT-2: clearformer lm import gpt2
-            from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
-
             return ByteLevelBPETokenizer.load(Path(directory))
     except (KeyError, TypeError, ValueError) as error:
         raise UserError(f"{path}: damaged tokenizer ({error})") from None

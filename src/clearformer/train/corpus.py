@@ -11,8 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from clearformer.batching import Example
+from clearformer.data.parallel import read_parallel
+from clearformer.data.paths import default_data_dir
+from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
-from clearformer.tokenize import encode_source
+from clearformer.placeholders import frequent_placeholders
+from clearformer.tokenize import WordTokenizer, encode_source
+from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.train.options import TrainOptions, is_toy
 
 DEFAULT_CORPUS = "en-fr-software"
@@ -25,8 +30,6 @@ def read_pairs(paths: tuple[str, ...], skip_bad: bool = False) -> Pairs:
     The data package's reader validates every line; a bad one is a UserError naming file:line
     (or, with skip_bad, is skipped and counted in the log).
     """
-    from clearformer.data.parallel import read_parallel
-
     for path in paths:
         if not Path(path).is_file():
             raise UserError(f"{path}: no such file")
@@ -56,8 +59,6 @@ def load_splits(options: TrainOptions) -> tuple[dict[str, Pairs], str, dict]:
         train, valid = hold_out(read_pairs(paths, options.skip_bad))
         return {"train": train, "valid": valid}, " + ".join(paths), {"data_files": list(paths)}
     if options.data_dir is None and is_toy(options.preset):
-        from clearformer.data.toy import toy_splits
-
         splits = toy_splits()
         toy = {"train": splits["train"], "valid": splits["valid"]}
         return toy, "built-in toy phrase set", {"dataset": "toy"}
@@ -76,11 +77,6 @@ def load_splits(options: TrainOptions) -> tuple[dict[str, Pairs], str, dict]:
 
 
 def default_corpus_dir() -> Path:
-    try:
-        from clearformer.data.paths import default_data_dir
-    except ImportError:
-        raise UserError(f"no corpus given and the {DEFAULT_CORPUS} corpus is not available: "
-                        "pass --data DIR or --tsv FILE") from None
     directory = Path(default_data_dir(DEFAULT_CORPUS))
     if not (directory / "train.tsv").is_file():
         raise UserError(f"{directory}: corpus not built yet; run `clearformer data build {DEFAULT_CORPUS}` "
@@ -92,12 +88,7 @@ def build_tokenizer(options: TrainOptions, train: Pairs):
     """A joint source/target tokenizer learned from the training split only."""
     sentences = [s for pair in train for s in pair]
     if options.tokenizer == "words":
-        from clearformer.tokenize import WordTokenizer
-
         return WordTokenizer.build(sentences)
-    from clearformer.placeholders import frequent_placeholders
-    from clearformer.tokenize.subword import SentencePieceTokenizer
-
     # Placeholders frequent in the training sources stay single pieces (copied whole, constrainable).
     symbols = frequent_placeholders(s for s, _ in train) if options.placeholder_pieces else ()
     return SentencePieceTokenizer.train(sentences, vocab_size=options.vocab_size, seed=options.seed,

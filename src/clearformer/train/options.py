@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from clearformer.config import PRESETS
+from clearformer.config import PRESETS, RNN_FIELDS
 from clearformer.errors import UserError
 
 # The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
@@ -26,7 +26,9 @@ class TrainOptions:
     """What to train, on what, for how long, and how.
 
     model: preset (a name in config.PRESETS), overrides (ModelConfig fields), tie ("none",
-        "decoder", "all": shared embeddings; "all" needs the joint vocabulary).
+        "decoder", "all": shared embeddings; "all" needs the joint vocabulary), arch ("transformer",
+        or "rnn": the GRU encoder-decoder with attention of model/rnn.py, with the preset's width,
+        depth, dropout and max_len; runs saved before the field existed are Transformers).
     data: data_dir (train/valid/test.tsv), or tsv / src + tgt (a user corpus; 2% held out for
         validation), skip_bad (skip malformed lines instead of stopping at the first).
     tokenizer: "words" or "sentencepiece", vocab_size (subwords only), joint vocabulary always;
@@ -44,6 +46,7 @@ class TrainOptions:
     """
 
     preset: str = "toy-translate"
+    arch: str = "transformer"
     overrides: dict = field(default_factory=dict)
     tie: str = "all"
     data_dir: str | None = None
@@ -86,6 +89,10 @@ class TrainOptions:
         need(not PRESETS[self.preset].get("n_encoder_layers", 1) == 0,
              f"preset {self.preset!r} is a decoder-only language model: train it with `clearformer lm`")
         need(self.tie in ("none", "decoder", "all"), f"--tie must be none, decoder or all, not {self.tie!r}")
+        need(self.arch in ("transformer", "rnn"), f"--arch must be transformer or rnn, not {self.arch!r}")
+        need("architecture" not in self.overrides, "--set architecture: choose the model with --arch transformer|rnn")
+        if self.arch == "rnn":
+            check_rnn_options(self)
         need(self.tokenizer in ("words", "sentencepiece"),
              f"--tokenizer must be words or sentencepiece, not {self.tokenizer!r}")
         need(self.vocab_size >= 16, f"--vocab-size must be at least 16, not {self.vocab_size}")
@@ -113,6 +120,20 @@ class TrainOptions:
     def from_dict(cls, data: dict) -> TrainOptions:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def check_rnn_options(o: TrainOptions) -> None:
+    """--arch rnn: a one-line error for an option the GRU baseline has nothing to apply to."""
+    foreign = [name for name in o.overrides if name not in RNN_FIELDS]
+    if foreign:
+        raise UserError(f"--set {foreign[0]}: does not apply to --arch rnn (the GRU encoder-decoder has no heads, "
+                        f"feed-forward layers, positions or norms; it reads "
+                        f"{', '.join(n for n in RNN_FIELDS if n not in ('architecture', 'extra'))})")
+    for name in ("attention_dropout", "ffn_dropout"):
+        if getattr(o, name):
+            raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch rnn "
+                            f"(the GRU baseline has no {'attention-weight' if name[0] == 'a' else 'feed-forward'} "
+                            f"dropout; --dropout sets its embedding and layer dropout)")
 
 
 def check_loop_options(o) -> None:

@@ -17,10 +17,13 @@ from pathlib import Path
 import torch
 
 from clearformer.batching import drop_long
-from clearformer.config import ConfigError, ModelConfig, preset
+from clearformer.checkpoint import load_weights_into
+from clearformer.config import RNN_FIELDS, ConfigError, ModelConfig, preset
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
+from clearformer.model.rnn import RNNSeq2Seq
 from clearformer.model.transformer import Transformer
+from clearformer.tokenize import load_tokenizer
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions
 from clearformer.train.step import place_dropout
@@ -91,10 +94,7 @@ def finish_setup(start: RunStart, options, tokenizer, model, task) -> RunSetup:
 
 
 def restored_model(start: RunStart, model_class):
-    """The tokenizer and model of the checkpoint being resumed."""
-    from clearformer.checkpoint import load_weights_into
-    from clearformer.tokenize import load_tokenizer
-
+    """The tokenizer and model of the checkpoint being resumed (model_class(config) builds the model)."""
     tokenizer = load_tokenizer(start.resumed_from)
     try:
         config = ModelConfig.load(start.resumed_from / "config.json")
@@ -105,13 +105,23 @@ def restored_model(start: RunStart, model_class):
     return tokenizer, model
 
 
+def translation_model(config: ModelConfig) -> torch.nn.Module:
+    """The Transformer, or the GRU baseline (model/rnn.py) for a config with architecture="rnn"."""
+    return (RNNSeq2Seq if config.architecture == "rnn" else Transformer)(config)
+
+
 def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelConfig:
+    """The preset's config with the run's overrides; for --arch rnn only the fields the GRU reads
+    (config.RNN_FIELDS: the preset's width, depth, dropout and max_len), the rest left at their defaults."""
     fields = dict(options.overrides)
     if options.dropout is not None:
         fields["dropout"] = options.dropout
+    sizes = dict(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, tie_embeddings=options.tie, pad_id=pad_id)
     try:
-        return preset(options.preset, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size,
-                      tie_embeddings=options.tie, pad_id=pad_id, **fields)
+        if options.arch == "rnn":
+            rnn = {name: value for name, value in preset(options.preset).to_dict().items() if name in RNN_FIELDS}
+            return ModelConfig(**{**rnn, **sizes, **fields, "architecture": "rnn"})
+        return preset(options.preset, **sizes, **fields)
     except TypeError as error:
         raise UserError(f"--set: {error}") from None
     except ConfigError as error:
@@ -124,10 +134,10 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     start = open_run(options, resume, run_dir, overwrite)
     splits, source, data_record = corpus.load_splits(options)
     if resume:
-        tokenizer, model = restored_model(start, Transformer)
+        tokenizer, model = restored_model(start, translation_model)
     else:
         tokenizer = corpus.build_tokenizer(options, splits["train"])
-        model = Transformer(model_config(options, len(tokenizer), tokenizer.pad_id))
+        model = translation_model(model_config(options, len(tokenizer), tokenizer.pad_id))
     place_dropout(model, options.attention_dropout, options.ffn_dropout)
     model.to(start.device).train()
     limit = min(model.config.max_len, options.batch_tokens)

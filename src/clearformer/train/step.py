@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from clearformer.model.layers import FeedForward
 from clearformer.train.loss import label_smoothed_loss
 
 
@@ -26,8 +27,6 @@ def place_dropout(model: nn.Module, attention: float, feed_forward: float) -> No
     The model's `config.dropout` stays the rate of the residual and embedding dropout. Dropout
     is a training-time choice: it changes nothing in a saved checkpoint or at inference.
     """
-    from clearformer.model.layers import FeedForward
-
     for module in model.modules():
         if isinstance(module, FeedForward):
             module.dropout.p = feed_forward

@@ -119,7 +119,8 @@ class TranslationTask:
         return mfu.translation_flops(model.config, batch.src, batch.tgt_out)
 
     def meta(self) -> dict:
-        return {"data": self.source, **self.data_record, "tokenizer": self.tokenizer.kind,
+        return {"architecture": self.config.architecture, "data": self.source, **self.data_record,
+                "tokenizer": self.tokenizer.kind,
                 "vocab_size": len(self.tokenizer),
                 "source_format": "source tokens then <eos>" if self.config.source_eos
                 else "source tokens only (no <bos>/<eos>)",
@@ -127,5 +128,6 @@ class TranslationTask:
 
     def describe(self) -> str:
         dropped = f" ({self.dropped} too long, skipped)" if self.dropped else ""
-        return (f"{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train)} training pairs"
+        model = "GRU encoder-decoder with attention (--arch rnn), " if self.config.architecture == "rnn" else ""
+        return (f"{model}{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train)} training pairs"
                 f"{dropped}, {len(self.valid)} validation pairs from {self.source}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 
 from clearformer.batching import Example, collate, make_batches
+from clearformer.evaluate import score_corpus
+from clearformer.generate import translate
 from clearformer.train.step import TranslationLoss
 
 
@@ -30,9 +32,6 @@ def validation_loss(model, examples: list[Example], tokenizer, max_tokens: int, 
 def validation_bleu(model, tokenizer, pairs: list[tuple[str, str]], limit: int) -> float:
     """sacrebleu BLEU of greedy translations (the decoding module's cached search) of the first
     `limit` validation pairs."""
-    from clearformer.evaluate import score_corpus
-    from clearformer.generate import translate
-
     chosen = pairs[:limit]
     hypotheses = translate(model, tokenizer, [source for source, _ in chosen], beam=1, batch_size=64)
     return score_corpus(hypotheses, [target for _, target in chosen]).bleu

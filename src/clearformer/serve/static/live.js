@@ -1,6 +1,7 @@
 /* clearformer front end, part 3 (live page only): type a sentence, ask the local server, show its walkthrough.
  *
- * POST /api/explain {"sentence": "..."} or {"example": "i-love-you"} -> the walkthrough JSON, or
+ * POST /api/explain {"sentence": "..."} (a translation model), {"prompt": "..."} (a language model, which
+ * continues it by a few greedy tokens) or {"example": "i-love-you"} -> the walkthrough JSON, or
  * {"error": "..."} with a 4xx status. The exported HTML file does not include this script.
  */
 (function (CF) {
@@ -47,18 +48,24 @@
       notice.textContent = config.notice;
       notice.hidden = false;
     }
+    const lm = !!config.model && config.model.kind === "lm";
     if (!config.model) {
       $("cf-sentence").disabled = true;
       $("cf-explain").disabled = true;
       $("cf-sentence").placeholder = "no trained model: choose a seed example";
+    } else if (lm) {
+      $("cf-sentence").placeholder = `Type a prompt for ${config.model.name} to continue, e.g. The dog ran`;
+      $("cf-sentence").setAttribute("aria-label", "prompt to continue");
+      $("cf-explain").textContent = `Continue (${config.model.max_new_tokens} tokens) and explain`;
     } else {
       $("cf-sentence").placeholder = `Type a sentence to translate (model: ${config.model.name}), e.g. I love you`;
     }
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      const sentence = $("cf-sentence").value.trim();
-      if (!sentence) { status("type a sentence first", true); return; }
-      explain({ sentence: sentence }, `Translating “${sentence}”`);
+      const text = $("cf-sentence").value.trim();
+      if (!text) { status(lm ? "type a prompt first" : "type a sentence first", true); return; }
+      if (lm) explain({ prompt: text }, `Continuing “${text}”`);
+      else explain({ sentence: text }, `Translating “${text}”`);
     });
     select.addEventListener("change", () => {
       if (select.value) explain({ example: select.value }, `Loading ${select.value}`);

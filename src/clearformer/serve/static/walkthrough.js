@@ -5,7 +5,9 @@
  * and W_O -> Add & Norm -> FFN -> ... -> decoder steps -> probabilities -> chosen word.
  * Previous/next buttons and the arrow keys move through them; the layer, head and generation-step
  * selectors jump to the same step elsewhere; the side panel shows the translation growing word by
- * word with its cross-attention alignment.
+ * word with its cross-attention alignment. A language model's walkthrough (model_kind "lm": source_tokens
+ * are the prompt, target_tokens the prompt then the generated tokens, generation step 0 reads the whole
+ * prompt) shows the continuation growing token by token with its self-attention instead.
  */
 (function (CF) {
   "use strict";
@@ -15,10 +17,14 @@
 
   const key = (name, decodeStep) => `${name}@${decodeStep === null ? "" : decodeStep}`;
   const sequential = (step) => /\.(weights|mask|probabilities)$/.test(step.name);
+  const isLM = () => state.walk.model_kind === "lm";
+  /** Where the generated tokens start in target_tokens: after <bos> (translation), after the prompt (LM). */
+  const firstGenerated = () => (isLM() ? state.walk.source_tokens.length : 1);
+  const chosenWord = (t) => state.walk.target_tokens[firstGenerated() + t];
 
   function groupLabel(step) {
     if (step.decode_step !== null) {
-      const word = state.walk.target_tokens[step.decode_step + 1];
+      const word = chosenWord(step.decode_step);
       return `Generation step ${step.decode_step}` + (word !== undefined ? ` → ${word}` : "");
     }
     const stage = step.stage.replace(/_/g, " ");
@@ -73,8 +79,8 @@
     const decodeSteps = generationSteps();
     $("cf-decode-label").hidden = decodeSteps.length === 0;
     $("cf-play").hidden = decodeSteps.length === 0;
-    fillSelect($("cf-decode"), [["", "encoder (source)"], ...decodeSteps.map((t) =>
-      [String(t), `${t} → ${state.walk.target_tokens[t + 1] || "?"}`])],
+    fillSelect($("cf-decode"), [["", isLM() ? "—" : "encoder (source)"], ...decodeSteps.map((t) =>
+      [String(t), `${t} → ${chosenWord(t) || "?"}`])],
     step.decode_step === null ? "" : String(step.decode_step));
   }
 
@@ -125,6 +131,7 @@
     panel.hidden = !generating;
     document.querySelector(".cf-main").classList.toggle("cf-no-generation", !generating);
     if (!generating) return;
+    if (isLM()) { renderContinuation(panel, step); return; }
     panel.appendChild(el("h3", "", "Translation, word by word"));
     const source = el("div", "cf-tokens");
     walk.source_tokens.forEach((t) => source.appendChild(el("span", "cf-token", t)));
@@ -153,12 +160,77 @@
     matrix.row_labels = matrix.values.map((_, i) => (i < t || revealed ? walk.target_tokens[i + 1] : "?"));
     matrix.head = null;
     const how = one ? `head ${one.head}` : "mean of the heads";
-    panel.appendChild(el("h4", "", `Cross-attention alignment, layer ${chosenLayer.layer} (${how})`));
+    const layerText = chosenLayer.layer === null ? "" : `, layer ${chosenLayer.layer}`;
+    panel.appendChild(el("h4", "", `Cross-attention alignment${layerText} (${how})`));
     const figure = CF.matrixElement(matrix, { sequential: true, limit: 1, numbers: matrix.values[0].length <= 10 });
     figure.id = "cf-alignment";
     panel.appendChild(figure);
     panel.appendChild(el("p", "cf-caption", "Row: the word being produced. Column: the source word it looks at. "
       + "A row is added as each word is produced."));
+  }
+
+  /** A language model's side panel: the prompt, the tokens generated so far, and the masked self-attention
+   * of the tokens read so far (one row more per token fed back), at the current layer or the last one. */
+  function renderContinuation(panel, step) {
+    const walk = state.walk;
+    panel.appendChild(el("h3", "", "Continuation, token by token"));
+    const prompt = el("div", "cf-tokens");
+    walk.source_tokens.forEach((t) => prompt.appendChild(el("span", "cf-token", t)));
+    panel.appendChild(el("div", "cf-caption", "prompt"));
+    panel.appendChild(prompt);
+    const target = el("div", "cf-tokens");
+    target.id = "cf-produced";
+    panel.appendChild(el("div", "cf-caption", "generated so far"));
+    panel.appendChild(target);
+    const generated = walk.target_tokens.slice(firstGenerated());
+    const t = step.decode_step;
+    const revealed = t === null || state.index >= findStep("generate.chosen", t);
+    const shown = t === null ? generated : generated.slice(0, t + (revealed ? 1 : 0));
+    shown.forEach((word, i) => target.appendChild(el("span", "cf-token" + (i === t ? " cf-new" : ""), word)));
+    if (!revealed) target.appendChild(el("span", "cf-token cf-pending", "?"));
+    const last = generationSteps().length - 1;
+    const at = t === null ? last : t;
+    const layers = walk.steps.filter((s) => s.decode_step === at && /self_attention(\.absorbed)?\.weights$/.test(s.name));
+    if (!layers.length) return;
+    const chosenLayer = layers.find((s) => s.layer === step.layer) || layers[layers.length - 1];
+    const heads = chosenLayer.matrices;
+    const one = heads.find((m) => String(m.head) === state.head);
+    const matrix = Object.assign({}, one || averaged(heads), { head: null });
+    const how = one ? `head ${one.head}` : "mean of the heads";
+    panel.appendChild(el("h4", "", `Masked self-attention, layer ${chosenLayer.layer} (${how})`));
+    const figure = CF.matrixElement(matrix, { sequential: true, limit: 1, blocked: blockedFor(chosenLayer),
+      numbers: matrix.values[0].length <= 5 });  // a prompt and its continuation: the panel stays narrow
+    figure.id = "cf-alignment";
+    panel.appendChild(figure);
+    panel.appendChild(el("p", "cf-caption", "Row: a token read so far. Column: the token it looks at (itself or an "
+      + "earlier one: the mask blanks the rest). A row is added as each generated token is fed back."));
+  }
+
+  /** The `clearformer claims` experiment that measures what the tutorials say about this step, if any. */
+  function renderClaim(step) {
+    const box = $("cf-claim");
+    box.textContent = "";
+    const claim = step.claim;
+    box.hidden = !claim;
+    if (!claim) return;
+    box.dataset.claim = String(claim.number);
+    box.appendChild(el("strong", "", `Claim ${claim.number} measured: `));
+    box.appendChild(document.createTextNode(`“${claim.statement}” — run `));
+    box.appendChild(el("code", "", claim.command));
+    box.appendChild(document.createTextNode("; the result and its figure: "));
+    const link = el("a", "", claim.docs);
+    link.href = claim.docs;
+    box.appendChild(link);
+    const measured = (CF.config && CF.config.claims || {})[String(claim.number)];
+    if (!measured) return;  // the live server found this claim's results (`clearformer claims N`)
+    box.appendChild(document.createTextNode("; measured on this server's machine: "));
+    for (const [key, text] of [["figure", "figure"], ["json", "numbers (JSON)"]]) {
+      const result = el("a", "cf-claim-result", text);
+      result.href = measured[key];
+      result.target = "_blank";
+      box.appendChild(result);
+      if (key === "figure") box.appendChild(document.createTextNode(", "));
+    }
   }
 
   CF.show = function (index) {
@@ -173,6 +245,7 @@
     $("cf-formula").textContent = step.formula;
     $("cf-formula").hidden = !step.formula;
     $("cf-explanation").textContent = step.explanation;
+    renderClaim(step);
     const where = [groupLabel(step), step.sublayer ? step.sublayer.replace(/_/g, " ") : ""].filter(Boolean);
     $("cf-where").textContent = where.join(" · ") + "   ";
     $("cf-where").appendChild(el("code", "", step.name));
@@ -198,7 +271,7 @@
     box.textContent = "";
     box.appendChild(el("h1", "", walk.title));
     const line = el("p", "");
-    line.appendChild(el("span", "cf-caption", "source: "));
+    line.appendChild(el("span", "cf-caption", walk.model_kind === "lm" ? "prompt: " : "source: "));
     line.appendChild(document.createTextNode(walk.source_tokens.join(" ")));
     if (walk.result) {
       line.appendChild(el("span", "cf-caption", "   result: "));

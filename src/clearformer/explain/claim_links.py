@@ -1,0 +1,46 @@
+"""Which walkthrough step each of `clearformer claims`' experiments belongs to.
+
+The walkthrough explains a step; the claim measures what the tutorials say about it. A step whose
+recorded name matches one of the rules below carries `Step.claim`: the claim's number, its
+statement, the command that measures it and the section of docs/claims.md that shows the result.
+The HTML page (exported and served) shows it as a link under the step's explanation.
+
+    the scaled scores  Q K^T / sqrt(d_k)             -> claim 2 (why scale by sqrt(d_k))
+    the positional encoding                           -> claim 3 (word order without positions)
+    the heads' outputs and their concatenation        -> claim 4 (multiple heads)
+    Add & Norm (its residual sum and its norm)        -> claim 5 (residuals and normalisation)
+    the encoder output; the GRU decoder's states      -> claim 1 (all tokens at once vs step by step)
+"""
+
+from __future__ import annotations
+
+from clearformer.claims.registry import claim
+
+DOCS = "docs/claims.md"  # relative to the project's root: the page links docs/claims.md#claim-N
+
+# (claim number, test on the recorded name); the first rule that matches wins.
+RULES: tuple[tuple[int, object], ...] = (
+    (2, lambda name: name.endswith(".scaled") and not name.endswith("tokens.scaled")),  # not E·sqrt(d_model)
+    (3, lambda name: name.endswith(".PE")),
+    (4, lambda name: name.endswith((".head_outputs", ".concat"))),
+    (5, lambda name: ".add_norm_" in name and name.endswith((".residual", ".norm"))),
+    (1, lambda name: name in ("encoder.output", "decoder.states")),
+)
+
+
+def claim_number(name: str) -> int | None:
+    """The claim that measures the step recorded as `name`, or None."""
+    for number, matches in RULES:
+        if matches(name):
+            return number
+    return None
+
+
+def claim_link(name: str) -> dict | None:
+    """{"number", "statement", "command", "docs"} for the step recorded as `name`, or None."""
+    number = claim_number(name)
+    if number is None:
+        return None
+    entry = claim(number)
+    return {"number": number, "statement": entry.statement, "command": f"clearformer claims {number} --quick",
+            "docs": f"{DOCS}#claim-{number}"}

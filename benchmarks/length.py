@@ -19,6 +19,7 @@ with the placeholder constraint off (`--placeholders free`).
 
     python -m benchmarks.length --minutes 18 --parallel     # the recorded run
     python -m benchmarks.length --minutes 1 --test-sentences 100 --no-write   # a smoke test
+    python -m benchmarks.length --checkpoint runs/quality --alphas 0.6 1 1.5 2   # decoding only, one model
 
 `--parallel` trains the variants at the same time, one process and one thread each, so that
 every variant gets the same share of a shared machine; without it they train one after another
@@ -90,6 +91,33 @@ def evaluate_variant(name: str, args, test) -> list[dict]:
     return rows
 
 
+def decoding_ablation(args, test) -> None:
+    """Greedy and beam 4 at several length penalties for one trained model (`--checkpoint`)."""
+    from clearformer.checkpoint import load_model
+    from clearformer.evaluate import evaluate_model
+
+    model, tokenizer, meta = load_model(args.checkpoint)
+    table = []
+    for beam, alpha in [(1, 0.0)] + [(4, a) for a in args.alphas]:
+        started = time.monotonic()
+        result, _ = evaluate_model(model, tokenizer, test, beam=beam, alpha=alpha, batch_size=32)
+        name = "greedy" if beam == 1 else f"beam 4, alpha {alpha:g}"
+        kept, total = result.placeholders.kept, result.placeholders.total
+        table.append([name, f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{result.ratio:.3f}",
+                      *[f"{b.ratio:.2f}" if b.sentences else "—" for b in result.buckets],
+                      f"{100 * kept / max(total, 1):.1f}%", f"{time.monotonic() - started:.0f}"])
+        print(" | ".join(table[-1]), flush=True)
+    if args.no_write:
+        return
+    buckets = [b.name for b in result.buckets]
+    body = (f"Checkpoint `{args.checkpoint}` (step {meta.get('step', '?')}); {len(test)} test sentences of "
+            f"en-fr-software; beam search with the GNMT length penalty ((5 + n) / 6)^alpha, early stop "
+            "\"current\", placeholders exact. Length ratio = hypothesis / reference tokens (13a), overall and "
+            "by reference length.\n\n"
+            + markdown_table(["decoding", "BLEU", "chrF", "ratio", *buckets, "placeholders", "seconds"], table))
+    write_section("length_decoding", "Translation length: the length penalty on one trained model", body)
+
+
 def report(args, trained: dict, rows: list[dict], test_count: int, wall: float) -> None:
     buckets = list(rows[0]["buckets"])
     table = []
@@ -122,6 +150,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--test-sentences", type=int, default=0, help="0 = the whole test split")
     parser.add_argument("--parallel", action="store_true", help="train the variants at once, 1 thread each")
+    parser.add_argument("--checkpoint", help="decoding only: evaluate this trained model at --alphas")
+    parser.add_argument("--alphas", type=float, nargs="+", default=[0.6, 1.0, 1.5, 2.0])
     parser.add_argument("--train-one", help=argparse.SUPPRESS)  # a worker of --parallel
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
@@ -132,6 +162,10 @@ def main() -> None:
         return
     from clearformer.train.corpus import read_pairs
 
+    if args.checkpoint:
+        test = read_pairs((str(Path(args.data) / "test.tsv"),), skip_bad=True)
+        decoding_ablation(args, test[: args.test_sentences] if args.test_sentences else test)
+        return
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:

@@ -29,6 +29,7 @@ from benchmarks.report import ROOT, markdown_table, write_section
 from clearformer.checkpoint import load_model
 from clearformer.evaluate import evaluate_model, score_corpus
 from clearformer.generate import translate
+from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.corpus import read_pairs
 
@@ -74,6 +75,11 @@ def main() -> None:
     parser.add_argument("--curve-sentences", type=int, default=300)
     parser.add_argument("--test-sentences", type=int, default=0, help="0 = the whole test split")
     parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="beam search length penalty (default: translate's default)")
+    parser.add_argument("--final-only", action="store_true",
+                        help="no training: evaluate the last checkpoint of --out again (the curve comes from "
+                             "benchmarks/quality_curve.json) and rewrite the section")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
@@ -89,7 +95,11 @@ def main() -> None:
     test = read_pairs((str(Path(args.data) / "test.tsv"),), skip_bad=True)
     test = test[: args.test_sentences] if args.test_sentences else test
     points, budget, started = [], 0.0, time.monotonic()
-    while budget < args.minutes - 1e-9:
+    if args.final_only:
+        saved = json.loads(CURVE.read_text(encoding="utf-8"))
+        points, step = saved["points"], saved["steps"]
+        model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{step:08d}")
+    while not args.final_only and budget < args.minutes - 1e-9:
         budget = min(args.minutes, budget + args.every)
         if points:
             options = resume_options(out, minutes=budget)
@@ -104,10 +114,13 @@ def main() -> None:
                        "valid_loss": result.valid_loss, "bleu": bleu})
         print(f"{budget:g} min: step {result.step}, valid loss {result.valid_loss:.3f}, "
               f"greedy BLEU {bleu:.2f}", flush=True)
+    if not args.final_only:
+        step = result.step
+    alpha = args.alpha if args.alpha is not None else DEFAULT_ALPHA
     finals = {}
     for name, beam, placeholders in ((f"beam {args.beam}", args.beam, True), ("greedy", 1, True),
                                      (f"beam {args.beam}, placeholders free", args.beam, False)):
-        finals[name], _ = evaluate_model(model, tokenizer, test, beam=beam, alpha=0.6, batch_size=32,
+        finals[name], _ = evaluate_model(model, tokenizer, test, beam=beam, alpha=alpha, batch_size=32,
                                          placeholders=placeholders)
         print(name, finals[name].bleu_line, finals[name].chrf_line, finals[name].summary(), sep="\n", flush=True)
     final = finals[f"beam {args.beam}"]
@@ -115,7 +128,7 @@ def main() -> None:
     if args.no_write:
         return
 
-    CURVE.write_text(json.dumps({"system": f"clearformer {args.preset}", "points": points, "steps": result.step,
+    CURVE.write_text(json.dumps({"system": f"clearformer {args.preset}", "points": points, "steps": step,
                                  "test_bleu": final.bleu, "test_chrf": final.chrf,
                                  "test": {name: {"bleu": e.bleu, "chrf": e.chrf, "ratio": e.ratio,
                                                  "buckets": {b.name: [b.sentences, b.ratio] for b in e.buckets},
@@ -129,8 +142,10 @@ def main() -> None:
             f"en-fr-software ({args.vocab_size}-piece joint SentencePiece vocabulary with the frequent "
             f"placeholders as single pieces, <eos> after every source, <= {args.batch_tokens} "
             f"padded tokens per batch, warmup {args.warmup}, label smoothing 0.1, dropout as the preset), "
-            f"{torch.get_num_threads()} threads; {wall:.0f} minutes of wall time with the evaluations.\n\n"
-            f"Final test scores ({len(test)} test sentences; beam search with length penalty 0.6; "
+            f"{torch.get_num_threads()} threads; "
+            + (f"{wall:.0f} minutes of wall time with the evaluations.\n\n" if not args.final_only else
+               "the final evaluation below was rerun on the last checkpoint (`--final-only`).\n\n")
+            + f"Final test scores ({len(test)} test sentences; beam search with length penalty alpha {alpha:g}; "
             f"placeholders exact = the decoding constraint of `generate/constraints.py`, on by default):\n\n"
             + "".join(f"**{name}**\n\n- `{e.bleu_line}`\n- `{e.chrf_line}`\n"
                       + "".join(f"- {line}\n" for line in e.summary().splitlines()) + "\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
+from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.generate.translate import encode_source, translate_ids
 from clearformer.placeholders import PlaceholderScore, placeholder_score
 
@@ -136,7 +137,7 @@ def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str
     return pairs, str(path)
 
 
-def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1, alpha: float = 0.6,
+def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1, alpha: float = DEFAULT_ALPHA,
                    max_extra: int = 50, batch_size: int = 32,
                    progress: Callable[[int], None] | None = None, stop: str = "current",
                    placeholders: bool = True) -> tuple[Evaluation, int]:

@@ -20,6 +20,7 @@ from clearformer.checkpoint import load_model
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import encode_source, translate
+from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.limits import MAX_SENTENCE_CHARS
 from clearformer.runs import resolve_checkpoint
 from clearformer.validation import require_finite, shorten
@@ -203,8 +204,8 @@ def add_decoding_options(parser) -> None:
     options.add_checkpoint(parser)
     parser.add_argument("--beam", type=int, default=1, metavar="N",
                         help="beam size (default 1: greedy decoding; the paper uses 4)")
-    parser.add_argument("--alpha", type=float, default=0.6,
-                        help="beam search length penalty ((5+len)/6)^alpha (default 0.6, as in the paper)")
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                        help=f"beam search length penalty ((5+len)/6)^alpha (default {DEFAULT_ALPHA})")
     parser.add_argument("--early-stop", choices=("current", "bound"), default="current",
                         help="when beam search stops a sentence: 'current' (default) once no beam scored at the "
                              "current length beats its best finished translation; 'bound' once none can at any "

@@ -42,6 +42,7 @@ from clearformer.generate.greedy import DEFAULT_BOS_ID, DEFAULT_EOS_ID
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 
 STOP_RULES = ("bound", "current")
+DEFAULT_ALPHA = 0.6  # the paper's length penalty
 
 
 def length_penalty(length: int | float | torch.Tensor, alpha: float):
@@ -99,7 +100,7 @@ class Finished:
 
 
 @torch.inference_mode()
-def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = 0.6, bos_id: int = DEFAULT_BOS_ID,
+def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFAULT_ALPHA, bos_id: int = DEFAULT_BOS_ID,
                 eos_id: int = DEFAULT_EOS_ID, max_extra: int = 50, min_length: int = 0,
                 max_new: int | None = None, use_cache: bool = True, stop: str = "current",
                 placeholder_ids: Sequence[int] | None = None) -> Decoded:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from clearformer.generate.beam import beam_search
+from clearformer.generate.beam import DEFAULT_ALPHA, beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.tokenize import encode_source
 
@@ -26,7 +26,7 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int,
     return batch.to(device)
 
 
-def decode_ids(model, src_ids: torch.Tensor, bos_id: int, eos_id: int, beam: int = 1, alpha: float = 0.6,
+def decode_ids(model, src_ids: torch.Tensor, bos_id: int, eos_id: int, beam: int = 1, alpha: float = DEFAULT_ALPHA,
                max_extra: int = 50, stop: str = "current", **options) -> list[list[int]]:
     """Greedy (beam == 1) or beam search over a padded batch -> one list of output ids per sentence.
     `stop` is beam search's early-stopping rule (see `beam_search`); `options` go to both (e.g.
@@ -45,7 +45,7 @@ def placeholder_ids(tokenizer) -> tuple[int, ...]:
     return tuple(getattr(tokenizer, "placeholder_ids", ()))
 
 
-def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: float = 0.6, max_extra: int = 50,
+def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: float = DEFAULT_ALPHA, max_extra: int = 50,
               batch_size: int = 32, progress: Callable[[int], None] | None = None,
               use_cache: bool = True, stop: str = "current", placeholders: bool = True) -> list[str]:
     """Translate every sentence (greedy when beam == 1); the output keeps the input order.
@@ -60,7 +60,7 @@ def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: floa
                          placeholders)
 
 
-def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = 0.6,
+def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = DEFAULT_ALPHA,
                   max_extra: int = 50, batch_size: int = 32, progress: Callable[[int], None] | None = None,
                   use_cache: bool = True, stop: str = "current", placeholders: bool = True) -> list[str]:
     """`translate` for sentences already encoded (lists of source ids; an empty list -> "")."""

@@ -4,13 +4,9 @@ pool (parallel, coalescing, 503 when full), load, and `serve`'s start-up checks.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 import socket
-import statistics
 import threading
-import time
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -289,59 +285,23 @@ def test_full_queue_answers_503(tiny_checkpoint):
 # ----------------------------------------------------------------------------- load
 
 
-async def post_and_time(url: str, sentence: str) -> tuple[int, float, bytes]:
-    """POST {"sentence": ...} over a fresh loopback connection -> (status, latency in seconds, body).
+def test_fifty_concurrent_explanations_of_one_sentence(toy_size_server):
+    """50 concurrent /api/explain requests for one sentence on a toy-sized model (each explanation decodes to
+    its length limit): all 200 and all the same, correct walkthrough. How long they take is measured by
+    `python -m benchmarks.server_load` (BENCHMARKS.md), never asserted here; that identical requests share
+    one computation and distinct ones run in parallel is checked above without timing."""
+    import httpx
 
-    Latency is the time until the answer's headers arrive (time to first byte: the server has the answer
-    and starts sending it); the body, megabytes of JSON, is then read in full and returned for checking.
-    A bare HTTP/1.1 request on an asyncio socket, accepting gzip as browsers do: the client's own cost
-    stays far below the server's."""
-    parts = urlsplit(url)
-    body = json.dumps({"sentence": sentence}).encode()
-    start = time.perf_counter()
-    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
-    writer.write(f"POST /api/explain HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
-                 f"Accept-Encoding: gzip\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
-    head = await reader.readuntil(b"\r\n\r\n")
-    seconds = time.perf_counter() - start
-    payload = await reader.read()
-    writer.close()
-    if b"content-encoding: gzip" in head.lower():
-        payload = gzip.decompress(payload)
-    return int(head.split()[1]), seconds, payload
+    async def storm() -> list:
+        limits = httpx.Limits(max_connections=50)
+        async with httpx.AsyncClient(base_url=toy_size_server, timeout=120, limits=limits) as http:
+            return await asyncio.gather(*(http.post("api/explain", json={"sentence": "you love"})
+                                          for _ in range(50)))
 
-
-def test_fifty_concurrent_explanations_of_one_sentence_within_three_times_one(toy_size_server):
-    """50 concurrent /api/explain requests on loopback, toy-sized model (each explanation decodes 14 steps, about
-    as costly as the trained toy model's): all 200 and correct, p90 latency (time to first byte) within 3x one
-    request's (the median of 3 sentences alone).
-
-    What this measures: identical requests in flight share one computation (the pool coalesces them), so
-    50 readers of one sentence cost one explanation plus 50 answers sent. 50 *distinct* sentences cannot
-    meet 3x on 2 cores (50 x ~0.5 s of CPU); those run in parallel in the pool, which
-    test_distinct_requests_run_in_parallel checks without timing. Each sentence is new to the server
-    when timed (its answer cache would otherwise make the single request free)."""
-
-    def one(sentence: str) -> float:
-        status, seconds, _ = asyncio.run(post_and_time(toy_size_server, sentence))
-        assert status == 200
-        return seconds
-
-    one("you")  # warm-up: first-call costs (imports, allocator) are not a request's cost
-    single = statistics.median(one(s) for s in ("le chat", "the cat", "I love"))
-
-    async def storm(sentence: str) -> list[tuple[int, float, bytes]]:
-        return await asyncio.wait_for(asyncio.gather(*(post_and_time(toy_size_server, sentence)
-                                                       for _ in range(50))), timeout=120)
-
-    results = asyncio.run(storm("you love"))
-    assert [status for status, _, _ in results] == [200] * 50
-    assert all(json.loads(body)["title"] == "Translating 'you love'" for _, _, body in results)
-    latencies = sorted(seconds for _, seconds, _ in results)
-    p90 = latencies[int(0.9 * len(latencies)) - 1]
-    print(f"50 concurrent: median {latencies[24]:.2f} s, p90 {p90:.2f} s, max {latencies[-1]:.2f} s; "
-          f"alone {single:.2f} s")
-    assert p90 <= 3 * single, f"p90 {p90:.2f} s vs single request {single:.2f} s"
+    responses = asyncio.run(storm())
+    assert [r.status_code for r in responses] == [200] * 50
+    assert len({r.content for r in responses}) == 1
+    assert responses[0].json()["title"] == "Translating 'you love'"
 
 
 def test_serves_the_claims_results_it_found_at_start(tmp_path):

@@ -135,3 +135,14 @@ def test_length_buckets_by_reference_length():
     assert result.ratio == pytest.approx((3 + 3 + 31) / (3 + 6 + 31))
     assert result.placeholders.total == 1 and result.placeholders.kept == 0
     assert "length ratio" in result.summary() and "placeholders kept exactly: 0.0% (0/1" in result.summary()
+
+
+def test_a_row_that_would_end_gets_its_owed_placeholder_instead():
+    constraint = PlaceholderConstraint(torch.tensor([[5, 9, 3], [9, 9, 3]]), torch.tensor(PIECES), eos_id=3)
+    logits = torch.zeros(2, 12)
+    logits[:, 3] = 5.0  # both rows want <eos>
+    logits[0, 5], logits[0, 6] = 1.0, 2.0  # row 0 owes piece 5; piece 6 is not in its source
+    out = constraint.mask(logits.clone())
+    assert int(out[0].argmax()) == 5 and torch.isinf(out[0, 3]) and torch.isinf(out[0, 6])
+    assert torch.isinf(out[0, 9])  # only the owed placeholder is left for that step
+    assert int(out[1].argmax()) == 3  # row 1 owes nothing: it may end

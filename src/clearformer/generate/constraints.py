@@ -8,7 +8,10 @@ so a placeholder in a source sentence is one token id, and copying it is one dec
 * a placeholder piece may be produced only while the source still has one of it unused
   (none invented, none doubled);
 * <eos> is forbidden while any placeholder piece of the source is still unused
-  (none dropped; at the length limit the sentence ends anyway).
+  (none dropped; at the length limit the sentence ends anyway);
+* where <eos> would have been the best token but a placeholder is still owed, the best owed
+  placeholder comes instead (a model that has "finished" rarely chooses the placeholder it
+  skipped on its own: left free, it would write on until its length limit).
 
 Both are masks on the next-token logits; the rest of decoding is unchanged. Placeholders that are
 not single pieces (rare ones, below the vocabulary's frequency threshold) are not constrained.
@@ -52,9 +55,14 @@ class PlaceholderConstraint:
     def mask(self, logits: torch.Tensor) -> torch.Tensor:
         """Set the logits of forbidden tokens to -inf, in place: logits (rows, vocab)."""
         no_piece, no_eos = self.forbidden()
-        pieces = logits[:, self.piece_ids]
-        logits[:, self.piece_ids] = pieces.masked_fill(no_piece, float("-inf"))
+        owing = no_eos & (logits.argmax(dim=-1) == self.eos_id)  # would end, but a placeholder is owed
+        pieces = logits[:, self.piece_ids].masked_fill(no_piece, float("-inf"))
+        logits[:, self.piece_ids] = pieces
         logits[:, self.eos_id] = logits[:, self.eos_id].masked_fill(no_eos, float("-inf"))
+        if bool(owing.any()):
+            only_owed = torch.full_like(logits[owing], float("-inf"))
+            only_owed[:, self.piece_ids] = pieces[owing]
+            logits[owing] = only_owed
         return logits
 
     def chose(self, tokens: torch.Tensor) -> None:

@@ -15,7 +15,13 @@ from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
 from clearformer.generate.beam import DEFAULT_ALPHA
-from clearformer.generate.translate import encode_source, translate_ids
+from clearformer.generate.translate import (
+    encode_source,
+    join_pieces,
+    per_input_progress,
+    split_long_sources,
+    translate_ids,
+)
 from clearformer.placeholders import PlaceholderScore, placeholder_score
 
 DEFAULT_CORPUS = "en-fr-software"
@@ -140,16 +146,21 @@ def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str
 def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1, alpha: float = DEFAULT_ALPHA,
                    max_extra: int = 50, batch_size: int = 32,
                    progress: Callable[[int], None] | None = None, stop: str = "current",
-                   placeholders: bool = True) -> tuple[Evaluation, int]:
-    """Translate every source of `pairs` and score against the targets.
+                   placeholders: bool = True, split: bool = True) -> tuple[Evaluation, int]:
+    """Translate every source of `pairs` (as `translate` does: `split` cuts a source of more than 25
+    words into its sentences) and score against the targets.
 
     Sources longer than the model's max_len are cut to max_len tokens (counted in the second
     value returned) rather than dropped, so every reference keeps its hypothesis.
     """
     max_len = model.config.max_len
-    sources = [encode_source(tokenizer, source, model.config.source_eos) for source, _ in pairs]
+    texts = [source for source, _ in pairs]
+    pieces, owners = split_long_sources(texts) if split else (texts, list(range(len(texts))))
+    sources = [encode_source(tokenizer, piece, model.config.source_eos) for piece in pieces]
     truncated = sum(len(ids) > max_len for ids in sources)
-    hypotheses = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], beam=beam, alpha=alpha,
-                               max_extra=max_extra, batch_size=batch_size, progress=progress, stop=stop,
-                               placeholders=placeholders)
+    translations = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], beam=beam, alpha=alpha,
+                                 max_extra=max_extra, batch_size=batch_size,
+                                 progress=per_input_progress(progress, len(texts), len(pieces)), stop=stop,
+                                 placeholders=placeholders)
+    hypotheses = join_pieces(translations, owners, len(texts))
     return score_corpus(hypotheses, [target for _, target in pairs], [source for source, _ in pairs]), truncated

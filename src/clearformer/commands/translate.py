@@ -152,7 +152,7 @@ def run(args) -> int:
         outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
                             alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
                             progress=bar.update if bar is not None else None, stop=args.early_stop,
-                            placeholders=args.placeholders == "exact")
+                            placeholders=args.placeholders == "exact", split=not args.whole)
     finally:
         if bar is not None:
             bar.close()
@@ -214,6 +214,9 @@ def add_decoding_options(parser) -> None:
                         help="stop at source length + N tokens (default 50, as in the paper)")
     parser.add_argument("--batch-size", type=int, default=32, metavar="N",
                         help="sentences per batch (default 32)")
+    parser.add_argument("--whole", action="store_true",
+                        help="translate an input of more than 25 words in one pass (default: sentence by "
+                             "sentence, as the training data were cut)")
     parser.add_argument("--placeholders", choices=("exact", "free"), default="exact",
                         help="'exact' (default): every placeholder piece of a source (%%s, {0}, ...) comes out "
                              "exactly as often as it went in; 'free': no constraint")

@@ -23,6 +23,7 @@ import unicodedata
 from collections import Counter
 
 from clearformer.data.mo import MoEntry
+from clearformer.sentences import LONG_PARAGRAPH_WORDS, split_sentences
 
 TRANSLATOR_CREDITS = {"translator-credits", "translator_credits", "Your names", "Your emails"}
 TRANSLATOR_CONTEXTS = {"NAME OF TRANSLATORS", "EMAIL OF TRANSLATORS"}
@@ -44,14 +45,6 @@ _FORMAT_SPECIFIER = re.compile(
     r"|~[a-z](?![^\W_])"                             # Scheme format directives (GnuCash): ~a, ~d
 )
 _LETTER = re.compile(r"[^\W\d_]")
-
-LONG_PARAGRAPH_WORDS = 25
-# A sentence ends at . ! ? or … (with closing quotes or brackets) before a space and a capital.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'»”’)\]]*\s+")
-_SENTENCE_START = re.compile(r"[\"'«“(\[]?\s?([^\W\d_])")
-_ABBREVIATIONS = {"e.g.", "i.e.", "etc.", "vs.", "Mr.", "Mrs.", "Dr.", "St.", "M.", "cf.", "ex.", "No.",
-                  "env.", "p.", "c.-à-d."}
-
 
 def is_markup(text: str) -> bool:
     return _MARKUP.search(text) is not None
@@ -94,20 +87,6 @@ def strip_accelerators(source: str, target: str) -> tuple[str, str, int]:
 
 def normalise_whitespace(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
-
-
-def split_sentences(text: str) -> list[str]:
-    """'Open it. Then close it.' -> ['Open it.', 'Then close it.'] (abbreviations do not end one)."""
-    pieces, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        last_word = text[start:match.start()].rsplit(" ", 1)[-1]
-        next_letter = _SENTENCE_START.match(text, match.end())
-        if last_word in _ABBREVIATIONS or not (next_letter and next_letter.group(1).isupper()):
-            continue
-        pieces.append(text[start:match.start()] + match.group(0).strip())
-        start = match.end()
-    pieces.append(text[start:])
-    return [piece.strip() for piece in pieces if piece.strip()]
 
 
 def has_words(text: str) -> bool:

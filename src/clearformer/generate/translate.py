@@ -13,6 +13,7 @@ import torch
 
 from clearformer.generate.beam import DEFAULT_ALPHA, beam_search
 from clearformer.generate.greedy import greedy_decode
+from clearformer.sentences import split_long
 from clearformer.tokenize import encode_source
 
 
@@ -45,19 +46,60 @@ def placeholder_ids(tokenizer) -> tuple[int, ...]:
     return tuple(getattr(tokenizer, "placeholder_ids", ()))
 
 
+def split_long_sources(sentences: Sequence[str]) -> tuple[list[str], list[int]]:
+    """Inputs -> (pieces to translate, the input each piece belongs to): an input of more than 25 words
+    is cut into its sentences, as the training data were (`clearformer.sentences`)."""
+    pieces, owners = [], []
+    for index, text in enumerate(sentences):
+        for piece in split_long(text):
+            pieces.append(piece)
+            owners.append(index)
+    return pieces, owners
+
+
+def join_pieces(translations: Sequence[str], owners: Sequence[int], count: int) -> list[str]:
+    """The pieces' translations joined back into one translation per input (a space between sentences)."""
+    joined: list[list[str]] = [[] for _ in range(count)]
+    for text, owner in zip(translations, owners, strict=True):
+        if text:
+            joined[owner].append(text)
+    return [" ".join(parts) for parts in joined]
+
+
+def per_input_progress(progress: Callable[[int], None] | None, inputs: int, pieces: int):
+    """A progress callback counting pieces -> one counting inputs (in proportion)."""
+    if progress is None or inputs == pieces:
+        return progress
+    done = {"pieces": 0, "reported": 0}
+
+    def report(n: int) -> None:
+        done["pieces"] += n
+        now = done["pieces"] * inputs // pieces
+        if now > done["reported"]:
+            progress(now - done["reported"])
+            done["reported"] = now
+
+    return report
+
+
 def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: float = DEFAULT_ALPHA, max_extra: int = 50,
               batch_size: int = 32, progress: Callable[[int], None] | None = None,
-              use_cache: bool = True, stop: str = "current", placeholders: bool = True) -> list[str]:
+              use_cache: bool = True, stop: str = "current", placeholders: bool = True,
+              split: bool = True) -> list[str]:
     """Translate every sentence (greedy when beam == 1); the output keeps the input order.
 
     `batch_size` counts sentences per batch (beam search decodes batch_size x beam rows at once);
     `progress(n)` is called after each batch with the number of sentences it held. With
     `placeholders` (the default) a translation copies every placeholder piece of its source exactly
-    (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained).
+    (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained). With
+    `split` (the default) an input of more than 25 words is translated sentence by sentence.
     """
-    sources = [encode_source(tokenizer, text, model.config.source_eos) for text in sentences]
-    return translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size, progress, use_cache, stop,
-                         placeholders)
+    pieces, owners = split_long_sources(sentences) if split else (list(sentences), list(range(len(sentences))))
+    sources = [encode_source(tokenizer, text, model.config.source_eos) for text in pieces]
+    translations = translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size,
+                                 per_input_progress(progress, len(sentences), len(pieces)), use_cache, stop,
+                                 placeholders)
+    return join_pieces(translations, owners, len(sentences))
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = DEFAULT_ALPHA,

@@ -1,0 +1,43 @@
+"""Long inputs (issue 13): an input of more than 25 words is translated sentence by sentence, as the
+training data were cut (`clearformer.sentences`), and the translations are joined."""
+
+from __future__ import annotations
+
+from gen_helpers import SENTENCES, random_model
+
+from clearformer.evaluate import evaluate_model
+from clearformer.generate import translate
+from clearformer.generate.translate import join_pieces, per_input_progress, split_long_sources
+from clearformer.sentences import split_long
+from clearformer.tokenize import WordTokenizer
+
+LONG = ("I love the cat. " * 9 + "We eat bread.").strip()  # 31 words, ten sentences
+
+
+def test_only_inputs_over_25_words_are_cut():
+    assert split_long("I love you. We eat bread.") == ["I love you. We eat bread."]
+    assert split_long(LONG) == ["I love the cat."] * 9 + ["We eat bread."]
+    assert split_long("word " * 30) == [("word " * 30).strip()]  # no sentence end: whole
+
+
+def test_pieces_go_back_to_their_input():
+    pieces, owners = split_long_sources(["I love you", LONG, ""])
+    assert pieces[0] == "I love you" and owners == [0] + [1] * 10 + [2]
+    assert join_pieces(["a", *["b"] * 10, ""], owners, 3) == ["a", " ".join(["b"] * 10), ""]
+    counted = []
+    report = per_input_progress(counted.append, 3, 12)
+    for _ in range(12):
+        report(1)
+    assert sum(counted) == 3
+
+
+def test_translate_and_evaluate_join_the_sentences_translations():
+    tokenizer = WordTokenizer.build(SENTENCES)
+    model = random_model(len(tokenizer), seed=2)
+    whole = translate(model, tokenizer, [LONG], split=False)[0]
+    by_sentence = translate(model, tokenizer, [LONG])[0]
+    one_by_one = translate(model, tokenizer, ["I love the cat.", "We eat bread."])
+    assert by_sentence == " ".join(t for t in [one_by_one[0]] * 9 + [one_by_one[1]] if t)
+    evaluation, _ = evaluate_model(model, tokenizer, [(LONG, "x"), ("I love you", "y")])
+    assert evaluation.hypotheses[0] == by_sentence
+    assert isinstance(whole, str)

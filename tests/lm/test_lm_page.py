@@ -7,16 +7,13 @@ import importlib.util
 import json
 import os
 import re
-import shutil
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from live_support import assert_bars_show, browser_tab, chromium, serve
 
 import clearformer.lm.explain as lm_explain
 from clearformer import trace
@@ -27,7 +24,6 @@ from clearformer.lm.data import prompt_ids
 
 PROMPT = "the dog ran to"
 LOCAL = "http://127.0.0.1:8000"
-CHROMIUM = os.environ.get("CLEARFORMER_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def embedded(page: str) -> dict:
@@ -293,81 +289,20 @@ def test_imported_gpt2_explained_as_a_page_and_served(tmp_path, capsys):
 # ----------------------------------------------------------------------------- in a browser
 
 
-def _require_browser() -> None:
-    missing = []
-    if not Path(CHROMIUM).exists():
-        missing.append(f"Debian's chromium package ({CHROMIUM})")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing.append("the playwright Python package")
-    if missing:
-        reason = f"browser tests need {' and '.join(missing)}: run scripts/install-browser.sh"
-        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-            pytest.fail(f"{reason} (CI is set, so a missing browser is a failure)")
-        pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser():
-    _require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                              args=["--disable-dev-shm-usage"])
-        yield chromium
-        chromium.close()
+    yield from chromium()
 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    tab = context.new_page()
-    tab.set_default_timeout(20_000)
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    yield tab
-    context.close()
-    assert errors == [], f"the page logged errors: {errors}"
+    yield from browser_tab(browser)
 
 
 @pytest.fixture(scope="module")
 def lm_server(trained_lm, tmp_path_factory):
     """`clearformer serve --checkpoint <the tiny LM>` as a real process on a free loopback port -> its URL."""
-    import httpx
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = dict(os.environ, CLEARFORMER_RUNS=str(tmp_path_factory.mktemp("runs")))
-    log = tmp_path_factory.mktemp("server") / "serve.log"
-    with open(log, "wb") as output:
-        process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", "serve", "--checkpoint", str(trained_lm),
-                                    "--port", str(port)], stdout=output, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    try:
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"clearformer serve exited with {process.returncode}: {log.read_text()}")
-            try:
-                if httpx.get(url + "api/info", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"clearformer serve silent for 90 s: {log.read_text()}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    yield from serve(trained_lm, tmp_path_factory)
 
 
 def where(tab) -> tuple[str, int | None]:
@@ -431,12 +366,7 @@ def test_live_page_continues_a_prompt_token_by_token(page, lm_server, trained_lm
     page.keyboard.press("End")
     assert page.locator("#cf-produced .cf-token").all_inner_texts() == words
     press_until(page, "ArrowLeft", "output.probabilities", 2)
-    top = torch.topk(probabilities, 10)
-    bars = page.eval_on_selector_all("#cf-matrices .cf-bar-row", "rows => rows.map(r => [r.dataset.label, "
-                                     "+r.dataset.value, r.classList.contains('cf-chosen')])")
-    assert [b[0] for b in bars] == [tokenizer.id_to_token(i) for i in top.indices.tolist()]
-    np.testing.assert_allclose([b[1] for b in bars], top.values.double().numpy(), rtol=0, atol=1e-12)
-    assert [b[0] for b in bars if b[2]] == [words[-1]]
+    assert_bars_show(page, probabilities, tokenizer, words[-1])
     # The side panel: the last layer's masked self-attention, every row so far, mean of the heads.
     np.testing.assert_allclose(shown(page, "#cf-alignment"), weights.double().mean(0).numpy(), atol=1e-12)
     blocked = page.eval_on_selector_all("#cf-alignment .cf-cell", "cells => cells.map(c => !!c.dataset.blocked)")

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from live_support import serve
 
 WORDS = "I love you the cat Je t' aime le chat".split()
-SERVER_START_SECONDS = 90
 
 
 def build_checkpoint(directory: Path, toy_size: bool = False) -> Path:
@@ -51,12 +46,6 @@ def tiny_model(tiny_checkpoint):
     return model, tokenizer
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def toy_size_server(tmp_path_factory):
     """`clearformer serve` of a random-weight model of the toy-translate preset's sizes -> its base URL."""
@@ -68,39 +57,3 @@ def toy_size_server(tmp_path_factory):
 def live_server(tiny_checkpoint, tmp_path_factory):
     """`clearformer serve --checkpoint <tiny>` as a real process on a free loopback port -> its base URL."""
     yield from serve(tiny_checkpoint, tmp_path_factory)
-
-
-def serve(checkpoint: Path, tmp_path_factory):
-    """Run `clearformer serve --checkpoint CHECKPOINT` on a free loopback port; yield its URL, then stop it."""
-    import httpx
-
-    port = free_port()
-    runs = tmp_path_factory.mktemp("runs")
-    env = dict(os.environ, CLEARFORMER_RUNS=str(runs))
-    log = tmp_path_factory.mktemp("server") / "serve.log"
-    with open(log, "wb") as output:
-        process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", "serve", "--checkpoint",
-                                    str(checkpoint), "--port", str(port)], stdout=output,
-                                   stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + SERVER_START_SECONDS
-    try:
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"clearformer serve exited with {process.returncode}: {log.read_text()}")
-            try:
-                if httpx.get(url + "api/info", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"clearformer serve silent for {SERVER_START_SECONDS} s: {log.read_text()}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

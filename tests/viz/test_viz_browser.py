@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from live_support import assert_bars_show, browser_tab, chromium
 
 from clearformer import trace
 from clearformer.explain.examples import run_example
@@ -22,52 +23,18 @@ from clearformer.explain.html import write_html
 from clearformer.generate.greedy import greedy_decode
 from clearformer.tokenize import encode_source
 
-CHROMIUM = os.environ.get("CLEARFORMER_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 MAX_PRESSES = 400
-
-
-def _require_browser() -> None:
-    missing = []
-    if not Path(CHROMIUM).exists():
-        missing.append(f"Debian's chromium package ({CHROMIUM})")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing.append("the playwright Python package")
-    if missing:
-        reason = f"browser tests need {' and '.join(missing)}: run scripts/install-browser.sh"
-        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-            pytest.fail(f"{reason} (CI is set, so a missing browser is a failure)")
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    _require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        # /dev/shm is tiny in containers; chromium then crashes rendering larger pages without this flag.
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                              args=["--disable-dev-shm-usage"])
-        yield chromium
-        chromium.close()
+    yield from chromium()
 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    tab = context.new_page()
-    tab.set_default_timeout(20_000)
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
     # The browser logs every 4xx answer; the one test that sends a bad sentence expects a 400 (and checks it).
-    expected = "Failed to load resource: the server responded with a status of 400"
-    tab.on("console", lambda message: errors.append(message.text)
-           if message.type == "error" and not message.text.startswith(expected) else None)
-    yield tab
-    context.close()
-    assert errors == [], f"the page logged errors: {errors}"
+    yield from browser_tab(browser, "Failed to load resource: the server responded with a status of 400")
 
 
 # --- reading the page ---------------------------------------------------------------------------------------
@@ -184,12 +151,7 @@ def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, 
     assert page.inner_text("#cf-result") == tokenizer.decode(generated[1:])
     press_until(page, "ArrowLeft", "output.probabilities", final)
     probabilities = last.get("output.probabilities")[0, -1]
-    top = torch.topk(probabilities, 10)
-    bars = page.eval_on_selector_all("#cf-matrices .cf-bar-row", "rows => rows.map(r => [r.dataset.label, "
-                                     "+r.dataset.value, r.classList.contains('cf-chosen')])")
-    assert [b[0] for b in bars] == [tokenizer.id_to_token(i) for i in top.indices.tolist()]
-    np.testing.assert_allclose([b[1] for b in bars], top.values.double().numpy(), rtol=0, atol=1e-12)
-    assert [b[0] for b in bars if b[2]] == [words[-1]]
+    assert_bars_show(page, probabilities, tokenizer, words[-1])
     press_until(page, "ArrowLeft", "decoder.layers.0.cross_attention.weights", final)
     cross = cross[0]
     for head in range(model.config.n_heads):

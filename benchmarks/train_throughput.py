@@ -23,20 +23,24 @@ import argparse
 import contextlib
 import math
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
 
-from benchmarks.report import markdown_table, write_section
-from clearformer import mfu
-from clearformer.batching import BatchStream, drop_long
-from clearformer.config import preset
-from clearformer.model.embedding import sinusoidal_table
-from clearformer.model.transformer import Transformer
-from clearformer.train.corpus import encode_pairs, read_pairs
-from clearformer.train.loss import label_smoothed_loss
-from clearformer.train.step import TranslationLoss, place_dropout
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python benchmarks/train_throughput.py` works too
+
+from benchmarks.report import markdown_table, write_section  # noqa: E402
+from clearformer import mfu  # noqa: E402
+from clearformer.batching import BatchStream, drop_long  # noqa: E402
+from clearformer.config import preset  # noqa: E402
+from clearformer.model.embedding import sinusoidal_table  # noqa: E402
+from clearformer.model.transformer import Transformer  # noqa: E402
+from clearformer.train.corpus import encode_pairs, read_pairs  # noqa: E402
+from clearformer.train.loss import label_smoothed_loss  # noqa: E402
+from clearformer.train.step import TranslationLoss, place_dropout  # noqa: E402
 
 
 class TorchPeer(nn.Module):

@@ -77,7 +77,7 @@ def test_explain_a_sentence_with_a_checkpoint(capsys, checkpoint):
     stages = {s["stage"] for s in data["steps"]}
     assert {"input", "encoder", "decoder", "output"} <= stages
     cross = [s for s in data["steps"] if s["name"].endswith("cross_attention.weights")]
-    assert cross and cross[0]["matrices"][0]["col_labels"] == ["I", "love", "you"]
+    assert cross and cross[0]["matrices"][0]["col_labels"] == ["I", "love", "you", "<eos>"]  # source_eos, the default
 
 
 @pytest.mark.parametrize("argv, message", [

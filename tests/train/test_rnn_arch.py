@@ -77,7 +77,7 @@ def test_alignment_rows_are_the_models_attention(rnn_run):
     model, tokenizer, _ = load_model(rnn_run)
     walk = explain_translation(model, tokenizer, "I love you", max_new_tokens=3)
     last = walk.find("decoder.cross_attention.weights")[-1].matrices[0]
-    assert last.col_labels == ["I", "love", "you"]
+    assert last.col_labels == ["I", "love", "you", "<eos>"]  # sources end in <eos> (the default)
     assert all(sum(row) == pytest.approx(1.0) for row in last.values)
 
 

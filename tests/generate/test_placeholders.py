@@ -77,6 +77,10 @@ def test_a_tokenizer_saved_before_placeholders_loads_without_them(tokenizer, tmp
     (tmp_path / JSON_FILE).write_text(json.dumps(info))
     with pytest.raises(UserError, match="must be a list of strings"):
         SentencePieceTokenizer.load(tmp_path)
+    info["placeholders"] = ["%s", "%NOT_A_PIECE"]
+    (tmp_path / JSON_FILE).write_text(json.dumps(info))
+    with pytest.raises(UserError, match=r"tokenizer\.json: the SentencePiece model lacks .*%NOT_A_PIECE"):
+        SentencePieceTokenizer.load(tmp_path)
 
 
 PIECES = (5, 6, 7)  # token ids treated as placeholder pieces in the random model's vocabulary

@@ -150,3 +150,5 @@ class SentencePieceTokenizer:
             return cls(proto, placeholders)
         except (RuntimeError, OSError) as error:
             raise UserError(f"{path}: not a SentencePiece model ({str(error).splitlines()[0]})") from None
+        except UserError as error:  # a placeholder that tokenizer.json lists is not in the model
+            raise UserError(f"{directory / JSON_FILE}: {error}") from None

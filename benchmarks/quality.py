@@ -99,22 +99,22 @@ def main() -> None:
         saved = json.loads(CURVE.read_text(encoding="utf-8"))
         points, step = saved["points"], saved["steps"]
         model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{step:08d}")
-    while not args.final_only and budget < args.minutes - 1e-9:
-        budget = min(args.minutes, budget + args.every)
-        if points:
-            options = resume_options(out, minutes=budget)
-        else:
-            options.minutes = budget
-        # The first segment replaces an earlier run in --out (train/rundir.py); the others continue it.
-        result = train(options, resume=bool(points), progress=False, overwrite=not points)
-        model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{result.step:08d}")
-        hypotheses = translate(model, tokenizer, [s for s, _ in valid], beam=1, batch_size=64)
-        bleu = score_corpus(hypotheses, [t for _, t in valid]).bleu
-        points.append({"minutes": budget, "step": result.step, "train_loss": result.train_loss,
-                       "valid_loss": result.valid_loss, "bleu": bleu})
-        print(f"{budget:g} min: step {result.step}, valid loss {result.valid_loss:.3f}, "
-              f"greedy BLEU {bleu:.2f}", flush=True)
-    if not args.final_only:
+    else:
+        while budget < args.minutes - 1e-9:
+            budget = min(args.minutes, budget + args.every)
+            if points:
+                options = resume_options(out, minutes=budget)
+            else:
+                options.minutes = budget
+            # The first segment replaces an earlier run in --out (train/rundir.py); the others continue it.
+            result = train(options, resume=bool(points), progress=False, overwrite=not points)
+            model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{result.step:08d}")
+            hypotheses = translate(model, tokenizer, [s for s, _ in valid], beam=1, batch_size=64)
+            bleu = score_corpus(hypotheses, [t for _, t in valid]).bleu
+            points.append({"minutes": budget, "step": result.step, "train_loss": result.train_loss,
+                           "valid_loss": result.valid_loss, "bleu": bleu})
+            print(f"{budget:g} min: step {result.step}, valid loss {result.valid_loss:.3f}, "
+                  f"greedy BLEU {bleu:.2f}", flush=True)
         step = result.step
     alpha = args.alpha if args.alpha is not None else DEFAULT_ALPHA
     finals = {}

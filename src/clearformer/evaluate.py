@@ -15,13 +15,7 @@ from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
 from clearformer.generate.beam import DEFAULT_ALPHA
-from clearformer.generate.translate import (
-    encode_source,
-    join_pieces,
-    per_input_progress,
-    split_long_sources,
-    translate_ids,
-)
+from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress, translate_ids
 from clearformer.placeholders import PlaceholderScore, placeholder_score
 
 DEFAULT_CORPUS = "en-fr-software"
@@ -155,12 +149,11 @@ def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1
     """
     max_len = model.config.max_len
     texts = [source for source, _ in pairs]
-    pieces, owners = split_long_sources(texts) if split else (texts, list(range(len(texts))))
-    sources = [encode_source(tokenizer, piece, model.config.source_eos) for piece in pieces]
+    sources, owners = encode_sources(model, tokenizer, texts, split)
     truncated = sum(len(ids) > max_len for ids in sources)
     translations = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], beam=beam, alpha=alpha,
                                  max_extra=max_extra, batch_size=batch_size,
-                                 progress=per_input_progress(progress, len(texts), len(pieces)), stop=stop,
+                                 progress=per_input_progress(progress, len(texts), len(sources)), stop=stop,
                                  placeholders=placeholders)
     hypotheses = join_pieces(translations, owners, len(texts))
-    return score_corpus(hypotheses, [target for _, target in pairs], [source for source, _ in pairs]), truncated
+    return score_corpus(hypotheses, [target for _, target in pairs], texts), truncated

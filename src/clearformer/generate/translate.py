@@ -94,12 +94,18 @@ def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: floa
     (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained). With
     `split` (the default) an input of more than 25 words is translated sentence by sentence.
     """
-    pieces, owners = split_long_sources(sentences) if split else (list(sentences), list(range(len(sentences))))
-    sources = [encode_source(tokenizer, text, model.config.source_eos) for text in pieces]
+    sources, owners = encode_sources(model, tokenizer, sentences, split)
     translations = translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size,
-                                 per_input_progress(progress, len(sentences), len(pieces)), use_cache, stop,
+                                 per_input_progress(progress, len(sentences), len(sources)), use_cache, stop,
                                  placeholders)
     return join_pieces(translations, owners, len(sentences))
+
+
+def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = True) -> tuple[list[list[int]], list[int]]:
+    """Inputs -> (source ids of each piece to translate, the input each piece belongs to): an input of
+    more than 25 words is cut into its sentences when `split`; each piece is read by `encode_source`."""
+    pieces, owners = split_long_sources(sentences) if split else (list(sentences), list(range(len(sentences))))
+    return [encode_source(tokenizer, text, model.config.source_eos) for text in pieces], owners
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = DEFAULT_ALPHA,

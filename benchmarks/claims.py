@@ -19,6 +19,15 @@ BENCHMARKS.md.
 
     python -m benchmarks.claims --minutes 5 --points 5          # every claim
     python -m benchmarks.claims --claims 1,3 --minutes 2
+
+Claim 1(b) on real data (its own section): the GRU baseline and the Transformer trained by
+`clearformer train` (`--arch rnn` / `--arch transformer`) on en-fr-software with the same
+SentencePiece vocabulary, batches, seed and budget as `benchmarks/quality.py`, validation BLEU
+every `--every` minutes and test BLEU at the end:
+
+    python -m benchmarks.claims --en-fr 25                               # trains both, 2 x 25 minutes
+    python -m benchmarks.claims --en-fr 25 --reuse-transformer runs/quality   # the GRU only; the
+        # Transformer's curve is that of a `benchmarks.quality` run of the same settings and minutes
 """
 
 from __future__ import annotations
@@ -113,6 +122,70 @@ def run_claim(number: int, minutes: float, points: int, out: Path) -> str:
     return "\n".join(lines)
 
 
+EN_FR_SAME = ("preset", "data_dir", "tokenizer", "vocab_size", "placeholder_pieces", "batch_tokens", "accum",
+              "lr_factor", "warmup", "label_smoothing", "seed", "tie")  # what must match to reuse a run
+
+
+def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) -> dict:
+    """GRU against Transformer on en-fr-software at the same CPU budget: {arch: curve and test scores}."""
+    from benchmarks.quality import CURVE_IN_RUN, quality_options, train_curve
+    from clearformer.checkpoint import load_model
+    from clearformer.evaluate import evaluate_model
+    from clearformer.train.corpus import read_pairs
+
+    data = "data/en-fr-software"
+    valid = read_pairs((f"{data}/valid.tsv",), skip_bad=True)[:300]
+    test = read_pairs((f"{data}/test.tsv",), skip_bad=True)
+    results = {}
+    for arch in ("transformer", "rnn"):
+        options = quality_options(runs / arch, data=data, arch=arch)
+        if arch == "transformer" and reuse is not None:
+            run = reuse
+            used = json.loads((run / "meta.json").read_text(encoding="utf-8"))["options"]
+            differ = [k for k in EN_FR_SAME if used.get(k) != getattr(options, k)]
+            saved = json.loads((run / CURVE_IN_RUN).read_text(encoding="utf-8"))
+            points, step = saved["points"], saved["steps"]
+            if differ or used.get("arch") != "transformer" or abs(points[-1]["minutes"] - minutes) > 1e-6:
+                sys.exit(f"--reuse-transformer {run}: not the same settings and minutes ({differ or 'minutes'})")
+        else:
+            run = Path(options.run_dir)
+            points, step = train_curve(options, minutes, every, valid)
+        model, tokenizer, meta = load_model(run / "checkpoints" / f"step-{step:08d}")
+        scores, _ = evaluate_model(model, tokenizer, test, beam=1, batch_size=64)
+        results[arch] = {"parameters": sum(p.numel() for p in model.parameters()), "run": str(run),
+                         "reused": arch == "transformer" and reuse is not None,
+                         "minutes": [p["minutes"] for p in points], "steps": [p["step"] for p in points],
+                         "bleu": [p["bleu"] for p in points], "valid_loss": [p["valid_loss"] for p in points],
+                         "test_bleu": scores.bleu, "test_chrf": scores.chrf, "test_ratio": scores.ratio,
+                         "test_bleu_line": scores.bleu_line}
+        print(f"  {arch}: step {step}, valid BLEU {points[-1]['bleu']:.2f}, test BLEU {scores.bleu:.2f}", flush=True)
+    return results
+
+
+def en_fr_section(results: dict, minutes: float, out: Path) -> str:
+    """Write claim 1(b)'s JSON and figure; return its BENCHMARKS.md text."""
+    png = out / "claim1-parallel-en-fr-bleu.png"
+    names = {"transformer": "Transformer (small)", "rnn": "GRU + attention (small)"}
+    curves = {names[arch]: curve for arch, curve in results.items()}
+    common.write_result(png.with_suffix(".json"), png, results,
+                        curve_figure(curves, f"claim 1: en-fr-software, {minutes:g} CPU minutes each"))
+    rows = [[names[arch], f"{c['parameters']:,}", c["steps"][-1], f"{c['steps'][-1] / (60 * minutes):.2f}",
+             " / ".join(f"{b:.1f}" for b in c["bleu"]), f"{c['test_bleu']:.2f}", f"{c['test_chrf']:.2f}",
+             f"{c['test_ratio']:.3f}"] for arch, c in results.items()]
+    reused = [names[a] for a, c in results.items() if c["reused"]]
+    return ("The claim's part (b): both models trained by `clearformer train` (`--arch transformer` / `--arch rnn`, "
+            f"the `small` preset's width and depth) on en-fr-software for {minutes:g} minutes of training time each "
+            "with the settings of `benchmarks/quality.py` (the same 8000-piece SentencePiece vocabulary, <= 2048 "
+            "padded tokens per batch, seed, warmup 400, label smoothing 0.1); validation BLEU on the first 300 "
+            "validation sentences between segments (greedy), test BLEU on the whole test split at the end (greedy, "
+            "brevity penalty and placeholder constraint as `translate`'s defaults)"
+            + (f"; the {', '.join(reused)} curve is the `benchmarks.quality` run of this session with the same "
+               "settings (checked against its meta.json)" if reused else "") + ".\n\n"
+            + markdown_table(["model", "parameters", "steps", "steps/s", "validation BLEU along training", "test BLEU",
+                              "test chrF", "length ratio"], rows)
+            + f"\n\nFigure: `{os.path.relpath(png, ROOT)}`")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claims", default="1,2,3,4,5", help="comma-separated claim numbers (default all)")
@@ -122,8 +195,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default torch's own; 1 on a machine other jobs share)")
     parser.add_argument("--no-report", action="store_true", help="do not write BENCHMARKS.md")
+    parser.add_argument("--en-fr", type=float, metavar="MINUTES",
+                        help="only claim 1(b) on en-fr-software: GRU against Transformer, MINUTES each")
+    parser.add_argument("--every", type=float, default=2.5, help="--en-fr: minutes between BLEU points")
+    parser.add_argument("--runs", default="runs/claims-en-fr", help="--en-fr: run folders (replaced)")
+    parser.add_argument("--reuse-transformer", help="--en-fr: take the Transformer from this benchmarks.quality run")
     args = parser.parse_args()
     out = Path(args.out).resolve()
+    if args.en_fr:
+        with common.thread_count(args.threads):
+            results = en_fr_contest(args.en_fr, args.every, Path(args.runs),
+                                    Path(args.reuse_transformer) if args.reuse_transformer else None)
+        body = (f"Command: `python -m benchmarks.claims {' '.join(sys.argv[1:])}`; torch threads "
+                f"{args.threads or torch.get_num_threads()}.\n\n" + en_fr_section(results, args.en_fr, out))
+        if not args.no_report:
+            write_section("claims_en_fr", "Claim 1(b): GRU against Transformer on en-fr-software, equal CPU minutes",
+                          body)
+        return
     numbers = [int(n) for n in args.claims.split(",")]
     with common.thread_count(args.threads):
         sections = [run_claim(n, args.minutes, args.points, out) for n in numbers]

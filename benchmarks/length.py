@@ -20,6 +20,7 @@ with the placeholder constraint off (`--placeholders free`).
     python -m benchmarks.length --minutes 18 --parallel     # the recorded run
     python -m benchmarks.length --minutes 1 --test-sentences 100 --no-write   # a smoke test
     python -m benchmarks.length --checkpoint runs/quality --alphas 0.6 1 1.5 2   # decoding only, one model
+    python -m benchmarks.length --checkpoint runs/quality --split valid --alphas 2 --brevities 0 1 2 4
 
 `--parallel` trains the variants at the same time, one process and one thread each, so that
 every variant gets the same share of a shared machine; without it they train one after another
@@ -91,31 +92,55 @@ def evaluate_variant(name: str, args, test) -> list[dict]:
     return rows
 
 
-def decoding_ablation(args, test) -> None:
-    """Greedy and beam 4 at several length penalties for one trained model (`--checkpoint`)."""
+def ensure_length_ratio(model, tokenizer, data_dir: str | Path) -> str:
+    """A model trained before `ModelConfig.length_ratio` existed gets it measured now, by the same
+    function `clearformer train` uses, on its training split; returns a line saying which."""
+    from clearformer.train.corpus import encode_pairs, length_ratio, read_pairs
+
+    if model.config.length_ratio > 0:
+        return f"length ratio {model.config.length_ratio:.4f} (measured by train)"
+    train_pairs = read_pairs((str(Path(data_dir) / "train.tsv"),), skip_bad=True)
+    model.config.length_ratio = length_ratio(encode_pairs(tokenizer, train_pairs, model.config.source_eos),
+                                             model.config.source_eos)
+    return f"length ratio {model.config.length_ratio:.4f} (measured now on {data_dir}/train.tsv)"
+
+
+def decoding_ablation(args, pairs) -> None:
+    """Greedy and beam 4 at several length penalties and brevity weights for one trained model
+    (`--checkpoint`), on `--split`."""
     from clearformer.checkpoint import load_model
     from clearformer.evaluate import evaluate_model
 
     model, tokenizer, meta = load_model(args.checkpoint)
+    ratio_line = ensure_length_ratio(model, tokenizer, args.data)
+    print(ratio_line, flush=True)
     table = []
-    for beam, alpha in [(1, 0.0)] + [(4, a) for a in args.alphas]:
+    settings = [(1, 0.0, w) for w in args.brevities] + [(4, a, w) for a in args.alphas for w in args.brevities]
+    for beam, alpha, weight in settings:
         started = time.monotonic()
-        result, _ = evaluate_model(model, tokenizer, test, beam=beam, alpha=alpha, batch_size=32)
+        result, _ = evaluate_model(model, tokenizer, pairs, beam=beam, alpha=alpha, batch_size=32, brevity=weight)
         name = "greedy" if beam == 1 else f"beam 4, alpha {alpha:g}"
         kept, total = result.placeholders.kept, result.placeholders.total
-        table.append([name, f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{result.ratio:.3f}",
+        table.append([name, f"{weight:g}", f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{result.ratio:.3f}",
                       *[f"{b.ratio:.2f}" if b.sentences else "—" for b in result.buckets],
                       f"{100 * kept / max(total, 1):.1f}%", f"{time.monotonic() - started:.0f}"])
         print(" | ".join(table[-1]), flush=True)
     if args.no_write:
         return
-    buckets = [b.name for b in result.buckets]
-    body = (f"Checkpoint `{args.checkpoint}` (step {meta.get('step', '?')}); {len(test)} test sentences of "
-            f"en-fr-software; beam search with the GNMT length penalty ((5 + n) / 6)^alpha, early stop "
-            "\"current\", placeholders exact. Length ratio = hypothesis / reference tokens (13a), overall and "
-            "by reference length.\n\n"
-            + markdown_table(["decoding", "BLEU", "chrF", "ratio", *buckets, "placeholders", "seconds"], table))
-    write_section("length_decoding", "Translation length: the length penalty on one trained model", body)
+    buckets = [f"{b.name} ({b.sentences})" for b in result.buckets]
+    body = (f"Checkpoint `{args.checkpoint}` (step {meta.get('step', '?')}); the {len(pairs)} sentences of the "
+            f"{args.split} split of en-fr-software; {torch.get_num_threads()} threads; {ratio_line}. Beam search "
+            "with the GNMT length penalty ((5 + n) / 6)^alpha, early stop \"current\", placeholders exact; "
+            "brevity = the weight w of the penalty w * min(0, log(length / (ratio * source length))) on <eos> "
+            "(`generate/brevity.py`, 0 = off). Length ratio = hypothesis / reference tokens (13a), overall and "
+            "by reference length (sentences in brackets).\n\n"
+            f"Command: `python -m benchmarks.length --checkpoint {args.checkpoint} --split {args.split} "
+            f"--alphas {' '.join(f'{a:g}' for a in args.alphas)} "
+            f"--brevities {' '.join(f'{w:g}' for w in args.brevities)}`\n\n"
+            + markdown_table(["decoding", "brevity", "BLEU", "chrF", "ratio", *buckets, "placeholders", "seconds"],
+                             table))
+    write_section("length_decoding" if args.split == "test" else "length_decoding_valid",
+                  f"Translation length: length penalty and brevity penalty on one trained model ({args.split})", body)
 
 
 def report(args, trained: dict, rows: list[dict], test_count: int, wall: float) -> None:
@@ -152,6 +177,10 @@ def main() -> None:
     parser.add_argument("--parallel", action="store_true", help="train the variants at once, 1 thread each")
     parser.add_argument("--checkpoint", help="decoding only: evaluate this trained model at --alphas")
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.6, 1.0, 1.5, 2.0])
+    parser.add_argument("--brevities", type=float, nargs="+", default=[0.0],
+                        help="brevity penalty weights to try (generate/brevity.py)")
+    parser.add_argument("--split", choices=("valid", "test"), default="test",
+                        help="decoding only: the split to translate (tune on valid, report test)")
     parser.add_argument("--train-one", help=argparse.SUPPRESS)  # a worker of --parallel
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
@@ -163,8 +192,8 @@ def main() -> None:
     from clearformer.train.corpus import read_pairs
 
     if args.checkpoint:
-        test = read_pairs((str(Path(args.data) / "test.tsv"),), skip_bad=True)
-        decoding_ablation(args, test[: args.test_sentences] if args.test_sentences else test)
+        pairs = read_pairs((str(Path(args.data) / f"{args.split}.tsv"),), skip_bad=True)
+        decoding_ablation(args, pairs[: args.test_sentences] if args.test_sentences else pairs)
         return
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]

@@ -25,16 +25,19 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.length import ensure_length_ratio
 from benchmarks.report import ROOT, markdown_table, write_section
 from clearformer.checkpoint import load_model
 from clearformer.evaluate import evaluate_model, score_corpus
 from clearformer.generate import translate
 from clearformer.generate.beam import DEFAULT_ALPHA
+from clearformer.generate.brevity import DEFAULT_BREVITY
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.corpus import read_pairs
 
 PLOT = ROOT / "benchmarks" / "quality_bleu_vs_minutes.png"
 CURVE = ROOT / "benchmarks" / "quality_curve.json"
+CURVE_IN_RUN = "quality_points.json"  # the curve, kept in the run folder too (also under --no-write)
 PEER_CURVE = ROOT / "benchmarks" / "quality_marian_curve.json"  # written by benchmarks/quality_marian.py
 
 
@@ -61,6 +64,45 @@ def plot_curves(path: Path = PLOT) -> None:
     plt.close(figure)
 
 
+def quality_options(run_dir: Path, preset: str = "small", data: str = "data/en-fr-software", vocab_size: int = 8000,
+                    batch_tokens: int = 2048, warmup: int = 400, lr_factor: float = 1.0,
+                    arch: str = "transformer") -> TrainOptions:
+    """The run's training options (also `benchmarks/claims.py`'s GRU against Transformer on this data):
+    no evaluation or checkpoint inside the budget; the curve is measured between segments."""
+    return TrainOptions(preset=preset, data_dir=data, run_dir=str(run_dir), tokenizer="sentencepiece",
+                        vocab_size=vocab_size, batch_tokens=batch_tokens, warmup=warmup, lr_factor=lr_factor,
+                        arch=arch, steps=None, minutes=None, patience=0, eval_every=10**9, save_every=10**9,
+                        bleu_sentences=0, keep=2)
+
+
+def train_curve(options: TrainOptions, minutes: float, every: float, valid: list[tuple[str, str]]
+                ) -> tuple[list[dict], int]:
+    """Train `options` (a new run in options.run_dir) for `minutes` of training time, in segments of
+    `every` minutes; after each, outside the budget, translate `valid` greedily for the BLEU curve.
+    Returns the curve's points and the last step; the points are also kept in the run folder
+    (CURVE_IN_RUN), so that `--final-only` finds them."""
+    out, points, budget, step = Path(options.run_dir), [], 0.0, 0
+    while budget < minutes - 1e-9:
+        budget = min(minutes, budget + every)
+        if points:
+            options = resume_options(out, minutes=budget)
+        else:
+            options.minutes = budget
+        # The first segment replaces an earlier run in the folder (train/rundir.py); the others continue it.
+        result = train(options, resume=bool(points), progress=False, overwrite=not points)
+        model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{result.step:08d}")
+        hypotheses = translate(model, tokenizer, [s for s, _ in valid], beam=1, batch_size=64)
+        bleu = score_corpus(hypotheses, [t for _, t in valid]).bleu
+        points.append({"minutes": budget, "step": result.step, "train_loss": result.train_loss,
+                       "valid_loss": result.valid_loss, "bleu": bleu})
+        print(f"{out}: {budget:g} min: step {result.step}, valid loss {result.valid_loss:.3f}, "
+              f"greedy BLEU {bleu:.2f}", flush=True)
+        step = result.step
+        (out / CURVE_IN_RUN).write_text(json.dumps({"points": points, "steps": step}, indent=1) + "\n",
+                                        encoding="utf-8")
+    return points, step
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=25.0, help="training time budget")
@@ -77,51 +119,39 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--alpha", type=float, default=None,
                         help="beam search length penalty (default: translate's default)")
+    parser.add_argument("--brevity", type=float, default=None,
+                        help=f"brevity penalty weight (default {DEFAULT_BREVITY}: generate/brevity.py)")
     parser.add_argument("--final-only", action="store_true",
                         help="no training: evaluate the last checkpoint of --out again (the curve comes from "
-                             "benchmarks/quality_curve.json) and rewrite the section")
+                             f"--out/{CURVE_IN_RUN}) and rewrite the section")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     out = Path(args.out)
-    options = TrainOptions(preset=args.preset, data_dir=args.data, run_dir=str(out),
-                           tokenizer="sentencepiece", vocab_size=args.vocab_size,
-                           batch_tokens=args.batch_tokens, warmup=args.warmup,
-                           lr_factor=args.lr_factor, steps=None, minutes=None, patience=0, eval_every=10**9,
-                           save_every=10**9, bleu_sentences=0, keep=2)
+    options = quality_options(out, args.preset, args.data, args.vocab_size, args.batch_tokens, args.warmup,
+                              args.lr_factor)
     valid = read_pairs((str(Path(args.data) / "valid.tsv"),), skip_bad=True)[: args.curve_sentences]
     test = read_pairs((str(Path(args.data) / "test.tsv"),), skip_bad=True)
     test = test[: args.test_sentences] if args.test_sentences else test
-    points, budget, started = [], 0.0, time.monotonic()
+    points, started = [], time.monotonic()
+    run_curve = out / CURVE_IN_RUN
     if args.final_only:
-        saved = json.loads(CURVE.read_text(encoding="utf-8"))
+        saved = json.loads((run_curve if run_curve.exists() else CURVE).read_text(encoding="utf-8"))
         points, step = saved["points"], saved["steps"]
         model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{step:08d}")
     else:
-        while budget < args.minutes - 1e-9:
-            budget = min(args.minutes, budget + args.every)
-            if points:
-                options = resume_options(out, minutes=budget)
-            else:
-                options.minutes = budget
-            # The first segment replaces an earlier run in --out (train/rundir.py); the others continue it.
-            result = train(options, resume=bool(points), progress=False, overwrite=not points)
-            model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{result.step:08d}")
-            hypotheses = translate(model, tokenizer, [s for s, _ in valid], beam=1, batch_size=64)
-            bleu = score_corpus(hypotheses, [t for _, t in valid]).bleu
-            points.append({"minutes": budget, "step": result.step, "train_loss": result.train_loss,
-                           "valid_loss": result.valid_loss, "bleu": bleu})
-            print(f"{budget:g} min: step {result.step}, valid loss {result.valid_loss:.3f}, "
-                  f"greedy BLEU {bleu:.2f}", flush=True)
-        step = result.step
+        points, step = train_curve(options, args.minutes, args.every, valid)
+        model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{step:08d}")
     alpha = args.alpha if args.alpha is not None else DEFAULT_ALPHA
+    brevity = args.brevity if args.brevity is not None else DEFAULT_BREVITY
+    ratio_line = ensure_length_ratio(model, tokenizer, args.data)
     finals = {}
     for name, beam, placeholders in ((f"beam {args.beam}", args.beam, True), ("greedy", 1, True),
                                      (f"beam {args.beam}, placeholders free", args.beam, False)):
         finals[name], _ = evaluate_model(model, tokenizer, test, beam=beam, alpha=alpha, batch_size=32,
-                                         placeholders=placeholders)
+                                         placeholders=placeholders, brevity=brevity)
         print(name, finals[name].bleu_line, finals[name].chrf_line, finals[name].summary(), sep="\n", flush=True)
     final = finals[f"beam {args.beam}"]
     wall = (time.monotonic() - started) / 60
@@ -146,6 +176,7 @@ def main() -> None:
             + (f"{wall:.0f} minutes of wall time with the evaluations.\n\n" if not args.final_only else
                "the final evaluation below was rerun on the last checkpoint (`--final-only`).\n\n")
             + f"Final test scores ({len(test)} test sentences; beam search with length penalty alpha {alpha:g}; "
+            f"brevity penalty weight {brevity:g} on <eos> (`generate/brevity.py`, {ratio_line}); "
             f"placeholders exact = the decoding constraint of `generate/constraints.py`, on by default):\n\n"
             + "".join(f"**{name}**\n\n- `{e.bleu_line}`\n- `{e.chrf_line}`\n"
                       + "".join(f"- {line}\n" for line in e.summary().splitlines()) + "\n"

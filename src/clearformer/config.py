@@ -24,7 +24,7 @@ ARCHITECTURES = ("transformer", "rnn")
 # The fields the GRU baseline (architecture "rnn", model/rnn.py) reads; every other field is the
 # Transformer's own (heads, d_ff, positions, norms, activation, attention variant) and stays at its default.
 RNN_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_encoder_layers", "n_decoder_layers", "dropout",
-              "max_len", "pad_id", "tie_embeddings", "source_eos", "architecture", "extra")
+              "max_len", "pad_id", "tie_embeddings", "source_eos", "architecture", "length_ratio", "extra")
 
 
 @dataclass
@@ -60,6 +60,12 @@ class ModelConfig:
             Training, translate, evaluate and explain all read sources through
             `tokenize.encode_source`, which honours it; a config.json written before the field
             existed loads with False, as that model was trained.
+
+    Measured on the training data
+        length_ratio: target tokens per source token over the training pairs (sources' <eos> not
+            counted), written by `clearformer train`; decoding penalises ending much shorter
+            (`generate/brevity.py`). 0 = not measured (imported models, runs from before the
+            field): no penalty.
     """
 
     src_vocab_size: int = 10
@@ -91,6 +97,7 @@ class ModelConfig:
     source_eos: bool = True
     scale_attention: bool = True
     architecture: str = "transformer"
+    length_ratio: float = 0.0
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -127,6 +134,7 @@ class ModelConfig:
         need(self.attention in ("mha", "mla"), f"attention must be mha or mla, not {self.attention!r}")
         need(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), not {self.dropout}")
         need(self.max_len > 0, "max_len must be positive")
+        need(self.length_ratio >= 0, f"length_ratio must be >= 0 (0 = not measured), not {self.length_ratio}")
         need(self.positional != "rope" or self.head_dim % 2 == 0, "rope needs an even head dimension")
         need(self.architecture in ARCHITECTURES,
              f"architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}")

@@ -15,6 +15,7 @@ from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
 from clearformer.generate.beam import DEFAULT_ALPHA
+from clearformer.generate.brevity import DEFAULT_BREVITY
 from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress, translate_ids
 from clearformer.placeholders import PlaceholderScore, placeholder_score
 
@@ -140,7 +141,8 @@ def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str
 def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1, alpha: float = DEFAULT_ALPHA,
                    max_extra: int = 50, batch_size: int = 32,
                    progress: Callable[[int], None] | None = None, stop: str = "current",
-                   placeholders: bool = True, split: bool = True) -> tuple[Evaluation, int]:
+                   placeholders: bool = True, split: bool = True, brevity: float = DEFAULT_BREVITY
+                   ) -> tuple[Evaluation, int]:
     """Translate every source of `pairs` (as `translate` does: `split` cuts a source of more than 25
     words into its sentences) and score against the targets.
 
@@ -154,6 +156,6 @@ def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1
     translations = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], beam=beam, alpha=alpha,
                                  max_extra=max_extra, batch_size=batch_size,
                                  progress=per_input_progress(progress, len(texts), len(sources)), stop=stop,
-                                 placeholders=placeholders)
+                                 placeholders=placeholders, brevity=brevity)
     hypotheses = join_pieces(translations, owners, len(texts))
     return score_corpus(hypotheses, [target for _, target in pairs], texts), truncated

@@ -227,3 +227,19 @@ def test_undecodable_text_in_stdin_or_argument(checkpoint, capsys, monkeypatch):
     assert code == 2 and "<stdin>:2: not UTF-8 text" in err
     code, _, err = run_cli(["translate", "I love \udcff", "--checkpoint", str(checkpoint)], capsys)
     assert code == 2 and err.strip().endswith("error: not UTF-8 text")
+
+
+def test_brevity_option_reaches_decoding_and_rejects_negative_weights(checkpoint, capsys):
+    model, tokenizer, meta = load_model(checkpoint)
+    model.config.length_ratio = 3.0  # as if measured by `train`: translations three times the source
+    save_model(checkpoint, model, tokenizer, meta=meta)
+    for weight in ("0", "2.5"):
+        code, out, _ = run_cli(["translate", "--brevity", weight, "--checkpoint", str(checkpoint), "I love you"],
+                               capsys)
+        assert code == 0 and out == expected(checkpoint, ["I love you"], brevity=float(weight))[0] + "\n"
+    beam = ["translate", "--beam", "3", "--brevity", "4", "--checkpoint", str(checkpoint), "I love you"]
+    code, out, _ = run_cli(beam, capsys)
+    assert code == 0 and out == expected(checkpoint, ["I love you"], beam=3, brevity=4.0)[0] + "\n"
+    code, out, err = run_cli(["translate", "--brevity", "-1", "--checkpoint", str(checkpoint), "I love you"], capsys)
+    assert code != 0 and out == ""
+    assert err.strip() == "clearformer translate: error: --brevity must be >= 0 (0 = off), not -1.0"

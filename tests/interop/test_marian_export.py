@@ -62,10 +62,10 @@ def test_marian_generates_our_tokens(exported, beams):
     model, tokenizer, _, theirs = exported
     src = sources(tokenizer)
     if beams == 1:
-        ours = greedy_decode(model, src, tokenizer.bos_id, tokenizer.eos_id, max_new=20)
+        ours = greedy_decode(model, src, tokenizer.bos_id, tokenizer.eos_id, max_new=20, brevity=0.0)
     else:
         ours = beam_search(model, src, beam=4, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                           max_new=20)
+                           max_new=20, brevity=0.0)
     assert ours.sequences() == hf_generate(theirs, src, tokenizer.pad_id, beams, max_new=20)
     assert len({tuple(s) for s in ours.sequences()}) > 3  # a trained model: sentences get their own outputs
 
@@ -99,10 +99,10 @@ def test_ctranslate2_translates_as_we_do(exported, tmp_path):
         results = translator.translate_batch(pieces, beam_size=beams, length_penalty=0.0, max_decoding_length=20,
                                              min_decoding_length=0)
         if beams == 1:
-            ours = greedy_decode(model, src, tokenizer.bos_id, tokenizer.eos_id, max_new=20)
+            ours = greedy_decode(model, src, tokenizer.bos_id, tokenizer.eos_id, max_new=20, brevity=0.0)
         else:
             ours = beam_search(model, src, beam=4, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                               max_new=20)
+                               max_new=20, brevity=0.0)
         expected = [[tokenizer.id_to_token(i) for i in ids] for ids in ours.sequences()]
         assert [r.hypotheses[0] for r in results] == expected, f"beam {beams}"
 

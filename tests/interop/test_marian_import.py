@@ -73,10 +73,10 @@ def test_decoding_gives_marians_tokens(pair, beams):
     src = sources(tokenizer)
     expected = hf_generate(theirs, src, tokenizer.pad_id, beams, max_new=12)
     if beams == 1:
-        got = greedy_decode(ours, src, tokenizer.bos_id, tokenizer.eos_id, max_new=12)
+        got = greedy_decode(ours, src, tokenizer.bos_id, tokenizer.eos_id, max_new=12, brevity=0.0)
     else:
         got = beam_search(ours, src, beam=beams, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                          max_new=12)
+                          max_new=12, brevity=0.0)
     assert got.sequences() == expected
 
 

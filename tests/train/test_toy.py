@@ -4,6 +4,7 @@ One training run of the toy-translate preset (about 400 steps, the slowest test 
 through the checkpoint API, a greedy loop, and the `translate` command.
 """
 
+import pytest
 import torch
 
 from clearformer.checkpoint import load_model
@@ -11,6 +12,7 @@ from clearformer.cli import main
 from clearformer.data.toy import SEED_SOURCES, toy_pairs, toy_splits
 from clearformer.generate import greedy_decode
 from clearformer.runs import default_run_dir, resolve_checkpoint
+from clearformer.train.corpus import encode_pairs, length_ratio
 from clearformer.train.metrics import MetricsLog
 
 
@@ -37,6 +39,9 @@ def test_toy_translate_learns_je_t_aime(capsys):
     assert resolve_checkpoint(None) == run.resolve()
     model, tokenizer, meta = load_model(run)
     assert meta["dataset"] == "toy" and meta["tokenizer"] == "words"
+    # The training pairs' target tokens per source token, for the brevity penalty (generate/brevity.py).
+    measured = length_ratio(encode_pairs(tokenizer, toy_splits()["train"], True), True)
+    assert model.config.source_eos and model.config.length_ratio == pytest.approx(measured, abs=1e-4)
     assert greedy(model, tokenizer, "I love you") == "Je t'aime"
     assert greedy(model, tokenizer, "I love AI") == "J'aime l'IA"
     capsys.readouterr()

@@ -41,14 +41,16 @@ def run(args) -> int:
         result, truncated = evaluate_model(model, tokenizer, pairs, beam=args.beam, alpha=args.alpha,
                                            max_extra=args.max_extra, batch_size=args.batch_size,
                                            progress=bar.update, stop=args.early_stop,
-                                           placeholders=args.placeholders == "exact", split=not args.whole)
+                                           placeholders=args.placeholders == "exact", split=not args.whole,
+                                           brevity=args.brevity)
     if truncated:
         print(f"clearformer evaluate: warning: {truncated} source sentence(s) longer than the model's "
               f"maximum length ({model.config.max_len} tokens) were cut to it", file=sys.stderr)
     output = Path(args.output) if args.output else directory / f"hypotheses.{args.split}.txt"
     write_output(output, "".join(line + "\n" for line in result.hypotheses))
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}, early stop {args.early_stop}"
-    decoding += f", placeholders {args.placeholders}" + (", long inputs whole" if args.whole else "")
+    decoding += f", brevity {args.brevity}, placeholders {args.placeholders}"
+    decoding += ", long inputs whole" if args.whole else ""
     print(f"{name}: {len(pairs)} sentences, {decoding}")
     print(result.bleu_line)
     print(result.chrf_line)

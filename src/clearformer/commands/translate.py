@@ -21,6 +21,7 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import encode_source, translate
 from clearformer.generate.beam import DEFAULT_ALPHA
+from clearformer.generate.brevity import DEFAULT_BREVITY
 from clearformer.limits import MAX_SENTENCE_CHARS
 from clearformer.runs import resolve_checkpoint
 from clearformer.validation import require_finite, shorten
@@ -152,7 +153,8 @@ def run(args) -> int:
         outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
                             alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
                             progress=bar.update if bar is not None else None, stop=args.early_stop,
-                            placeholders=args.placeholders == "exact", split=not args.whole)
+                            placeholders=args.placeholders == "exact", split=not args.whole,
+                            brevity=args.brevity)
     finally:
         if bar is not None:
             bar.close()
@@ -174,6 +176,9 @@ def check_decoding_options(args) -> None:
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, not {args.batch_size}")
     require_finite("--alpha", args.alpha)
+    require_finite("--brevity", args.brevity)
+    if args.brevity < 0:
+        raise UserError(f"--brevity must be >= 0 (0 = off), not {args.brevity}")
 
 
 def check_output_path(output: str | None) -> Path | None:
@@ -206,6 +211,9 @@ def add_decoding_options(parser) -> None:
                         help="beam size (default 1: greedy decoding; the paper uses 4)")
     parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
                         help=f"beam search length penalty ((5+len)/6)^alpha (default {DEFAULT_ALPHA})")
+    parser.add_argument("--brevity", type=float, default=DEFAULT_BREVITY, metavar="W",
+                        help=f"penalty on ending a translation shorter than the training data's length ratio "
+                             f"expects: W * log(length / expected) on <eos> (default {DEFAULT_BREVITY}; 0 = off)")
     parser.add_argument("--early-stop", choices=("current", "bound"), default="current",
                         help="when beam search stops a sentence: 'current' (default) once no beam scored at the "
                              "current length beats its best finished translation; 'bound' once none can at any "

@@ -37,6 +37,7 @@ import torch
 
 from clearformer import trace
 from clearformer.errors import UserError
+from clearformer.generate.brevity import DEFAULT_BREVITY, BrevityPenalty
 from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.greedy import DEFAULT_BOS_ID, DEFAULT_EOS_ID
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
@@ -54,10 +55,12 @@ def length_penalty(length: int | float | torch.Tensor, alpha: float):
 
 
 def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, blocked: int | None = None,
-               constraint: PlaceholderConstraint | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+               constraint: PlaceholderConstraint | None = None,
+               eos_bonus: tuple[int, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The best 2 x beam extensions of each sentence's beams; token `blocked` (<eos> before the
     minimum length) and the tokens `constraint` forbids are never one, but keep their share of
-    the probability.
+    the probability; `eos_bonus` = (<eos> id, (n * k_cur,) bonus: the brevity penalty) is added to
+    the <eos> scores after the probabilities are taken.
 
     logits (n * k_cur, vocab) for n sentences of k_cur beams, beam_scores (n, k_cur) -> scores (sum of
     log-probabilities), source beam and token of each candidate, each (n, 2 * beam), best first.
@@ -69,6 +72,8 @@ def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, block
     normaliser = torch.logsumexp(logits, dim=-1)
     if blocked is not None:
         logits[:, blocked] = float("-inf")
+    if eos_bonus is not None:
+        logits[:, eos_bonus[0]] += eos_bonus[1]
     if constraint is not None:
         constraint.mask(logits)
     width = min(2 * beam, logits.shape[-1])
@@ -106,12 +111,12 @@ class Finished:
 def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFAULT_ALPHA, bos_id: int = DEFAULT_BOS_ID,
                 eos_id: int = DEFAULT_EOS_ID, max_extra: int = 50, min_length: int = 0,
                 max_new: int | None = None, use_cache: bool = True, stop: str = "current",
-                placeholder_ids: Sequence[int] | None = None) -> Decoded:
+                placeholder_ids: Sequence[int] | None = None, brevity: float = DEFAULT_BREVITY) -> Decoded:
     """Translate a padded batch of source ids with beam search.
 
     src_ids (batch, src_len) -> `Decoded` (the best hypothesis per sentence, scores divided by the
     length penalty). Limits as in `greedy_decode`; `stop` is the early-stopping rule ("bound" or
-    "current", see the module docstring); `placeholder_ids` as in `greedy_decode`.
+    "current", see the module docstring); `placeholder_ids` and `brevity` as in `greedy_decode`.
     """
     if beam < 1:
         raise UserError(f"beam size must be at least 1, not {beam}")
@@ -131,13 +136,15 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFA
     state = DecoderState(model, memory, src_mask, bos_id, use_cache)
     beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
     constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id)
+    short = BrevityPenalty.for_batch(model, src_ids, brevity)
     for t in range(steps):
         if recorder is not None:
             recorder.step = t
         n, k_cur = beam_scores.shape
         logits = state.logits().float()  # (n * k_cur, vocab)
+        bonus = None if short is None else (eos_id, short.bonus(t, alive, k_cur))
         top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, eos_id if t < min_length else None,
-                                                     constraint)
+                                                     constraint, bonus)
         is_eos = top_token == eos_id
         penalty = length_penalty(t + 1, alpha)
 

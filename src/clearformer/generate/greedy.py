@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import torch
 
 from clearformer import trace
+from clearformer.generate.brevity import DEFAULT_BREVITY, BrevityPenalty
 from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 
@@ -29,7 +30,7 @@ DEFAULT_EOS_ID = 3
 def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eos_id: int = DEFAULT_EOS_ID,
                   max_extra: int = 50, min_length: int = 0, max_new: int | None = None,
                   use_cache: bool = True, with_scores: bool = True,
-                  placeholder_ids: Sequence[int] | None = None) -> Decoded:
+                  placeholder_ids: Sequence[int] | None = None, brevity: float = DEFAULT_BREVITY) -> Decoded:
     """Translate a padded batch of source ids greedily.
 
     src_ids (batch, src_len), padded with config.pad_id -> `Decoded` with tokens (batch, steps).
@@ -38,7 +39,9 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
     `use_cache=False` recomputes the whole prefix every step (same tokens, slower).
     `with_scores=False` skips the log-probabilities (a pass over the vocabulary per step): scores
     are then left at 0. `placeholder_ids`: the tokenizer's placeholder pieces, each to be copied
-    from the source exactly as often as it occurs there (`generate/constraints.py`).
+    from the source exactly as often as it occurs there (`generate/constraints.py`). `brevity`: the
+    weight of the penalty on ending shorter than the model's length ratio expects
+    (`generate/brevity.py`; 0 = none).
     """
     pad_id = model.config.pad_id
     recorder = trace.active()
@@ -54,12 +57,15 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
     alive = torch.arange(batch, device=src_ids.device)  # original index of every row still decoding
     state = DecoderState(model, memory, src_mask, bos_id, use_cache)
     constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id)
+    short = BrevityPenalty.for_batch(model, src_ids, brevity)
     for t in range(steps):
         if recorder is not None:
             recorder.step = t
         logits = state.logits()
         if t < min_length:
             logits[:, eos_id] = float("-inf")
+        if short is not None:
+            logits[:, eos_id] += short.bonus(t, alive).to(logits.dtype)
         if constraint is not None:
             logits = constraint.mask(logits)
         chosen = logits.argmax(dim=-1)

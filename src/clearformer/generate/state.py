@@ -109,7 +109,8 @@ class Decoded:
     tokens (batch, steps): the generated ids, <eos> included when one was produced, then <pad>.
     lengths (batch,): tokens generated per sentence (<eos> included).
     scores (batch,): the sum of log-probabilities of the tokens (greedy), or that sum divided by
-        the length penalty (beam search; equal to the sum when alpha = 0).
+        the length penalty (beam search; equal to the sum when alpha = 0); an <eos> that paid the
+        brevity penalty (`generate/brevity.py`) counts with it.
     """
 
     tokens: torch.Tensor

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from clearformer.generate.beam import DEFAULT_ALPHA, beam_search
+from clearformer.generate.brevity import DEFAULT_BREVITY
 from clearformer.generate.greedy import greedy_decode
 from clearformer.sentences import split_long
 from clearformer.tokenize import encode_source
@@ -31,7 +32,7 @@ def decode_ids(model, src_ids: torch.Tensor, bos_id: int, eos_id: int, beam: int
                max_extra: int = 50, stop: str = "current", **options) -> list[list[int]]:
     """Greedy (beam == 1) or beam search over a padded batch -> one list of output ids per sentence.
     `stop` is beam search's early-stopping rule (see `beam_search`); `options` go to both (e.g.
-    `placeholder_ids`, `use_cache`)."""
+    `placeholder_ids`, `use_cache`, `brevity`)."""
     if beam == 1:
         decoded = greedy_decode(model, src_ids, bos_id=bos_id, eos_id=eos_id, max_extra=max_extra,
                                 with_scores=False, **options)
@@ -85,7 +86,7 @@ def per_input_progress(progress: Callable[[int], None] | None, inputs: int, piec
 def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: float = DEFAULT_ALPHA, max_extra: int = 50,
               batch_size: int = 32, progress: Callable[[int], None] | None = None,
               use_cache: bool = True, stop: str = "current", placeholders: bool = True,
-              split: bool = True) -> list[str]:
+              split: bool = True, brevity: float = DEFAULT_BREVITY) -> list[str]:
     """Translate every sentence (greedy when beam == 1); the output keeps the input order.
 
     `batch_size` counts sentences per batch (beam search decodes batch_size x beam rows at once);
@@ -93,11 +94,13 @@ def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: floa
     `placeholders` (the default) a translation copies every placeholder piece of its source exactly
     (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained). With
     `split` (the default) an input of more than 25 words is translated sentence by sentence.
+    `brevity` weighs the penalty on ending shorter than the model's length ratio expects
+    (`generate/brevity.py`; 0 = none).
     """
     sources, owners = encode_sources(model, tokenizer, sentences, split)
     translations = translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size,
                                  per_input_progress(progress, len(sentences), len(sources)), use_cache, stop,
-                                 placeholders)
+                                 placeholders, brevity)
     return join_pieces(translations, owners, len(sentences))
 
 
@@ -110,7 +113,8 @@ def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = Tru
 
 def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = DEFAULT_ALPHA,
                   max_extra: int = 50, batch_size: int = 32, progress: Callable[[int], None] | None = None,
-                  use_cache: bool = True, stop: str = "current", placeholders: bool = True) -> list[str]:
+                  use_cache: bool = True, stop: str = "current", placeholders: bool = True,
+                  brevity: float = DEFAULT_BREVITY) -> list[str]:
     """`translate` for sentences already encoded (lists of source ids; an empty list -> "")."""
     piece_ids = placeholder_ids(tokenizer) if placeholders else None
     device = next(model.parameters()).device
@@ -126,7 +130,8 @@ def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alp
             chunk = todo[start: start + batch_size]
             src_ids = pad_batch([ids for _, ids in chunk], model.config.pad_id, device)
             outputs_ids = decode_ids(model, src_ids, tokenizer.bos_id, tokenizer.eos_id, beam, alpha,
-                                     max_extra, stop, use_cache=use_cache, placeholder_ids=piece_ids)
+                                     max_extra, stop, use_cache=use_cache, placeholder_ids=piece_ids,
+                                     brevity=brevity)
             for (index, _), ids in zip(chunk, outputs_ids, strict=True):
                 outputs[index] = tokenizer.decode(ids)
             if progress is not None:

@@ -95,6 +95,13 @@ def build_tokenizer(options: TrainOptions, train: Pairs):
                                         placeholders=symbols)
 
 
+def length_ratio(examples: list[Example], source_eos: bool) -> float:
+    """Target tokens per source token over encoded pairs (each source's <eos> not counted): the
+    `ModelConfig.length_ratio` that decoding's brevity penalty expects (`generate/brevity.py`)."""
+    source = sum(len(example.src) - int(source_eos) for example in examples)
+    return round(sum(len(example.tgt) for example in examples) / source, 4) if source > 0 else 0.0
+
+
 def encode_pairs(tokenizer, pairs: Pairs, source_eos: bool = False) -> list[Example]:
     """Sources as the model reads them (`encode_source`), targets as plain ids (<bos>/<eos> come later)."""
     return [Example(tuple(encode_source(tokenizer, s, source_eos)), tuple(tokenizer.encode(t))) for s, t in pairs]

@@ -146,6 +146,8 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs, model.config.source_eos), limit)
     if not train:
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
+    if not resume:  # a resumed run keeps the ratio its first start measured
+        model.config.length_ratio = corpus.length_ratio(train, model.config.source_eos)
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
                            dropped)
     return finish_setup(start, options, tokenizer, model, task)

@@ -1,0 +1,120 @@
+"""The brevity penalty on <eos> (generate/brevity.py): its formula, and what it does to greedy and beam search."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from clearformer.batching import Example
+from clearformer.config import ModelConfig
+from clearformer.generate import beam_search, greedy_decode
+from clearformer.generate.brevity import BrevityPenalty, eos_bonus, expected_lengths
+from clearformer.model.attention import padding_mask
+from clearformer.train.corpus import length_ratio
+
+BOS, EOS, PAD, A, B = 2, 3, 0, 4, 5
+
+
+class EagerToEndModel(nn.Module):
+    """Next-token probabilities that depend only on the last token: after <bos> A 0.6, B 0.4; after A,
+    <eos> 0.40, A 0.35, B 0.25; after B, <eos> 0.9. Left alone, greedy stops after one token."""
+
+    def __init__(self, length_ratio: float = 0.0, source_eos: bool = False) -> None:
+        super().__init__()
+        self.config = ModelConfig(src_vocab_size=6, tgt_vocab_size=6, max_len=32, length_ratio=length_ratio,
+                                  source_eos=source_eos)
+        table = torch.full((6, 6), 1e-6, dtype=torch.float64)
+        table[BOS, A], table[BOS, B] = 0.6, 0.4
+        table[A, EOS], table[A, A], table[A, B] = 0.40, 0.35, 0.25
+        table[B, EOS], table[B, A], table[B, B] = 0.9, 0.05, 0.05
+        table[[PAD, 1, EOS]] = 1 / 6
+        self.log_table = nn.Parameter(table.log(), requires_grad=False)
+
+    def encode(self, src_ids):
+        return torch.zeros(*src_ids.shape, 1, dtype=torch.float64), padding_mask(src_ids, PAD)
+
+    def new_cache(self):
+        return [{}]
+
+    def decode(self, tgt_ids, memory, src_mask, cache=None, position=0):
+        return nn.functional.one_hot(tgt_ids, 6).double()
+
+    def project(self, hidden):
+        return hidden @ self.log_table
+
+    def log_prob(self, tokens: list[int]) -> float:
+        previous = [BOS] + tokens[:-1]
+        return float(sum(self.log_table[p, t] for p, t in zip(previous, tokens, strict=True)))
+
+
+def test_bonus_is_weighted_log_of_length_over_expected_and_never_positive():
+    expected = torch.tensor([4.0, 2.0, 10.0])
+    assert torch.isinf(eos_bonus(0, expected, 1.0)).all()  # an empty translation never ends
+    got = eos_bonus(2, expected, 3.0)
+    assert got.tolist() == pytest.approx([3 * math.log(0.5), 0.0, 3 * math.log(0.2)])
+    assert (eos_bonus(50, expected, 1.0) == 0).all()  # long enough: no effect at all
+
+
+def test_expected_lengths_count_source_tokens_without_padding_or_the_source_eos():
+    src = torch.tensor([[7, 8, 9, EOS], [7, EOS, PAD, PAD]])
+    assert expected_lengths(src, PAD, 1.5, source_eos=True).tolist() == pytest.approx([4.5, 1.5])
+    assert expected_lengths(src, PAD, 1.0, source_eos=False).tolist() == pytest.approx([4.0, 2.0])
+
+
+def test_off_without_a_measured_ratio_or_with_weight_zero():
+    src = torch.tensor([[A, B]])
+    assert BrevityPenalty.for_batch(EagerToEndModel(length_ratio=0.0), src, 1.0) is None
+    assert BrevityPenalty.for_batch(EagerToEndModel(length_ratio=2.0), src, 0.0) is None
+    plain = greedy_decode(EagerToEndModel(), src).sequences()
+    assert greedy_decode(EagerToEndModel(length_ratio=2.0), src, brevity=0.0).sequences() == plain == [[A]]
+
+
+def test_greedy_goes_on_until_ending_costs_less_than_the_alternative():
+    # 2 source tokens x ratio 2 = 4 expected. After A: log 0.40 + log(t/4) against log 0.35 for A again:
+    # t = 1, 2, 3 go on (A), t = 4 ends.
+    model = EagerToEndModel(length_ratio=2.0)
+    decoded = greedy_decode(model, torch.tensor([[A, B]]), brevity=1.0)
+    assert decoded.sequences() == [[A, A, A, A]]
+    # A weaker weight moves <eos> less: at t = 3, log 0.40 + 0.3 log(3/4) > log 0.35.
+    assert greedy_decode(model, torch.tensor([[A, B]]), brevity=0.3).sequences() == [[A, A, A]]
+
+
+def test_beam_one_equals_greedy_and_beam_scores_carry_the_bonus():
+    model = EagerToEndModel(length_ratio=2.0)
+    src = torch.tensor([[A, B], [B, PAD]])
+    for weight in (0.5, 1.0, 3.0):
+        greedy = greedy_decode(model, src, brevity=weight).sequences()
+        assert beam_search(model, src, beam=1, alpha=0.0, brevity=weight).sequences() == greedy
+    decoded = beam_search(model, src, beam=3, alpha=0.0, brevity=1.0)
+    for row, source_tokens in enumerate((2, 1)):
+        tokens = decoded.tokens[row, : int(decoded.lengths[row])].tolist()
+        assert tokens[-1] == EOS
+        expected = 2.0 * source_tokens
+        bonus = min(0.0, math.log((len(tokens) - 1) / expected))
+        assert float(decoded.scores[row]) == pytest.approx(model.log_prob(tokens) + bonus, abs=1e-5)
+
+
+def test_brevity_makes_beam_translations_no_shorter():
+    model = EagerToEndModel(length_ratio=3.0)
+    src = torch.tensor([[A, B, A], [B, A, PAD]])
+    plain = beam_search(model, src, beam=3, alpha=0.6, brevity=0.0)
+    longer = beam_search(model, src, beam=3, alpha=0.6, brevity=2.0)
+    assert (longer.lengths >= plain.lengths).all() and (longer.lengths > plain.lengths).any()
+
+
+def test_length_ratio_counts_target_tokens_per_source_token():
+    examples = [Example((5, 6, EOS), (7, 8, 9)), Example((5, EOS), (7,))]
+    assert length_ratio(examples, source_eos=True) == pytest.approx(4 / 3, abs=1e-4)  # kept to 4 decimals
+    assert length_ratio(examples, source_eos=False) == pytest.approx(4 / 5)
+    assert length_ratio([], source_eos=True) == 0.0
+
+
+def test_config_without_the_field_loads_unmeasured(tmp_path):
+    data = ModelConfig().to_dict()
+    del data["length_ratio"]
+    (tmp_path / "config.json").write_text(json.dumps(data), encoding="utf-8")
+    assert ModelConfig.load(tmp_path / "config.json").length_ratio == 0.0

@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -43,6 +44,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
+from clearformer.atomic import atomic_write_text  # noqa: E402
 from clearformer.claims import common  # noqa: E402
 from clearformer.claims.registry import claim  # noqa: E402
 
@@ -128,6 +130,7 @@ EN_FR_SAME = ("preset", "data_dir", "tokenizer", "vocab_size", "placeholder_piec
 
 def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) -> dict:
     """GRU against Transformer on en-fr-software at the same CPU budget: {arch: curve and test scores}."""
+    from benchmarks.length import ensure_length_ratio
     from benchmarks.quality import CURVE_IN_RUN, quality_options, train_curve
     from clearformer.checkpoint import load_model
     from clearformer.evaluate import evaluate_model
@@ -151,6 +154,7 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
             run = Path(options.run_dir)
             points, step = train_curve(options, minutes, every, valid)
         model, tokenizer, meta = load_model(run / "checkpoints" / f"step-{step:08d}")
+        ensure_length_ratio(model, tokenizer, data)  # a reused run from before ModelConfig.length_ratio
         scores, _ = evaluate_model(model, tokenizer, test, beam=1, batch_size=64)
         results[arch] = {"parameters": sum(p.numel() for p in model.parameters()), "run": str(run),
                          "reused": arch == "transformer" and reuse is not None,
@@ -215,13 +219,22 @@ def main() -> None:
     numbers = [int(n) for n in args.claims.split(",")]
     with common.thread_count(args.threads):
         sections = [run_claim(n, args.minutes, args.points, out) for n in numbers]
-    body = (f"Claims {args.claims}; training contests: {args.minutes:g} minutes per model on the toy phrase set, "
-            f"BLEU at {args.points} points (greedy, validation split); torch threads: "
-            f"{args.threads or torch.get_num_threads()}. Minutes are wall-clock time under whatever load the "
-            f"machine had (compare the steps column); the toy validation split is small, so BLEU is noisy.\n\n"
-            + "\n".join(sections))
-    if not args.no_report:
-        write_section("claims", "The tutorials' claims, measured (full versions)", body)
+    if args.no_report:
+        print(json.dumps({"written": str(out)}))
+        return
+    # Each claim keeps its own text (claimN.md in --out), so a run of some claims leaves the others' results.
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    for number, text in zip(numbers, sections, strict=True):
+        run_line = (f"_Run {when}: `python -m benchmarks.claims {' '.join(sys.argv[1:])}`; training contests "
+                    f"{args.minutes:g} minutes per model on the toy phrase set, BLEU at {args.points} points; "
+                    f"torch threads {args.threads or torch.get_num_threads()}._")
+        heading, rest = text.split("\n", 1)
+        atomic_write_text(out / f"claim{number}.md", f"{heading}\n\n{run_line}\n{rest}")
+    parts = [(out / f"claim{n}.md").read_text(encoding="utf-8") for n in range(1, 6) if (out / f"claim{n}.md").exists()]
+    body = ("Training contests run on the toy phrase set; minutes are wall-clock time under whatever load the "
+            "machine had (compare the steps column); the toy validation split is small, so BLEU is noisy. Each "
+            "claim says when and by which command it last ran.\n\n" + "\n".join(parts))
+    write_section("claims", "The tutorials' claims, measured (full versions)", body)
     print(json.dumps({"written": str(out)}))
 
 

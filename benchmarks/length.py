@@ -20,7 +20,8 @@ with the placeholder constraint off (`--placeholders free`).
     python -m benchmarks.length --minutes 18 --parallel     # the recorded run
     python -m benchmarks.length --minutes 1 --test-sentences 100 --no-write   # a smoke test
     python -m benchmarks.length --checkpoint runs/quality --alphas 0.6 1 1.5 2   # decoding only, one model
-    python -m benchmarks.length --checkpoint runs/quality --split valid --alphas 2 --brevities 0 1 2 4
+    python -m benchmarks.length --checkpoint runs/quality --split valid --alphas 2 --brevities 0 1 2 3 4 8 \\
+        --forms quadratic log        # the brevity penalty's weight and form, tuned on valid
 
 `--parallel` trains the variants at the same time, one process and one thread each, so that
 every variant gets the same share of a shared machine; without it they train one after another
@@ -30,6 +31,7 @@ with all threads.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -92,6 +94,26 @@ def evaluate_variant(name: str, args, test) -> list[dict]:
     return rows
 
 
+def log_bonus(t: int, expected: torch.Tensor, weight: float) -> torch.Tensor:
+    """The brevity penalty's first form, BLEU's: w * min(0, log(t / expected)) (kept here to compare)."""
+    if t == 0:
+        return torch.full_like(expected, float("-inf"))
+    return weight * torch.log(t / expected).clamp(max=0.0)
+
+
+@contextlib.contextmanager
+def brevity_form(form: str):
+    """Decode with the brevity penalty's "quadratic" (the project's) or "log" form."""
+    from clearformer.generate import brevity
+
+    kept = brevity.eos_bonus
+    brevity.eos_bonus = log_bonus if form == "log" else kept
+    try:
+        yield
+    finally:
+        brevity.eos_bonus = kept
+
+
 def ensure_length_ratio(model, tokenizer, data_dir: str | Path) -> str:
     """A model trained before `ModelConfig.length_ratio` existed gets it measured now, by the same
     function `clearformer train` uses, on its training split; returns a line saying which."""
@@ -115,13 +137,17 @@ def decoding_ablation(args, pairs) -> None:
     ratio_line = ensure_length_ratio(model, tokenizer, args.data)
     print(ratio_line, flush=True)
     table = []
-    settings = [(1, 0.0, w) for w in args.brevities] + [(4, a, w) for a in args.alphas for w in args.brevities]
-    for beam, alpha, weight in settings:
+    weights = [(form, w) for form in args.forms for w in args.brevities if w > 0]
+    weights = [("—", 0.0)] * (0.0 in args.brevities) + weights
+    settings = [(1, 0.0, *w) for w in weights] + [(4, a, *w) for a in args.alphas for w in weights]
+    for beam, alpha, form, weight in settings:
         started = time.monotonic()
-        result, _ = evaluate_model(model, tokenizer, pairs, beam=beam, alpha=alpha, batch_size=32, brevity=weight)
+        with brevity_form(form):
+            result, _ = evaluate_model(model, tokenizer, pairs, beam=beam, alpha=alpha, batch_size=32,
+                                       brevity=weight)
         name = "greedy" if beam == 1 else f"beam 4, alpha {alpha:g}"
         kept, total = result.placeholders.kept, result.placeholders.total
-        table.append([name, f"{weight:g}", f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{result.ratio:.3f}",
+        table.append([name, form, f"{weight:g}", f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{result.ratio:.3f}",
                       *[f"{b.ratio:.2f}" if b.sentences else "—" for b in result.buckets],
                       f"{100 * kept / max(total, 1):.1f}%", f"{time.monotonic() - started:.0f}"])
         print(" | ".join(table[-1]), flush=True)
@@ -131,14 +157,16 @@ def decoding_ablation(args, pairs) -> None:
     body = (f"Checkpoint `{args.checkpoint}` (step {meta.get('step', '?')}); the {len(pairs)} sentences of the "
             f"{args.split} split of en-fr-software; {torch.get_num_threads()} threads; {ratio_line}. Beam search "
             "with the GNMT length penalty ((5 + n) / 6)^alpha, early stop \"current\", placeholders exact; "
-            "brevity = the weight w of the penalty w * min(0, log(length / (ratio * source length))) on <eos> "
-            "(`generate/brevity.py`, 0 = off). Length ratio = hypothesis / reference tokens (13a), overall and "
+            "penalty on <eos> after `length` tokens, e = ratio x source length: quadratic = "
+            "-w * max(0, e - length)^2 / e (`generate/brevity.py`, the default), log = w * min(0, log(length / e)) "
+            "(BLEU's and Sockeye's form, tried first), weight 0 = off. "
+            "Length ratio = hypothesis / reference tokens (13a), overall and "
             "by reference length (sentences in brackets).\n\n"
             f"Command: `python -m benchmarks.length --checkpoint {args.checkpoint} --split {args.split} "
             f"--alphas {' '.join(f'{a:g}' for a in args.alphas)} "
-            f"--brevities {' '.join(f'{w:g}' for w in args.brevities)}`\n\n"
-            + markdown_table(["decoding", "brevity", "BLEU", "chrF", "ratio", *buckets, "placeholders", "seconds"],
-                             table))
+            f"--brevities {' '.join(f'{w:g}' for w in args.brevities)} --forms {' '.join(args.forms)}`\n\n"
+            + markdown_table(["decoding", "penalty form", "weight", "BLEU", "chrF", "ratio", *buckets, "placeholders",
+                              "seconds"], table))
     write_section("length_decoding" if args.split == "test" else "length_decoding_valid",
                   f"Translation length: length penalty and brevity penalty on one trained model ({args.split})", body)
 
@@ -179,6 +207,8 @@ def main() -> None:
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.6, 1.0, 1.5, 2.0])
     parser.add_argument("--brevities", type=float, nargs="+", default=[0.0],
                         help="brevity penalty weights to try (generate/brevity.py)")
+    parser.add_argument("--forms", nargs="+", choices=("quadratic", "log"), default=["quadratic"],
+                        help="brevity penalty forms to try (log: the first form, compared)")
     parser.add_argument("--split", choices=("valid", "test"), default="test",
                         help="decoding only: the split to translate (tune on valid, report test)")
     parser.add_argument("--train-one", help=argparse.SUPPRESS)  # a worker of --parallel

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 import torch
@@ -51,12 +50,14 @@ class EagerToEndModel(nn.Module):
         return float(sum(self.log_table[p, t] for p, t in zip(previous, tokens, strict=True)))
 
 
-def test_bonus_is_weighted_log_of_length_over_expected_and_never_positive():
+def test_bonus_is_a_one_sided_gaussian_length_log_density():
     expected = torch.tensor([4.0, 2.0, 10.0])
     assert torch.isinf(eos_bonus(0, expected, 1.0)).all()  # an empty translation never ends
-    got = eos_bonus(2, expected, 3.0)
-    assert got.tolist() == pytest.approx([3 * math.log(0.5), 0.0, 3 * math.log(0.2)])
+    got = eos_bonus(2, expected, 3.0)  # -w (e - t)^2 / e
+    assert got.tolist() == pytest.approx([-3 * 4 / 4, 0.0, -3 * 64 / 10])
     assert (eos_bonus(50, expected, 1.0) == 0).all()  # long enough: no effect at all
+    # The same shortfall in proportion costs a long sentence more than a short one.
+    assert eos_bonus(30, torch.tensor([40.0]), 1.0) < eos_bonus(3, torch.tensor([4.0]), 1.0)
 
 
 def test_expected_lengths_count_source_tokens_without_padding_or_the_source_eos():
@@ -74,12 +75,12 @@ def test_off_without_a_measured_ratio_or_with_weight_zero():
 
 
 def test_greedy_goes_on_until_ending_costs_less_than_the_alternative():
-    # 2 source tokens x ratio 2 = 4 expected. After A: log 0.40 + log(t/4) against log 0.35 for A again:
-    # t = 1, 2, 3 go on (A), t = 4 ends.
+    # 2 source tokens x ratio 2 = 4 expected. After A: log 0.40 - (4 - t)^2 / 4 against log 0.35 for A
+    # again: t = 1, 2, 3 go on (A), t = 4 ends.
     model = EagerToEndModel(length_ratio=2.0)
     decoded = greedy_decode(model, torch.tensor([[A, B]]), brevity=1.0)
     assert decoded.sequences() == [[A, A, A, A]]
-    # A weaker weight moves <eos> less: at t = 3, log 0.40 + 0.3 log(3/4) > log 0.35.
+    # A weaker weight moves <eos> less: at t = 3, log 0.40 - 0.3 (4 - 3)^2 / 4 > log 0.35.
     assert greedy_decode(model, torch.tensor([[A, B]]), brevity=0.3).sequences() == [[A, A, A]]
 
 
@@ -94,8 +95,8 @@ def test_beam_one_equals_greedy_and_beam_scores_carry_the_bonus():
         tokens = decoded.tokens[row, : int(decoded.lengths[row])].tolist()
         assert tokens[-1] == EOS
         expected = 2.0 * source_tokens
-        bonus = min(0.0, math.log((len(tokens) - 1) / expected))
-        assert float(decoded.scores[row]) == pytest.approx(model.log_prob(tokens) + bonus, abs=1e-5)
+        bonus = -max(0.0, expected - (len(tokens) - 1)) ** 2 / expected
+        assert float(decoded.scores[row]) == pytest.approx(model.log_prob(tokens) + bonus, abs=1e-4)  # float32 scores
 
 
 def test_brevity_makes_beam_translations_no_shorter():

@@ -213,7 +213,8 @@ def add_decoding_options(parser) -> None:
                         help=f"beam search length penalty ((5+len)/6)^alpha (default {DEFAULT_ALPHA})")
     parser.add_argument("--brevity", type=float, default=DEFAULT_BREVITY, metavar="W",
                         help=f"penalty on ending a translation shorter than the training data's length ratio "
-                             f"expects: W * log(length / expected) on <eos> (default {DEFAULT_BREVITY}; 0 = off)")
+                             f"expects: -W * (expected - length)^2 / expected on <eos> "
+                             f"(default {DEFAULT_BREVITY}; 0 = off)")
     parser.add_argument("--early-stop", choices=("current", "bound"), default="current",
                         help="when beam search stops a sentence: 'current' (default) once no beam scored at the "
                              "current length beats its best finished translation; 'bound' once none can at any "

@@ -87,9 +87,9 @@ CATALOG: dict[str, tuple[str, str, str]] = {
         "Each row: how much the word being produced looks at each source word - the RNN's alignment."),
     "chosen": ("Chosen token", "next = argmax(p)  (greedy, within the decoding rules)",
                "The most probable word is emitted and fed back in. Two rules of `translate` may move it: <eos> "
-               "scores w·log(length / expected length) lower while the translation is shorter than its source "
-               "predicts (generate/brevity.py), and a placeholder of the source still owed comes before <eos> "
-               "(generate/constraints.py)."),
+               "scores w·(expected − length)² / expected lower while the translation is shorter than its "
+               "source predicts (generate/brevity.py), and a placeholder of the source still owed comes "
+               "before <eos> (generate/constraints.py)."),
 }
 
 PER_HEAD = {"Q", "K", "V", "scores", "scaled", "weights", "head_outputs", "Q_rope", "K_nope", "Q_absorbed"}

@@ -56,11 +56,12 @@ def length_penalty(length: int | float | torch.Tensor, alpha: float):
 
 def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, blocked: int | None = None,
                constraint: PlaceholderConstraint | None = None,
-               eos_bonus: tuple[int, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+               eos_bonus: tuple[int, torch.Tensor] | None = None, t: int | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The best 2 x beam extensions of each sentence's beams; token `blocked` (<eos> before the
     minimum length) and the tokens `constraint` forbids are never one, but keep their share of
     the probability; `eos_bonus` = (<eos> id, (n * k_cur,) bonus: the brevity penalty) is added to
-    the <eos> scores after the probabilities are taken.
+    the <eos> scores after the probabilities are taken; t is the step (for the constraint).
 
     logits (n * k_cur, vocab) for n sentences of k_cur beams, beam_scores (n, k_cur) -> scores (sum of
     log-probabilities), source beam and token of each candidate, each (n, 2 * beam), best first.
@@ -75,7 +76,7 @@ def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, block
     if eos_bonus is not None:
         logits[:, eos_bonus[0]] += eos_bonus[1]
     if constraint is not None:
-        constraint.mask(logits)
+        constraint.mask(logits, t)
     width = min(2 * beam, logits.shape[-1])
     row_best, row_token = logits.topk(width, dim=-1)  # (n * k_cur, width)
     row_scores = (row_best - normaliser[:, None] + beam_scores.reshape(-1, 1)).view(n, k_cur * width)
@@ -135,7 +136,7 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFA
     alive = torch.arange(batch, device=device)  # original index of every sentence still searched
     state = DecoderState(model, memory, src_mask, bos_id, use_cache)
     beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
-    constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id)
+    constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id, limits)
     short = BrevityPenalty.for_batch(model, src_ids, brevity)
     for t in range(steps):
         if recorder is not None:
@@ -144,7 +145,7 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFA
         logits = state.logits().float()  # (n * k_cur, vocab)
         bonus = None if short is None else (eos_id, short.bonus(t, alive, k_cur))
         top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, eos_id if t < min_length else None,
-                                                     constraint, bonus)
+                                                     constraint, bonus, t)
         is_eos = top_token == eos_id
         penalty = length_penalty(t + 1, alpha)
 

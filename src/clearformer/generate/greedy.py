@@ -56,7 +56,7 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
     scores = torch.zeros(batch, dtype=torch.float32, device=src_ids.device)
     alive = torch.arange(batch, device=src_ids.device)  # original index of every row still decoding
     state = DecoderState(model, memory, src_mask, bos_id, use_cache)
-    constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id)
+    constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id, limits)
     short = BrevityPenalty.for_batch(model, src_ids, brevity)
     for t in range(steps):
         if recorder is not None:
@@ -67,7 +67,7 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
         if short is not None:
             logits[:, eos_id] += short.bonus(t, alive).to(logits.dtype)
         if constraint is not None:
-            logits = constraint.mask(logits)
+            logits = constraint.mask(logits, t)
         chosen = logits.argmax(dim=-1)
         if constraint is not None:
             constraint.chose(chosen)

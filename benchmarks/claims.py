@@ -174,8 +174,8 @@ def en_fr_section(results: dict, minutes: float, out: Path) -> str:
     common.write_result(png.with_suffix(".json"), png, results,
                         curve_figure(curves, f"claim 1: en-fr-software, {minutes:g} CPU minutes each"))
     rows = [[names[arch], f"{c['parameters']:,}", c["steps"][-1], f"{c['steps'][-1] / (60 * minutes):.2f}",
-             " / ".join(f"{b:.1f}" for b in c["bleu"]), f"{c['test_bleu']:.2f}", f"{c['test_chrf']:.2f}",
-             f"{c['test_ratio']:.3f}"] for arch, c in results.items()]
+             " / ".join(f"{b:.1f}" for b in c["bleu"]), f"{c['valid_loss'][-1]:.3f}", f"{c['test_bleu']:.2f}",
+             f"{c['test_chrf']:.2f}", f"{c['test_ratio']:.3f}"] for arch, c in results.items()]
     reused = [names[a] for a, c in results.items() if c["reused"]]
     return ("The claim's part (b): both models trained by `clearformer train` (`--arch transformer` / `--arch rnn`, "
             f"the `small` preset's width and depth) on en-fr-software for {minutes:g} minutes of training time each "
@@ -185,8 +185,8 @@ def en_fr_section(results: dict, minutes: float, out: Path) -> str:
             "brevity penalty and placeholder constraint as `translate`'s defaults)"
             + (f"; the {', '.join(reused)} curve is the `benchmarks.quality` run of this session with the same "
                "settings (checked against its meta.json)" if reused else "") + ".\n\n"
-            + markdown_table(["model", "parameters", "steps", "steps/s", "validation BLEU along training", "test BLEU",
-                              "test chrF", "length ratio"], rows)
+            + markdown_table(["model", "parameters", "steps", "steps/s", "validation BLEU along training",
+                              "validation loss (end)", "test BLEU", "test chrF", "length ratio"], rows)
             + f"\n\nFigure: `{os.path.relpath(png, ROOT)}`")
 
 

@@ -202,8 +202,7 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
         for beam in (1, 4):
             runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, beam, new, True)
             for switch in (args.ab or []):
-                if switch != "shared_memory" or beam > 1:  # greedy has one row per memory row anyway
-                    runs[(AB_PREFIX + switch, beam)] = clearformer_runner(model, batches, beam, new, True, switch)
+                runs[(AB_PREFIX + switch, beam)] = clearformer_runner(model, batches, beam, new, True, switch)
             if not args.skip_uncached:
                 runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches, beam, new, False)
     elif system == "transformers":

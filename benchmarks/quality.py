@@ -4,7 +4,8 @@ The run trains with `clearformer train` in segments of `--every` minutes (each o
 last, which continues exactly, so the segments add up to one uninterrupted run). After each
 segment, outside the time budget, the model translates the first `--curve-sentences` validation
 sentences greedily for the BLEU-vs-minutes curve; at the end it translates the test split with
-beam search (beam 4, length penalty 0.6) and greedily for the final sacrebleu BLEU and chrF,
+beam search (beam 4) and greedily, with `translate`'s defaults (length penalty alpha 2, brevity
+penalty 2, placeholders exact), for the final sacrebleu BLEU and chrF,
 signatures included, the length ratio overall and by reference length, and the share of sentences
 whose placeholders come out exactly (with the placeholder constraint, and beam 4 without it).
 

@@ -5,19 +5,23 @@ still recomputes the cross-attention keys and values from the encoder output and
 reads a copy of the encoder output per beam. `Engine.step` computes the same numbers (logits equal to
 1e-5, the same tokens: tests/generate/test_engine.py, tests/lm/test_lm_engine.py) with the weights
 read from the model's modules at every step (no copy that a training step could leave stale), and
-departs from the model in two places, each kept because it paid in `benchmarks/decode_speed.py --ab`
-(each switched off against on, batch by batch, alternating; medians of the per-pair ratios, on a
-loaded 2-core machine; BENCHMARKS.md, "Decoding engine"):
+departs from the model in one place, kept because it paid in `benchmarks/decode_speed.py --ab`
+(switched off against on, batch by batch, alternating; medians of the per-pair ratios;
+BENCHMARKS.md, "Decoding engine"):
 
 * `engine`: one token per hypothesis per step through plain functions over the layers' weights
   (`F.linear`, `F.layer_norm`, two small products for attention), with the cross-attention keys and
   values computed once from the encoder output. Against the model path (`model.decode` +
-  `model.project` with the model's cache): greedy 1.56x, beam 4 2.12x faster (1 thread).
-  The model path still runs whenever a `trace.Recorder` is active (the explain view records the
-  real modules) and for models not built from `DecoderLayer`s.
-* `shared_memory`: in cross-attention the beams of a sentence are stacked as query rows of that
-  sentence's one memory row (`few_query_attention`) instead of reading `beam` copies of it:
-  beam 4 1.09x (1 thread).
+  `model.project` with the model's cache), on a quiet 2-core machine at 2 threads: greedy 1.22x,
+  beam 4 1.33x faster (under load at 1 thread: 1.56x, 2.12x). The model path still runs whenever a
+  `trace.Recorder` is active (the explain view records the real modules) and for models not built
+  from `DecoderLayer`s.
+
+In cross-attention the beams of a sentence read that sentence's one row of keys and values, stacked
+as query rows by `few_query_attention` (the function that stacks a GQA group's heads in
+self-attention). Reading `beam` copies instead measured 1.03x slower on the quiet machine (1.09x
+under load): below the 5% bar, so its switch is gone, but the shared read stays because it is no
+extra code (the copies would be).
 
 Measured and dropped (did not pay 5% end-to-end): self-attention caches growing in place in
 buffers with room (0.97-0.98x: the caches here are short and beam search reorders them every step),
@@ -44,7 +48,6 @@ class EngineSettings:
     """The engine's optimisations, each on by default; `decode_speed.py --ab` turns them off one by one."""
 
     engine: bool = True
-    shared_memory: bool = True
 
 
 SETTINGS = EngineSettings()
@@ -137,13 +140,9 @@ class Engine:
     def cross_attention(self, index: int, attention: MultiHeadAttention, h: torch.Tensor) -> torch.Tensor:
         """The newest token's attention over the source: h (rows, d_model) -> (rows, d_model)."""
         rows = h.shape[0]
-        k, v = self.cross[index]
-        mask = self.src_mask
-        if not SETTINGS.shared_memory and k.shape[0] < rows:  # every beam reads its own copy
-            per_source = rows // k.shape[0]
-            k, v, mask = (t.repeat_interleave(per_source, dim=0) for t in (k, v, mask))
+        k, v = self.cross[index]  # one row per sentence, read by all of its beams
         q = linear(attention.w_q, h).view(rows, attention.n_heads, attention.d_head)
-        out = few_query_attention(q, k, v, attention.scale, mask)
+        out = few_query_attention(q, k, v, attention.scale, self.src_mask)
         return linear(attention.w_o, out.reshape(rows, -1))
 
     def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:

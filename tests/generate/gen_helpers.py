@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import torch
+from torch import nn
 
-from clearformer.config import preset
+from clearformer.config import ModelConfig, preset
+from clearformer.model.attention import padding_mask
 from clearformer.model.transformer import Transformer
 
 SENTENCES = [
@@ -24,3 +26,35 @@ def random_model(vocab: int = 30, seed: int = 0, dtype=torch.float64, **override
     which sum in different orders, cannot flip an argmax on a near-tie."""
     torch.manual_seed(seed)
     return Transformer(tiny_config(vocab, **overrides)).to(dtype).eval()
+
+
+class TableModel(nn.Module):
+    """A stand-in translation model whose next-token probabilities depend only on the last token.
+
+    table (vocab, vocab): row = the last token, column = the next one's probability. The source is
+    ignored (its padding, id 0, still masked); `config` carries pad_id 0 and whatever a test sets
+    (length_ratio, source_eos, max_len).
+    """
+
+    def __init__(self, table: torch.Tensor, **config) -> None:
+        super().__init__()
+        vocab = table.shape[0]
+        self.config = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, **config)
+        self.log_table = nn.Parameter(table.double().log(), requires_grad=False)
+
+    def encode(self, src_ids):
+        return torch.zeros(*src_ids.shape, 1, dtype=torch.float64), padding_mask(src_ids, 0)
+
+    def new_cache(self):
+        return [{}]
+
+    def decode(self, tgt_ids, memory, src_mask, cache=None, position=0):
+        return nn.functional.one_hot(tgt_ids, self.log_table.shape[0]).double()
+
+    def project(self, hidden):
+        return hidden @ self.log_table
+
+    def log_prob(self, tokens: list[int], bos: int = 2) -> float:
+        """log p(tokens) under the table, starting after <bos>."""
+        previous = [bos] + tokens[:-1]
+        return float(sum(self.log_table[p, t] for p, t in zip(previous, tokens, strict=True)))

@@ -6,48 +6,28 @@ import json
 
 import pytest
 import torch
-from torch import nn
+from gen_helpers import TableModel
 
 from clearformer.batching import Example
 from clearformer.config import ModelConfig
 from clearformer.generate import beam_search, greedy_decode
 from clearformer.generate.brevity import BrevityPenalty, eos_bonus, expected_lengths
-from clearformer.model.attention import padding_mask
 from clearformer.train.corpus import length_ratio
 
 BOS, EOS, PAD, A, B = 2, 3, 0, 4, 5
 
 
-class EagerToEndModel(nn.Module):
+class EagerToEndModel(TableModel):
     """Next-token probabilities that depend only on the last token: after <bos> A 0.6, B 0.4; after A,
     <eos> 0.40, A 0.35, B 0.25; after B, <eos> 0.9. Left alone, greedy stops after one token."""
 
     def __init__(self, length_ratio: float = 0.0, source_eos: bool = False) -> None:
-        super().__init__()
-        self.config = ModelConfig(src_vocab_size=6, tgt_vocab_size=6, max_len=32, length_ratio=length_ratio,
-                                  source_eos=source_eos)
         table = torch.full((6, 6), 1e-6, dtype=torch.float64)
         table[BOS, A], table[BOS, B] = 0.6, 0.4
         table[A, EOS], table[A, A], table[A, B] = 0.40, 0.35, 0.25
         table[B, EOS], table[B, A], table[B, B] = 0.9, 0.05, 0.05
         table[[PAD, 1, EOS]] = 1 / 6
-        self.log_table = nn.Parameter(table.log(), requires_grad=False)
-
-    def encode(self, src_ids):
-        return torch.zeros(*src_ids.shape, 1, dtype=torch.float64), padding_mask(src_ids, PAD)
-
-    def new_cache(self):
-        return [{}]
-
-    def decode(self, tgt_ids, memory, src_mask, cache=None, position=0):
-        return nn.functional.one_hot(tgt_ids, 6).double()
-
-    def project(self, hidden):
-        return hidden @ self.log_table
-
-    def log_prob(self, tokens: list[int]) -> float:
-        previous = [BOS] + tokens[:-1]
-        return float(sum(self.log_table[p, t] for p, t in zip(previous, tokens, strict=True)))
+        super().__init__(table, max_len=32, length_ratio=length_ratio, source_eos=source_eos)
 
 
 def test_bonus_is_a_one_sided_gaussian_length_log_density():

@@ -6,12 +6,10 @@ import math
 
 import pytest
 import torch
-from gen_helpers import random_model
+from gen_helpers import TableModel, random_model
 from torch import nn
 
-from clearformer.config import ModelConfig
 from clearformer.generate import beam_search, greedy_decode, length_penalty, pad_batch
-from clearformer.model.attention import padding_mask
 from clearformer.trace import Recorder
 
 BOS, EOS, PAD = 2, 3, 0
@@ -112,7 +110,7 @@ def test_beam_scores_are_teacher_forced_log_probs_over_length_penalty():
         assert float(decoded.scores[row]) == pytest.approx(expected, abs=1e-4)
 
 
-class BigramModel(nn.Module):
+class BigramModel(TableModel):
     """A stand-in model whose next-token probabilities depend only on the last token (a hand-written table).
 
     Vocabulary: <pad> <unk> <bos> <eos> A B. After <bos>: A 0.55, B 0.45. After A the best is <eos>
@@ -121,26 +119,12 @@ class BigramModel(nn.Module):
     """
 
     def __init__(self) -> None:
-        super().__init__()
-        self.config = ModelConfig(src_vocab_size=6, tgt_vocab_size=6, max_len=16)
         table = torch.full((6, 6), 1e-6, dtype=torch.float64)
         table[BOS, 4], table[BOS, 5] = 0.55, 0.45
         table[4, EOS], table[4, 4], table[4, 5] = 0.35, 0.33, 0.32
         table[5, EOS], table[5, 4], table[5, 5] = 0.9, 0.05, 0.05
         table[[PAD, 1, EOS]] = 1 / 6
-        self.log_table = nn.Parameter(table.log(), requires_grad=False)
-
-    def encode(self, src_ids):
-        return torch.zeros(*src_ids.shape, 1, dtype=torch.float64), padding_mask(src_ids, PAD)
-
-    def new_cache(self):
-        return [{}]
-
-    def decode(self, tgt_ids, memory, src_mask, cache=None, position=0):
-        return nn.functional.one_hot(tgt_ids, 6).double()
-
-    def project(self, hidden):
-        return hidden @ self.log_table
+        super().__init__(table, max_len=16)
 
 
 def test_beam_finds_a_better_hypothesis_than_greedy():
@@ -184,7 +168,7 @@ def test_one_query_attention_path_equals_fused_kernel():
     assert torch.all(fast_attention(q, k, v, blocked)[2] == 0)  # nothing to attend to: zeros, not NaN
 
 
-class ChainModel(BigramModel):
+class ChainModel(TableModel):
     """A next-token table where the long translation wins only once the length penalty is applied.
 
     Vocabulary: <pad> <unk> <bos> <eos> A B C D. After <bos>: A 0.6, B 0.4; A -> <eos> 0.9;
@@ -194,17 +178,12 @@ class ChainModel(BigramModel):
     """
 
     def __init__(self) -> None:
-        nn.Module.__init__(self)
-        self.config = ModelConfig(src_vocab_size=8, tgt_vocab_size=8, max_len=32)
         table = torch.full((8, 8), 1e-6, dtype=torch.float64)
         table[BOS, 4], table[BOS, 5] = 0.6, 0.4
         table[4, EOS], table[4, 4], table[4, 5] = 0.9, 0.05, 0.05
         table[5, 6], table[6, 7], table[7, EOS] = 0.99, 0.99, 0.99
         table[[PAD, 1, EOS]] = 1 / 8
-        self.log_table = nn.Parameter(table.log(), requires_grad=False)
-
-    def decode(self, tgt_ids, memory, src_mask, cache=None, position=0):
-        return nn.functional.one_hot(tgt_ids, 8).double()
+        super().__init__(table, max_len=32)
 
 
 def test_bound_stopping_finds_the_longer_translation_the_current_length_rule_gives_up_on():

@@ -16,7 +16,7 @@ from gen_helpers import random_model
 
 from clearformer import trace
 from clearformer.generate import beam_search, greedy_decode
-from clearformer.generate.engine import SETTINGS, Engine, few_query_attention
+from clearformer.generate.engine import SETTINGS, Engine, few_query_attention, linear
 
 VARIANTS = {
     "paper (post-norm, relu)": {},
@@ -103,3 +103,17 @@ def test_few_query_attention_equals_attention_over_repeated_keys():
     expected = torch.nn.functional.scaled_dot_product_attention(
         q[:, :, None], repeated(k), repeated(v), attn_mask=mask.repeat_interleave(beams, 0))[:, :, 0]
     torch.testing.assert_close(few_query_attention(q, k, v, d ** -0.5, mask), expected, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows", [1, 5, 32])
+@pytest.mark.parametrize("skinny", [True, False])
+def test_products_laid_out_for_skinny_inputs_equal_the_linear_layer(bias, rows, skinny, settings):
+    """(W x^T + b)^T, the engine's layout for a step's few rows, is the module's x W^T + b."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(16, 40, bias=bias)
+    x = torch.randn(rows, 16)
+    settings.skinny_products = skinny
+    out = linear(layer, x)
+    assert out.shape == (rows, 40)
+    torch.testing.assert_close(out, layer(x), atol=1e-6, rtol=1e-5)

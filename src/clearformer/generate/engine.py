@@ -5,9 +5,9 @@ still recomputes the cross-attention keys and values from the encoder output and
 reads a copy of the encoder output per beam. `Engine.step` computes the same numbers (logits equal to
 1e-5, the same tokens: tests/generate/test_engine.py, tests/lm/test_lm_engine.py) with the weights
 read from the model's modules at every step (no copy that a training step could leave stale), and
-departs from the model in one place, kept because it paid in `benchmarks/decode_speed.py --ab`
-(switched off against on, batch by batch, alternating; medians of the per-pair ratios;
-BENCHMARKS.md, "Decoding engine"):
+departs from the model in two places, each kept because it paid at least 5% in
+`benchmarks/decode_speed.py --ab` (switched off against on, batch by batch, alternating; medians of
+the per-pair ratios; BENCHMARKS.md, "Decoding engine"):
 
 * `engine`: one token per hypothesis per step through plain functions over the layers' weights
   (`F.linear`, `F.layer_norm`, two small products for attention), with the cross-attention keys and
@@ -16,6 +16,13 @@ BENCHMARKS.md, "Decoding engine"):
   beam 4 1.33x faster (under load at 1 thread: 1.56x, 2.12x). The model path still runs whenever a
   `trace.Recorder` is active (the explain view records the real modules) and for models not built
   from `DecoderLayer`s.
+* `skinny_products`: every product of a step, y = x W^T + b over a few rows x, computed as
+  (W x^T + b)^T (`linear`): the same weights, the same numbers to float rounding. On the CPU with
+  2 threads MKL spreads the second layout over both cores and runs the first on little more than
+  one, so the step's largest product, the 8000 x 256 output projection, takes about half the time.
+  Greedy 1.30x, beam 4 1.04x (2026-11-25, quiet machine, 2 threads); at 1 thread it makes no
+  difference (1.01x), which is why an earlier 1-thread A/B under load measured it at 0.91-0.94x and
+  it was dropped, then brought back.
 
 In cross-attention the beams of a sentence read that sentence's one row of keys and values, stacked
 as query rows by `few_query_attention` (the function that stacks a GQA group's heads in
@@ -25,8 +32,9 @@ extra code (the copies would be).
 
 Measured and dropped (did not pay 5% end-to-end): self-attention caches growing in place in
 buffers with room (0.97-0.98x: the caches here are short and beam search reorders them every step),
-products laid out as W x^T for skinny inputs (0.91-0.94x), block-wise argmax / top-k of the logits
-(0.99-1.00x), glibc malloc tuning (`allocator.py`, 0.98-1.03x); earlier, a oneDNN-prepacked output
+block-wise argmax / top-k of the logits (0.99-1.00x), glibc malloc tuning (mallopt: freed blocks
+kept in the process; 0.98-1.03x, and rechecked on 2026-11-25 in the benchmark's worker process, where
+it changed beam 4 by 1% and greedy by -1% to +7% across two runs); earlier, a oneDNN-prepacked output
 weight (a second copy of the weights, through private torch ops).
 """
 
@@ -45,9 +53,11 @@ from clearformer.model.layers import AddNorm, DecoderLayer
 
 @dataclass
 class EngineSettings:
-    """The engine's optimisations, each on by default; `decode_speed.py --ab` turns them off one by one."""
+    """The engine's optimisations, each on by default; `decode_speed.py --ab` turns them off one by one
+    (the tests too: every switch must leave the tokens unchanged)."""
 
     engine: bool = True
+    skinny_products: bool = True
 
 
 SETTINGS = EngineSettings()
@@ -155,8 +165,18 @@ class Engine:
 
 
 def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """layer(x) for x (rows, in_features) -> (rows, out_features), without the module call."""
-    return F.linear(x, layer.weight, layer.bias)
+    """layer(x) for x (rows, in_features) -> (rows, out_features), without the module call.
+
+    On the CPU a decoding step's product has few rows (one per hypothesis) against a wide weight:
+    MKL runs x W^T for such shapes on one thread's worth of speed, while the same numbers laid out
+    as (W x^T + b)^T split the weight's rows across threads. The result is that product's transposed
+    view (rows, out_features); the next operation reads it as it is.
+    """
+    if not (SETTINGS.skinny_products and x.dim() == 2 and x.is_cpu):
+        return F.linear(x, layer.weight, layer.bias)
+    if layer.bias is None:
+        return torch.mm(layer.weight, x.t()).t()
+    return torch.addmm(layer.bias[:, None], layer.weight, x.t()).t()
 
 
 def memory_keys(attention: MultiHeadAttention, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

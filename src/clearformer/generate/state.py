@@ -2,9 +2,9 @@
 
 `DecoderState` hides how the next-token logits are computed:
 
-* through the engine (`generate/engine.py`, the default): one token per hypothesis per step, with
-  self-attention keys and values kept in buffers that grow in place and the cross-attention keys
-  and values computed once from the encoder output, one row per sentence (its beams share it);
+* through the engine (`generate/engine.py`, the default): one token per hypothesis per step over
+  the model's own weights, with the cross-attention keys and values computed once from the encoder
+  output, one row per sentence (its beams share it);
 * through the model's own modules (while a `trace.Recorder` is active, so the explain view sees
   the real path; or with the engine switched off): `model.decode` with the model's cache (one
   token per step) and `model.project`, which records `output.logits` and `output.probabilities`;

@@ -12,17 +12,15 @@ the per-pair ratios; BENCHMARKS.md, "Decoding engine"):
 * `engine`: one token per hypothesis per step through plain functions over the layers' weights
   (`F.linear`, `F.layer_norm`, two small products for attention), with the cross-attention keys and
   values computed once from the encoder output. Against the model path (`model.decode` +
-  `model.project` with the model's cache), on a quiet 2-core machine at 2 threads: greedy 1.22x,
-  beam 4 1.33x faster (under load at 1 thread: 1.56x, 2.12x). The model path still runs whenever a
-  `trace.Recorder` is active (the explain view records the real modules) and for models not built
-  from `DecoderLayer`s.
+  `model.project` with the model's cache) on the 2-core machine at 2 threads: greedy 1.46x, beam 4
+  1.25x faster (2026-11-25). The model path still runs whenever a `trace.Recorder` is active (the
+  explain view records the real modules) and for models not built from `DecoderLayer`s.
 * `skinny_products`: every product of a step, y = x W^T + b over a few rows x, computed as
   (W x^T + b)^T (`linear`): the same weights, the same numbers to float rounding. On the CPU with
   2 threads MKL spreads the second layout over both cores and runs the first on little more than
   one, so the step's largest product, the 8000 x 256 output projection, takes about half the time.
-  Greedy 1.30x, beam 4 1.04x (2026-11-25, quiet machine, 2 threads); at 1 thread it makes no
-  difference (1.01x), which is why an earlier 1-thread A/B under load measured it at 0.91-0.94x and
-  it was dropped, then brought back.
+  Greedy 1.24x, beam 4 1.03x (2026-11-25); at 1 thread it makes no difference (1.01x), which is why
+  an earlier 1-thread A/B under load measured it at 0.91-0.94x and it was dropped, then brought back.
 
 In cross-attention the beams of a sentence read that sentence's one row of keys and values, stacked
 as query rows by `few_query_attention` (the function that stacks a GQA group's heads in
@@ -30,12 +28,12 @@ self-attention). Reading `beam` copies instead measured 1.03x slower on the quie
 under load): below the 5% bar, so its switch is gone, but the shared read stays because it is no
 extra code (the copies would be).
 
-Measured and dropped (did not pay 5% end-to-end): self-attention caches growing in place in
-buffers with room (0.97-0.98x: the caches here are short and beam search reorders them every step),
-block-wise argmax / top-k of the logits (0.99-1.00x), glibc malloc tuning (mallopt: freed blocks
-kept in the process; 0.98-1.03x, and rechecked on 2026-11-25 in the benchmark's worker process, where
-it changed beam 4 by 1% and greedy by -1% to +7% across two runs); earlier, a oneDNN-prepacked output
-weight (a second copy of the weights, through private torch ops).
+Measured and dropped (did not pay 5% end-to-end; BENCHMARKS.md has the tables): self-attention caches
+growing in place in buffers with room (0.94-0.98x: the caches here are short and beam search reorders
+them every step), attention products as 3-d `bmm` with a precomputed additive mask (0.97-1.03x), one
+logits buffer reused every step (0.88-1.00x), block-wise argmax / top-k of the logits (0.99-1.00x),
+glibc malloc tuning (0.98-1.03x, and no difference inside the benchmark's worker on 2026-11-25);
+earlier, a oneDNN-prepacked output weight (a second copy of the weights, through private torch ops).
 """
 
 from __future__ import annotations

@@ -85,11 +85,29 @@ def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, block
     return top_scores, top_beam, row_token.view(n, k_cur * width).gather(1, top_pos)
 
 
+def continuing(top_scores: torch.Tensor, top_beam: torch.Tensor, top_token: torch.Tensor, beam: int,
+               eos_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The beams that go on: the best `beam` candidates (each (n, 2 * beam), best first) that do not
+    end in <eos> -> their scores, source beams and tokens, each (n, beam), best first."""
+    scores, pos = top_scores.masked_fill(top_token == eos_id, float("-inf")).topk(min(beam, top_scores.shape[1]), dim=1)
+    return scores, top_beam.gather(1, pos), top_token.gather(1, pos)
+
+
+def reachable(best_beam: torch.Tensor, limits: torch.Tensor, penalty: float, alpha: float, stop: str) -> torch.Tensor:
+    """The best score a sentence's surviving beams can still reach, (n,), from the best beam's sum of
+    log-probabilities (n,) (see the module docstring for the two rules). Log-probabilities only fall,
+    and lp is monotone in the length, so over the lengths still allowed the bound peaks at one end."""
+    if stop == "bound":
+        return best_beam / length_penalty(limits.float(), alpha).clamp(min=penalty)
+    return best_beam / penalty
+
+
 class Finished:
     """The best finished hypothesis of every sentence so far: tokens (batch, steps), lengths and
     scores (batch,), the score divided by the length penalty (-inf: none yet)."""
 
-    def __init__(self, batch: int, steps: int, pad_id: int, device: torch.device) -> None:
+    def __init__(self, batch: int, steps: int, pad_id: int, eos_id: int, device: torch.device) -> None:
+        self.eos_id = eos_id
         self.tokens = torch.full((batch, steps), pad_id, dtype=torch.long, device=device)
         self.lengths = torch.zeros(batch, dtype=torch.long, device=device)
         self.scores = torch.full((batch,), float("-inf"), device=device)
@@ -106,6 +124,26 @@ class Finished:
         self.tokens[index, t] = last_token[improved]
         self.lengths[index] = t + 1
         self.scores[index] = score[improved]
+
+    def offer_step(self, alive: torch.Tensor, t: int, prefix: torch.Tensor, top: tuple, going: tuple,
+                   at_limit: torch.Tensor, penalty: float, beam: int) -> None:
+        """Offer what finishes at step t: <eos> among each sentence's best `beam` candidates `top`
+        (scores, source beams, tokens; (n, 2 * beam) each), and for a sentence at its length limit
+        (`at_limit`, (n,)) also its best surviving beam of `going` (scores, beams, tokens; (n, beam) each).
+        Scores are divided by the length penalty; the better of the two is offered."""
+        top_scores, top_beam, top_token = top
+        go_scores, go_beam, go_token = going
+        eos_id = self.eos_id
+        ends = top_token == eos_id
+        ends[:, beam:] = False
+        eos_best, eos_pos = (top_scores.masked_fill(~ends, float("-inf")) / penalty).max(dim=1)
+        limit_best = torch.where(at_limit, go_scores[:, 0] / penalty, torch.full_like(eos_best, float("-inf")))
+        use_limit = limit_best > eos_best
+        source_beam = torch.where(use_limit, go_beam[:, 0], top_beam.gather(1, eos_pos[:, None])[:, 0])
+        last_token = torch.where(use_limit, go_token[:, 0], torch.full_like(go_token[:, 0], eos_id))
+        k_cur = prefix.shape[0] // alive.shape[0]
+        rows = torch.arange(alive.shape[0], device=alive.device) * k_cur + source_beam
+        self.offer(alive, t, prefix, rows, last_token, torch.maximum(eos_best, limit_best))
 
 
 @torch.inference_mode()
@@ -132,7 +170,7 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFA
     batch = src_ids.shape[0]
     limits = max_new_tokens(src_ids, pad_id, max_extra, model.config.max_len, max_new)
     steps = int(limits.max())
-    finished = Finished(batch, steps, pad_id, device)
+    finished = Finished(batch, steps, pad_id, eos_id, device)
     alive = torch.arange(batch, device=device)  # original index of every sentence still searched
     state = DecoderState(model, memory, src_mask, bos_id, use_cache)
     beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
@@ -146,37 +184,14 @@ def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFA
         bonus = None if short is None else (eos_id, short.bonus(t, alive, k_cur))
         top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, eos_id if t < min_length else None,
                                                      constraint, bonus, t)
-        is_eos = top_token == eos_id
         penalty = length_penalty(t + 1, alpha)
-
-        # The beams that go on: the best `beam` candidates that do not end in <eos>.
-        go_scores, go_pos = top_scores.masked_fill(is_eos, float("-inf")).topk(min(beam, top_scores.shape[1]),
-                                                                                 dim=1)
-        go_beam = top_beam.gather(1, go_pos)
-        go_token = top_token.gather(1, go_pos)
+        go_scores, go_beam, go_token = continuing(top_scores, top_beam, top_token, beam, eos_id)
         if recorder is not None:
             trace.emit("generate", "chosen", go_token)
-
-        # Finished here: <eos> among the best `beam` candidates, and for a sentence at its length
-        # limit also its best surviving beam. Keep it if it beats the sentence's best so far.
-        ends = is_eos.clone()
-        ends[:, beam:] = False
-        eos_best, eos_pos = (top_scores.masked_fill(~ends, float("-inf")) / penalty).max(dim=1)
         at_limit = limits[alive] <= t + 1
-        limit_best = torch.where(at_limit, go_scores[:, 0] / penalty, torch.full_like(eos_best, float("-inf")))
-        use_limit = limit_best > eos_best
-        source_beam = torch.where(use_limit, go_beam[:, 0], top_beam.gather(1, eos_pos[:, None])[:, 0])
-        last_token = torch.where(use_limit, go_token[:, 0], torch.full_like(go_token[:, 0], eos_id))
-        finished.offer(alive, t, state.prefix, torch.arange(n, device=device) * k_cur + source_beam, last_token,
-                       torch.maximum(eos_best, limit_best))
-
-        # The best the sentence's surviving beams can still reach (log-probabilities only fall).
-        # lp is monotone in the length, so over the lengths still allowed it peaks at one end.
-        if stop == "bound":
-            reach = go_scores[:, 0] / length_penalty(limits[alive].float(), alpha).clamp(min=penalty)
-        else:
-            reach = go_scores[:, 0] / penalty
-        done = at_limit | (finished.scores[alive] >= reach)
+        finished.offer_step(alive, t, state.prefix, (top_scores, top_beam, top_token), (go_scores, go_beam, go_token),
+                            at_limit, penalty, beam)
+        done = at_limit | (finished.scores[alive] >= reachable(go_scores[:, 0], limits[alive], penalty, alpha, stop))
         keep = (~done).nonzero()[:, 0]
         if keep.numel() == 0:
             break

@@ -31,7 +31,8 @@ extra code (the copies would be).
 Measured and dropped (did not pay 5% end-to-end; BENCHMARKS.md has the tables): self-attention caches
 growing in place in buffers with room (0.94-0.98x: the caches here are short and beam search reorders
 them every step), attention products as 3-d `bmm` with a precomputed additive mask (0.97-1.03x), one
-logits buffer reused every step (0.88-1.00x), block-wise argmax / top-k of the logits (0.99-1.00x),
+logits buffer reused every step (0.88-1.00x), beam search's cache reorder done in the same copy as
+the next append (beam 4 1.048x), block-wise argmax / top-k of the logits (0.99-1.00x),
 glibc malloc tuning (0.98-1.03x, and no difference inside the benchmark's worker on 2026-11-25);
 earlier, a oneDNN-prepacked output weight (a second copy of the weights, through private torch ops).
 """

@@ -19,8 +19,9 @@ the per-pair ratios; BENCHMARKS.md, "Decoding engine"):
   (W x^T + b)^T (`linear`): the same weights, the same numbers to float rounding. On the CPU with
   2 threads MKL spreads the second layout over both cores and runs the first on little more than
   one, so the step's largest product, the 8000 x 256 output projection, takes about half the time.
-  Greedy 1.24x, beam 4 1.03x (2026-11-25); at 1 thread it makes no difference (1.01x), which is why
-  an earlier 1-thread A/B under load measured it at 0.91-0.94x and it was dropped, then brought back.
+  Greedy 1.24x, beam 4 1.03x (2026-11-25, 2 threads). At 1 thread it buys nothing (0.985x / 0.973x,
+  within noise), which is why an earlier 1-thread A/B under load measured it at 0.91-0.94x and it
+  was dropped, then brought back.
 
 In cross-attention the beams of a sentence read that sentence's one row of keys and values, stacked
 as query rows by `few_query_attention` (the function that stacks a GQA group's heads in
@@ -167,8 +168,8 @@ def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """layer(x) for x (rows, in_features) -> (rows, out_features), without the module call.
 
     On the CPU a decoding step's product has few rows (one per hypothesis) against a wide weight:
-    MKL runs x W^T for such shapes on one thread's worth of speed, while the same numbers laid out
-    as (W x^T + b)^T split the weight's rows across threads. The result is that product's transposed
+    with several threads MKL runs x W^T for such shapes at little more than one thread's speed, while
+    the same numbers laid out as (W x^T + b)^T split the weight's rows across the threads. The result is that product's transposed
     view (rows, out_features); the next operation reads it as it is.
     """
     if not (SETTINGS.skinny_products and x.dim() == 2 and x.is_cpu):

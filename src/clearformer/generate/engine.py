@@ -169,8 +169,8 @@ def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
     On the CPU a decoding step's product has few rows (one per hypothesis) against a wide weight:
     with several threads MKL runs x W^T for such shapes at little more than one thread's speed, while
-    the same numbers laid out as (W x^T + b)^T split the weight's rows across the threads. The result is that product's transposed
-    view (rows, out_features); the next operation reads it as it is.
+    the same numbers laid out as (W x^T + b)^T split the weight's rows across the threads. The result
+    is that product's transposed view (rows, out_features); the next operation reads it as it is.
     """
     if not (SETTINGS.skinny_products and x.dim() == 2 and x.is_cpu):
         return F.linear(x, layer.weight, layer.bias)

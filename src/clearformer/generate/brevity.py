@@ -3,7 +3,7 @@
 A model trained for a few CPU minutes translates the start of a long sentence well and then ends
 it: on en-fr-software, 25-minute translations of sources over 30 words came out at 0.55-0.66 of
 the reference length (BENCHMARKS.md, "Translation quality"). The training pairs say how long a
-translation usually is: `ModelConfig.length_ratio` r, target tokens per source token, measured by
+translation usually is: the length ratio r (`SearchTokens.length_ratio`), target tokens per source token, measured by
 `clearformer train` (1.20 for en-fr-software's pieces). A source of m tokens expects about r m,
 and ending a hypothesis of t tokens costs
 
@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import torch
 
-# Chosen on the validation split with the 25-minute en-fr-software model (BENCHMARKS.md, "Translation
-# length: ... (valid)"): the weight that brought every length bucket to >= 0.9 for beam 4 and greedy.
-# `--brevity 0` switches it off.
-DEFAULT_BREVITY = 2.0
+from clearformer.generate.options import DEFAULT_BREVITY, SearchTokens
+
+__all__ = ["DEFAULT_BREVITY", "BrevityPenalty", "eos_bonus", "expected_lengths"]
 
 
 def expected_lengths(src_ids: torch.Tensor, pad_id: int, ratio: float, source_eos: bool) -> torch.Tensor:
@@ -56,12 +55,11 @@ class BrevityPenalty:
         self.weight = weight
 
     @classmethod
-    def for_batch(cls, model, src_ids: torch.Tensor, weight: float) -> BrevityPenalty | None:
-        """None when switched off (weight 0) or the model has no measured length ratio."""
-        ratio = float(getattr(model.config, "length_ratio", 0.0) or 0.0)
-        if weight <= 0 or ratio <= 0:
+    def for_batch(cls, src_ids: torch.Tensor, tokens: SearchTokens, weight: float) -> BrevityPenalty | None:
+        """None when switched off (weight 0) or the run has no measured length ratio."""
+        if weight <= 0 or tokens.length_ratio <= 0:
             return None
-        return cls(expected_lengths(src_ids, model.config.pad_id, ratio, model.config.source_eos), weight)
+        return cls(expected_lengths(src_ids, tokens.pad_id, tokens.length_ratio, tokens.source_eos), weight)
 
     def bonus(self, t: int, sentences: torch.Tensor, per_sentence: int = 1) -> torch.Tensor:
         """(rows,) the bonus for ending at step t; rows = the sentences `sentences` (original

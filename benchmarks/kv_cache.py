@@ -24,12 +24,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from clearformer.generate.engine import Engine  # noqa: E402
+
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.config import (
     preset,  # noqa: E402
     variant_overrides,  # noqa: E402
 )
-from clearformer.generate.engine import Engine  # noqa: E402
 from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel  # noqa: E402
 

@@ -84,7 +84,8 @@ def test_batch_decoding_equals_one_by_one():
 def test_output_length_limit_is_source_length_plus_max_extra_capped_by_max_len():
     model = random_model()
     src = sources(lengths=(2, 6, 30))
-    decoded = greedy_decode(model, src, DecodingOptions(max_extra=3, min_length=100))  # <eos> forbidden: runs to the limit
+    # <eos> forbidden: runs to the limit
+    decoded = greedy_decode(model, src, DecodingOptions(max_extra=3, min_length=100))
     assert decoded.lengths.tolist() == [5, 9, model.config.max_len]
     assert not (decoded.tokens == EOS).any()
     fixed = beam_search(model, src, DecodingOptions(beam=2, max_new=4, min_length=4))
@@ -208,7 +209,8 @@ def test_bound_stopping_finds_the_longer_translation_the_current_length_rule_giv
 def test_stopping_rules_agree_without_length_penalty_and_bound_never_scores_lower():
     model = random_model()
     src = sources()
-    same = [beam_search(model, src, DecodingOptions(beam=3, alpha=0.0, max_extra=8, stop=rule)) for rule in ("bound", "current")]
+    same = [beam_search(model, src, DecodingOptions(beam=3, alpha=0.0, max_extra=8, stop=rule))
+            for rule in ("bound", "current")]
     assert torch.equal(same[0].tokens, same[1].tokens)
     assert torch.equal(same[0].scores, same[1].scores)
     for alpha in (0.6, 2.0):

@@ -64,7 +64,8 @@ def test_marian_generates_our_tokens(exported, beams):
     if beams == 1:
         ours = greedy_decode(model, src, DecodingOptions(max_new=20, brevity=0.0), search_tokens(model, tokenizer))
     else:
-        ours = beam_search(model, src, DecodingOptions(beam=4, alpha=0.0, max_new=20, brevity=0.0), search_tokens(model, tokenizer))
+        ours = beam_search(model, src, DecodingOptions(beam=4, alpha=0.0, max_new=20, brevity=0.0),
+                               search_tokens(model, tokenizer))
     assert ours.sequences() == hf_generate(theirs, src, tokenizer.pad_id, beams, max_new=20)
     assert len({tuple(s) for s in ours.sequences()}) > 3  # a trained model: sentences get their own outputs
 
@@ -100,7 +101,8 @@ def test_ctranslate2_translates_as_we_do(exported, tmp_path):
         if beams == 1:
             ours = greedy_decode(model, src, DecodingOptions(max_new=20, brevity=0.0), search_tokens(model, tokenizer))
         else:
-            ours = beam_search(model, src, DecodingOptions(beam=4, alpha=0.0, max_new=20, brevity=0.0), search_tokens(model, tokenizer))
+            ours = beam_search(model, src, DecodingOptions(beam=4, alpha=0.0, max_new=20, brevity=0.0),
+                               search_tokens(model, tokenizer))
         expected = [[tokenizer.id_to_token(i) for i in ids] for ids in ours.sequences()]
         assert [r.hypotheses[0] for r in results] == expected, f"beam {beams}"
 

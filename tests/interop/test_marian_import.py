@@ -75,7 +75,8 @@ def test_decoding_gives_marians_tokens(pair, beams):
     if beams == 1:
         got = greedy_decode(ours, src, DecodingOptions(max_new=12, brevity=0.0), search_tokens(ours, tokenizer))
     else:
-        got = beam_search(ours, src, DecodingOptions(beam=beams, alpha=0.0, max_new=12, brevity=0.0), search_tokens(ours, tokenizer))
+        got = beam_search(ours, src, DecodingOptions(beam=beams, alpha=0.0, max_new=12, brevity=0.0),
+                          search_tokens(ours, tokenizer))
     assert got.sequences() == expected
 
 

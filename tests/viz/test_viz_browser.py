@@ -95,7 +95,8 @@ def recorded_translation(model, tokenizer, sentence: str):
     ids = encode_source(tokenizer, sentence, model.config.source_eos)
     limit = min(model.config.max_len - 1, 2 * len(ids) + 8)  # the server's bound on the generated length
     with trace.Recorder() as recorder:
-        decoded = greedy_decode(model, torch.tensor([ids]), DecodingOptions(max_new=limit), search_tokens(model, tokenizer))
+        decoded = greedy_decode(model, torch.tensor([ids]), DecodingOptions(max_new=limit),
+                                search_tokens(model, tokenizer))
     generated = [tokenizer.bos_id] + decoded.tokens[0, : int(decoded.lengths[0])].tolist()
     final = len(generated) - 2
     encoder, last = trace.Recorder(), trace.Recorder()

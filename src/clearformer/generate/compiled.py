@@ -7,14 +7,14 @@ process pays the compilation (inductor keeps compiled kernels in its on-disk cac
 the system's temporary folder, `torchinductor_<user>`, so a later process pays less). If compiling
 is unavailable or fails, the step runs eagerly after one warning line.
 
-"auto" compiles only where it paid in `benchmarks/decode_speed.py --ab compile` (BENCHMARKS.md,
-"Decoding: compiled step (alternating A/B)"): see `worth_compiling`.
+"auto" (the default) runs the step eagerly: compiling did not pay on the CPU in
+`benchmarks/decode_speed.py --ab compile` (BENCHMARKS.md, "Decoding: each switch on against off
+(alternating A/B)"), and its first call costs far more than a sentence's translation; "on" compiles.
 """
 
 from __future__ import annotations
 
 import sys
-import warnings
 import weakref
 
 import torch
@@ -30,16 +30,10 @@ def eager_step(model, tokens, memory, src_mask, cache, position):
     return model.project(model.decode(tokens, memory, src_mask, cache, position))[:, -1]
 
 
-def worth_compiling(model, rows: int) -> bool:
-    """`compile="auto"`: whether compiling is expected to pay for this job (see the module docstring)."""
-    return False
-
-
-def decode_step(model, compile: str = "off", rows: int = 1):
-    """The step function for `model` (see `eager_step`): compiled when `compile` is "on", or "auto"
-    and `worth_compiling`; never while a recorder is active (the recorder sees the eager modules)."""
-    wanted = compile == "on" or (compile == "auto" and worth_compiling(model, rows))
-    if not wanted or trace.recording() or model in FAILED:
+def decode_step(model, compile: str = "off"):
+    """The step function for `model` (see `eager_step`): compiled when `compile` is "on" (see the module
+    docstring for "auto"); never while a recorder is active (the recorder sees the eager modules)."""
+    if compile != "on" or trace.recording() or model in FAILED:
         return lambda *inputs: eager_step(model, *inputs)
     compiled = COMPILED.get(model)
     if compiled is None:
@@ -57,9 +51,3 @@ def decode_step(model, compile: str = "off", rows: int = 1):
             return eager_step(model, *inputs)
 
     return step
-
-
-def quiet_compiler() -> None:
-    """Keep torch's compiler from printing its own warnings (the fallback prints one line)."""
-    warnings.filterwarnings("ignore", module="torch._dynamo")
-    warnings.filterwarnings("ignore", module="torch._inductor")

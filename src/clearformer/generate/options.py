@@ -74,8 +74,8 @@ class DecodingOptions:
     use_cache: bool = True  # False: the whole prefix again every step (tests prove the cache changes nothing)
     with_scores: bool = True  # greedy: also sum the log-probabilities (a pass over the vocabulary per step)
     compile: str = field(default="auto", metadata=cli(
-        "--compile", "compile the decoder's one-token step with torch.compile: 'auto' (default: see "
-        "generate/compiled.py), 'on' or 'off'", choices=COMPILE_CHOICES))
+        "--compile", "compile the decoder's one-token step with torch.compile: 'on', or 'off'; 'auto' "
+        "(default) runs it eagerly (compiling did not pay on the CPU: BENCHMARKS.md)", choices=COMPILE_CHOICES))
 
     def check(self) -> DecodingOptions:
         """Raise a one-line UserError for a value out of range; return self."""

@@ -50,7 +50,7 @@ class DecoderState:
         self.memory = memory
         self.src_mask = src_mask
         self.cache = model.new_cache() if use_cache else None
-        self.step = decode_step(model, compile, rows=memory.shape[0]) if use_cache else None
+        self.step = decode_step(model, compile) if use_cache else None
         self.prefix = torch.full((memory.shape[0], 1), bos_id, dtype=torch.long, device=memory.device)
 
     @property

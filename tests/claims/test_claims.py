@@ -90,7 +90,7 @@ def test_scale_attention_switch_changes_the_scores_exactly_by_sqrt_d_k():
     assert not torch.allclose(scaled_model(src, tgt), explicit)
 
 
-def test_decoding_engine_honours_the_switch():
+def test_cached_decoding_honours_the_switch():
     _, model = scaled_pair()
     src = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0]])
     fast = greedy_decode(model, src, DecodingOptions(max_new=6))

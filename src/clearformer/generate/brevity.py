@@ -1,11 +1,10 @@
 """A brevity penalty on <eos>: a translation should be about as long as its source says.
 
 A model trained for a few CPU minutes translates the start of a long sentence well and then ends
-it: on en-fr-software, 25-minute translations of sources over 30 words came out at 0.55-0.66 of
-the reference length (BENCHMARKS.md, "Translation quality"). The training pairs say how long a
-translation usually is: the length ratio r (`SearchTokens.length_ratio`), target tokens per source token, measured by
-`clearformer train` (1.20 for en-fr-software's pieces). A source of m tokens expects about r m,
-and ending a hypothesis of t tokens costs
+it: long sources come out well short of the reference length (BENCHMARKS.md, "Translation
+quality"). The training pairs say how long a translation usually is: the length ratio r
+(`SearchTokens.length_ratio`), target tokens per source token, measured by `clearformer train`.
+A source of m tokens expects about r m, and ending a hypothesis of t tokens costs
 
     bonus(t) = -w * max(0, r m - t)^2 / (r m)         (added to log p(<eos>))
 
@@ -18,9 +17,9 @@ without it; greedy decoding and beam search both add it to the <eos> score befor
 beam 1 equals greedy.
 
 BLEU's (and Sockeye's) form w * log(t / (r m)) was tried first: it treats a shortfall in proportion
-the same at every length, and no weight up to 8 brought sources of 25-29 words to 0.9 of the
-reference length (0.87 at 8, where sources of 0-4 words came out 1.18x long; BENCHMARKS.md,
-"Translation length: length penalty and brevity penalty on one trained model (valid)").
+the same at every length, and no weight brought the longest sources near the reference length
+without making the shortest ones too long (BENCHMARKS.md, "Translation length: length penalty and
+brevity penalty on one trained model (valid)").
 
 A model with no measured ratio (0: imported, or trained before the field) is not penalised.
 """

@@ -91,7 +91,7 @@ def test_a_model_trained_with_source_eos_gets_it_in_explain_too(word_model):
 
 
 @pytest.mark.parametrize("sentence, message", [("  ", "empty sentence"), ("zzz qqq", "unknown"),
-                                               (" ".join(["cat"] * 200), "at most")])
+                                               (" ".join(["cat"] * 200), "longer than the model.s maximum length")])
 def test_input_no_model_can_use_gets_one_line(word_model, sentence, message):
     model, tokenizer = word_model
     with pytest.raises(UserError, match=message):

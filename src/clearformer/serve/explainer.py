@@ -85,10 +85,12 @@ def parse_request(body: bytes) -> tuple[str, str]:
 class Explainer:
     """Computes walkthrough JSON for the page: the seed examples and, with a model, any sentence (or prompt)."""
 
-    def __init__(self, loaded: LoadedModel | None, lm_new_tokens: int = SERVER_LM_NEW_TOKENS) -> None:
+    def __init__(self, loaded: LoadedModel | None, lm_new_tokens: int = SERVER_LM_NEW_TOKENS,
+                 decoding: DecodingOptions | None = None) -> None:
         self.loaded = loaded
         self.examples = list(EXAMPLES)
         self.lm_new_tokens = lm_new_tokens
+        self.decoding = (decoding or DecodingOptions()).check()  # how a sentence is translated
 
     def info(self) -> dict:
         """What the page needs: the model (or None) and its kind, the examples, a notice when there is no model."""
@@ -149,7 +151,7 @@ class Explainer:
             # A translation is rarely much longer than its source; the bound keeps an untrained model's
             # babbling (and its walkthrough, which grows with the square of the length) small.
             limit = max(1, min(model.config.max_len - 1, 2 * len(source) + 8))
-            walk = explain_translation(model, tokenizer, sentence, DecodingOptions(max_new=limit))
+            walk = explain_translation(model, tokenizer, sentence, self.decoding.but(max_new=limit))
         except UserError as error:
             raise RequestError(400, str(error)) from None
         return walk_payload(walk)

@@ -20,6 +20,7 @@ import torch
 from benchmarks.report import markdown_table, write_section
 from clearformer.checkpoint import load_model
 from clearformer.evaluate import evaluate_model, load_pairs
+from clearformer.generate import DecodingOptions
 
 
 def main() -> None:
@@ -47,7 +48,7 @@ def main() -> None:
     rows = []
     # Greedy decoding first, for the length it gives on the same model.
     start = time.perf_counter()
-    result, _ = evaluate_model(model, tokenizer, pairs, beam=1)
+    result, _ = evaluate_model(model, tokenizer, pairs, DecodingOptions())
     seconds = time.perf_counter() - start
     bleu = BLEU().corpus_score(result.hypotheses, [references])
     rows.append(["greedy", "—", f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{bleu.bp:.3f}",
@@ -56,7 +57,7 @@ def main() -> None:
     for alpha in args.alphas:
         for rule in args.rules:
             start = time.perf_counter()
-            result, _ = evaluate_model(model, tokenizer, pairs, beam=args.beam, alpha=alpha, stop=rule)
+            result, _ = evaluate_model(model, tokenizer, pairs, DecodingOptions(beam=args.beam, alpha=alpha, stop=rule))
             seconds = time.perf_counter() - start
             bleu = BLEU().corpus_score(result.hypotheses, [references])
             row = [f"{alpha:g}", rule, f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{bleu.bp:.3f}",

@@ -134,6 +134,7 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
     from benchmarks.quality import CURVE_IN_RUN, quality_options, train_curve
     from clearformer.checkpoint import load_model
     from clearformer.evaluate import evaluate_model
+    from clearformer.generate import DecodingOptions
     from clearformer.train.corpus import read_pairs
 
     data = "data/en-fr-software"
@@ -155,7 +156,7 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
             points, step = train_curve(options, minutes, every, valid)
         model, tokenizer, meta = load_model(run / "checkpoints" / f"step-{step:08d}")
         ensure_length_ratio(model, tokenizer, data)  # a reused run from before ModelConfig.length_ratio
-        scores, _ = evaluate_model(model, tokenizer, test, beam=1, batch_size=64)
+        scores, _ = evaluate_model(model, tokenizer, test, DecodingOptions(batch_size=64))
         results[arch] = {"parameters": sum(p.numel() for p in model.parameters()), "run": str(run),
                          "reused": arch == "transformer" and reuse is not None,
                          "minutes": [p["minutes"] for p in points], "steps": [p["step"] for p in points],

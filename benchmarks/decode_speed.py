@@ -21,9 +21,10 @@ shared process the systems slowed each other: clearformer's beam 4 ran 10-30% sl
 CTranslate2 (its own OpenMP runtime and allocations) had run in the same process, an effect no
 user who runs one translator sees.
 
-`--ab` instead times clearformer's decoding engine against itself with each of its optimisations
-switched off (`clearformer.generate.engine.SETTINGS`), batch by batch in alternating order, and
-writes the medians of the per-pair ratios to its own section of BENCHMARKS.md.
+`--ab SWITCH` instead times clearformer against itself with one decoding switch (a field of
+`DecodingOptions`; today `compile`: the one-token step compiled by torch.compile, against eager)
+on and off, batch by batch in alternating order, and writes the medians of the per-pair ratios
+to its own section of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import ct2_export_row  # noqa: E402
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.config import preset  # noqa: E402
-from clearformer.generate import SETTINGS, beam_search, greedy_decode, pad_batch  # noqa: E402
+from clearformer.generate import DecodingOptions, beam_search, greedy_decode, pad_batch  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
 
 SIZE = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
@@ -86,30 +87,16 @@ def time_once(run) -> float:
 # ----------------------------------------------------------------------------- the three systems
 
 
-def clearformer_runner(model, batches, beam: int, new_tokens: int, use_cache: bool, off: str | None = None):
-    """The timed run; `off` names one of the engine's optimisations (`generate.engine.SETTINGS`) to
-    switch off during it."""
+def clearformer_runner(model, batches, options: DecodingOptions):
+    """The timed run of `options` (with_scores=False: as `translate` calls greedy; Transformers returns
+    no scores either)."""
     inputs = [pad_batch(b, model.config.pad_id) for b in batches]
+    search = greedy_decode if options.beam == 1 else beam_search
 
     def run(warm_up: bool = False, batch: int | None = None):
-        if off is not None:
-            setattr(SETTINGS, off, False)
-        try:
-            decode(inputs[:1] if warm_up else inputs if batch is None else inputs[batch: batch + 1])
-        finally:
-            if off is not None:
-                setattr(SETTINGS, off, True)
-
-    def decode(inputs):
-        for src in inputs:
-            if beam == 1:
-                # with_scores=False: as `translate` calls it (Transformers returns no scores either)
-                out = greedy_decode(model, src, max_new=new_tokens, min_length=new_tokens,
-                                    use_cache=use_cache, with_scores=False)
-            else:
-                out = beam_search(model, src, beam=beam, alpha=0.6, max_new=new_tokens, min_length=new_tokens,
-                                  use_cache=use_cache)
-            assert bool((out.lengths == new_tokens).all()), "every sentence must generate new_tokens tokens"
+        for src in inputs[:1] if warm_up else inputs if batch is None else inputs[batch: batch + 1]:
+            out = search(model, src, options)
+            assert bool((out.lengths == options.max_new).all()), "every sentence must generate new_tokens tokens"
     return run
 
 
@@ -185,8 +172,8 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
     return run
 
 
-AB_PREFIX = "clearformer, engine without "  # the same runs with one optimisation of the engine switched off
-SWITCHES = [name for name in vars(SETTINGS)]
+AB_PREFIX = "clearformer, "  # the same runs with one switch of DecodingOptions on ("... on") and off ("... off")
+SWITCHES = {"compile": ("on", "off")}  # DecodingOptions field: (its value "on", its value "off")
 
 
 def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], object]:
@@ -200,11 +187,18 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
         model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
                                    max_len=512)).eval()
         for beam in (1, 4):
-            runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, beam, new, True)
+            options = DecodingOptions(beam=beam, alpha=0.6, max_new=new, min_length=new, with_scores=False)
+            if args.ab is None:
+                runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, options)
             for switch in (args.ab or []):
-                runs[(AB_PREFIX + switch, beam)] = clearformer_runner(model, batches, beam, new, True, switch)
+                on, off = SWITCHES[switch]
+                runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(model, batches,
+                                                                             options.but(**{switch: on}))
+                runs[(f"{AB_PREFIX}{switch} off", beam)] = clearformer_runner(model, batches,
+                                                                              options.but(**{switch: off}))
             if not args.skip_uncached:
-                runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches, beam, new, False)
+                runs[("clearformer, no cache", beam)] = clearformer_runner(model, batches,
+                                                                           options.but(use_cache=False))
     elif system == "transformers":
         from transformers import MarianMTModel
 
@@ -253,15 +247,15 @@ def main() -> None:
     parser.add_argument("--skip-peers", action="store_true",
                         help="clearformer only (no transformers / ctranslate2)")
     parser.add_argument("--skip-uncached", action="store_true", help="leave out the runs without the KV cache")
-    parser.add_argument("--ab", nargs="*", choices=SWITCHES, default=None, metavar="SWITCH",
-                        help="instead of the comparison with peers: time the engine with each of these "
-                             "optimisations switched off against it with all on, batch by batch, alternating "
+    parser.add_argument("--ab", nargs="*", choices=list(SWITCHES), default=None, metavar="SWITCH",
+                        help="instead of the comparison with peers: time clearformer with each of these "
+                             "decoding switches on against off, batch by batch, alternating "
                              f"(no names: all of {', '.join(SWITCHES)}). "
                              "Writes its own section of BENCHMARKS.md")
     args = parser.parse_args()
     if args.ab == []:
         args.ab = list(SWITCHES)
-    if args.ab is not None:  # the A/B compares the engine with itself only
+    if args.ab is not None:  # the A/B compares clearformer with itself only
         args.skip_peers = args.skip_uncached = True
 
     _, where = source_lengths(args.sentences, args.seed)
@@ -284,8 +278,7 @@ def main() -> None:
         report = ab_report(ab, args, load)
         print(report)
         if not args.no_write:
-            write_section("decode_engine_ab", "Decoding engine: each optimisation switched off (alternating A/B)",
-                          report)
+            write_section("decode_switches_ab", "Decoding: each switch on against off (alternating A/B)", report)
         return
     best: dict[tuple[str, int], float] = {}
     rounds: dict[tuple[str, int], list[float]] = {}
@@ -362,36 +355,33 @@ def stop_workers(processes) -> None:
 
 
 def ab_rounds(workers: dict, args) -> dict[tuple[str, int], list[float]]:
-    """The A/B: for every round, batch and variant (one optimisation off),
-    the engine with everything on and the variant time the same batch back to back, in alternating
-    order. Returns {(variant, beam): [time off / time on, one per pair]}."""
-    ours = "clearformer, KV cache"
+    """The A/B: for every round, batch and switch, clearformer with the switch on and with it off
+    decode the same batch back to back, in alternating order.
+    Returns {(switch, beam): [time off / time on, one per pair]}."""
     batches = -(-args.sentences // args.batch)
     ratios: dict[tuple[str, int], list[float]] = {}
     for round_ in range(args.repeats):
         for beam in (1, 4):
-            variants = [name for name, b in workers if b == beam and name != ours]
             for index in range(batches):
-                for turn, variant in enumerate(variants):
-                    order = [ours, variant] if (round_ + index + turn) % 2 == 0 else [variant, ours]
+                for turn, switch in enumerate(args.ab):
+                    on, off = f"{AB_PREFIX}{switch} on", f"{AB_PREFIX}{switch} off"
+                    order = [on, off] if (round_ + index + turn) % 2 == 0 else [off, on]
                     seconds = {}
                     for name in order:
                         workers[(name, beam)].send((name, beam, index))
                         seconds[name] = workers[(name, beam)].recv()
-                    ratios.setdefault((variant, beam), []).append(seconds[variant] / seconds[ours])
+                    ratios.setdefault((switch, beam), []).append(seconds[off] / seconds[on])
             print(f"round {round_ + 1} beam {beam}: " + ", ".join(
-                f"{name[len(AB_PREFIX):]} "
-                f"{statistics.median(ratios[(name, beam)]):.3f}" for name in variants), flush=True)
+                f"{switch} {statistics.median(ratios[(switch, beam)]):.3f}" for switch in args.ab), flush=True)
     return ratios
 
 
 def ab_report(ratios: dict[tuple[str, int], list[float]], args, load: str) -> str:
-    """The A/B table: per optimisation and search, the median over all pairs of
-    time without it / time with it, and the middle half of those ratios."""
+    """The A/B table: per switch and search, the median over all pairs of
+    time with it off / time with it on, and the middle half of those ratios."""
     rows = []
-    for (name, beam), values in ratios.items():
+    for (switch, beam), values in ratios.items():
         values = sorted(values)
-        switch = name[len(AB_PREFIX):]
         median = statistics.median(values)
         quartiles = statistics.quantiles(values, n=4) if len(values) > 1 else [median, median, median]
         rows.append([switch, "greedy" if beam == 1 else f"beam {beam}", f"{median:.3f}x",
@@ -400,11 +390,11 @@ def ab_report(ratios: dict[tuple[str, int], list[float]], args, load: str) -> st
     rows.sort(key=lambda row: (row[0], row[1]))
     return (f"{args.sentences} sentences in batches of {args.batch}, {args.new_tokens} new tokens each, vocabulary "
             f"{args.vocab}, the `small` size with random weights, {args.threads} threads, {args.repeats} rounds. "
-            f"For every round, batch and optimisation, the engine with every optimisation on and the engine with "
-            f"that one off (one worker process) "
+            f"For every round, batch and switch, clearformer with the switch on and with it off (one worker "
+            f"process, warmed up: a compiled step is compiled before timing) "
             f"decode the same batch back to back, in alternating order. Speed-up = time off / time on, per pair; "
-            f"an optimisation stays if the median is at least 1.05x. 1-minute load average: {load}.\n\n"
-            + markdown_table(["optimisation", "search", "median speed-up", "middle half of the pairs", "pairs",
+            f"a switch stays on if the median is at least 1.05x. 1-minute load average: {load}.\n\n"
+            + markdown_table(["switch", "search", "median speed-up", "middle half of the pairs", "pairs",
                               "verdict"], rows))
 
 

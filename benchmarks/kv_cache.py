@@ -4,7 +4,7 @@
    formulas (MHA 2 n_h d_h, GQA 2 n_g d_h, MQA 2 d_h, MLA d_c + d_h^R elements).
 2. Decode tokens/s at 1k and 4k tokens of context, batch 8: the cache is filled to the context
    length (random values: speed does not depend on them), then `--steps` tokens are decoded one
-   at a time through the decoding engine (`clearformer.generate.engine`), as `lm generate` does.
+   at a time through the model with its cache (`model(ids, cache, position)`), as `lm generate` does.
 
 Model: d_model=512, 8 heads (d_h = 64), d_ff=2048, `--layers` layers, vocabulary 4000; MLA with the
 paper's proportions d_c = 4 d_h = 256, d_h^R = d_h / 2 = 32; GQA with 2 key/value heads.
@@ -24,12 +24,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.config import (
     preset,  # noqa: E402
     variant_overrides,  # noqa: E402
 )
-from clearformer.generate.engine import Engine  # noqa: E402
 from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel  # noqa: E402
 
@@ -60,7 +60,7 @@ def measured_bytes(model: LanguageModel, device) -> float:
 
 
 @torch.inference_mode()
-def filled_cache(model: LanguageModel, batch: int, context: int, device) -> list[dict]:
+def filled_cache(model: LanguageModel, batch: int, context: int, device):
     """A cache holding `context` tokens: one real step gives each tensor's shape, then it is widened."""
     cache = model.new_cache()
     model(torch.randint(4, 4000, (batch, 1), device=device), cache, 0)
@@ -79,15 +79,14 @@ def sync(device) -> None:
 
 @torch.inference_mode()
 def decode_speed(model: LanguageModel, batch: int, context: int, steps: int, device) -> float:
-    engine = Engine(model)
-    engine.adopt(filled_cache(model, batch, context, device))
-    token = torch.randint(4, 4000, (batch,), device=device)
+    cache = filled_cache(model, batch, context, device)
+    token = torch.randint(4, 4000, (batch, 1), device=device)
     for warm in range(2):
-        engine.step(token, context + warm)
+        model(token, cache, context + warm)
     sync(device)
     start = time.perf_counter()
     for step in range(steps):
-        engine.step(token, context + 2 + step)
+        model(token, cache, context + 2 + step)
     sync(device)
     return batch * steps / (time.perf_counter() - start)
 
@@ -135,8 +134,8 @@ def main() -> None:
             f"tensors after decoding "
             f"and asserted equal to the formulas.\n\n{table_bytes}\n\n"
             f"Decode speed ({where}): batch {args.batch}, cache filled to the context, then {args.steps} "
-            f"single-token steps timed (after 2 warm-up steps) through the decoding engine "
-            f"(`generate/engine.py`); every cache grows by torch.cat.\n\n{table_speed}")
+            f"single-token steps timed (after 2 warm-up steps) through the model with its cache "
+            f"(`model/cache.py`); every cache grows by torch.cat.\n\n{table_speed}")
     if torch.device(args.device).type == "cuda":
         body += ("\n\nAt this model size a decode step on the GPU is bound by kernel launches (about 2 ms "
                  "per step whatever the variant), not by reading the cache, so these rows do not show the "

@@ -75,6 +75,7 @@ def train_variant(name: str, args) -> dict:
 def evaluate_variant(name: str, args, test) -> list[dict]:
     from clearformer.checkpoint import load_model
     from clearformer.evaluate import evaluate_model
+    from clearformer.generate import DecodingOptions
 
     model, tokenizer, _ = load_model(Path(args.out) / name)
     rows = []
@@ -82,8 +83,9 @@ def evaluate_variant(name: str, args, test) -> list[dict]:
         if not placeholders and not VARIANTS[name]["placeholder_pieces"]:
             continue  # without placeholder pieces there is nothing to constrain
         started = time.monotonic()
-        result, _ = evaluate_model(model, tokenizer, test, beam=beam, alpha=alpha, stop=stop,
-                                   placeholders=placeholders, batch_size=32)
+        decoding = DecodingOptions(beam=beam, alpha=alpha, stop=stop, batch_size=32,
+                                   placeholders="exact" if placeholders else "free")
+        result, _ = evaluate_model(model, tokenizer, test, decoding)
         rows.append({"variant": name, "decoding": decoding, "bleu": result.bleu, "chrf": result.chrf,
                      "ratio": result.ratio, "bleu_line": result.bleu_line,
                      "buckets": {b.name: [b.sentences, b.ratio] for b in result.buckets},
@@ -132,6 +134,7 @@ def decoding_ablation(args, pairs) -> None:
     (`--checkpoint`), on `--split`."""
     from clearformer.checkpoint import load_model
     from clearformer.evaluate import evaluate_model
+    from clearformer.generate import DecodingOptions
 
     model, tokenizer, meta = load_model(args.checkpoint)
     ratio_line = ensure_length_ratio(model, tokenizer, args.data)
@@ -143,8 +146,8 @@ def decoding_ablation(args, pairs) -> None:
     for beam, alpha, form, weight in settings:
         started = time.monotonic()
         with brevity_form(form):
-            result, _ = evaluate_model(model, tokenizer, pairs, beam=beam, alpha=alpha, batch_size=32,
-                                       brevity=weight)
+            result, _ = evaluate_model(model, tokenizer, pairs,
+                                       DecodingOptions(beam=beam, alpha=alpha, batch_size=32, brevity=weight))
         name = "greedy" if beam == 1 else f"beam 4, alpha {alpha:g}"
         kept, total = result.placeholders.kept, result.placeholders.total
         table.append([name, form, f"{weight:g}", f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{result.ratio:.3f}",

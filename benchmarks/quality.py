@@ -30,7 +30,7 @@ from benchmarks.length import ensure_length_ratio
 from benchmarks.report import ROOT, markdown_table, write_section
 from clearformer.checkpoint import load_model
 from clearformer.evaluate import evaluate_model, score_corpus
-from clearformer.generate import translate
+from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.generate.brevity import DEFAULT_BREVITY
 from clearformer.train import TrainOptions, resume_options, train
@@ -92,7 +92,7 @@ def train_curve(options: TrainOptions, minutes: float, every: float, valid: list
         # The first segment replaces an earlier run in the folder (train/rundir.py); the others continue it.
         result = train(options, resume=bool(points), progress=False, overwrite=not points)
         model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{result.step:08d}")
-        hypotheses = translate(model, tokenizer, [s for s, _ in valid], beam=1, batch_size=64)
+        hypotheses = translate(model, tokenizer, [s for s, _ in valid], DecodingOptions(batch_size=64))
         bleu = score_corpus(hypotheses, [t for _, t in valid]).bleu
         points.append({"minutes": budget, "step": result.step, "train_loss": result.train_loss,
                        "valid_loss": result.valid_loss, "bleu": bleu})
@@ -151,8 +151,9 @@ def main() -> None:
     finals = {}
     for name, beam, placeholders in ((f"beam {args.beam}", args.beam, True), ("greedy", 1, True),
                                      (f"beam {args.beam}, placeholders free", args.beam, False)):
-        finals[name], _ = evaluate_model(model, tokenizer, test, beam=beam, alpha=alpha, batch_size=32,
-                                         placeholders=placeholders, brevity=brevity)
+        decoding = DecodingOptions(beam=beam, alpha=alpha, batch_size=32, brevity=brevity,
+                                   placeholders="exact" if placeholders else "free")
+        finals[name], _ = evaluate_model(model, tokenizer, test, decoding)
         print(name, finals[name].bleu_line, finals[name].chrf_line, finals[name].summary(), sep="\n", flush=True)
     final = finals[f"beam {args.beam}"]
     wall = (time.monotonic() - started) / 60

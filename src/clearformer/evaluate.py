@@ -14,8 +14,7 @@ from pathlib import Path
 from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
-from clearformer.generate.beam import DEFAULT_ALPHA
-from clearformer.generate.brevity import DEFAULT_BREVITY
+from clearformer.generate.options import DecodingOptions
 from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress, translate_ids
 from clearformer.placeholders import PlaceholderScore, placeholder_score
 
@@ -138,24 +137,20 @@ def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str
     return pairs, str(path)
 
 
-def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], beam: int = 1, alpha: float = DEFAULT_ALPHA,
-                   max_extra: int = 50, batch_size: int = 32,
-                   progress: Callable[[int], None] | None = None, stop: str = "current",
-                   placeholders: bool = True, split: bool = True, brevity: float = DEFAULT_BREVITY
-                   ) -> tuple[Evaluation, int]:
-    """Translate every source of `pairs` (as `translate` does: `split` cuts a source of more than 25
-    words into its sentences) and score against the targets.
+def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], options: DecodingOptions | None = None,
+                   progress: Callable[[int], None] | None = None) -> tuple[Evaluation, int]:
+    """Translate every source of `pairs` with `options` (default: greedy), as `translate` does
+    (`options.split` cuts a source of more than 25 words into its sentences), and score against the targets.
 
     Sources longer than the model's max_len are cut to max_len tokens (counted in the second
     value returned) rather than dropped, so every reference keeps its hypothesis.
     """
+    options = (options or DecodingOptions()).check()
     max_len = model.config.max_len
     texts = [source for source, _ in pairs]
-    sources, owners = encode_sources(model, tokenizer, texts, split)
+    sources, owners = encode_sources(model, tokenizer, texts, options.split)
     truncated = sum(len(ids) > max_len for ids in sources)
-    translations = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], beam=beam, alpha=alpha,
-                                 max_extra=max_extra, batch_size=batch_size,
-                                 progress=per_input_progress(progress, len(texts), len(sources)), stop=stop,
-                                 placeholders=placeholders, brevity=brevity)
+    translations = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], options,
+                                 per_input_progress(progress, len(texts), len(sources)))
     hypotheses = join_pieces(translations, owners, len(texts))
     return score_corpus(hypotheses, [target for _, target in pairs], texts), truncated

@@ -13,6 +13,7 @@ from clearformer.claims.common import toy_data, toy_transformer, valid_nll
 from clearformer.claims.registry import CLAIMS
 from clearformer.cli import main
 from clearformer.config import ModelConfig
+from clearformer.generate import DecodingOptions
 from clearformer.generate.greedy import greedy_decode
 from clearformer.model.transformer import Transformer
 from clearformer.trace import Recorder
@@ -89,11 +90,11 @@ def test_scale_attention_switch_changes_the_scores_exactly_by_sqrt_d_k():
     assert not torch.allclose(scaled_model(src, tgt), explicit)
 
 
-def test_decoding_engine_honours_the_switch():
+def test_cached_decoding_honours_the_switch():
     _, model = scaled_pair()
     src = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0]])
-    fast = greedy_decode(model, src, max_new=6)
-    slow = greedy_decode(model, src, max_new=6, use_cache=False)
+    fast = greedy_decode(model, src, DecodingOptions(max_new=6))
+    slow = greedy_decode(model, src, DecodingOptions(max_new=6, use_cache=False))
     assert torch.equal(fast.tokens, slow.tokens)
     torch.testing.assert_close(fast.scores, slow.scores)
 

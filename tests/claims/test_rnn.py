@@ -6,6 +6,7 @@ import torch
 
 from clearformer.claims.common import quick_train, toy_data, valid_nll
 from clearformer.config import ModelConfig
+from clearformer.generate import DecodingOptions
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.model.attention import masked_softmax
@@ -74,10 +75,10 @@ def test_cached_steps_equal_teacher_forcing():
 
 def test_greedy_and_beam_search_drive_it():
     model = small_model()
-    cached = greedy_decode(model, SRC, max_new=5)
-    uncached = greedy_decode(model, SRC, max_new=5, use_cache=False)
+    cached = greedy_decode(model, SRC, DecodingOptions(max_new=5))
+    uncached = greedy_decode(model, SRC, DecodingOptions(max_new=5, use_cache=False))
     assert torch.equal(cached.tokens, uncached.tokens)
-    beam = beam_search(model, SRC, beam=3, max_extra=3)
+    beam = beam_search(model, SRC, DecodingOptions(beam=3, max_extra=3))
     assert len(beam.sequences()) == 2
 
 

@@ -11,6 +11,7 @@ from clearformer.config import preset
 from clearformer.explain.claim_links import claim_link, claim_number
 from clearformer.explain.examples import run_example
 from clearformer.explain.translation import explain_translation
+from clearformer.generate import DecodingOptions
 from clearformer.model.transformer import Transformer
 from clearformer.tokenize import SPECIALS, WordTokenizer
 
@@ -22,7 +23,7 @@ def tiny_translation():
     torch.manual_seed(0)
     model = Transformer(preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer),
                                d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32))
-    return explain_translation(model.eval(), tokenizer, "I love you", max_new_tokens=2)
+    return explain_translation(model.eval(), tokenizer, "I love you", DecodingOptions(max_new=2))
 
 
 EXPECTED = {  # step name -> claim (None: no claim is about it)

@@ -10,6 +10,7 @@ import torch
 from clearformer import trace
 from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
+from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.translate import decode_ids, translate
 from clearformer.tokenize import encode_source
 
@@ -40,10 +41,10 @@ def test_explain_outputs_translates_greedy_tokens(trained):
     model, tokenizer = trained
     walks = [explain_translation(model, tokenizer, sentence) for sentence in SENTENCES]
     # translate batches the sentences (longest first, padded); explain decodes one at a time.
-    assert [walk.result for walk in walks] == translate(model, tokenizer, SENTENCES, beam=1)
+    assert [walk.result for walk in walks] == translate(model, tokenizer, SENTENCES, DecodingOptions())
     for sentence, walk in zip(SENTENCES, walks, strict=True):
         src = torch.tensor([encode_source(tokenizer, sentence, model.config.source_eos)])
-        expected = decode_ids(model, src, tokenizer.bos_id, tokenizer.eos_id, beam=1)[0]
+        expected = decode_ids(model, src, DecodingOptions(), search_tokens(model, tokenizer))[0]
         chosen = chosen_ids(walk)
         assert (chosen[:-1] if chosen[-1] == tokenizer.eos_id else chosen) == expected
         assert chosen == [tokenizer.token_to_id(t) for t in walk.target_tokens[1:]]
@@ -82,7 +83,7 @@ def test_a_model_trained_with_source_eos_gets_it_in_explain_too(word_model):
     trained_without = model.config
     try:
         model.config = dataclasses.replace(trained_without, source_eos=True)
-        walk = explain_translation(model, tokenizer, "I love you", max_new_tokens=2)
+        walk = explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=2))
     finally:
         model.config = trained_without
     assert walk.source_tokens == ["I", "love", "you", "<eos>"]
@@ -90,7 +91,7 @@ def test_a_model_trained_with_source_eos_gets_it_in_explain_too(word_model):
 
 
 @pytest.mark.parametrize("sentence, message", [("  ", "empty sentence"), ("zzz qqq", "unknown"),
-                                               (" ".join(["cat"] * 200), "at most")])
+                                               (" ".join(["cat"] * 200), "longer than the model.s maximum length")])
 def test_input_no_model_can_use_gets_one_line(word_model, sentence, message):
     model, tokenizer = word_model
     with pytest.raises(UserError, match=message):

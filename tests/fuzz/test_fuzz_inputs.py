@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import torch
@@ -11,10 +12,9 @@ from fuzz_helpers import one_line
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clearformer.commands.translate import check_sentence
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
-from clearformer.explain.translation import source_ids
+from clearformer.generate.source import check_source
 from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
 from clearformer.serve.explainer import RequestError, parse_request
 from clearformer.tokenize import SPECIALS, WordTokenizer, encode_source
@@ -37,11 +37,11 @@ def tokenizer():
 @given(text=sentences)
 def test_translate_input_checks(tokenizer, text, capsys):
     try:
-        check_sentence(tokenizer, MAX_LEN, text, "input.txt:3")
+        ids = check_source(tokenizer, text, MAX_LEN, True, "input.txt:3", warn=lambda m: print(m, file=sys.stderr))
     except UserError as error:
         assert one_line(str(error)) and str(error).startswith("input.txt:3: ") and len(str(error)) < 600
-    else:  # accepted: it encodes, fits, and any warning is one short line
-        assert 0 < len(tokenizer.encode(text)) + 1 <= MAX_LEN
+    else:  # accepted: it encodes, fits (its <eos> counted), and any warning is one short line
+        assert ids == tokenizer.encode(text) + [tokenizer.eos_id] and 0 < len(ids) <= MAX_LEN
     warning = capsys.readouterr().err
     assert warning == "" or (warning.count("\n") == 1 and len(warning) < 600)
 
@@ -49,7 +49,7 @@ def test_translate_input_checks(tokenizer, text, capsys):
 @given(text=sentences)
 def test_explain_input_checks(tokenizer, text):
     try:
-        ids = source_ids(tokenizer, text[:MAX_SENTENCE_CHARS], MAX_LEN)
+        ids = check_source(tokenizer, text[:MAX_SENTENCE_CHARS], MAX_LEN)
     except UserError as error:
         assert one_line(str(error))
     else:

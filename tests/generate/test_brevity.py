@@ -10,7 +10,7 @@ from gen_helpers import TableModel
 
 from clearformer.batching import Example
 from clearformer.config import ModelConfig
-from clearformer.generate import beam_search, greedy_decode
+from clearformer.generate import DecodingOptions, beam_search, greedy_decode, search_tokens
 from clearformer.generate.brevity import BrevityPenalty, eos_bonus, expected_lengths
 from clearformer.train.corpus import length_ratio
 
@@ -48,29 +48,30 @@ def test_expected_lengths_count_source_tokens_without_padding_or_the_source_eos(
 
 def test_off_without_a_measured_ratio_or_with_weight_zero():
     src = torch.tensor([[A, B]])
-    assert BrevityPenalty.for_batch(EagerToEndModel(length_ratio=0.0), src, 1.0) is None
-    assert BrevityPenalty.for_batch(EagerToEndModel(length_ratio=2.0), src, 0.0) is None
+    assert BrevityPenalty.for_batch(src, search_tokens(EagerToEndModel(length_ratio=0.0)), 1.0) is None
+    assert BrevityPenalty.for_batch(src, search_tokens(EagerToEndModel(length_ratio=2.0)), 0.0) is None
     plain = greedy_decode(EagerToEndModel(), src).sequences()
-    assert greedy_decode(EagerToEndModel(length_ratio=2.0), src, brevity=0.0).sequences() == plain == [[A]]
+    unpenalised = greedy_decode(EagerToEndModel(length_ratio=2.0), src, DecodingOptions(brevity=0.0))
+    assert unpenalised.sequences() == plain == [[A]]
 
 
 def test_greedy_goes_on_until_ending_costs_less_than_the_alternative():
     # 2 source tokens x ratio 2 = 4 expected. After A: log 0.40 - (4 - t)^2 / 4 against log 0.35 for A
     # again: t = 1, 2, 3 go on (A), t = 4 ends.
     model = EagerToEndModel(length_ratio=2.0)
-    decoded = greedy_decode(model, torch.tensor([[A, B]]), brevity=1.0)
+    decoded = greedy_decode(model, torch.tensor([[A, B]]), DecodingOptions(brevity=1.0))
     assert decoded.sequences() == [[A, A, A, A]]
     # A weaker weight moves <eos> less: at t = 3, log 0.40 - 0.3 (4 - 3)^2 / 4 > log 0.35.
-    assert greedy_decode(model, torch.tensor([[A, B]]), brevity=0.3).sequences() == [[A, A, A]]
+    assert greedy_decode(model, torch.tensor([[A, B]]), DecodingOptions(brevity=0.3)).sequences() == [[A, A, A]]
 
 
 def test_beam_one_equals_greedy_and_beam_scores_carry_the_bonus():
     model = EagerToEndModel(length_ratio=2.0)
     src = torch.tensor([[A, B], [B, PAD]])
     for weight in (0.5, 1.0, 3.0):
-        greedy = greedy_decode(model, src, brevity=weight).sequences()
-        assert beam_search(model, src, beam=1, alpha=0.0, brevity=weight).sequences() == greedy
-    decoded = beam_search(model, src, beam=3, alpha=0.0, brevity=1.0)
+        greedy = greedy_decode(model, src, DecodingOptions(brevity=weight)).sequences()
+        assert beam_search(model, src, DecodingOptions(beam=1, alpha=0.0, brevity=weight)).sequences() == greedy
+    decoded = beam_search(model, src, DecodingOptions(beam=3, alpha=0.0, brevity=1.0))
     for row, source_tokens in enumerate((2, 1)):
         tokens = decoded.tokens[row, : int(decoded.lengths[row])].tolist()
         assert tokens[-1] == EOS
@@ -82,8 +83,8 @@ def test_beam_one_equals_greedy_and_beam_scores_carry_the_bonus():
 def test_brevity_makes_beam_translations_no_shorter():
     model = EagerToEndModel(length_ratio=3.0)
     src = torch.tensor([[A, B, A], [B, A, PAD]])
-    plain = beam_search(model, src, beam=3, alpha=0.6, brevity=0.0)
-    longer = beam_search(model, src, beam=3, alpha=0.6, brevity=2.0)
+    plain = beam_search(model, src, DecodingOptions(beam=3, alpha=0.6, brevity=0.0))
+    longer = beam_search(model, src, DecodingOptions(beam=3, alpha=0.6, brevity=2.0))
     assert (longer.lengths >= plain.lengths).all() and (longer.lengths > plain.lengths).any()
 
 

@@ -9,7 +9,7 @@ import torch
 from gen_helpers import TableModel, random_model
 from torch import nn
 
-from clearformer.generate import beam_search, greedy_decode, length_penalty, pad_batch
+from clearformer.generate import DecodingOptions, beam_search, greedy_decode, length_penalty, pad_batch
 from clearformer.trace import Recorder
 
 BOS, EOS, PAD = 2, 3, 0
@@ -42,8 +42,8 @@ def teacher_forced_log_prob(model, src: torch.Tensor, tokens: list[int]) -> floa
 def test_cached_greedy_equals_uncached(variant):
     model = random_model(**VARIANTS[variant])
     src = sources()
-    cached = greedy_decode(model, src, max_extra=12)
-    uncached = greedy_decode(model, src, max_extra=12, use_cache=False)
+    cached = greedy_decode(model, src, DecodingOptions(max_extra=12))
+    uncached = greedy_decode(model, src, DecodingOptions(max_extra=12, use_cache=False))
     assert torch.equal(cached.tokens, uncached.tokens)
     assert torch.equal(cached.lengths, uncached.lengths)
     assert torch.allclose(cached.scores, uncached.scores)
@@ -54,8 +54,8 @@ def test_cached_greedy_equals_uncached(variant):
 def test_cached_beam_equals_uncached(variant, beam):
     model = random_model(**VARIANTS[variant])
     src = sources()
-    cached = beam_search(model, src, beam=beam, max_extra=12)
-    uncached = beam_search(model, src, beam=beam, max_extra=12, use_cache=False)
+    cached = beam_search(model, src, DecodingOptions(beam=beam, max_extra=12))
+    uncached = beam_search(model, src, DecodingOptions(beam=beam, max_extra=12, use_cache=False))
     assert torch.equal(cached.tokens, uncached.tokens)
     assert torch.allclose(cached.scores, uncached.scores)
 
@@ -64,8 +64,8 @@ def test_cached_beam_equals_uncached(variant, beam):
 def test_beam_one_equals_greedy(seed):
     model = random_model(seed=seed)
     src = sources()
-    greedy = greedy_decode(model, src, max_extra=15)
-    beam = beam_search(model, src, beam=1, alpha=0.0, max_extra=15)
+    greedy = greedy_decode(model, src, DecodingOptions(max_extra=15))
+    beam = beam_search(model, src, DecodingOptions(beam=1, alpha=0.0, max_extra=15))
     assert greedy.sequences() == beam.sequences()
     assert torch.equal(greedy.lengths, beam.lengths)
     assert torch.allclose(greedy.scores.double(), beam.scores.double(), atol=1e-4)
@@ -74,8 +74,8 @@ def test_beam_one_equals_greedy(seed):
 def test_batch_decoding_equals_one_by_one():
     model = random_model()
     src = sources()
-    for decode in (lambda s: greedy_decode(model, s, max_extra=10),
-                   lambda s: beam_search(model, s, beam=3, max_extra=10)):
+    for decode in (lambda s: greedy_decode(model, s, DecodingOptions(max_extra=10)),
+                   lambda s: beam_search(model, s, DecodingOptions(beam=3, max_extra=10))):
         together = decode(src).sequences()
         alone = [decode(src[i: i + 1, : int((src[i] != PAD).sum())]).sequences()[0] for i in range(len(src))]
         assert together == alone
@@ -84,10 +84,11 @@ def test_batch_decoding_equals_one_by_one():
 def test_output_length_limit_is_source_length_plus_max_extra_capped_by_max_len():
     model = random_model()
     src = sources(lengths=(2, 6, 30))
-    decoded = greedy_decode(model, src, max_extra=3, min_length=100)  # <eos> forbidden: runs to the limit
+    # <eos> forbidden: runs to the limit
+    decoded = greedy_decode(model, src, DecodingOptions(max_extra=3, min_length=100))
     assert decoded.lengths.tolist() == [5, 9, model.config.max_len]
     assert not (decoded.tokens == EOS).any()
-    fixed = beam_search(model, src, beam=2, max_new=4, min_length=4)
+    fixed = beam_search(model, src, DecodingOptions(beam=2, max_new=4, min_length=4))
     assert fixed.lengths.tolist() == [4, 4, 4]
 
 
@@ -101,7 +102,7 @@ def test_length_penalty_is_gnmt_formula():
 def test_beam_scores_are_teacher_forced_log_probs_over_length_penalty():
     model = random_model()
     src = sources()
-    decoded = beam_search(model, src, beam=3, alpha=0.6, max_extra=10)
+    decoded = beam_search(model, src, DecodingOptions(beam=3, alpha=0.6, max_extra=10))
     for row in range(len(src)):
         length = int(decoded.lengths[row])
         tokens = decoded.tokens[row, :length].tolist()
@@ -131,7 +132,7 @@ def test_beam_finds_a_better_hypothesis_than_greedy():
     model = BigramModel()
     src = torch.tensor([[4, 5]])
     greedy = greedy_decode(model, src)
-    beam = beam_search(model, src, beam=2, alpha=0.0)
+    beam = beam_search(model, src, DecodingOptions(beam=2, alpha=0.0))
     assert greedy.sequences() == [[4]]
     assert beam.sequences() == [[5]]
     assert float(greedy.scores[0]) == pytest.approx(math.log(0.55 * 0.35), abs=1e-5)
@@ -143,7 +144,7 @@ def test_recorder_sees_encoder_once_and_every_step():
     model = random_model()
     src = sources(lengths=(4,))
     with Recorder() as recorder:
-        decoded = greedy_decode(model, src, max_extra=6)
+        decoded = greedy_decode(model, src, DecodingOptions(max_extra=6))
     length = int(decoded.lengths[0])
     chosen = recorder.find("generate.chosen")
     assert [r.step for r in chosen] == list(range(length))
@@ -151,7 +152,7 @@ def test_recorder_sees_encoder_once_and_every_step():
     assert {r.step for r in recorder.find("encoder.output")} == {None}
     assert sorted({r.step for r in recorder.find("decoder.output")}) == list(range(length))
     assert recorder.step == length - 1
-    untraced = greedy_decode(model, src, max_extra=6)
+    untraced = greedy_decode(model, src, DecodingOptions(max_extra=6))
     assert torch.equal(decoded.tokens, untraced.tokens)  # tracing changes nothing
 
 
@@ -189,8 +190,8 @@ class ChainModel(TableModel):
 def test_bound_stopping_finds_the_longer_translation_the_current_length_rule_gives_up_on():
     model = ChainModel()
     src = torch.tensor([[4, 5]])
-    current = beam_search(model, src, beam=2, alpha=2.0, max_extra=10, stop="current")
-    bound = beam_search(model, src, beam=2, alpha=2.0, max_extra=10, stop="bound")
+    current = beam_search(model, src, DecodingOptions(beam=2, alpha=2.0, max_extra=10, stop="current"))
+    bound = beam_search(model, src, DecodingOptions(beam=2, alpha=2.0, max_extra=10, stop="bound"))
     assert current.sequences() == [[4]]
     assert bound.sequences() == [[5, 6, 7]]
     log_p = torch.log_softmax(model.log_table, dim=-1)  # the rows of the table, normalised
@@ -208,12 +209,13 @@ def test_bound_stopping_finds_the_longer_translation_the_current_length_rule_giv
 def test_stopping_rules_agree_without_length_penalty_and_bound_never_scores_lower():
     model = random_model()
     src = sources()
-    same = [beam_search(model, src, beam=3, alpha=0.0, max_extra=8, stop=rule) for rule in ("bound", "current")]
+    same = [beam_search(model, src, DecodingOptions(beam=3, alpha=0.0, max_extra=8, stop=rule))
+            for rule in ("bound", "current")]
     assert torch.equal(same[0].tokens, same[1].tokens)
     assert torch.equal(same[0].scores, same[1].scores)
     for alpha in (0.6, 2.0):
-        bound = beam_search(model, src, beam=3, alpha=alpha, max_extra=8, stop="bound")
-        current = beam_search(model, src, beam=3, alpha=alpha, max_extra=8, stop="current")
+        bound = beam_search(model, src, DecodingOptions(beam=3, alpha=alpha, max_extra=8, stop="bound"))
+        current = beam_search(model, src, DecodingOptions(beam=3, alpha=alpha, max_extra=8, stop="current"))
         assert bool((bound.scores >= current.scores - 1e-6).all())
 
 
@@ -221,4 +223,4 @@ def test_unknown_stopping_rule_is_a_user_error():
     from clearformer.errors import UserError
 
     with pytest.raises(UserError, match="early-stopping rule"):
-        beam_search(BigramModel(), torch.tensor([[4]]), beam=2, stop="never")
+        beam_search(BigramModel(), torch.tensor([[4]]), DecodingOptions(beam=2, stop="never"))

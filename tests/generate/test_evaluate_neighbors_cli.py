@@ -10,7 +10,7 @@ from clearformer.cli import main
 from clearformer.commands.neighbors import analogy_vector, cosine_neighbors
 from clearformer.config import preset
 from clearformer.evaluate import score_corpus
-from clearformer.generate import translate
+from clearformer.generate import DecodingOptions, translate
 from clearformer.model.transformer import Transformer
 from clearformer.tokenize import WordTokenizer
 
@@ -64,7 +64,7 @@ def test_evaluate_beam_with_bound_stopping_says_so_and_matches_the_api(checkpoin
     out = capsys.readouterr().out
     assert code == 0 and "beam 3, alpha 1.0, early stop bound" in out
     model, tokenizer, _ = load_model(checkpoint)
-    hypotheses = translate(model, tokenizer, [s for s, _ in PAIRS], beam=3, alpha=1.0, stop="bound")
+    hypotheses = translate(model, tokenizer, [s for s, _ in PAIRS], DecodingOptions(beam=3, alpha=1.0, stop="bound"))
     assert output.read_text(encoding="utf-8") == "".join(h + "\n" for h in hypotheses)
 
 

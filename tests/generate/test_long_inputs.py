@@ -6,7 +6,7 @@ from __future__ import annotations
 from gen_helpers import SENTENCES, random_model
 
 from clearformer.evaluate import evaluate_model
-from clearformer.generate import translate
+from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.translate import join_pieces, per_input_progress, split_long_sources
 from clearformer.sentences import split_long
 from clearformer.tokenize import WordTokenizer
@@ -34,7 +34,7 @@ def test_pieces_go_back_to_their_input():
 def test_translate_and_evaluate_join_the_sentences_translations():
     tokenizer = WordTokenizer.build(SENTENCES)
     model = random_model(len(tokenizer), seed=2)
-    whole = translate(model, tokenizer, [LONG], split=False)[0]
+    whole = translate(model, tokenizer, [LONG], DecodingOptions(split=False))[0]
     by_sentence = translate(model, tokenizer, [LONG])[0]
     one_by_one = translate(model, tokenizer, ["I love the cat.", "We eat bread."])
     assert by_sentence == " ".join(t for t in [one_by_one[0]] * 9 + [one_by_one[1]] if t)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from gen_helpers import random_model
 
 from clearformer.errors import UserError
 from clearformer.evaluate import length_buckets, score_corpus
+from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.beam import beam_search
 from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.greedy import greedy_decode
@@ -103,9 +105,10 @@ def test_the_constraint_copies_every_piece_exactly(decode, norm_first):
     src = random_sources(24, seed=4)
 
     def run(piece_ids):
+        tokens = replace(search_tokens(model), placeholder_ids=tuple(piece_ids or ()))
         if decode == "greedy":
-            return greedy_decode(model, src, max_extra=20, placeholder_ids=piece_ids)
-        return beam_search(model, src, beam=3, max_extra=20, placeholder_ids=piece_ids)
+            return greedy_decode(model, src, DecodingOptions(max_extra=20), tokens)
+        return beam_search(model, src, DecodingOptions(beam=3, max_extra=20), tokens)
 
     free, constrained = run(None), run(PIECES)
     changed = 0
@@ -124,7 +127,8 @@ def test_no_piece_in_the_batch_means_no_constraint():
     assert PlaceholderConstraint.for_batch(src, PIECES, eos_id=3) is None
     assert PlaceholderConstraint.for_batch(src, (), eos_id=3) is None
     model = random_model(30, seed=3)
-    a = greedy_decode(model, src, placeholder_ids=PIECES).sequences()
+    tokens = replace(search_tokens(model), placeholder_ids=tuple(PIECES))
+    a = greedy_decode(model, src, DecodingOptions(), tokens).sequences()
     assert a == greedy_decode(model, src).sequences()
 
 

@@ -14,7 +14,7 @@ import torch
 
 from clearformer.checkpoint import WEIGHTS_FILE, load_model, save_model
 from clearformer.cli import main
-from clearformer.generate import translate
+from clearformer.generate import DecodingOptions, translate
 
 LINES = ["I love you", "", "the dog sleeps", "   ", "we eat bread .", "I love the cat"]
 
@@ -30,7 +30,8 @@ def run_cli(args: list[str], capsys, stdin: str | None = None, monkeypatch=None)
 def expected(checkpoint: Path, sentences: list[str], beam: int = 1, **options) -> list[str]:
     """Each sentence translated alone through the Python API."""
     model, tokenizer, _ = load_model(checkpoint)
-    return [translate(model, tokenizer, [s.strip()], beam=beam, **options)[0] for s in sentences]
+    decoding = DecodingOptions(beam=beam, **options)
+    return [translate(model, tokenizer, [s.strip()], decoding)[0] for s in sentences]
 
 
 def test_translate_argument(checkpoint, capsys):
@@ -160,7 +161,7 @@ def test_translate_api_keeps_order_across_batches(checkpoint):
     model, tokenizer, _ = load_model(checkpoint)
     sentences = ["I love the cat", "", "we eat bread", "I love you", "the dog sleeps ."] * 3
     calls = []
-    together = translate(model, tokenizer, sentences, batch_size=4, progress=calls.append)
+    together = translate(model, tokenizer, sentences, DecodingOptions(batch_size=4), progress=calls.append)
     assert together == [translate(model, tokenizer, [s])[0] for s in sentences]
     assert sum(calls) == len(sentences)
     assert together[1] == ""

@@ -13,6 +13,7 @@ pytest.importorskip("transformers")
 from interop_helpers import gpt2_folder, marian_folder  # noqa: E402
 
 from clearformer.cli import main  # noqa: E402
+from clearformer.generate import DecodingOptions
 
 
 @pytest.fixture(autouse=True)
@@ -97,7 +98,7 @@ def test_export_to_ctranslate2_from_the_command_line(trained_run, tmp_path, caps
     result = ctranslate2.Translator(str(out)).translate_batch([pieces], beam_size=1)[0].hypotheses[0]
     # CTranslate2 has no brevity penalty (clearformer's decoding rule): compare with it off.
     assert tokenizer.decode([tokenizer.token_to_id(p) for p in result]) == translate(model, tokenizer, [sentence],
-                                                                                     brevity=0.0)[0]
+                                                                                     DecodingOptions(brevity=0.0))[0]
 
 
 def test_export_refuses_in_one_line(tmp_path, capsys, monkeypatch):

@@ -14,7 +14,7 @@ from interop_helpers import padded  # noqa: E402
 from clearformer.checkpoint import load_model  # noqa: E402
 from clearformer.data.toy import toy_pairs  # noqa: E402
 from clearformer.errors import UserError  # noqa: E402
-from clearformer.generate import beam_search, encode_source, greedy_decode  # noqa: E402
+from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens  # noqa: E402
 from clearformer.interop.marian import check_exportable, export_marian, hf_model, load_marian  # noqa: E402
 
 SENTENCES = [source for source, _ in toy_pairs()[:12]]
@@ -62,10 +62,10 @@ def test_marian_generates_our_tokens(exported, beams):
     model, tokenizer, _, theirs = exported
     src = sources(tokenizer)
     if beams == 1:
-        ours = greedy_decode(model, src, tokenizer.bos_id, tokenizer.eos_id, max_new=20, brevity=0.0)
+        ours = greedy_decode(model, src, DecodingOptions(max_new=20, brevity=0.0), search_tokens(model, tokenizer))
     else:
-        ours = beam_search(model, src, beam=4, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                           max_new=20, brevity=0.0)
+        ours = beam_search(model, src, DecodingOptions(beam=4, alpha=0.0, max_new=20, brevity=0.0),
+                               search_tokens(model, tokenizer))
     assert ours.sequences() == hf_generate(theirs, src, tokenizer.pad_id, beams, max_new=20)
     assert len({tuple(s) for s in ours.sequences()}) > 3  # a trained model: sentences get their own outputs
 
@@ -99,10 +99,10 @@ def test_ctranslate2_translates_as_we_do(exported, tmp_path):
         results = translator.translate_batch(pieces, beam_size=beams, length_penalty=0.0, max_decoding_length=20,
                                              min_decoding_length=0)
         if beams == 1:
-            ours = greedy_decode(model, src, tokenizer.bos_id, tokenizer.eos_id, max_new=20, brevity=0.0)
+            ours = greedy_decode(model, src, DecodingOptions(max_new=20, brevity=0.0), search_tokens(model, tokenizer))
         else:
-            ours = beam_search(model, src, beam=4, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                               max_new=20, brevity=0.0)
+            ours = beam_search(model, src, DecodingOptions(beam=4, alpha=0.0, max_new=20, brevity=0.0),
+                               search_tokens(model, tokenizer))
         expected = [[tokenizer.id_to_token(i) for i in ids] for ids in ours.sequences()]
         assert [r.hypotheses[0] for r in results] == expected, f"beam {beams}"
 

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 from interop_helpers import TEST_SOURCES, hf_generate, marian_folder, padded  # noqa: E402
 
 from clearformer.errors import UserError  # noqa: E402
-from clearformer.generate import beam_search, encode_source, greedy_decode  # noqa: E402
+from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens  # noqa: E402
 from clearformer.interop.marian import export_marian, hf_model, import_marian, load_marian  # noqa: E402
 
 # (name, MarianConfig overrides, the tying clearformer should find)
@@ -73,10 +73,10 @@ def test_decoding_gives_marians_tokens(pair, beams):
     src = sources(tokenizer)
     expected = hf_generate(theirs, src, tokenizer.pad_id, beams, max_new=12)
     if beams == 1:
-        got = greedy_decode(ours, src, tokenizer.bos_id, tokenizer.eos_id, max_new=12, brevity=0.0)
+        got = greedy_decode(ours, src, DecodingOptions(max_new=12, brevity=0.0), search_tokens(ours, tokenizer))
     else:
-        got = beam_search(ours, src, beam=beams, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                          max_new=12, brevity=0.0)
+        got = beam_search(ours, src, DecodingOptions(beam=beams, alpha=0.0, max_new=12, brevity=0.0),
+                          search_tokens(ours, tokenizer))
     assert got.sequences() == expected
 
 

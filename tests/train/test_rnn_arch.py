@@ -11,6 +11,7 @@ from train_helpers import weights
 from clearformer.checkpoint import load_model, model_class_for
 from clearformer.cli import main
 from clearformer.config import ModelConfig
+from clearformer.generate import DecodingOptions
 from clearformer.model.rnn import RNNSeq2Seq
 from clearformer.model.transformer import Transformer
 
@@ -75,7 +76,7 @@ def test_alignment_rows_are_the_models_attention(rnn_run):
     from clearformer.explain.translation import explain_translation
 
     model, tokenizer, _ = load_model(rnn_run)
-    walk = explain_translation(model, tokenizer, "I love you", max_new_tokens=3)
+    walk = explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=3))
     last = walk.find("decoder.cross_attention.weights")[-1].matrices[0]
     assert last.col_labels == ["I", "love", "you", "<eos>"]  # sources end in <eos> (the default)
     assert all(sum(row) == pytest.approx(1.0) for row in last.values)

@@ -10,7 +10,7 @@ import torch
 from clearformer.checkpoint import load_model
 from clearformer.cli import main
 from clearformer.data.toy import SEED_SOURCES, toy_pairs, toy_splits
-from clearformer.generate import greedy_decode
+from clearformer.generate import DecodingOptions, greedy_decode, search_tokens
 from clearformer.runs import default_run_dir, resolve_checkpoint
 from clearformer.train.corpus import encode_pairs, length_ratio
 from clearformer.train.metrics import MetricsLog
@@ -29,7 +29,7 @@ def test_phrase_set_holds_the_seeds_and_a_fixed_split():
 
 def greedy(model, tokenizer, text):
     ids = torch.tensor([tokenizer.encode(text)])
-    decoded = greedy_decode(model, ids, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+    decoded = greedy_decode(model, ids, DecodingOptions(), search_tokens(model, tokenizer))
     return tokenizer.decode(decoded.sequences()[0])
 
 

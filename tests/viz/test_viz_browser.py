@@ -20,6 +20,7 @@ from live_support import assert_bars_show, browser_tab, chromium
 from clearformer import trace
 from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
+from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.greedy import greedy_decode
 from clearformer.tokenize import encode_source
 
@@ -94,7 +95,8 @@ def recorded_translation(model, tokenizer, sentence: str):
     ids = encode_source(tokenizer, sentence, model.config.source_eos)
     limit = min(model.config.max_len - 1, 2 * len(ids) + 8)  # the server's bound on the generated length
     with trace.Recorder() as recorder:
-        decoded = greedy_decode(model, torch.tensor([ids]), tokenizer.bos_id, tokenizer.eos_id, max_new=limit)
+        decoded = greedy_decode(model, torch.tensor([ids]), DecodingOptions(max_new=limit),
+                                search_tokens(model, tokenizer))
     generated = [tokenizer.bos_id] + decoded.tokens[0, : int(decoded.lengths[0])].tolist()
     final = len(generated) - 2
     encoder, last = trace.Recorder(), trace.Recorder()
@@ -221,7 +223,8 @@ def test_exported_translation_links_each_claim_from_its_step(page, tiny_model, t
     from clearformer.explain.translation import explain_translation
 
     model, tokenizer = tiny_model
-    path = write_html(explain_translation(model, tokenizer, "I love you", max_new_tokens=2), tmp_path / "t.html")
+    walk = explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=2))
+    path = write_html(walk, tmp_path / "t.html")
     page.goto(path.as_uri())
     page.wait_for_selector("#cf-view[data-step-name]")
     for name, number in CLAIM_STEPS.items():

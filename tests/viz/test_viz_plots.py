@@ -10,6 +10,7 @@ from clearformer.cli import main
 from clearformer.explain import plots
 from clearformer.explain.examples import run_example
 from clearformer.explain.translation import explain_translation
+from clearformer.generate import DecodingOptions
 from clearformer.model.embedding import sinusoidal_table
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -18,7 +19,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def translation(tiny_model):
     model, tokenizer = tiny_model
-    return explain_translation(model, tokenizer, "I love you", max_new_tokens=3)
+    return explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=3))
 
 
 def _png_size(path) -> tuple[int, int]:

@@ -12,19 +12,14 @@ import sys
 from pathlib import Path
 
 from clearformer.commands import options
-from clearformer.commands.translate import (
-    add_decoding_options,
-    check_decoding_options,
-    check_output_path,
-    load_translator,
-    write_output,
-)
+from clearformer.commands.translate import add_decoding_options, check_output_path, load_translator, write_output
 from clearformer.errors import UserError
 from clearformer.evaluate import evaluate_model, load_pairs
+from clearformer.generate import DecodingOptions
 
 
 def run(args) -> int:
-    check_decoding_options(args)
+    decoding = DecodingOptions.from_args(args)
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
     options.apply_threads(args.threads)
@@ -38,20 +33,13 @@ def run(args) -> int:
 
     with tqdm(total=len(pairs), unit="sentence", desc=f"translating {args.split}", file=sys.stderr,
               disable=None, leave=False) as bar:
-        result, truncated = evaluate_model(model, tokenizer, pairs, beam=args.beam, alpha=args.alpha,
-                                           max_extra=args.max_extra, batch_size=args.batch_size,
-                                           progress=bar.update, stop=args.early_stop,
-                                           placeholders=args.placeholders == "exact", split=not args.whole,
-                                           brevity=args.brevity)
+        result, truncated = evaluate_model(model, tokenizer, pairs, decoding, progress=bar.update)
     if truncated:
         print(f"clearformer evaluate: warning: {truncated} source sentence(s) longer than the model's "
               f"maximum length ({model.config.max_len} tokens) were cut to it", file=sys.stderr)
     output = Path(args.output) if args.output else directory / f"hypotheses.{args.split}.txt"
     write_output(output, "".join(line + "\n" for line in result.hypotheses))
-    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}, alpha {args.alpha}, early stop {args.early_stop}"
-    decoding += f", brevity {args.brevity}, placeholders {args.placeholders}"
-    decoding += ", long inputs whole" if args.whole else ""
-    print(f"{name}: {len(pairs)} sentences, {decoding}")
+    print(f"{name}: {len(pairs)} sentences, {decoding.describe()}")
     print(result.bleu_line)
     print(result.chrf_line)
     print(result.summary())

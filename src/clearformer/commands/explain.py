@@ -12,6 +12,7 @@ from clearformer.errors import UserError
 from clearformer.explain.examples import run_example
 from clearformer.explain.render import render, to_json
 from clearformer.explain.translation import explain_translation
+from clearformer.generate import DecodingOptions
 from clearformer.runs import resolve_checkpoint
 
 
@@ -35,6 +36,7 @@ def register(subparsers) -> None:
                         help="comma-separated step names to print (e.g. weights,probabilities,chosen); a "
                              "translation prints the attention weights, distributions and choices by default")
     parser.add_argument("--all", action="store_true", help="print every recorded step of a translation")
+    DecodingOptions.add_arguments(parser, only=("brevity", "placeholders", "max_extra"))
     views.add_view_options(parser)
     parser.set_defaults(func=run)
 
@@ -48,7 +50,7 @@ def build(args):
     if args.sentence is None:
         raise UserError("nothing to explain: give a sentence (with a trained --checkpoint) or --example NAME")
     model, tokenizer, _ = load_model(resolve_checkpoint(args.checkpoint))
-    return explain_translation(model, tokenizer, args.sentence, top=args.top)
+    return explain_translation(model, tokenizer, args.sentence, DecodingOptions.from_args(args), top=args.top)
 
 
 TRANSLATION_FOCUS = ("token_ids", "weights", "probabilities", "chosen")

@@ -19,12 +19,9 @@ from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import load_model
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.generate import encode_source, translate
-from clearformer.generate.beam import DEFAULT_ALPHA
-from clearformer.generate.brevity import DEFAULT_BREVITY
-from clearformer.limits import MAX_SENTENCE_CHARS
+from clearformer.generate import DecodingOptions, search_tokens, translate
+from clearformer.generate.source import check_source, has_surrogates
 from clearformer.runs import resolve_checkpoint
-from clearformer.validation import require_finite, shorten
 
 
 def load_translator(checkpoint: str | None):
@@ -39,43 +36,6 @@ def load_translator(checkpoint: str | None):
         raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
                         f"src_vocab_size={config.src_vocab_size}")
     return model, tokenizer, meta if isinstance(meta, dict) else {}, directory
-
-
-def check_sentence(tokenizer, max_len: int, text: str, where: str | None = None) -> None:
-    """Raise a one-line UserError for a sentence the model cannot translate; warn on unknown words.
-
-    `where` ("file:line") prefixes the messages of sentences read from a file or stdin. Messages
-    quote at most MAX_QUOTED_CHARS characters of the user's text.
-    """
-    at = f"{where}: " if where else ""
-    if has_surrogates(text):
-        raise UserError(f"{at}not UTF-8 text")
-    if len(text) > MAX_SENTENCE_CHARS:
-        raise UserError(f"{at}sentence of {len(text):,} characters; at most {MAX_SENTENCE_CHARS:,}")
-    ids = encode_source(tokenizer, text)
-    if not ids:
-        raise UserError(f"{at}empty sentence (nothing to translate)")
-    if len(ids) > max_len:
-        raise UserError(f"{at}sentence of {len(ids)} tokens is longer than the model's maximum "
-                        f"length ({max_len})")
-    unknown_words = getattr(tokenizer, "unknown_words", None)
-    unknown = unknown_words(text) if unknown_words else []
-    if unknown and len(unknown) == len(ids):
-        shown = shorten(", ".join(unknown[:5]))
-        raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
-    if unknown:
-        shown = shorten(", ".join(dict.fromkeys(unknown)))
-        print(f"clearformer translate: warning: {at}unknown word(s) translated as <unk>: {shown}",
-              file=sys.stderr)
-
-
-def has_surrogates(text: str) -> bool:
-    """Whether `text` holds lone surrogates: how Python carries bytes that were not UTF-8 (argv, stdin)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def decode_lines(data: bytes, name: str) -> list[str]:
@@ -131,18 +91,27 @@ def gather_input(args) -> tuple[list[str], str, bool]:
     return read_stdin(), "<stdin>", True
 
 
-def run(args) -> int:
-    check_decoding_options(args)
-    output = check_output_path(args.output)
-    options.apply_threads(args.threads)
-    sentences, name, lines_may_be_empty = gather_input(args)
-    model, tokenizer, _, _ = load_translator(args.checkpoint)
+def check_sentences(model, tokenizer, sentences: list[str], name: str, lines_may_be_empty: bool) -> None:
+    """Every sentence through `check_source` before any is translated (unknown words: one warning line)."""
+    source_eos = search_tokens(model, tokenizer).source_eos
     for number, text in enumerate(sentences, start=1):
         if lines_may_be_empty and not text.strip():
             continue
         where = None if name == "argument" else f"{name}:{number}"
-        check_sentence(tokenizer, model.config.max_len, text, where)
+        check_source(tokenizer, text, model.config.max_len, source_eos, where, warn=warn)
 
+
+def warn(message: str) -> None:
+    print(f"clearformer translate: warning: {message}", file=sys.stderr)
+
+
+def run(args) -> int:
+    decoding = DecodingOptions.from_args(args)
+    output = check_output_path(args.output)
+    options.apply_threads(args.threads)
+    sentences, name, lines_may_be_empty = gather_input(args)
+    model, tokenizer, _, _ = load_translator(args.checkpoint)
+    check_sentences(model, tokenizer, sentences, name, lines_may_be_empty)
     bar = None
     if args.file:
         from tqdm import tqdm
@@ -150,11 +119,8 @@ def run(args) -> int:
         bar = tqdm(total=len(sentences), unit="sentence", desc="translating", file=sys.stderr,
                    disable=None, leave=False)
     try:
-        outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
-                            alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
-                            progress=bar.update if bar is not None else None, stop=args.early_stop,
-                            placeholders=args.placeholders == "exact", split=not args.whole,
-                            brevity=args.brevity)
+        outputs = translate(model, tokenizer, [s.strip() for s in sentences], decoding,
+                            progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
@@ -165,20 +131,6 @@ def run(args) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     return 0
-
-
-def check_decoding_options(args) -> None:
-    """--beam, --max-extra, --batch-size in range (--alpha is finite: cli.main checks every float)."""
-    if args.beam < 1:
-        raise UserError(f"--beam must be at least 1, not {args.beam}")
-    if args.max_extra < 0:
-        raise UserError(f"--max-extra must be >= 0, not {args.max_extra}")
-    if args.batch_size < 1:
-        raise UserError(f"--batch-size must be at least 1, not {args.batch_size}")
-    require_finite("--alpha", args.alpha)
-    require_finite("--brevity", args.brevity)
-    if args.brevity < 0:
-        raise UserError(f"--brevity must be >= 0 (0 = off), not {args.brevity}")
 
 
 def check_output_path(output: str | None) -> Path | None:
@@ -205,30 +157,9 @@ def write_output(path: Path, text: str) -> None:
 
 
 def add_decoding_options(parser) -> None:
-    """--checkpoint, --beam, --alpha, --max-extra, --batch-size (shared with `evaluate`)."""
+    """--checkpoint, every `DecodingOptions` flag (shared with `evaluate`), --threads."""
     options.add_checkpoint(parser)
-    parser.add_argument("--beam", type=int, default=1, metavar="N",
-                        help="beam size (default 1: greedy decoding; the paper uses 4)")
-    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
-                        help=f"beam search length penalty ((5+len)/6)^alpha (default {DEFAULT_ALPHA})")
-    parser.add_argument("--brevity", type=float, default=DEFAULT_BREVITY, metavar="W",
-                        help=f"penalty on ending a translation shorter than the training data's length ratio "
-                             f"expects: -W * (expected - length)^2 / expected on <eos> "
-                             f"(default {DEFAULT_BREVITY}; 0 = off)")
-    parser.add_argument("--early-stop", choices=("current", "bound"), default="current",
-                        help="when beam search stops a sentence: 'current' (default) once no beam scored at the "
-                             "current length beats its best finished translation; 'bound' once none can at any "
-                             "allowed length (exact; slower, slightly better BLEU)")
-    parser.add_argument("--max-extra", type=int, default=50, metavar="N",
-                        help="stop at source length + N tokens (default 50, as in the paper)")
-    parser.add_argument("--batch-size", type=int, default=32, metavar="N",
-                        help="sentences per batch (default 32)")
-    parser.add_argument("--whole", action="store_true",
-                        help="translate an input of more than 25 words in one pass (default: sentence by "
-                             "sentence, as the training data were cut)")
-    parser.add_argument("--placeholders", choices=("exact", "free"), default="exact",
-                        help="'exact' (default): every placeholder piece of a source (%%s, {0}, ...) comes out "
-                             "exactly as often as it went in; 'free': no constraint")
+    DecodingOptions.add_arguments(parser)
     options.add_threads(parser)
 
 

@@ -1,10 +1,11 @@
 """Explain a trained model translating one sentence: every intermediate of every generation step.
 
-The source is encoded exactly as `translate` encodes it (`tokenize.encode_source`), and the
-translation is `translate`'s own greedy decoder (`generate.greedy_decode`) run under a recorder:
-the encoder once, then one decoder step per generated token with the key/value cache, each step
-feeding only the newest token. So the walkthrough shows the numbers, and the words, that
-`clearformer translate` produces; the recorder sees the very modules that train.
+The source is checked and encoded exactly as `translate` does (`generate.source.check_source`), and
+the translation is `translate`'s own search (`greedy_decode`, or `beam_search` with options.beam > 1)
+run under a recorder: the encoder once, then one step of the model's own decoder per generated token
+with the model's cache, each step feeding only the newest token. So the walkthrough shows the
+numbers, and the words, that `clearformer translate` produces; the recorder sees the very modules
+that train.
 """
 
 from __future__ import annotations
@@ -12,46 +13,30 @@ from __future__ import annotations
 import torch
 
 from clearformer import trace
-from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
+from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
-from clearformer.generate.translate import placeholder_ids
-from clearformer.tokenize import encode_source
-from clearformer.validation import shorten
+from clearformer.generate.options import DecodingOptions, search_tokens
+from clearformer.generate.source import check_source
 
 
-def source_ids(tokenizer, sentence: str, max_len: int, source_eos: bool = False) -> list[int]:
-    """The encoder input of `sentence`, as `translate` builds it, or a UserError for input no model can use."""
-    if not sentence.strip():
-        raise UserError("empty sentence: nothing to translate")
-    ids = encode_source(tokenizer, sentence, source_eos)
-    words = [i for i in ids if i != tokenizer.eos_id]
-    if not words:
-        raise UserError("empty sentence: nothing to translate (no token left after tokenizing)")
-    if all(i == tokenizer.unk_id for i in words):
-        unknown = getattr(tokenizer, "unknown_words", lambda _: [])(sentence)
-        raise UserError(f"every word of {shorten(repr(sentence))} is unknown to this model's vocabulary: "
-                        f"{shorten(', '.join(unknown))}")
-    if len(ids) > max_len:
-        raise UserError(f"sentence has {len(ids)} tokens; this model takes at most {max_len}")
-    return ids
-
-
-def explain_translation(model, tokenizer, sentence: str, max_new_tokens: int | None = None,
+def explain_translation(model, tokenizer, sentence: str, options: DecodingOptions | None = None,
                         top: int = 10) -> Walkthrough:
-    """Greedy translation of `sentence` under a recorder -> the walkthrough of every step.
+    """Translation of `sentence` with `options` (default: greedy) under a recorder -> the walkthrough
+    of every step.
 
-    `max_new_tokens` caps the generated tokens (<eos> included); by default the limit is
-    `translate`'s (source length + 50, within the model's max_len)."""
-    ids = source_ids(tokenizer, sentence, model.config.max_len, model.config.source_eos)
+    `options.max_new` caps the generated tokens (<eos> included); by default the limit is
+    `translate`'s (source length + max_extra, within the model's max_len)."""
+    options = (options or DecodingOptions()).but(with_scores=False)
+    tokens = search_tokens(model, tokenizer, options)
+    ids = check_source(tokenizer, sentence, model.config.max_len, tokens.source_eos)
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()
     try:
         with trace.Recorder() as recorder:
-            decoded = greedy_decode(model, src, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                                    max_new=max_new_tokens, with_scores=False,
-                                    placeholder_ids=placeholder_ids(tokenizer))
+            search = greedy_decode if options.beam == 1 else beam_search
+            decoded = search(model, src, options, tokens)
     finally:
         model.train(was_training)
     generated = [tokenizer.bos_id] + decoded.tokens[0, : int(decoded.lengths[0])].tolist()

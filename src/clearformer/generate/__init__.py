@@ -1,22 +1,23 @@
-"""Decoding and sampling: greedy and beam search, `translate` from text to text, LM sampling, and the
-fast inference engine they run on (`engine.py`: one-token steps over the model's own parameters).
+"""Decoding and sampling: greedy and beam search, `translate` from text to text, LM sampling.
 
-    greedy_decode(model, src_ids)            -> Decoded (tokens, lengths, scores)
-    beam_search(model, src_ids, beam, alpha) -> Decoded
-    translate(model, tokenizer, sentences)   -> list[str]
-    generate(lm, prompt_ids, n, settings)    -> list[int]   (sampling.py)
+    options = DecodingOptions(beam=4)                      (options.py: every decoding choice)
+    greedy_decode(model, src_ids, options, tokens)   -> Decoded (tokens, lengths, scores)
+    beam_search(model, src_ids, options, tokens)     -> Decoded
+    translate(model, tokenizer, sentences, options)  -> list[str]
+    generate(lm, prompt_ids, n, settings)            -> list[int]   (sampling.py)
 
-While a `trace.Recorder` is active every search runs the model's own modules instead of the engine
-(the explain view records the real path); the tokens are the same.
+Every search runs the model's own decoder (`model.decode`, `DecoderLayer.forward`, the attention
+modules) one token at a time with the model's cache (`model/cache.py`); `compiled.py` may compile
+that same step. Under a `trace.Recorder` the same code runs and every intermediate is recorded.
 """
 
 from clearformer.generate.beam import beam_search, length_penalty
-from clearformer.generate.engine import SETTINGS, Engine, EngineSettings
 from clearformer.generate.greedy import greedy_decode
+from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.sampling import SamplingSettings, generate
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 from clearformer.generate.translate import decode_ids, encode_source, pad_batch, translate, translate_ids
 
-__all__ = ["SETTINGS", "Decoded", "DecoderState", "Engine", "EngineSettings", "SamplingSettings", "beam_search",
+__all__ = ["Decoded", "DecoderState", "DecodingOptions", "SamplingSettings", "SearchTokens", "beam_search",
            "decode_ids", "encode_source", "generate", "greedy_decode", "length_penalty", "max_new_tokens",
-           "pad_batch", "translate", "translate_ids"]
+           "pad_batch", "search_tokens", "translate", "translate_ids"]

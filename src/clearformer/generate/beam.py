@@ -18,35 +18,28 @@ finished hypothesis (early stopping). Two rules for "can still beat", `stop=`:
 * "bound": a beam's log-probability s only falls as it grows, and s / lp(n) is largest at the
   longest length the sentence allows, so no continuation of the best beam can beat s / lp(limit).
   Stopping once the best finished hypothesis reaches that bound loses nothing the beams could
-  still find, at the cost of more steps. On a trained en-fr-software model it gained 0.2 BLEU at
-  alpha 0.6 and 0.9 BLEU at alpha 1.0, for 1.2-1.6x and 2-2.4x the decoding time across runs
-  (BENCHMARKS.md, `benchmarks/beam_stopping.py`).
+  still find, at the cost of more steps (BLEU and time against "current": BENCHMARKS.md,
+  `benchmarks/beam_stopping.py`).
 
 Batched over sentences x beams: rows are ordered sentence-major, finished sentences leave the
 batch, and the decoder self-attention cache follows the beams by one `index_select` per step.
 Step 0 runs once per sentence (every beam starts from the same <bos>), and its self-attention
 cache is then expanded to the beams; the encoder output and the cross-attention keys and values
-stay one row per sentence, shared by its beams.
+(in the model's cache, `model/cache.py`) stay one row per sentence, shared by its beams.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 
 from clearformer import trace
-from clearformer.errors import UserError
-from clearformer.generate.brevity import DEFAULT_BREVITY, BrevityPenalty
+from clearformer.generate.brevity import BrevityPenalty
 from clearformer.generate.constraints import PlaceholderConstraint
-from clearformer.generate.greedy import DEFAULT_BOS_ID, DEFAULT_EOS_ID
-from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
+from clearformer.generate.greedy import search_setup
+from clearformer.generate.options import DEFAULT_ALPHA, STOP_RULES, DecodingOptions, SearchTokens
+from clearformer.generate.state import Decoded, DecoderState
 
-STOP_RULES = ("bound", "current")
-# The paper's length penalty is alpha = 0.6. On the 25-minute en-fr-software model alpha 2 translated
-# longer and better (ratio 0.808 -> 0.845, BLEU 29.71 -> 30.35; alpha 3: 0.857, 30.42): BENCHMARKS.md,
-# "Translation length: the length penalty on one trained model". `--alpha 0.6` gives the paper's.
-DEFAULT_ALPHA = 2.0
+__all__ = ["DEFAULT_ALPHA", "STOP_RULES", "beam_search", "length_penalty"]
 
 
 def length_penalty(length: int | float | torch.Tensor, alpha: float):
@@ -147,43 +140,39 @@ class Finished:
 
 
 @torch.inference_mode()
-def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFAULT_ALPHA, bos_id: int = DEFAULT_BOS_ID,
-                eos_id: int = DEFAULT_EOS_ID, max_extra: int = 50, min_length: int = 0,
-                max_new: int | None = None, use_cache: bool = True, stop: str = "current",
-                placeholder_ids: Sequence[int] | None = None, brevity: float = DEFAULT_BREVITY) -> Decoded:
-    """Translate a padded batch of source ids with beam search.
+def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = None,
+                tokens: SearchTokens | None = None) -> Decoded:
+    """Translate a padded batch of source ids with beam search (`options.beam` beams; default 4 when
+    no options are given).
 
     src_ids (batch, src_len) -> `Decoded` (the best hypothesis per sentence, scores divided by the
-    length penalty). Limits as in `greedy_decode`; `stop` is the early-stopping rule ("bound" or
-    "current", see the module docstring); `placeholder_ids` and `brevity` as in `greedy_decode`.
+    length penalty with `options.alpha`). Limits, `tokens` and `brevity` as in `greedy_decode`;
+    `options.stop` is the early-stopping rule ("bound" or "current", see the module docstring).
     """
-    if beam < 1:
-        raise UserError(f"beam size must be at least 1, not {beam}")
-    if stop not in STOP_RULES:
-        raise UserError(f"unknown early-stopping rule {stop!r}: choose one of {', '.join(STOP_RULES)}")
-    pad_id = model.config.pad_id
+    options, tokens, limits = search_setup(model, src_ids, options or DecodingOptions(beam=4), tokens)
+    options.check()
+    beam, alpha, stop, eos_id = options.beam, options.alpha, options.stop, tokens.eos_id
     device = src_ids.device
     recorder = trace.active()
     if recorder is not None:
         recorder.step = None
     memory, src_mask = model.encode(src_ids)
     batch = src_ids.shape[0]
-    limits = max_new_tokens(src_ids, pad_id, max_extra, model.config.max_len, max_new)
     steps = int(limits.max())
-    finished = Finished(batch, steps, pad_id, eos_id, device)
+    finished = Finished(batch, steps, tokens.pad_id, eos_id, device)
     alive = torch.arange(batch, device=device)  # original index of every sentence still searched
-    state = DecoderState(model, memory, src_mask, bos_id, use_cache)
+    state = DecoderState(model, memory, src_mask, tokens.bos_id, options.use_cache, options.compile)
     beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
-    constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id, limits)
-    short = BrevityPenalty.for_batch(model, src_ids, brevity)
+    constraint = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, eos_id, limits)
+    short = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)
     for t in range(steps):
         if recorder is not None:
             recorder.step = t
         n, k_cur = beam_scores.shape
         logits = state.logits().float()  # (n * k_cur, vocab)
         bonus = None if short is None else (eos_id, short.bonus(t, alive, k_cur))
-        top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, eos_id if t < min_length else None,
-                                                     constraint, bonus, t)
+        blocked = eos_id if t < options.min_length else None
+        top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, blocked, constraint, bonus, t)
         penalty = length_penalty(t + 1, alpha)
         go_scores, go_beam, go_token = continuing(top_scores, top_beam, top_token, beam, eos_id)
         if recorder is not None:

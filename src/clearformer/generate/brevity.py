@@ -1,11 +1,10 @@
 """A brevity penalty on <eos>: a translation should be about as long as its source says.
 
 A model trained for a few CPU minutes translates the start of a long sentence well and then ends
-it: on en-fr-software, 25-minute translations of sources over 30 words came out at 0.55-0.66 of
-the reference length (BENCHMARKS.md, "Translation quality"). The training pairs say how long a
-translation usually is: `ModelConfig.length_ratio` r, target tokens per source token, measured by
-`clearformer train` (1.20 for en-fr-software's pieces). A source of m tokens expects about r m,
-and ending a hypothesis of t tokens costs
+it: long sources come out well short of the reference length (BENCHMARKS.md, "Translation
+quality"). The training pairs say how long a translation usually is: the length ratio r
+(`SearchTokens.length_ratio`), target tokens per source token, measured by `clearformer train`.
+A source of m tokens expects about r m, and ending a hypothesis of t tokens costs
 
     bonus(t) = -w * max(0, r m - t)^2 / (r m)         (added to log p(<eos>))
 
@@ -18,9 +17,9 @@ without it; greedy decoding and beam search both add it to the <eos> score befor
 beam 1 equals greedy.
 
 BLEU's (and Sockeye's) form w * log(t / (r m)) was tried first: it treats a shortfall in proportion
-the same at every length, and no weight up to 8 brought sources of 25-29 words to 0.9 of the
-reference length (0.87 at 8, where sources of 0-4 words came out 1.18x long; BENCHMARKS.md,
-"Translation length: length penalty and brevity penalty on one trained model (valid)").
+the same at every length, and no weight brought the longest sources near the reference length
+without making the shortest ones too long (BENCHMARKS.md, "Translation length: length penalty and
+brevity penalty on one trained model (valid)").
 
 A model with no measured ratio (0: imported, or trained before the field) is not penalised.
 """
@@ -29,10 +28,9 @@ from __future__ import annotations
 
 import torch
 
-# Chosen on the validation split with the 25-minute en-fr-software model (BENCHMARKS.md, "Translation
-# length: ... (valid)"): the weight that brought every length bucket to >= 0.9 for beam 4 and greedy.
-# `--brevity 0` switches it off.
-DEFAULT_BREVITY = 2.0
+from clearformer.generate.options import DEFAULT_BREVITY, SearchTokens
+
+__all__ = ["DEFAULT_BREVITY", "BrevityPenalty", "eos_bonus", "expected_lengths"]
 
 
 def expected_lengths(src_ids: torch.Tensor, pad_id: int, ratio: float, source_eos: bool) -> torch.Tensor:
@@ -56,12 +54,11 @@ class BrevityPenalty:
         self.weight = weight
 
     @classmethod
-    def for_batch(cls, model, src_ids: torch.Tensor, weight: float) -> BrevityPenalty | None:
-        """None when switched off (weight 0) or the model has no measured length ratio."""
-        ratio = float(getattr(model.config, "length_ratio", 0.0) or 0.0)
-        if weight <= 0 or ratio <= 0:
+    def for_batch(cls, src_ids: torch.Tensor, tokens: SearchTokens, weight: float) -> BrevityPenalty | None:
+        """None when switched off (weight 0) or the run has no measured length ratio."""
+        if weight <= 0 or tokens.length_ratio <= 0:
             return None
-        return cls(expected_lengths(src_ids, model.config.pad_id, ratio, model.config.source_eos), weight)
+        return cls(expected_lengths(src_ids, tokens.pad_id, tokens.length_ratio, tokens.source_eos), weight)
 
     def bonus(self, t: int, sentences: torch.Tensor, per_sentence: int = 1) -> torch.Tensor:
         """(rows,) the bonus for ending at step t; rows = the sentences `sentences` (original

@@ -13,51 +13,54 @@ a (batch,) tensor in the original sentence order (<pad> for sentences already fi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 
 from clearformer import trace
-from clearformer.generate.brevity import DEFAULT_BREVITY, BrevityPenalty
+from clearformer.generate.brevity import BrevityPenalty
 from clearformer.generate.constraints import PlaceholderConstraint
+from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 
-DEFAULT_BOS_ID = 2  # the WordTokenizer's order: <pad> <unk> <bos> <eos>
-DEFAULT_EOS_ID = 3
+
+def search_setup(model, src_ids: torch.Tensor, options: DecodingOptions | None,
+                 tokens: SearchTokens | None) -> tuple[DecodingOptions, SearchTokens, torch.Tensor]:
+    """The options (default: `DecodingOptions()`), the token facts (default: `search_tokens(model)`)
+    and each sentence's length limit (batch,) for a search over src_ids (batch, src_len)."""
+    options = DecodingOptions() if options is None else options
+    tokens = search_tokens(model) if tokens is None else tokens
+    limits = max_new_tokens(src_ids, tokens.pad_id, options.max_extra, model.config.max_len, options.max_new)
+    return options, tokens, limits
 
 
 @torch.inference_mode()
-def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eos_id: int = DEFAULT_EOS_ID,
-                  max_extra: int = 50, min_length: int = 0, max_new: int | None = None,
-                  use_cache: bool = True, with_scores: bool = True,
-                  placeholder_ids: Sequence[int] | None = None, brevity: float = DEFAULT_BREVITY) -> Decoded:
+def greedy_decode(model, src_ids: torch.Tensor, options: DecodingOptions | None = None,
+                  tokens: SearchTokens | None = None) -> Decoded:
     """Translate a padded batch of source ids greedily.
 
-    src_ids (batch, src_len), padded with config.pad_id -> `Decoded` with tokens (batch, steps).
-    Each sentence may generate up to its source length + `max_extra` tokens (capped by the model's
-    max_len; `max_new` replaces that limit). <eos> is forbidden before `min_length` tokens.
-    `use_cache=False` recomputes the whole prefix every step (same tokens, slower).
-    `with_scores=False` skips the log-probabilities (a pass over the vocabulary per step): scores
-    are then left at 0. `placeholder_ids`: the tokenizer's placeholder pieces, each to be copied
-    from the source exactly as often as it occurs there (`generate/constraints.py`). `brevity`: the
-    weight of the penalty on ending shorter than the model's length ratio expects
-    (`generate/brevity.py`; 0 = none).
+    src_ids (batch, src_len), padded with <pad> -> `Decoded` with tokens (batch, steps). From
+    `options`: each sentence may generate up to its source length + `max_extra` tokens (capped by
+    the model's max_len; `max_new` replaces that limit); <eos> is forbidden before `min_length`
+    tokens; `use_cache=False` recomputes the whole prefix every step (same tokens, slower);
+    `with_scores` sums the log-probabilities (a pass over the vocabulary per step; else scores stay
+    0); `brevity`: the weight of the penalty on ending shorter than the length ratio expects
+    (`generate/brevity.py`; 0 = none). `tokens`: <bos>, <eos>, the placeholder pieces (each copied
+    from the source exactly as often as it occurs there, `generate/constraints.py`), the length ratio.
     """
-    pad_id = model.config.pad_id
+    options, tokens, limits = search_setup(model, src_ids, options, tokens)
+    pad_id, eos_id, min_length = tokens.pad_id, tokens.eos_id, options.min_length
     recorder = trace.active()
     if recorder is not None:
         recorder.step = None
     memory, src_mask = model.encode(src_ids)
     batch = src_ids.shape[0]
-    limits = max_new_tokens(src_ids, pad_id, max_extra, model.config.max_len, max_new)
     steps = int(limits.max())
-    tokens = torch.full((batch, steps), pad_id, dtype=torch.long, device=src_ids.device)
+    output = torch.full((batch, steps), pad_id, dtype=torch.long, device=src_ids.device)
     lengths = limits.clone()
     scores = torch.zeros(batch, dtype=torch.float32, device=src_ids.device)
     alive = torch.arange(batch, device=src_ids.device)  # original index of every row still decoding
-    state = DecoderState(model, memory, src_mask, bos_id, use_cache)
-    constraint = PlaceholderConstraint.for_batch(src_ids, placeholder_ids, eos_id, limits)
-    short = BrevityPenalty.for_batch(model, src_ids, brevity)
+    state = DecoderState(model, memory, src_mask, tokens.bos_id, options.use_cache, options.compile)
+    constraint = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, eos_id, limits)
+    short = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)
     for t in range(steps):
         if recorder is not None:
             recorder.step = t
@@ -71,11 +74,11 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
         chosen = logits.argmax(dim=-1)
         if constraint is not None:
             constraint.chose(chosen)
-        if with_scores:
+        if options.with_scores:
             # log p(chosen) = logit - logsumexp(logits): one pass less than a full log_softmax.
             best = logits.gather(1, chosen[:, None])[:, 0]
             scores.index_add_(0, alive, (best - torch.logsumexp(logits, dim=-1)).float())
-        tokens[alive, t] = chosen
+        output[alive, t] = chosen
         if recorder is not None:
             full = torch.full((batch,), pad_id, dtype=torch.long, device=chosen.device)
             full[alive] = chosen
@@ -93,4 +96,4 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
                 constraint.select(keep)
         else:
             state.append(chosen)
-    return Decoded(tokens, lengths, scores, eos_id)
+    return Decoded(output, lengths, scores, eos_id)

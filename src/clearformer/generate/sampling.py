@@ -6,8 +6,8 @@
     next ~ p restricted to what is kept (renormalised)
 
 `generate` runs the prompt through the model once (filling its cache), then one token per step
-through the engine (`generate/engine.py`), or, while a `trace.Recorder` is active, through the
-model's own modules (the explain view sees the real path; the tokens are the same).
+through the same model with its cache (`model/cache.py`); under a `trace.Recorder` every
+intermediate of those passes is recorded.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import torch
 
 from clearformer import trace
 from clearformer.errors import UserError
-from clearformer.generate.engine import Engine, use_engine
 
 
 @dataclass
@@ -103,10 +102,6 @@ def generate(model, prompt_ids: list[int], max_new_tokens: int, settings: Sampli
     cache = model.new_cache()
     ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
     logits = model(ids, cache, 0)[:, -1]
-    engine = None
-    if use_engine(model):
-        engine = Engine(model)
-        engine.adopt(cache)
     position = len(prompt_ids)
     new: list[int] = []
     steps = min(max_new_tokens, context - position)
@@ -119,9 +114,6 @@ def generate(model, prompt_ids: list[int], max_new_tokens: int, settings: Sampli
         if step + 1 < steps:  # the last token is never fed back
             if recorder is not None:
                 recorder.step = step + 1
-            if engine is not None:
-                logits = engine.step(token.view(1), position)
-            else:
-                logits = model(token.view(1, 1), cache, position)[:, -1]
+            logits = model(token.view(1, 1), cache, position)[:, -1]
             position += 1
     return new

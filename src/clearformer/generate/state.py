@@ -1,21 +1,15 @@
 """What autoregressive decoding carries from one step to the next, and what it returns.
 
-`DecoderState` hides how the next-token logits are computed:
+`DecoderState` runs the model's own decoder (`model.decode`, then `model.project`): with the
+model's cache (`model/cache.py`) one token per hypothesis per step, the cross-attention keys and
+values computed at the first step once per source sentence and shared by its beams; without it
+(`use_cache=False`) the decoder over the whole prefix again every step (O(n^2) work, the way the
+Annotated Transformer decodes), to prove the cache changes nothing. `generate/compiled.py` may
+hand the same step to `torch.compile`.
 
-* through the engine (`generate/engine.py`, the default): one token per hypothesis per step over
-  the model's own weights, with the cross-attention keys and values computed once from the encoder
-  output, one row per sentence (its beams share it);
-* through the model's own modules (while a `trace.Recorder` is active, so the explain view sees
-  the real path; or with the engine switched off): `model.decode` with the model's cache (one
-  token per step) and `model.project`, which records `output.logits` and `output.probabilities`;
-  the encoder output is repeated for every beam of its sentence;
-* without a cache (`use_cache=False`): the decoder over the whole prefix again every step (O(n^2)
-  work, the way the Annotated Transformer decodes), to prove the cache changes nothing.
-
-Every path gives the same tokens (tests/generate/test_engine.py). Rows are hypotheses: one per
-sentence for greedy decoding, `beam` per sentence for beam search, ordered sentence-major.
-`select(rows, sentences)` keeps and reorders hypotheses (a beam continues another beam's prefix)
-and, when given, sentences (a finished sentence leaves the batch).
+Rows are hypotheses: one per sentence for greedy decoding, `beam` per sentence for beam search,
+ordered sentence-major. `select(rows, sentences)` keeps and reorders hypotheses (a beam continues
+another beam's prefix) and, when given, sentences (a finished sentence leaves the batch).
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from clearformer.generate.engine import Engine, use_engine
+from clearformer.generate.compiled import decode_step
 
 
 def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: int,
@@ -46,18 +40,17 @@ class DecoderState:
     """The decoder's memory of earlier steps for `rows` hypotheses.
 
     memory (sentences, src_len, d_model) and src_mask (sentences, 1, 1, src_len) come from
-    `model.encode`; `prefix` (rows, steps_so_far + 1) holds <bos> and every token chosen so far,
-    rows = sentences x hypotheses per sentence.
+    `model.encode` and stay one row per sentence; `prefix` (rows, steps_so_far + 1) holds <bos> and
+    every token chosen so far, rows = sentences x hypotheses per sentence.
     """
 
     def __init__(self, model, memory: torch.Tensor, src_mask: torch.Tensor, bos_id: int,
-                 use_cache: bool = True) -> None:
+                 use_cache: bool = True, compile: str = "off") -> None:
         self.model = model
         self.memory = memory
         self.src_mask = src_mask
-        self.engine = Engine(model, memory, src_mask) if use_engine(model, use_cache) else None
-        self.cache = model.new_cache() if use_cache and self.engine is None else None
-        self.use_cache = use_cache
+        self.cache = model.new_cache() if use_cache else None
+        self.step = decode_step(model, compile) if use_cache else None
         self.prefix = torch.full((memory.shape[0], 1), bos_id, dtype=torch.long, device=memory.device)
 
     @property
@@ -66,17 +59,12 @@ class DecoderState:
         return self.prefix.shape[1] - 1
 
     def logits(self) -> torch.Tensor:
-        """Scores for the next token of every row: (rows, tgt_vocab), possibly a transposed view."""
-        if self.engine is not None:
-            return self.engine.step(self.prefix[:, -1], self.position)
-        per_sentence = self.prefix.shape[0] // self.memory.shape[0]  # the beams of each sentence
-        memory = self.memory.repeat_interleave(per_sentence, dim=0)
-        src_mask = self.src_mask.repeat_interleave(per_sentence, dim=0)
-        if self.use_cache:
-            hidden = self.model.decode(self.prefix[:, -1:], memory, src_mask, self.cache, position=self.position)
-        else:
-            hidden = self.model.decode(self.prefix, memory, src_mask)
-        return self.model.project(hidden[:, -1:])[:, 0]
+        """Scores for the next token of every row: (rows, tgt_vocab)."""
+        if self.cache is None:
+            hidden = self.model.decode(self.prefix, self.memory, self.src_mask)
+            return self.model.project(hidden[:, -1:])[:, 0]
+        # After the first step the cache holds the source's keys and values: memory is not read again.
+        return self.step(self.prefix[:, -1:], self.memory, self.src_mask, self.cache, self.position)
 
     def append(self, tokens: torch.Tensor) -> None:
         """Feed the chosen tokens (rows,) at the next step."""
@@ -86,17 +74,20 @@ class DecoderState:
         """Keep hypotheses `rows` (new_rows,), in that order, and sentences `sentences` (their
         indices among the current sentences, in order; None = the sentences are unchanged).
 
-        Decoder self-attention keys/values follow their hypothesis; the encoder output, its mask and
-        the engine's cross-attention keys/values depend only on the sentence: they are reindexed only
-        when the set of sentences changed, never on a beam reorder.
+        Self-attention keys/values follow their hypothesis; the encoder output, its mask and the
+        cross-attention keys/values depend only on the sentence: they are reindexed only when the set
+        of sentences changed, never on a beam reorder.
         """
         self.prefix = self.prefix.index_select(0, rows)
         if sentences is not None:
             self.memory = self.memory.index_select(0, sentences)
             self.src_mask = self.src_mask.index_select(0, sentences)
-        if self.engine is not None:
-            self.engine.select(rows, sentences)
-        for layer in self.cache or []:
+        if self.cache is None:
+            return
+        if hasattr(self.cache, "select"):
+            self.cache.select(rows, sentences)
+            return
+        for layer in self.cache:  # a model with a cache of its own kind (the GRU baseline): rows first
             entries = layer.get("self", {})
             for name, tensor in entries.items():
                 entries[name] = tensor.index_select(0, rows)

@@ -1,4 +1,4 @@
-"""Text in, text out: `translate(model, tokenizer, sentences)` batches sentences through the decoder.
+"""Text in, text out: `translate(model, tokenizer, sentences, options)` batches sentences through the decoder.
 
 Sentences are sorted by length before batching (so a batch holds sentences of similar length and
 little padding), decoded, and put back in their original order. An empty sentence translates
@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from clearformer.generate.beam import DEFAULT_ALPHA, beam_search
-from clearformer.generate.brevity import DEFAULT_BREVITY
+from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
+from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.sentences import split_long
 from clearformer.tokenize import encode_source
 
@@ -28,23 +28,10 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int,
     return batch.to(device)
 
 
-def decode_ids(model, src_ids: torch.Tensor, bos_id: int, eos_id: int, beam: int = 1, alpha: float = DEFAULT_ALPHA,
-               max_extra: int = 50, stop: str = "current", **options) -> list[list[int]]:
-    """Greedy (beam == 1) or beam search over a padded batch -> one list of output ids per sentence.
-    `stop` is beam search's early-stopping rule (see `beam_search`); `options` go to both (e.g.
-    `placeholder_ids`, `use_cache`, `brevity`)."""
-    if beam == 1:
-        decoded = greedy_decode(model, src_ids, bos_id=bos_id, eos_id=eos_id, max_extra=max_extra,
-                                with_scores=False, **options)
-    else:
-        decoded = beam_search(model, src_ids, beam=beam, alpha=alpha, bos_id=bos_id, eos_id=eos_id,
-                              max_extra=max_extra, stop=stop, **options)
-    return decoded.sequences()
-
-
-def placeholder_ids(tokenizer) -> tuple[int, ...]:
-    """The tokenizer's placeholder pieces (SentencePiece vocabularies trained by clearformer), or ()."""
-    return tuple(getattr(tokenizer, "placeholder_ids", ()))
+def decode_ids(model, src_ids: torch.Tensor, options: DecodingOptions, tokens: SearchTokens) -> list[list[int]]:
+    """Greedy (options.beam == 1) or beam search over a padded batch -> one list of output ids per sentence."""
+    search = greedy_decode if options.beam == 1 else beam_search
+    return search(model, src_ids, options, tokens).sequences()
 
 
 def split_long_sources(sentences: Sequence[str]) -> tuple[list[str], list[int]]:
@@ -83,24 +70,20 @@ def per_input_progress(progress: Callable[[int], None] | None, inputs: int, piec
     return report
 
 
-def translate(model, tokenizer, sentences: list[str], beam: int = 1, alpha: float = DEFAULT_ALPHA, max_extra: int = 50,
-              batch_size: int = 32, progress: Callable[[int], None] | None = None,
-              use_cache: bool = True, stop: str = "current", placeholders: bool = True,
-              split: bool = True, brevity: float = DEFAULT_BREVITY) -> list[str]:
-    """Translate every sentence (greedy when beam == 1); the output keeps the input order.
+def translate(model, tokenizer, sentences: list[str], options: DecodingOptions | None = None,
+              progress: Callable[[int], None] | None = None) -> list[str]:
+    """Translate every sentence with `options` (default: greedy); the output keeps the input order.
 
-    `batch_size` counts sentences per batch (beam search decodes batch_size x beam rows at once);
-    `progress(n)` is called after each batch with the number of sentences it held. With
-    `placeholders` (the default) a translation copies every placeholder piece of its source exactly
-    (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained). With
-    `split` (the default) an input of more than 25 words is translated sentence by sentence.
-    `brevity` weighs the penalty on ending shorter than the model's length ratio expects
-    (`generate/brevity.py`; 0 = none).
+    `options.batch_size` counts sentences per batch (beam search decodes batch_size x beam rows at
+    once); `progress(n)` is called after each batch with the number of sentences it held. With
+    `placeholders="exact"` (the default) a translation copies every placeholder piece of its source
+    exactly (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained).
+    With `split` (the default) an input of more than 25 words is translated sentence by sentence.
     """
-    sources, owners = encode_sources(model, tokenizer, sentences, split)
-    translations = translate_ids(model, tokenizer, sources, beam, alpha, max_extra, batch_size,
-                                 per_input_progress(progress, len(sentences), len(sources)), use_cache, stop,
-                                 placeholders, brevity)
+    options = (options or DecodingOptions()).check()
+    sources, owners = encode_sources(model, tokenizer, sentences, options.split)
+    translations = translate_ids(model, tokenizer, sources, options,
+                                 per_input_progress(progress, len(sentences), len(sources)))
     return join_pieces(translations, owners, len(sentences))
 
 
@@ -108,15 +91,16 @@ def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = Tru
     """Inputs -> (source ids of each piece to translate, the input each piece belongs to): an input of
     more than 25 words is cut into its sentences when `split`; each piece is read by `encode_source`."""
     pieces, owners = split_long_sources(sentences) if split else (list(sentences), list(range(len(sentences))))
-    return [encode_source(tokenizer, text, model.config.source_eos) for text in pieces], owners
+    source_eos = search_tokens(model, tokenizer).source_eos
+    return [encode_source(tokenizer, text, source_eos) for text in pieces], owners
 
 
-def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = DEFAULT_ALPHA,
-                  max_extra: int = 50, batch_size: int = 32, progress: Callable[[int], None] | None = None,
-                  use_cache: bool = True, stop: str = "current", placeholders: bool = True,
-                  brevity: float = DEFAULT_BREVITY) -> list[str]:
+def translate_ids(model, tokenizer, sources: list[list[int]], options: DecodingOptions | None = None,
+                  progress: Callable[[int], None] | None = None) -> list[str]:
     """`translate` for sentences already encoded (lists of source ids; an empty list -> "")."""
-    piece_ids = placeholder_ids(tokenizer) if placeholders else None
+    # Text needs no scores: greedy skips its pass over the vocabulary per step.
+    options = (options or DecodingOptions()).but(with_scores=False)
+    tokens = search_tokens(model, tokenizer, options)
     device = next(model.parameters()).device
     outputs = [""] * len(sources)
     # Longest first, so that each batch holds sentences of similar length (little padding).
@@ -126,13 +110,10 @@ def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alp
     was_training = model.training
     model.eval()
     try:
-        for start in range(0, len(todo), batch_size):
-            chunk = todo[start: start + batch_size]
-            src_ids = pad_batch([ids for _, ids in chunk], model.config.pad_id, device)
-            outputs_ids = decode_ids(model, src_ids, tokenizer.bos_id, tokenizer.eos_id, beam, alpha,
-                                     max_extra, stop, use_cache=use_cache, placeholder_ids=piece_ids,
-                                     brevity=brevity)
-            for (index, _), ids in zip(chunk, outputs_ids, strict=True):
+        for start in range(0, len(todo), options.batch_size):
+            chunk = todo[start: start + options.batch_size]
+            src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
+            for (index, _), ids in zip(chunk, decode_ids(model, src_ids, options, tokens), strict=True):
                 outputs[index] = tokenizer.decode(ids)
             if progress is not None:
                 progress(len(chunk))

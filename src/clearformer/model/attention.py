@@ -7,8 +7,14 @@ Two paths give one answer:
     as separate tensors, each of which the recorder can see;
   * the fast path calls torch's fused `scaled_dot_product_attention`.
 `attention` picks one: the explicit path whenever a recorder is active (or `explicit=True`), the
-fused one otherwise; the tests prove both agree. Decoding's fast one-token steps live in
-`clearformer.generate.engine`, not here.
+fused one otherwise; the tests prove both agree.
+
+Decoding runs these same modules one token at a time with the model's cache (`model/cache.py`).
+There the keys and values can be shared: several query heads read one key/value head (GQA/MQA), and
+in cross-attention the beams of a sentence read that sentence's one row of encoder keys and values,
+computed once per sentence. `shared_kv_attention` serves both without copying the keys: the queries
+that read one key/value row and head are stacked as the query rows of one product (as Marian and
+CTranslate2 do for beams).
 
 Masks are boolean, `True = may attend`, shaped to broadcast against
 `(batch, heads, q_len, k_len)`, and built only by the functions in this file.
@@ -123,6 +129,39 @@ def extend_cache(cache: dict | None, name: str, new: torch.Tensor, dim: int) -> 
     return new
 
 
+def shared_kv_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                        dropout: float, scale: float, explicit: bool = False,
+                        recorder_prefix: nn.Module | str = "attention") -> torch.Tensor:
+    """Attention where consecutive query rows and heads share one key/value row and head.
+
+    q (sentences * per, kv_heads * group, q_len, d_k), k (sentences, kv_heads, k_len, d_k),
+    v (sentences, kv_heads, k_len, d_v), mask broadcastable to (sentences, 1, q_len, k_len)
+    -> (sentences * per, kv_heads * group, q_len, d_v). per: query rows per key row (the beams of a
+    sentence in cross-attention); group: query heads per key/value head (GQA/MQA).
+
+    When the mask is the same for every query (cross-attention, or a one-token decoding step), the
+    per x group x q_len queries of a key head become the query rows of one product and the keys are
+    read in place. Otherwise (a causal mask over several queries), and while a recorder is active
+    (so that every recorded tensor keeps the (batch, heads, q_len, k_len) shape of the paper's
+    layout), the keys and values are repeated to one row per query row and head first.
+    """
+    rows, heads, q_len, d_k = q.shape
+    sentences, kv_heads = k.shape[:2]
+    per, group = rows // sentences, heads // kv_heads
+    if (mask is None or mask.shape[-2] == 1) and not (explicit or trace.recording()):
+        stacked = q.reshape(sentences, per, kv_heads, group * q_len, d_k).transpose(1, 2)
+        stacked = stacked.reshape(sentences, kv_heads, per * group * q_len, d_k)
+        out = fast_attention(stacked, k, v, mask, dropout, scale)
+        out = out.reshape(sentences, kv_heads, per, group * q_len, -1).transpose(1, 2)
+        return out.reshape(rows, heads, q_len, -1)
+    if per > 1:
+        k, v = k.repeat_interleave(per, dim=0), v.repeat_interleave(per, dim=0)
+        mask = mask if mask is None or mask.shape[0] == 1 else mask.repeat_interleave(per, dim=0)
+    if group > 1:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    return attention(q, k, v, mask, dropout, scale, explicit, recorder_prefix)
+
+
 # ----------------------------------------------------------------------------- multi-head
 
 
@@ -166,32 +205,52 @@ class MultiHeadAttention(nn.Module):
         batch, seq, _ = x.shape
         return x.view(batch, seq, heads, self.d_head).transpose(1, 2)
 
-    def forward(self, query: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                cache: dict | None = None, position: int = 0) -> torch.Tensor:
-        """query (batch, q_len, d_model), memory (batch, k_len, d_model) or None for self-attention,
-        mask broadcastable to (batch, heads, q_len, k_len) -> (batch, q_len, d_model).
+    def memory_keys_values(self, memory: torch.Tensor | None,
+                           cache: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention's K = M W^K and V = M W^V, each (sentences, n_kv_heads, src_len, d_head),
+        for memory (sentences, src_len, d_model). While decoding, `cache` (the layer's "cross" dict)
+        keeps them: computed at the first step, read at every later one (memory may then be None)."""
+        if cache is not None and "memory_k" in cache:
+            return cache["memory_k"], cache["memory_v"]
+        k = self.split_heads(self.w_k(memory), self.n_kv_heads)
+        v = self.split_heads(self.w_v(memory), self.n_kv_heads)
+        if cache is not None:
+            cache["memory_k"], cache["memory_v"] = k, v
+        return k, v
 
-        `cache` (a dict, self-attention while decoding) keeps the keys and values of earlier
-        positions: this call's are appended and attention reads them all. `position` is the
-        absolute position of query[:, 0] (for rotary embeddings).
-        """
-        is_self = memory is None
-        memory = query if is_self else memory
-        q = self.split_heads(self.w_q(query), self.n_heads)         # Q = X W^Q
-        k = self.split_heads(self.w_k(memory), self.n_kv_heads)     # K = M W^K
-        v = self.split_heads(self.w_v(memory), self.n_kv_heads)     # V = M W^V
-        if self.rotary is not None and is_self:  # positions rotate within one sequence only
+    def self_keys_values(self, query: torch.Tensor, q: torch.Tensor, cache: dict | None,
+                         position: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention's rotated q and K, V of every position so far: this call's are appended to the
+        cache's (rows, n_kv_heads, t, d_head) entries "k" and "v" while decoding."""
+        k = self.split_heads(self.w_k(query), self.n_kv_heads)      # K = X W^K
+        v = self.split_heads(self.w_v(query), self.n_kv_heads)      # V = X W^V
+        if self.rotary is not None:  # positions rotate within one sequence only
             q, k = self.rotary(q, position), self.rotary(k, position)
-        k = extend_cache(cache, "k", k, dim=2)
-        v = extend_cache(cache, "v", v, dim=2)
+        return q, extend_cache(cache, "k", k, dim=2), extend_cache(cache, "v", v, dim=2)
+
+    def forward(self, query: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                cache: dict | None = None, position: int = 0, cross: bool | None = None) -> torch.Tensor:
+        """query (rows, q_len, d_model), memory (sentences, k_len, d_model) or None for self-attention,
+        mask broadcastable to (rows, heads, q_len, k_len) (cross-attention: (sentences, 1, 1, k_len))
+        -> (rows, q_len, d_model).
+
+        Self-attention: `cache` (while decoding) keeps the keys and values of earlier positions,
+        this call's are appended and attention reads them all; `position` is the absolute position
+        of query[:, 0] (for rotary embeddings). Cross-attention (`cross`, default: memory given):
+        `cache` keeps the encoder output's keys and values, one row per sentence; rows may be
+        sentences x per hypotheses (the beams of a sentence), which share their sentence's row.
+        """
+        cross = memory is not None if cross is None else cross
+        q = self.split_heads(self.w_q(query), self.n_heads)         # Q = X W^Q
+        if cross:
+            k, v = self.memory_keys_values(memory, cache)
+        else:
+            q, k, v = self.self_keys_values(query, q, cache, position)
         trace.emit(self, "Q", q)
         trace.emit(self, "K", k)
         trace.emit(self, "V", v)
-        if self.n_kv_heads != self.n_heads:  # GQA / MQA: each key/value head serves `group` query heads
-            group = self.n_heads // self.n_kv_heads
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         dropout = self.dropout if self.training else 0.0
-        heads = attention(q, k, v, mask, dropout, self.scale, explicit=self.explicit, recorder_prefix=self)
+        heads = shared_kv_attention(q, k, v, mask, dropout, self.scale, self.explicit, recorder_prefix=self)
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.d_head)
         trace.emit(self, "concat", concat)

@@ -1,12 +1,23 @@
-"""What the decoding cache of each attention variant holds, in bytes per token.
+"""The decoder's cache: what a one-token decoding step reads that earlier steps or the source computed.
 
-The cache itself lives in the attention modules (one dict per layer, see `new_cache()`):
-  MHA / GQA / MQA: cache["self"]["k"], ["v"], each (batch, n_kv_heads, t, d_head)
-  MLA:             cache["self"]["latent"] (batch, t, d_c), cache["self"]["k_rope"] (batch, t, d_h^R)
-(`clearformer.generate.engine` keeps the same tensors in buffers that grow in place; the bytes
-counted here are those of the tokens cached, not a buffer's spare room.)
-This module gives DeepSeek-V2's per-token formulas (Table 1 of arXiv 2405.04434) and measures
-the real tensors, so a test can prove the two agree:
+`DecoderCache` holds, for every decoder layer, a dict:
+  cache[i]["self"]   the self-attention keys and values of every earlier position, one row per
+                     hypothesis, appended to at each step:
+                       MHA / GQA / MQA: "k", "v", each (rows, n_kv_heads, t, d_head)
+                       MLA:             "latent" (rows, t, d_c), "k_rope" (rows, t, d_h^R)
+  cache[i]["cross"]  the cross-attention keys and values of the encoder output, computed once per
+                     source sentence at the first step (`MultiHeadAttention.memory_keys_values`) and
+                     read by every hypothesis of that sentence:
+                       "memory_k", "memory_v", each (sentences, n_kv_heads, src_len, d_head)
+rows = sentences x hypotheses per sentence, sentence-major (the beams of a sentence are consecutive).
+`select(rows, sentences)` follows a beam search: self entries take the hypotheses `rows`, cross
+entries the sentences `sentences` (only when a sentence finished and left the batch).
+
+The entries grow by `torch.cat`; a static-shape variant (buffers preallocated to the longest output,
+written in place, for CUDA graphs) would keep the same dict layout and `select`.
+
+Below: DeepSeek-V2's per-token cache sizes (Table 1 of arXiv 2405.04434) and the bytes the real
+tensors hold, so a test can prove the two agree:
   MHA 2 n_h d_h,  GQA 2 n_g d_h,  MQA 2 d_h,  MLA d_c + d_h^R   elements per token and layer.
 """
 
@@ -15,6 +26,33 @@ from __future__ import annotations
 import torch
 
 from clearformer.config import ModelConfig, attention_variant
+
+
+class DecoderCache:
+    """One dict per decoder layer ({"self": {...}, "cross": {...}}, see the module docstring)."""
+
+    def __init__(self, layers: int) -> None:
+        self.layers = [{"self": {}, "cross": {}} for _ in range(layers)]
+
+    def __getitem__(self, index: int) -> dict:
+        return self.layers[index]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
+        """Keep hypotheses `rows` (new_rows,) in that order and, when given, the sentences `sentences`
+        (their indices among the current sentences; None = unchanged). A beam reorder moves only the
+        self-attention entries; the cross-attention rows move only when a sentence leaves."""
+        for layer in self.layers:
+            for name, tensor in layer["self"].items():
+                layer["self"][name] = tensor.index_select(0, rows)
+            if sentences is not None:
+                for name, tensor in layer["cross"].items():
+                    layer["cross"][name] = tensor.index_select(0, sentences)
 
 
 def cache_elements_per_token(config: ModelConfig) -> int:

@@ -107,16 +107,21 @@ class DecoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, self_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, cache: dict | None = None,
                 position: int = 0) -> torch.Tensor:
-        """x (batch, tgt_len, d_model), memory (batch, src_len, d_model),
-        self_mask (tgt_len, tgt_len) or (batch, 1, tgt_len, tgt_len), memory_mask (batch, 1, 1, src_len)
-        -> (batch, tgt_len, d_model). `cache` (this layer's dict while decoding) keeps the
-        self-attention keys and values of earlier positions under cache["self"].
+        """x (rows, tgt_len, d_model), memory (sentences, src_len, d_model),
+        self_mask (tgt_len, tgt_len) or (rows, 1, tgt_len, tgt_len), memory_mask (sentences, 1, 1, src_len)
+        -> (rows, tgt_len, d_model). rows = sentences x hypotheses each (1 outside beam search).
+
+        `cache` (this layer's entry of a `DecoderCache` while decoding) keeps the self-attention keys
+        and values of earlier positions under cache["self"] and the cross-attention keys and values
+        of the encoder output under cache["cross"] (computed at the first step; memory may then be None).
         """
         self_cache = None if cache is None else cache.setdefault("self", {})
+        cross_cache = None if cache is None else cache.setdefault("cross", {})
         x = self.add_norm_1(x, lambda h: self.self_attention(h, mask=self_mask, cache=self_cache,
                                                              position=position))
         if self.cross_attention is not None:
-            x = self.add_norm_2(x, lambda h: self.cross_attention(h, memory, mask=memory_mask))
+            x = self.add_norm_2(x, lambda h: self.cross_attention(h, memory, mask=memory_mask, cache=cross_cache,
+                                                                  cross=True))
         return self.add_norm_3(x, self.feed_forward)
 
 
@@ -147,9 +152,9 @@ class Decoder(nn.Module):
         self.final_norm = nn.LayerNorm(d_model, eps=eps) if norm_first else None
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, cache: list[dict] | None = None,
+                memory_mask: torch.Tensor | None = None, cache=None,
                 position: int = 0) -> torch.Tensor:
-        """x (batch, tgt_len, d_model) -> (batch, tgt_len, d_model); `cache` holds one dict per layer."""
+        """x (rows, tgt_len, d_model) -> (rows, tgt_len, d_model); `cache`: a `DecoderCache` (one dict per layer)."""
         for index, layer in enumerate(self.layers):
             x = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[index], position)
         if self.final_norm is not None:

@@ -16,6 +16,7 @@ from torch import nn
 from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask
+from clearformer.model.cache import DecoderCache
 from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
 from clearformer.model.latent import MultiHeadLatentAttention, build_decoder_self_attention
 from clearformer.model.layers import Decoder, DecoderLayer
@@ -46,7 +47,7 @@ class LanguageModel(nn.Module):
             self.output.linear.weight = self.embed.tokens.weight
         trace.name_modules(self)
 
-    def hidden(self, ids: torch.Tensor, cache: list[dict] | None = None, position: int = 0) -> torch.Tensor:
+    def hidden(self, ids: torch.Tensor, cache: DecoderCache | None = None, position: int = 0) -> torch.Tensor:
         """ids (batch, seq) -> final states (batch, seq, d_model).
 
         With a `cache` (from `new_cache`), ids are only the new tokens, the first at absolute
@@ -56,13 +57,13 @@ class LanguageModel(nn.Module):
         mask = causal_mask(seq, position + seq if cache is not None else seq, ids.device)
         return self.decoder(self.embed(ids, offset=position), None, mask, None, cache, position)
 
-    def forward(self, ids: torch.Tensor, cache: list[dict] | None = None, position: int = 0) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, cache: DecoderCache | None = None, position: int = 0) -> torch.Tensor:
         """ids (batch, seq) -> logits (batch, seq, vocab): row t scores the token at t + 1."""
         return self.output(self.hidden(ids, cache, position))
 
-    def new_cache(self) -> list[dict]:
-        """An empty cache: one dict per layer, {"self": {...}} filled while decoding."""
-        return [{} for _ in self.decoder.layers]
+    def new_cache(self) -> DecoderCache:
+        """An empty decoding cache (`model/cache.py`): the layers' "self" entries, filled while decoding."""
+        return DecoderCache(len(self.decoder.layers))
 
     def set_mla_path(self, absorb: bool) -> None:
         """MLA layers: True = absorbed (attend in latent space), False = naive; the same numbers."""

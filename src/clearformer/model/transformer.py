@@ -13,6 +13,7 @@ from torch import nn
 from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask, padding_mask
+from clearformer.model.cache import DecoderCache
 from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
 from clearformer.model.latent import build_decoder_self_attention
 from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
@@ -83,13 +84,16 @@ class Transformer(nn.Module):
         memory = self.encoder(self.src_embed(src_ids), src_mask)
         return memory, src_mask
 
-    def decode(self, tgt_ids: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               cache: list[dict] | None = None, position: int = 0) -> torch.Tensor:
-        """tgt_ids (batch, tgt_len) decoder input (shifted right), memory from `encode`
-        -> decoder states (batch, tgt_len, d_model).
+    def decode(self, tgt_ids: torch.Tensor, memory: torch.Tensor | None, src_mask: torch.Tensor,
+               cache: DecoderCache | None = None, position: int = 0) -> torch.Tensor:
+        """tgt_ids (rows, tgt_len) decoder input (shifted right), memory (sentences, src_len, d_model)
+        and src_mask (sentences, 1, 1, src_len) from `encode` -> decoder states (rows, tgt_len, d_model).
 
+        rows = sentences x hypotheses per sentence (beam search; consecutive rows share a sentence).
         With a `cache` (from `new_cache`), tgt_ids holds only the new tokens, starting at absolute
-        position `position`; keys and values of earlier positions come from the cache.
+        position `position`; the self-attention keys and values of earlier positions and the
+        cross-attention keys and values of the source (after the first step memory may be None)
+        come from the cache.
         """
         tgt_len = tgt_ids.shape[1]
         k_len = position + tgt_len if cache is not None else tgt_len
@@ -108,9 +112,9 @@ class Transformer(nn.Module):
         memory, src_mask = self.encode(src_ids)
         return self.project(self.decode(tgt_ids, memory, src_mask))
 
-    def new_cache(self) -> list[dict]:
-        """An empty key/value cache: one dict per decoder layer, filled during incremental decoding."""
-        return [{} for _ in self.decoder.layers]
+    def new_cache(self) -> DecoderCache:
+        """An empty decoding cache (`model/cache.py`), filled by `decode` during incremental decoding."""
+        return DecoderCache(len(self.decoder.layers))
 
     def num_parameters(self) -> int:
         """Trainable parameters, each shared (tied) matrix counted once."""

@@ -20,9 +20,10 @@ from clearformer.errors import UserError
 from clearformer.explain.examples import EXAMPLES, run_example
 from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.translation import explain_translation
+from clearformer.generate.options import DecodingOptions, search_tokens
+from clearformer.generate.source import check_source
 from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
 from clearformer.lm.explain import explain_text
-from clearformer.tokenize import encode_source
 
 CACHE_SIZE = 32  # answers the server keeps (serve/pool.py)
 SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'
@@ -84,10 +85,12 @@ def parse_request(body: bytes) -> tuple[str, str]:
 class Explainer:
     """Computes walkthrough JSON for the page: the seed examples and, with a model, any sentence (or prompt)."""
 
-    def __init__(self, loaded: LoadedModel | None, lm_new_tokens: int = SERVER_LM_NEW_TOKENS) -> None:
+    def __init__(self, loaded: LoadedModel | None, lm_new_tokens: int = SERVER_LM_NEW_TOKENS,
+                 decoding: DecodingOptions | None = None) -> None:
         self.loaded = loaded
         self.examples = list(EXAMPLES)
         self.lm_new_tokens = lm_new_tokens
+        self.decoding = (decoding or DecodingOptions()).check()  # how a sentence is translated
 
     def info(self) -> dict:
         """What the page needs: the model (or None) and its kind, the examples, a notice when there is no model."""
@@ -142,14 +145,16 @@ class Explainer:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "
                                     "(train one with `clearformer train --preset toy-translate`)")
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
-        source_length = len(encode_source(tokenizer, sentence, model.config.source_eos))
-        # A translation is rarely much longer than its source; the bound keeps an untrained model's
-        # babbling (and its walkthrough, which grows with the square of the length) small.
-        limit = max(1, min(model.config.max_len - 1, 2 * source_length + 8))
         try:
-            return walk_payload(explain_translation(model, tokenizer, sentence, max_new_tokens=limit))
+            source = check_source(tokenizer, sentence, model.config.max_len,
+                                  search_tokens(model, tokenizer).source_eos)
+            # A translation is rarely much longer than its source; the bound keeps an untrained model's
+            # babbling (and its walkthrough, which grows with the square of the length) small.
+            limit = max(1, min(model.config.max_len - 1, 2 * len(source) + 8))
+            walk = explain_translation(model, tokenizer, sentence, self.decoding.but(max_new=limit))
         except UserError as error:
             raise RequestError(400, str(error)) from None
+        return walk_payload(walk)
 
 
 def load(checkpoint: Path) -> LoadedModel:

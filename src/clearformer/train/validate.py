@@ -6,7 +6,7 @@ import torch
 
 from clearformer.batching import Example, collate, make_batches
 from clearformer.evaluate import score_corpus
-from clearformer.generate import translate
+from clearformer.generate import DecodingOptions, translate
 from clearformer.train.step import TranslationLoss
 
 
@@ -33,5 +33,5 @@ def validation_bleu(model, tokenizer, pairs: list[tuple[str, str]], limit: int) 
     """sacrebleu BLEU of greedy translations (the decoding module's cached search) of the first
     `limit` validation pairs."""
     chosen = pairs[:limit]
-    hypotheses = translate(model, tokenizer, [source for source, _ in chosen], beam=1, batch_size=64)
+    hypotheses = translate(model, tokenizer, [source for source, _ in chosen], DecodingOptions(batch_size=64))
     return score_corpus(hypotheses, [target for _, target in chosen]).bleu

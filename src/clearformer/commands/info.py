@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from clearformer.checkpoint import load_model, model_class_for
+from clearformer.checkpoint import load_model
 from clearformer.config import PRESETS, preset, variant_overrides
 from clearformer.errors import UserError
+from clearformer.model.build import build_model
 from clearformer.model.cache import describe_kv_cache, kv_cache_bytes_per_token
 
 
@@ -66,7 +67,7 @@ def run(args) -> int:
         except ValueError as error:
             raise UserError(f"--preset {args.preset} --attention {args.attention}: {error}") from None
         with torch.device("meta"):  # sizes only: no memory, no initialisation time
-            model = model_class_for(config)(config)
+            model = build_model(config)
         name = f"preset {args.preset}"
     info = describe(model, name)
     if args.format == "json":

@@ -14,17 +14,18 @@ import torch
 from clearformer import trace
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
+from clearformer.generate.brevity import BrevityRule
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.translate import placeholder_ids
 from clearformer.tokenize import encode_source
 from clearformer.validation import shorten
 
 
-def source_ids(tokenizer, sentence: str, max_len: int, source_eos: bool = False) -> list[int]:
+def source_ids(tokenizer, sentence: str, max_len: int) -> list[int]:
     """The encoder input of `sentence`, as `translate` builds it, or a UserError for input no model can use."""
     if not sentence.strip():
         raise UserError("empty sentence: nothing to translate")
-    ids = encode_source(tokenizer, sentence, source_eos)
+    ids = encode_source(tokenizer, sentence)
     words = [i for i in ids if i != tokenizer.eos_id]
     if not words:
         raise UserError("empty sentence: nothing to translate (no token left after tokenizing)")
@@ -43,7 +44,7 @@ def explain_translation(model, tokenizer, sentence: str, max_new_tokens: int | N
 
     `max_new_tokens` caps the generated tokens (<eos> included); by default the limit is
     `translate`'s (source length + 50, within the model's max_len)."""
-    ids = source_ids(tokenizer, sentence, model.config.max_len, model.config.source_eos)
+    ids = source_ids(tokenizer, sentence, model.config.max_len)
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()
@@ -51,7 +52,8 @@ def explain_translation(model, tokenizer, sentence: str, max_new_tokens: int | N
         with trace.Recorder() as recorder:
             decoded = greedy_decode(model, src, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
                                     max_new=max_new_tokens, with_scores=False,
-                                    placeholder_ids=placeholder_ids(tokenizer))
+                                    placeholder_ids=placeholder_ids(tokenizer),
+                                    brevity=BrevityRule.for_tokenizer(tokenizer))
     finally:
         model.train(was_training)
     generated = [tokenizer.bos_id] + decoded.tokens[0, : int(decoded.lengths[0])].tolist()

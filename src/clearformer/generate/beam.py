@@ -37,7 +37,7 @@ import torch
 
 from clearformer import trace
 from clearformer.errors import UserError
-from clearformer.generate.brevity import DEFAULT_BREVITY, BrevityPenalty
+from clearformer.generate.brevity import BrevityPenalty, BrevityRule
 from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.greedy import DEFAULT_BOS_ID, DEFAULT_EOS_ID
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
@@ -150,7 +150,7 @@ class Finished:
 def beam_search(model, src_ids: torch.Tensor, beam: int = 4, alpha: float = DEFAULT_ALPHA, bos_id: int = DEFAULT_BOS_ID,
                 eos_id: int = DEFAULT_EOS_ID, max_extra: int = 50, min_length: int = 0,
                 max_new: int | None = None, use_cache: bool = True, stop: str = "current",
-                placeholder_ids: Sequence[int] | None = None, brevity: float = DEFAULT_BREVITY) -> Decoded:
+                placeholder_ids: Sequence[int] | None = None, brevity: BrevityRule | None = None) -> Decoded:
     """Translate a padded batch of source ids with beam search.
 
     src_ids (batch, src_len) -> `Decoded` (the best hypothesis per sentence, scores divided by the

@@ -3,8 +3,8 @@
 A model trained for a few CPU minutes translates the start of a long sentence well and then ends
 it: on en-fr-software, 25-minute translations of sources over 30 words came out at 0.55-0.66 of
 the reference length (BENCHMARKS.md, "Translation quality"). The training pairs say how long a
-translation usually is: `ModelConfig.length_ratio` r, target tokens per source token, measured by
-`clearformer train` (1.20 for en-fr-software's pieces). A source of m tokens expects about r m,
+translation usually is: the tokenizer's `length_ratio` r (tokenize/facts.py), target tokens per
+source token, measured by `clearformer train`. A source of m tokens expects about r m,
 and ending a hypothesis of t tokens costs
 
     bonus(t) = -w * max(0, r m - t)^2 / (r m)         (added to log p(<eos>))
@@ -27,6 +27,8 @@ A model with no measured ratio (0: imported, or trained before the field) is not
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 # Chosen on the validation split with the 25-minute en-fr-software model (BENCHMARKS.md, "Translation
@@ -48,6 +50,23 @@ def eos_bonus(t: int, expected: torch.Tensor, weight: float) -> torch.Tensor:
     return -weight * (expected - t).clamp(min=0.0) ** 2 / expected
 
 
+@dataclass(frozen=True)
+class BrevityRule:
+    """The penalty's weight and what it needs to know of the tokenizer: the length ratio, and
+    whether sources end in an <eos> that is not a word."""
+
+    weight: float
+    length_ratio: float
+    source_eos: bool
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, weight: float = DEFAULT_BREVITY) -> BrevityRule | None:
+        """None when switched off (weight 0) or the tokenizer has no measured length ratio."""
+        if weight <= 0 or tokenizer.length_ratio <= 0:
+            return None
+        return cls(weight, tokenizer.length_ratio, tokenizer.source_eos)
+
+
 class BrevityPenalty:
     """The brevity penalty of one batch: expected lengths per sentence, bonus per hypothesis row."""
 
@@ -56,12 +75,11 @@ class BrevityPenalty:
         self.weight = weight
 
     @classmethod
-    def for_batch(cls, model, src_ids: torch.Tensor, weight: float) -> BrevityPenalty | None:
-        """None when switched off (weight 0) or the model has no measured length ratio."""
-        ratio = float(getattr(model.config, "length_ratio", 0.0) or 0.0)
-        if weight <= 0 or ratio <= 0:
+    def for_batch(cls, model, src_ids: torch.Tensor, rule: BrevityRule | None) -> BrevityPenalty | None:
+        """The penalty of a padded batch under `rule` (None: no penalty)."""
+        if rule is None:
             return None
-        return cls(expected_lengths(src_ids, model.config.pad_id, ratio, model.config.source_eos), weight)
+        return cls(expected_lengths(src_ids, model.config.pad_id, rule.length_ratio, rule.source_eos), rule.weight)
 
     def bonus(self, t: int, sentences: torch.Tensor, per_sentence: int = 1) -> torch.Tensor:
         """(rows,) the bonus for ending at step t; rows = the sentences `sentences` (original

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 
 from clearformer import trace
-from clearformer.generate.brevity import DEFAULT_BREVITY, BrevityPenalty
+from clearformer.generate.brevity import BrevityPenalty, BrevityRule
 from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 
@@ -30,7 +30,7 @@ DEFAULT_EOS_ID = 3
 def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eos_id: int = DEFAULT_EOS_ID,
                   max_extra: int = 50, min_length: int = 0, max_new: int | None = None,
                   use_cache: bool = True, with_scores: bool = True,
-                  placeholder_ids: Sequence[int] | None = None, brevity: float = DEFAULT_BREVITY) -> Decoded:
+                  placeholder_ids: Sequence[int] | None = None, brevity: BrevityRule | None = None) -> Decoded:
     """Translate a padded batch of source ids greedily.
 
     src_ids (batch, src_len), padded with config.pad_id -> `Decoded` with tokens (batch, steps).
@@ -40,8 +40,8 @@ def greedy_decode(model, src_ids: torch.Tensor, bos_id: int = DEFAULT_BOS_ID, eo
     `with_scores=False` skips the log-probabilities (a pass over the vocabulary per step): scores
     are then left at 0. `placeholder_ids`: the tokenizer's placeholder pieces, each to be copied
     from the source exactly as often as it occurs there (`generate/constraints.py`). `brevity`: the
-    weight of the penalty on ending shorter than the model's length ratio expects
-    (`generate/brevity.py`; 0 = none).
+    penalty on ending shorter than the tokenizer's length ratio expects
+    (`BrevityRule.for_tokenizer`, `generate/brevity.py`; None = none).
     """
     pad_id = model.config.pad_id
     recorder = trace.active()

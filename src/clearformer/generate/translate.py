@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from clearformer.generate.beam import DEFAULT_ALPHA, beam_search
-from clearformer.generate.brevity import DEFAULT_BREVITY
+from clearformer.generate.brevity import DEFAULT_BREVITY, BrevityRule
 from clearformer.generate.greedy import greedy_decode
 from clearformer.sentences import split_long
 from clearformer.tokenize import encode_source
@@ -108,7 +108,7 @@ def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = Tru
     """Inputs -> (source ids of each piece to translate, the input each piece belongs to): an input of
     more than 25 words is cut into its sentences when `split`; each piece is read by `encode_source`."""
     pieces, owners = split_long_sources(sentences) if split else (list(sentences), list(range(len(sentences))))
-    return [encode_source(tokenizer, text, model.config.source_eos) for text in pieces], owners
+    return [encode_source(tokenizer, text) for text in pieces], owners
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alpha: float = DEFAULT_ALPHA,
@@ -117,6 +117,7 @@ def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alp
                   brevity: float = DEFAULT_BREVITY) -> list[str]:
     """`translate` for sentences already encoded (lists of source ids; an empty list -> "")."""
     piece_ids = placeholder_ids(tokenizer) if placeholders else None
+    rule = BrevityRule.for_tokenizer(tokenizer, brevity)
     device = next(model.parameters()).device
     outputs = [""] * len(sources)
     # Longest first, so that each batch holds sentences of similar length (little padding).
@@ -131,7 +132,7 @@ def translate_ids(model, tokenizer, sources: list[list[int]], beam: int = 1, alp
             src_ids = pad_batch([ids for _, ids in chunk], model.config.pad_id, device)
             outputs_ids = decode_ids(model, src_ids, tokenizer.bos_id, tokenizer.eos_id, beam, alpha,
                                      max_extra, stop, use_cache=use_cache, placeholder_ids=piece_ids,
-                                     brevity=brevity)
+                                     brevity=rule)
             for (index, _), ids in zip(chunk, outputs_ids, strict=True):
                 outputs[index] = tokenizer.decode(ids)
             if progress is not None:

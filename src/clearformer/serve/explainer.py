@@ -142,7 +142,7 @@ class Explainer:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "
                                     "(train one with `clearformer train --preset toy-translate`)")
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
-        source_length = len(encode_source(tokenizer, sentence, model.config.source_eos))
+        source_length = len(encode_source(tokenizer, sentence))
         # A translation is rarely much longer than its source; the bound keeps an untrained model's
         # babbling (and its walkthrough, which grows with the square of the length) small.
         limit = max(1, min(model.config.max_len - 1, 2 * source_length + 8))

@@ -32,6 +32,7 @@ class TrainOptions:
     data: data_dir (train/valid/test.tsv), or tsv / src + tgt (a user corpus; 2% held out for
         validation), skip_bad (skip malformed lines instead of stopping at the first).
     tokenizer: "words" or "sentencepiece", vocab_size (subwords only), joint vocabulary always;
+        source_eos: <eos> appended to every source (kept by the tokenizer: tokenize/facts.py);
         placeholder_pieces: the placeholders frequent in the training sources (`%s`, `{0}`, ...)
         become single SentencePiece pieces, which decoding copies exactly (generate/constraints.py).
     recipe: batch_tokens (padded tokens per batch and process), accum (batches per update),
@@ -57,6 +58,7 @@ class TrainOptions:
     tokenizer: str = "words"
     vocab_size: int = 8000
     placeholder_pieces: bool = True
+    source_eos: bool = True
     batch_tokens: int = 4096
     accum: int = 1
     lr_factor: float = 1.0
@@ -118,8 +120,10 @@ class TrainOptions:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainOptions:
+        from clearformer.config_compat import upgrade_train_options
+
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**{k: v for k, v in upgrade_train_options(data).items() if k in known})
 
 
 def check_rnn_options(o: TrainOptions) -> None:
@@ -128,7 +132,7 @@ def check_rnn_options(o: TrainOptions) -> None:
     if foreign:
         raise UserError(f"--set {foreign[0]}: does not apply to --arch rnn (the GRU encoder-decoder has no heads, "
                         f"feed-forward layers, positions or norms; it reads "
-                        f"{', '.join(n for n in RNN_FIELDS if n not in ('architecture', 'extra'))})")
+                        f"{', '.join(n for n in RNN_FIELDS if n != 'architecture')})")
     for name in ("attention_dropout", "ffn_dropout"):
         if getattr(o, name):
             raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch rnn "

@@ -39,7 +39,7 @@ def pair(request, tmp_path_factory):
 
 
 def sources(tokenizer) -> torch.Tensor:
-    return padded([encode_source(tokenizer, text, True) for text in TEST_SOURCES], tokenizer.pad_id)
+    return padded([encode_source(tokenizer, text) for text in TEST_SOURCES], tokenizer.pad_id)
 
 
 def test_tokenizer_reads_sources_as_marian_tokenizer_does(pair):
@@ -48,7 +48,7 @@ def test_tokenizer_reads_sources_as_marian_tokenizer_does(pair):
     _, ours, tokenizer, folder = pair
     theirs = MarianTokenizer.from_pretrained(str(folder))
     for text in TEST_SOURCES:
-        assert encode_source(tokenizer, text, ours.config.source_eos) == theirs(text).input_ids
+        assert encode_source(tokenizer, text) == theirs(text).input_ids
     ids = theirs("le chat est sur le tapis").input_ids
     assert tokenizer.decode(ids) == theirs.decode(ids, skip_special_tokens=True)
     assert tokenizer.bos_id == tokenizer.pad_id == len(tokenizer) - 1  # Marian starts decoding from <pad>
@@ -73,10 +73,10 @@ def test_decoding_gives_marians_tokens(pair, beams):
     src = sources(tokenizer)
     expected = hf_generate(theirs, src, tokenizer.pad_id, beams, max_new=12)
     if beams == 1:
-        got = greedy_decode(ours, src, tokenizer.bos_id, tokenizer.eos_id, max_new=12, brevity=0.0)
+        got = greedy_decode(ours, src, tokenizer.bos_id, tokenizer.eos_id, max_new=12)
     else:
         got = beam_search(ours, src, beam=beams, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                          max_new=12, brevity=0.0)
+                          max_new=12)
     assert got.sequences() == expected
 
 

@@ -118,3 +118,10 @@ def test_v2_mla_language_model_loads_its_flat_sizes_and_generates_as_before(tmp_
                                       "v_head_dim")}
     assert main(["lm", "generate", "--checkpoint", str(run), *EXPECTED_V2["lm_mla_greedy"]["args"]]) == 0
     assert capsys.readouterr().out.strip() == EXPECTED_V2["lm_mla_greedy"]["out"]
+
+
+def test_info_shows_the_facts_an_old_config_carried(capsys):
+    assert main(["info", "--checkpoint", str(V2 / "translate"), "--format", "json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["tokenizer"] == {"kind": "words", "vocab_size": 329, "source_eos": True, "length_ratio": 1.0531}
+    assert "source_eos" not in info["config"] and info["config"]["mla"] is None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from clearformer.checkpoint import load_model
 from clearformer.commands import options, views
-from clearformer.config import MLAConfig, preset, variant_overrides
+from clearformer.config import VARIANTS, MLAConfig, preset, variant_overrides
 from clearformer.errors import UserError
 from clearformer.explain.render import render, to_json
 from clearformer.generate.sampling import SamplingSettings, generate
@@ -44,7 +44,7 @@ def register(subparsers) -> None:
                                         "built from its package if missing)")
     train.add_argument("--out", default=DEFAULT_RUN, help=f"run directory (default {DEFAULT_RUN})")
     train.add_argument("--preset", default="lm-small", help="lm-tiny, lm-small (default) or lm-base")
-    train.add_argument("--attention", choices=["mha", "gqa", "mqa", "mla"], default="mha",
+    train.add_argument("--attention", choices=VARIANTS, default="mha",
                        help="attention variant (default mha)")
     train.add_argument("--kv-heads", type=int, help="key/value heads for gqa (default n_heads/4, at least 2)")
     train.add_argument("--positional", choices=["rope", "sinusoidal", "learned"], help="override the preset")

@@ -21,7 +21,7 @@ class ConfigError(UserError, ValueError):
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")  # built by model/layers.py's FeedForward
 ARCHITECTURES = ("transformer", "rnn")
-ATTENTIONS = ("mha", "mla")  # the self-attention modules model/build.py chooses between
+ATTENTIONS = ("mha", "mla")  # the self-attention modules model/variants.py chooses between
 # The fields the GRU baseline (architecture "rnn", model/rnn.py) reads; every other field is the
 # Transformer's own (heads, d_ff, positions, norms, activation, attention variant) and must stay at its default.
 RNN_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_encoder_layers", "n_decoder_layers", "dropout",
@@ -217,10 +217,20 @@ class ModelConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> ModelConfig:
-        """The config of a config.json, of this release or an earlier one (config_compat.py)."""
-        from clearformer.config_compat import read_config_file
+        """The config of a config.json in this release's format (a run folder of any release loads
+        through checkpoint.load_config_and_tokenizer, which converts older ones: config_compat.py)."""
+        return cls.from_dict(read_json_object(path))
 
-        return read_config_file(path).config
+
+def read_json_object(path: str | Path) -> dict:
+    """The JSON object in a config file, or a one-line ConfigError naming the file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{path}: not a readable JSON config ({error})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config must be a JSON object")
+    return data
 
 
 JSON_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "None": (type(None),),

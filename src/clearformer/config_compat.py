@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clearformer.config import ConfigError, ModelConfig
+from clearformer.config import ConfigError, ModelConfig, read_json_object
 
 LEGACY_MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 LEGACY_FIELDS = ("source_eos", "length_ratio", "extra") + LEGACY_MLA_FIELDS
@@ -58,13 +58,7 @@ def upgrade_config_dict(data: dict) -> tuple[dict, dict]:
 
 def read_config_file(path: str | Path) -> ConfigFile:
     """A config.json of this release or an earlier one; a one-line ConfigError for anything else."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{path}: not a readable JSON config ({error})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a config must be a JSON object")
-    current, facts = upgrade_config_dict(data)
+    current, facts = upgrade_config_dict(read_json_object(path))
     try:
         return ConfigFile(ModelConfig.from_dict(current), facts)
     except TypeError as error:  # a required MLA size missing from an older flat config

@@ -47,7 +47,7 @@ class Transformer(nn.Module):
         self.src_embed = InputEmbedding.from_config(c, c.src_vocab_size)
         self.tgt_embed = InputEmbedding.from_config(c, c.tgt_vocab_size)
         self.encoder = Encoder(c)
-        self.decoder = Decoder(c)  # its self-attention as config.attention says (model/build.py)
+        self.decoder = Decoder(c)  # its self-attention as config.attention says (model/variants.py)
         self.output = OutputProjection(c.d_model, c.tgt_vocab_size)
         if c.tie_embeddings == "all":
             self.tgt_embed.tokens.weight = self.src_embed.tokens.weight

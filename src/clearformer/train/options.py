@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from clearformer.config import PRESETS, RNN_FIELDS
+from clearformer.config_compat import upgrade_train_options
 from clearformer.errors import UserError
 
 # The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
@@ -120,8 +121,6 @@ class TrainOptions:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainOptions:
-        from clearformer.config_compat import upgrade_train_options
-
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in upgrade_train_options(data).items() if k in known})
 
@@ -168,7 +167,7 @@ def preset_defaults(preset: str) -> dict:
     """The option defaults a preset brings (the toy one trains on the built-in set by default)."""
     if is_toy(preset):
         return dict(TOY_DEFAULTS)
-    # The paper warms up for 4000 steps of 25k-token batches. `small` is meant for a CPU that makes
-    # about 3,500 steps of 2048-token batches an hour: with warmup 400 it reached 24.8 test BLEU on
-    # en-fr-software in 25 minutes on 2 cores (benchmarks/quality.py, BENCHMARKS.md).
+    # The paper warms up for 4000 steps of 25k-token batches; `small` is meant for a CPU run of
+    # 2048-token batches, where a short warmup pays (BENCHMARKS.md, "Translation quality after 25 CPU
+    # minutes (en-fr-software)", benchmarks/quality.py).
     return dict(REAL_DEFAULTS, batch_tokens=2048, warmup=400) if preset == "small" else dict(REAL_DEFAULTS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -91,7 +92,9 @@ def client(tmp_path_factory, tokenizer):
     config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
                     n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=MAX_LEN)
     torch.manual_seed(0)
-    directory = save_model(tmp_path_factory.mktemp("fuzz") / "tiny", Transformer(config), tokenizer)
+    trained = copy.copy(tokenizer)
+    trained.source_eos = True  # as `clearformer train` saves it by default
+    directory = save_model(tmp_path_factory.mktemp("fuzz") / "tiny", Transformer(config), trained)
     return TestClient(create_app(load(directory)), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
 
 

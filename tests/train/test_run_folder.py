@@ -142,3 +142,8 @@ def test_source_eos_is_kept_by_the_tokenizer(tmp_path, flag, expected):
     _, tokenizer, _ = load_model(step_checkpoints(run)[-1])
     assert tokenizer.source_eos is expected
     assert "source_eos" not in (run / "config.json").read_text(encoding="utf-8")
+
+
+def test_set_source_eos_points_to_the_option(tmp_path, capsys):
+    assert main(tiny_args(tmp_path / "r", *SHORT, "--set", "source_eos=true")) == 2
+    assert "--source-eos or --no-source-eos" in capsys.readouterr().err

@@ -123,6 +123,8 @@ def build_options(args):
     if args.minutes is not None and args.steps is None:
         fields["steps"] = None  # a time budget alone replaces the preset's step count
     overrides = parse_overrides(args.set)
+    if "source_eos" in overrides:  # a tokenization fact, no longer a model config field
+        raise UserError("--set source_eos: use --source-eos or --no-source-eos (the tokenizer keeps it)")
     if args.source_eos is not None:
         fields["source_eos"] = args.source_eos
     return TrainOptions(preset=args.preset, arch=arch, overrides=overrides, run_dir=str(run_dir), **fields)

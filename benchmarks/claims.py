@@ -155,7 +155,7 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
             run = Path(options.run_dir)
             points, step = train_curve(options, minutes, every, valid)
         model, tokenizer, meta = load_model(run / "checkpoints" / f"step-{step:08d}")
-        ensure_length_ratio(model, tokenizer, data)  # a reused run from before ModelConfig.length_ratio
+        ensure_length_ratio(model, tokenizer, data)  # a reused run from before the length ratio was measured
         scores, _ = evaluate_model(model, tokenizer, test, DecodingOptions(batch_size=64))
         results[arch] = {"parameters": sum(p.numel() for p in model.parameters()), "run": str(run),
                          "reused": arch == "transformer" and reuse is not None,

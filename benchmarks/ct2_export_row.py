@@ -38,10 +38,11 @@ def build_runs(args, batches, directory: Path, ct2_runner) -> dict[tuple[str, in
     from clearformer.model.transformer import Transformer
 
     torch.manual_seed(args.seed)  # as decode_speed builds its clearformer model: the same weights
-    # source_eos=True: Marian's tokenizer appends </s>; it changes no weight, and the batches are ids already.
     model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
-                               max_len=512, source_eos=True)).eval()
+                               max_len=512)).eval()
     tokenizer = vocabulary_tokenizer(args.vocab)
+    # source_eos: Marian's tokenizer appends </s>; it changes no weight, and the batches are ids already.
+    tokenizer.source_eos = True
     marian = export_marian(model, tokenizer, directory / "clearformer-marian")
     converted = convert_marian_folder(marian, directory / "clearformer-ct2")
     translator = ctranslate2.Translator(str(converted), device="cpu", compute_type="float32",

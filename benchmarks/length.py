@@ -10,7 +10,7 @@ Training variants (everything else as `benchmarks/quality.py`: `small`, 8000-pie
 SentencePiece vocabulary, <= 2048 padded tokens per batch, warmup 400):
 
     landed              sources without an end marker, placeholders split like any text
-    source-eos          <eos> appended to every source (ModelConfig.source_eos), as Marian/fairseq
+    source-eos          <eos> appended to every source (the tokenizer's source_eos), as Marian/fairseq
     source-eos+pieces   and the frequent placeholders kept as single pieces (--placeholder-pieces)
 
 Decodings: greedy; beam 4 with the GNMT length penalty at alpha 0.6 and 1.0 (early stop
@@ -65,7 +65,7 @@ def train_variant(name: str, args) -> dict:
     options = TrainOptions(preset="small", data_dir=args.data, run_dir=str(Path(args.out) / name),
                            tokenizer="sentencepiece", vocab_size=8000, batch_tokens=2048, warmup=400,
                            placeholder_pieces=settings["placeholder_pieces"],
-                           overrides={"source_eos": settings["source_eos"]}, seed=args.seed,
+                           source_eos=settings["source_eos"], seed=args.seed,
                            steps=None, minutes=args.minutes, patience=0, eval_every=10**9, save_every=10**9,
                            bleu_sentences=0, keep=1)
     result = train(options, resume=False, progress=False, overwrite=True)
@@ -117,16 +117,15 @@ def brevity_form(form: str):
 
 
 def ensure_length_ratio(model, tokenizer, data_dir: str | Path) -> str:
-    """A model trained before `ModelConfig.length_ratio` existed gets it measured now, by the same
-    function `clearformer train` uses, on its training split; returns a line saying which."""
+    """A model trained before the length ratio was measured gets it measured now (into its tokenizer),
+    by the same function `clearformer train` uses, on its training split; returns a line saying which."""
     from clearformer.train.corpus import encode_pairs, length_ratio, read_pairs
 
-    if model.config.length_ratio > 0:
-        return f"length ratio {model.config.length_ratio:.4f} (measured by train)"
+    if tokenizer.length_ratio > 0:
+        return f"length ratio {tokenizer.length_ratio:.4f} (measured by train)"
     train_pairs = read_pairs((str(Path(data_dir) / "train.tsv"),), skip_bad=True)
-    model.config.length_ratio = length_ratio(encode_pairs(tokenizer, train_pairs, model.config.source_eos),
-                                             model.config.source_eos)
-    return f"length ratio {model.config.length_ratio:.4f} (measured now on {data_dir}/train.tsv)"
+    tokenizer.length_ratio = length_ratio(encode_pairs(tokenizer, train_pairs), tokenizer.source_eos)
+    return f"length ratio {tokenizer.length_ratio:.4f} (measured now on {data_dir}/train.tsv)"
 
 
 def decoding_ablation(args, pairs) -> None:

@@ -1,5 +1,8 @@
 """Checkpoints: a directory of `config.json` + `model.safetensors` + the tokenizer, written atomically.
 
+`load_model` builds the model with `model.build.build_model`; folders written by earlier releases
+load through config_compat.py.
+
 Loading never unpickles anything: weights come from safetensors, everything else from JSON.
 Every way a checkpoint can be wrong (missing, damaged, of another config) raises a `UserError`
 naming the file.
@@ -15,11 +18,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from clearformer.atomic import atomic_write, atomic_write_text
-from clearformer.config import ConfigError, ModelConfig
+from clearformer.config import ConfigError
+from clearformer.config_compat import ConfigFile, read_config_file
 from clearformer.errors import UserError
-from clearformer.model.lm import LanguageModel
-from clearformer.model.rnn import RNNSeq2Seq
-from clearformer.model.transformer import Transformer
+from clearformer.model.build import build_model
 from clearformer.tokenize import load_tokenizer
 
 CONFIG_FILE = "config.json"
@@ -81,25 +83,36 @@ def load_weights_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], 
     model.load_state_dict(tensors, strict=False)
 
 
-def load_model(directory: str | Path, device: str | torch.device = "cpu", model_class=None):
-    """(model in eval mode, tokenizer, meta dict) from a checkpoint directory."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise UserError(f"{directory}: no such checkpoint directory")
+def read_config(directory: Path) -> ConfigFile:
+    """A checkpoint's config.json (of this release or an earlier one: config_compat.py), or a UserError."""
     config_path = directory / CONFIG_FILE
     if not config_path.exists():
         raise UserError(f"{config_path}: missing (not a clearformer checkpoint?)")
     try:
-        config = ModelConfig.load(config_path)
+        return read_config_file(config_path)
     except ConfigError as error:
-        raise UserError(f"{config_path}: {error}") from None
-    except TypeError as error:
-        raise UserError(f"{config_path}: damaged config ({error})") from None
-    if model_class is None:
-        model_class = model_class_for(config)
-    model = model_class(config)
-    load_weights_into(model, read_weights(directory / WEIGHTS_FILE), directory / WEIGHTS_FILE)
+        message = str(error)
+        raise UserError(message if message.startswith(str(config_path)) else f"{config_path}: {message}") from None
+
+
+def load_config_and_tokenizer(directory: str | Path):
+    """(config, tokenizer) of a checkpoint directory. A folder written before the tokenizer kept
+    source_eos and length_ratio has them in config.json: the tokenizer gets them from there."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserError(f"{directory}: no such checkpoint directory")
+    found = read_config(directory)
     tokenizer = load_tokenizer(directory)
+    tokenizer.set_facts(found.tokenizer_facts)
+    return found.config, tokenizer
+
+
+def load_model(directory: str | Path, device: str | torch.device = "cpu"):
+    """(model in eval mode, tokenizer, meta dict) from a checkpoint directory."""
+    directory = Path(directory)
+    config, tokenizer = load_config_and_tokenizer(directory)
+    model = build_model(config)
+    load_weights_into(model, read_weights(directory / WEIGHTS_FILE), directory / WEIGHTS_FILE)
     if len(tokenizer) != config.tgt_vocab_size:
         raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
                         f"tgt_vocab_size={config.tgt_vocab_size}")
@@ -110,13 +123,3 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu", model_
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise UserError(f"{directory / META_FILE}: damaged ({error})") from None
     return model.to(device).eval(), tokenizer, meta
-
-
-def model_class_for(config: ModelConfig):
-    """Encoder-decoder Transformer, the decoder-only LM when the config has no encoder, or the GRU
-    baseline (model/rnn.py) when it says architecture="rnn" (older configs have no such field: Transformer)."""
-    if config.architecture == "rnn":
-        return RNNSeq2Seq
-    if config.n_encoder_layers == 0:
-        return LanguageModel
-    return Transformer

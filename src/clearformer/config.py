@@ -1,4 +1,4 @@
-"""One config object for every model clearformer builds, and its named presets.
+"""The config of every model clearformer builds (its architecture only), and its named presets.
 
 A `ModelConfig` is plain data: it round-trips through JSON (`to_dict` / `from_dict`), which is
 how checkpoints store it (`config.json`), so a checkpoint never needs pickled Python objects.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
@@ -21,15 +21,58 @@ class ConfigError(UserError, ValueError):
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")  # built by model/layers.py's FeedForward
 ARCHITECTURES = ("transformer", "rnn")
+ATTENTIONS = ("mha", "mla")  # the self-attention modules model/variants.py chooses between
 # The fields the GRU baseline (architecture "rnn", model/rnn.py) reads; every other field is the
-# Transformer's own (heads, d_ff, positions, norms, activation, attention variant) and stays at its default.
+# Transformer's own (heads, d_ff, positions, norms, activation, attention variant) and must stay at its default.
 RNN_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_encoder_layers", "n_decoder_layers", "dropout",
-              "max_len", "pad_id", "tie_embeddings", "source_eos", "architecture", "length_ratio", "extra")
+              "max_len", "pad_id", "tie_embeddings", "architecture")
+
+
+def _need(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+@dataclass
+class MLAConfig:
+    """The sizes of Multi-Head Latent Attention (DeepSeek-V2, model/latent.py), read only when
+    ModelConfig.attention == "mla".
+
+        kv_lora_rank: d_c, the width of the cached key/value latent c_KV.
+        qk_nope_head_dim: each head's position-free query/key part (up-projected from the latent).
+        v_head_dim: each head's value width.
+        qk_rope_head_dim: d_h^R, the decoupled rotary key shared by all heads (0 = none; needs
+            positional="rope" when > 0).
+        q_lora_rank: the query compression's width (0 = queries straight from d_model).
+    """
+
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    qk_rope_head_dim: int = 0
+    q_lora_rank: int = 0
+
+    def __post_init__(self) -> None:
+        _need(self.kv_lora_rank > 0, f"attention='mla' needs kv_lora_rank > 0 (the latent c_KV), "
+                                     f"not {self.kv_lora_rank}")
+        _need(self.qk_nope_head_dim > 0,
+              f"attention='mla' needs qk_nope_head_dim > 0, not {self.qk_nope_head_dim}")
+        _need(self.v_head_dim > 0, f"attention='mla' needs v_head_dim > 0, not {self.v_head_dim}")
+        _need(self.q_lora_rank >= 0,
+              f"q_lora_rank must be >= 0 (0 = no query compression), not {self.q_lora_rank}")
+        _need(self.qk_rope_head_dim >= 0 and self.qk_rope_head_dim % 2 == 0,
+              f"qk_rope_head_dim must be even and >= 0, not {self.qk_rope_head_dim}")
+
+    @classmethod
+    def from_dict(cls, data) -> MLAConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"config field mla must be an object or null, not {json.dumps(data, default=str)[:40]}")
+        return cls(**_checked_fields(cls, data, "mla."))
 
 
 @dataclass
 class ModelConfig:
-    """Every size and switch of a clearformer model.
+    """The architecture of a clearformer model: every size and switch, nothing about data or decoding.
 
     Sizes
         src_vocab_size / tgt_vocab_size: number of token ids on each side (0 for a decoder-only LM's
@@ -53,19 +96,18 @@ class ModelConfig:
         dropout: dropout on sublayer outputs, embeddings and attention weights.
         activation: "relu" (the paper), "gelu", "gelu_tanh" (GPT-2's tanh approximation) or "silu"
             (x * sigmoid(x), Marian's "swish").
-        attention: "mha" (including GQA/MQA through n_kv_heads) or "mla".
-        source_eos: append <eos> to every source sentence before encoding (Marian and fairseq do:
-            it marks where the source ends; without it greedy translations of a `small` model ran
-            1.16x too long, with it 0.97x: BENCHMARKS.md, "Translation length"). On by default.
-            Training, translate, evaluate and explain all read sources through
-            `tokenize.encode_source`, which honours it; a config.json written before the field
-            existed loads with False, as that model was trained.
+        scale_attention: the paper's 1/sqrt(d_k) on attention scores (off only for `clearformer claims 2`).
+        rope_base: the base of RoPE's angles (positional="rope", MLA's rotary key).
 
-    Measured on the training data
-        length_ratio: target tokens per source token over the training pairs (sources' <eos> not
-            counted), written by `clearformer train`; decoding penalises ending much shorter
-            (`generate/brevity.py`). 0 = not measured (imported models, runs from before the
-            field): no penalty.
+    Variants
+        attention: the decoder's self-attention: "mha" (including GQA/MQA through n_kv_heads) or
+            "mla" (its sizes in `mla`, an `MLAConfig`).
+        architecture: "transformer", or "rnn": the GRU baseline (model/rnn.py), which reads only
+            RNN_FIELDS.
+
+    How sources are tokenized (`source_eos`) and the length ratio measured on the training data
+    live with the tokenizer (tokenize/facts.py); config.json files written before the split are
+    read by config_compat.py.
     """
 
     src_vocab_size: int = 10
@@ -86,21 +128,15 @@ class ModelConfig:
     activation: str = "relu"
     layer_norm_eps: float = 1e-5
     pad_id: int = 0
-    attention: str = "mha"
-    # Multi-Head Latent Attention (DeepSeek-V2) sizes; used only when attention == "mla".
-    kv_lora_rank: int = 0
-    q_lora_rank: int = 0
-    qk_nope_head_dim: int = 0
-    qk_rope_head_dim: int = 0
-    v_head_dim: int = 0
-    rope_base: float = 10000.0
-    source_eos: bool = True
     scale_attention: bool = True
+    rope_base: float = 10000.0
+    attention: str = "mha"
+    mla: MLAConfig | None = None
     architecture: str = "transformer"
-    length_ratio: float = 0.0
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if isinstance(self.mla, dict):
+            self.mla = MLAConfig.from_dict(self.mla)
         self.validate()
 
     @property
@@ -112,10 +148,7 @@ class ModelConfig:
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     def validate(self) -> None:
-        def need(ok: bool, message: str) -> None:
-            if not ok:
-                raise ConfigError(message)
-
+        need = _need
         need(self.d_model > 0 and self.n_heads > 0, "d_model and n_heads must be positive")
         need(self.d_model % self.n_heads == 0,
              f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
@@ -131,73 +164,91 @@ class ModelConfig:
              "tie_embeddings='all' needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
         need(self.activation in ACTIVATIONS,
              f"activation must be {', '.join(ACTIVATIONS[:-1])} or {ACTIVATIONS[-1]}, not {self.activation!r}")
-        need(self.attention in ("mha", "mla"), f"attention must be mha or mla, not {self.attention!r}")
+        need(self.attention in ATTENTIONS, f"attention must be {' or '.join(ATTENTIONS)}, not {self.attention!r}")
         need(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), not {self.dropout}")
         need(self.max_len > 0, "max_len must be positive")
-        need(self.length_ratio >= 0, f"length_ratio must be >= 0 (0 = not measured), not {self.length_ratio}")
         need(self.positional != "rope" or self.head_dim % 2 == 0, "rope needs an even head dimension")
         need(self.architecture in ARCHITECTURES,
              f"architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}")
         if self.architecture == "rnn":
-            need(self.n_encoder_layers >= 1 and self.n_decoder_layers >= 1,
-                 "architecture='rnn' needs at least one encoder and one decoder layer")
-            need(self.d_model % 2 == 0, f"architecture='rnn' needs an even d_model (the bidirectional encoder's "
-                                        f"two halves), not {self.d_model}")
-        if self.attention == "mla":
-            self._validate_mla(need)
+            self._validate_rnn()
+        self._validate_mla()
 
-    def _validate_mla(self, need) -> None:
-        """MLA's sizes must describe a latent, keys, values and a RoPE part that fit together."""
-        need(self.kv_lora_rank > 0, f"attention='mla' needs kv_lora_rank > 0 (the latent c_KV), "
-                                    f"not {self.kv_lora_rank}")
-        need(self.qk_nope_head_dim > 0,
-             f"attention='mla' needs qk_nope_head_dim > 0, not {self.qk_nope_head_dim}")
-        need(self.v_head_dim > 0, f"attention='mla' needs v_head_dim > 0, not {self.v_head_dim}")
-        need(self.q_lora_rank >= 0,
-             f"q_lora_rank must be >= 0 (0 = no query compression), not {self.q_lora_rank}")
-        need(self.qk_rope_head_dim >= 0 and self.qk_rope_head_dim % 2 == 0,
-             f"qk_rope_head_dim must be even and >= 0, not {self.qk_rope_head_dim}")
-        need(self.positional != "rope" or self.qk_rope_head_dim > 0,
-             "attention='mla' with positional='rope' needs qk_rope_head_dim > 0 (the decoupled RoPE key)")
-        need(self.positional == "rope" or self.qk_rope_head_dim == 0,
-             f"qk_rope_head_dim={self.qk_rope_head_dim} is MLA's decoupled RoPE key: "
-             f"it needs positional='rope' (or set it to 0)")
-        need(self.n_kv_heads is None or self.n_kv_heads == self.n_heads,
-             "n_kv_heads does not apply to attention='mla' (all heads' keys and values come from one latent)")
+    def _validate_rnn(self) -> None:
+        """The GRU baseline: depth on both sides, an even width, and no Transformer-only field set."""
+        _need(self.n_encoder_layers >= 1 and self.n_decoder_layers >= 1,
+              "architecture='rnn' needs at least one encoder and one decoder layer")
+        _need(self.d_model % 2 == 0, f"architecture='rnn' needs an even d_model (the bidirectional encoder's "
+                                     f"two halves), not {self.d_model}")
+        defaults = ModelConfig()
+        for name in (f.name for f in dataclasses.fields(self)):
+            _need(name in RNN_FIELDS or getattr(self, name) == getattr(defaults, name),
+                  f"{name} does not apply to architecture='rnn' (the GRU baseline reads "
+                  f"{', '.join(n for n in RNN_FIELDS if n != 'architecture')})")
+
+    def _validate_mla(self) -> None:
+        """MLA's sizes are given exactly when attention='mla', and fit the positions and heads."""
+        if self.attention != "mla":
+            _need(self.mla is None, f"mla sizes given but attention={self.attention!r} (set attention='mla')")
+            return
+        _need(self.mla is not None, "attention='mla' needs its sizes (mla: kv_lora_rank, qk_nope_head_dim, "
+                                    "v_head_dim, ...)")
+        rope = self.mla.qk_rope_head_dim
+        _need(self.positional != "rope" or rope > 0,
+              "attention='mla' with positional='rope' needs qk_rope_head_dim > 0 (the decoupled RoPE key)")
+        _need(self.positional == "rope" or rope == 0,
+              f"qk_rope_head_dim={rope} is MLA's decoupled RoPE key: it needs positional='rope' (or set it to 0)")
+        _need(self.n_kv_heads is None or self.n_kv_heads == self.n_heads,
+              "n_kv_heads does not apply to attention='mla' (all heads' keys and values come from one latent)")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> ModelConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        data = {"source_eos": False, **data}  # configs from before the field: trained without it
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown config field(s): {', '.join(unknown)}")
-        for known_field in dataclasses.fields(cls):
-            name, annotation = known_field.name, str(known_field.type)
-            if name in data and not _has_type(data[name], annotation):
-                shown = json.dumps(data[name], default=str)[:40]
-                raise ConfigError(f"config field {name} must be {annotation}, not {shown}")
-        return cls(**data)
+        """A config from its JSON object as `to_dict` writes it (config_compat.py reads older ones)."""
+        fields = _checked_fields(cls, data)
+        if fields.get("mla") is not None:
+            fields["mla"] = MLAConfig.from_dict(fields["mla"])
+        return cls(**fields)
 
     def save(self, path: str | Path) -> None:
         atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> ModelConfig:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ConfigError(f"{path}: not a readable JSON config ({error})") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: a config must be a JSON object")
-        return cls.from_dict(data)
+        """The config of a config.json in this release's format (a run folder of any release loads
+        through checkpoint.load_config_and_tokenizer, which converts older ones: config_compat.py)."""
+        return cls.from_dict(read_json_object(path))
+
+
+def read_json_object(path: str | Path) -> dict:
+    """The JSON object in a config file, or a one-line ConfigError naming the file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{path}: not a readable JSON config ({error})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config must be a JSON object")
+    return data
 
 
 JSON_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "None": (type(None),),
               "dict": (dict,)}
+
+
+def _checked_fields(cls, data: dict, prefix: str = "") -> dict:
+    """`data`'s fields for dataclass `cls`: a ConfigError naming the first unknown or mistyped one."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"unknown config field(s): {', '.join(prefix + name for name in unknown)}")
+    for known_field in dataclasses.fields(cls):
+        name, annotation = known_field.name, str(known_field.type)
+        if name in data and not _has_type(data[name], annotation):
+            shown = json.dumps(data[name], default=str)[:40]
+            raise ConfigError(f"config field {prefix}{name} must be {annotation}, not {shown}")
+    return dict(data)
 
 
 def _has_type(value, annotation: str) -> bool:
@@ -205,7 +256,7 @@ def _has_type(value, annotation: str) -> bool:
     for name in annotation.replace(" ", "").split("|"):
         allowed = JSON_TYPES.get(name.split("[")[0])
         if allowed is None:
-            return True  # an annotation this check does not know: left to validate()
+            return True  # an annotation this check does not know (a nested config): checked by its own class
         if isinstance(value, allowed) and (bool in allowed or not isinstance(value, bool)):
             return True
     return False
@@ -240,8 +291,8 @@ def variant_overrides(variant: str, d_model: int, n_heads: int, kv_heads: int | 
         return dict(attention="mha", n_kv_heads=groups)
     if variant == "mla":
         rope = max(2, head // 2 - head // 2 % 2)  # d_h / 2, rounded down to an even size
-        return dict(attention="mla", n_kv_heads=None, kv_lora_rank=4 * head, q_lora_rank=0,
-                    qk_nope_head_dim=head, qk_rope_head_dim=rope, v_head_dim=head)
+        return dict(attention="mla", n_kv_heads=None, mla=MLAConfig(kv_lora_rank=4 * head, qk_nope_head_dim=head,
+                                                                    v_head_dim=head, qk_rope_head_dim=rope))
     raise ValueError(f"unknown attention variant {variant!r}; choose one of {', '.join(VARIANTS)}")
 
 

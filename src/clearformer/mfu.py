@@ -115,7 +115,7 @@ def flops_per_token(model: torch.nn.Module, seq_len: int) -> float:
     """Training FLOPs (forward + backward) per token at context length `seq_len`."""
     config = model.config
     if config.attention == "mla":
-        d_qk, d_v = config.qk_nope_head_dim + config.qk_rope_head_dim, config.v_head_dim
+        d_qk, d_v = config.mla.qk_nope_head_dim + config.mla.qk_rope_head_dim, config.mla.v_head_dim
     else:
         d_qk = d_v = config.head_dim
     attention = 6 * config.n_decoder_layers * seq_len * config.n_heads * (d_qk + d_v)

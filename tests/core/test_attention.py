@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from clearformer import trace
+from clearformer.config import ModelConfig
 from clearformer.model.attention import (
     MultiHeadAttention,
     causal_mask,
@@ -74,7 +75,7 @@ def test_gradcheck_float64():
     mask = padding_mask(torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]]), 0)
     assert torch.autograd.gradcheck(lambda a, b, c: explicit_attention(a, b, c, mask)[0], (q, k, v))
     assert torch.autograd.gradcheck(lambda a, b, c: fast_attention(a, b, c, mask), (q, k, v))
-    mha = MultiHeadAttention(6, 2).double()
+    mha = MultiHeadAttention(ModelConfig(d_model=6, n_heads=2)).double()
     x = torch.randn(2, 4, 6, dtype=torch.float64, requires_grad=True)
     mha.explicit = True
     assert torch.autograd.gradcheck(lambda t: mha(t, mask=causal_mask(4)), (x,))
@@ -89,7 +90,7 @@ def copy_into_torch_mha(ours: MultiHeadAttention, peer: nn.MultiheadAttention) -
 
 
 def test_multi_head_attention_equals_torch_multihead_attention():
-    ours = MultiHeadAttention(16, 4).eval()
+    ours = MultiHeadAttention(ModelConfig(d_model=16, n_heads=4)).eval()
     peer = nn.MultiheadAttention(16, 4, batch_first=True).eval()
     copy_into_torch_mha(ours, peer)
     x = torch.randn(3, 6, 16)
@@ -109,7 +110,7 @@ def test_multi_head_attention_equals_torch_multihead_attention():
 
 
 def test_cached_self_attention_equals_full_recomputation():
-    mha = MultiHeadAttention(8, 2).eval()
+    mha = MultiHeadAttention(ModelConfig(d_model=8, n_heads=2)).eval()
     x = torch.randn(2, 5, 8)
     full = mha(x, mask=causal_mask(5))
     cache: dict = {}

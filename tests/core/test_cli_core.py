@@ -64,6 +64,7 @@ def test_info_reports_the_kv_cache_of_each_attention_variant(capsys, attention, 
 @pytest.fixture
 def checkpoint(tmp_path):
     tok = WordTokenizer.build(["I love you", "Je t'aime"])
+    tok.source_eos = True  # as `clearformer train` sets it by default
     config = ModelConfig(src_vocab_size=len(tok), tgt_vocab_size=len(tok), d_model=8, n_heads=2, d_ff=16,
                          max_len=6, n_encoder_layers=1, n_decoder_layers=1)
     save_model(tmp_path / "ckpt", Transformer(config), tok)
@@ -77,13 +78,13 @@ def test_explain_a_sentence_with_a_checkpoint(capsys, checkpoint):
     stages = {s["stage"] for s in data["steps"]}
     assert {"input", "encoder", "decoder", "output"} <= stages
     cross = [s for s in data["steps"] if s["name"].endswith("cross_attention.weights")]
-    assert cross and cross[0]["matrices"][0]["col_labels"] == ["I", "love", "you", "<eos>"]  # source_eos, the default
+    assert cross and cross[0]["matrices"][0]["col_labels"] == ["I", "love", "you", "<eos>"]  # source_eos
 
 
 @pytest.mark.parametrize("argv, message", [
     (["explain", "", "--checkpoint", "{ckpt}"], "empty sentence"),
     (["explain", "zzz qqq", "--checkpoint", "{ckpt}"], "unknown"),
-    (["explain", "I love you I love you I", "--checkpoint", "{ckpt}"], "at most 6"),
+    (["explain", "I love you I love you I", "--checkpoint", "{ckpt}"], "maximum length (6)"),
     (["explain", "I love you", "--checkpoint", "{missing}"], "no such checkpoint"),
     (["explain", "--example", "nope"], "unknown example"),
     (["explain"], "nothing to explain"),

@@ -31,14 +31,3 @@ def test_a_checkpoint_with_a_null_width_is_a_user_error(tmp_path):
     (directory / "config.json").write_text(json.dumps({**data, "d_model": None}), encoding="utf-8")
     with pytest.raises(UserError, match="d_model"):
         load_model(directory)
-
-
-def test_new_models_end_sources_with_eos_and_old_configs_load_as_trained(tmp_path):
-    """source_eos is on for new models (issue 13's length ablation); a config.json written before the
-    field existed describes a model trained without it, and loads so."""
-    assert preset("small", src_vocab_size=10, tgt_vocab_size=10).source_eos is True
-    data = preset("toy-translate", src_vocab_size=10, tgt_vocab_size=10).to_dict()
-    del data["source_eos"]
-    assert ModelConfig.from_dict(data).source_eos is False
-    (tmp_path / "config.json").write_text(json.dumps({**data, "source_eos": True}))
-    assert ModelConfig.load(tmp_path / "config.json").source_eos is True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 
 import pytest
 import torch
@@ -31,7 +31,7 @@ def test_explain_encodes_the_source_as_translate_does(trained):
     model, tokenizer = trained
     for sentence in SENTENCES:
         walk = explain_translation(model, tokenizer, sentence)
-        ids = encode_source(tokenizer, sentence, model.config.source_eos)
+        ids = encode_source(tokenizer, sentence)
         assert walk.source_tokens == [tokenizer.id_to_token(i) for i in ids]
         recorded = walk.find("src_embed.token_ids")[0].matrices[0].values[0]
         assert [int(v) for v in recorded] == ids
@@ -43,7 +43,7 @@ def test_explain_outputs_translates_greedy_tokens(trained):
     # translate batches the sentences (longest first, padded); explain decodes one at a time.
     assert [walk.result for walk in walks] == translate(model, tokenizer, SENTENCES, DecodingOptions())
     for sentence, walk in zip(SENTENCES, walks, strict=True):
-        src = torch.tensor([encode_source(tokenizer, sentence, model.config.source_eos)])
+        src = torch.tensor([encode_source(tokenizer, sentence)])
         expected = decode_ids(model, src, DecodingOptions(), search_tokens(model, tokenizer))[0]
         chosen = chosen_ids(walk)
         assert (chosen[:-1] if chosen[-1] == tokenizer.eos_id else chosen) == expected
@@ -63,7 +63,7 @@ def test_each_step_shows_its_own_row_and_the_rows_so_far_equal_a_full_prefix_pas
         weights = walk.find("decoder.layers.0.self_attention.weights", t)[0]
         assert weights.matrices[0].row_labels == walk.target_tokens[: t + 1]
     # The rows so far are the numbers a pass over the whole prefix computes (the old view's triangle).
-    src = torch.tensor([encode_source(tokenizer, "I love the cat", model.config.source_eos)])
+    src = torch.tensor([encode_source(tokenizer, "I love the cat")])
     prefix = torch.tensor([[tokenizer.token_to_id(t) for t in walk.target_tokens[: last + 1]]])
     with torch.no_grad(), trace.Recorder() as recorder:
         memory, src_mask = model.encode(src)
@@ -80,12 +80,9 @@ def test_each_step_shows_its_own_row_and_the_rows_so_far_equal_a_full_prefix_pas
 
 def test_a_model_trained_with_source_eos_gets_it_in_explain_too(word_model):
     model, tokenizer = word_model
-    trained_without = model.config
-    try:
-        model.config = dataclasses.replace(trained_without, source_eos=True)
-        walk = explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=2))
-    finally:
-        model.config = trained_without
+    trained_with = copy.copy(tokenizer)
+    trained_with.source_eos = True
+    walk = explain_translation(model, trained_with, "I love you", DecodingOptions(max_new=2))
     assert walk.source_tokens == ["I", "love", "you", "<eos>"]
     assert walk.find("cross_attention.weights", 0)[0].matrices[0].col_labels == walk.source_tokens
 

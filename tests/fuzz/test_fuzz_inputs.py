@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 
@@ -31,13 +32,15 @@ sentences = st.one_of(st.text(any_char, max_size=40),
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return WordTokenizer(list(SPECIALS) + WORDS)
+    words = WordTokenizer(list(SPECIALS) + WORDS)
+    words.source_eos = True  # as `clearformer train` saves it by default
+    return words
 
 
 @given(text=sentences)
 def test_translate_input_checks(tokenizer, text, capsys):
     try:
-        ids = check_source(tokenizer, text, MAX_LEN, True, "input.txt:3", warn=lambda m: print(m, file=sys.stderr))
+        ids = check_source(tokenizer, text, MAX_LEN, "input.txt:3", warn=lambda m: print(m, file=sys.stderr))
     except UserError as error:
         assert one_line(str(error)) and str(error).startswith("input.txt:3: ") and len(str(error)) < 600
     else:  # accepted: it encodes, fits (its <eos> counted), and any warning is one short line
@@ -91,7 +94,9 @@ def client(tmp_path_factory, tokenizer):
     config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
                     n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=MAX_LEN)
     torch.manual_seed(0)
-    directory = save_model(tmp_path_factory.mktemp("fuzz") / "tiny", Transformer(config), tokenizer)
+    trained = copy.copy(tokenizer)
+    trained.source_eos = True  # as `clearformer train` saves it by default
+    directory = save_model(tmp_path_factory.mktemp("fuzz") / "tiny", Transformer(config), trained)
     return TestClient(create_app(load(directory)), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
 
 

@@ -33,7 +33,7 @@ class TableModel(nn.Module):
 
     table (vocab, vocab): row = the last token, column = the next one's probability. The source is
     ignored (its padding, id 0, still masked); `config` carries pad_id 0 and whatever a test sets
-    (length_ratio, source_eos, max_len).
+    (e.g. max_len).
     """
 
     def __init__(self, table: torch.Tensor, **config) -> None:

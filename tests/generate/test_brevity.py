@@ -9,9 +9,9 @@ import torch
 from gen_helpers import TableModel
 
 from clearformer.batching import Example
-from clearformer.config import ModelConfig
-from clearformer.generate import DecodingOptions, beam_search, greedy_decode, search_tokens
+from clearformer.generate import DecodingOptions, SearchTokens, beam_search, greedy_decode, search_tokens
 from clearformer.generate.brevity import BrevityPenalty, eos_bonus, expected_lengths
+from clearformer.tokenize import SPECIALS, WordTokenizer, load_tokenizer
 from clearformer.train.corpus import length_ratio
 
 BOS, EOS, PAD, A, B = 2, 3, 0, 4, 5
@@ -21,13 +21,13 @@ class EagerToEndModel(TableModel):
     """Next-token probabilities that depend only on the last token: after <bos> A 0.6, B 0.4; after A,
     <eos> 0.40, A 0.35, B 0.25; after B, <eos> 0.9. Left alone, greedy stops after one token."""
 
-    def __init__(self, length_ratio: float = 0.0, source_eos: bool = False) -> None:
+    def __init__(self) -> None:
         table = torch.full((6, 6), 1e-6, dtype=torch.float64)
         table[BOS, A], table[BOS, B] = 0.6, 0.4
         table[A, EOS], table[A, A], table[A, B] = 0.40, 0.35, 0.25
         table[B, EOS], table[B, A], table[B, B] = 0.9, 0.05, 0.05
         table[[PAD, 1, EOS]] = 1 / 6
-        super().__init__(table, max_len=32, length_ratio=length_ratio, source_eos=source_eos)
+        super().__init__(table, max_len=32)
 
 
 def test_bonus_is_a_one_sided_gaussian_length_log_density():
@@ -46,32 +46,39 @@ def test_expected_lengths_count_source_tokens_without_padding_or_the_source_eos(
     assert expected_lengths(src, PAD, 1.0, source_eos=False).tolist() == pytest.approx([4.0, 2.0])
 
 
+def measured(ratio: float = 2.0, source_eos: bool = False) -> SearchTokens:
+    """What `search_tokens` reads off a tokenizer whose training measured `ratio`."""
+    return SearchTokens(BOS, EOS, PAD, (), ratio, source_eos)
+
+
 def test_off_without_a_measured_ratio_or_with_weight_zero():
     src = torch.tensor([[A, B]])
-    assert BrevityPenalty.for_batch(src, search_tokens(EagerToEndModel(length_ratio=0.0)), 1.0) is None
-    assert BrevityPenalty.for_batch(src, search_tokens(EagerToEndModel(length_ratio=2.0)), 0.0) is None
+    assert BrevityPenalty.for_batch(src, measured(0.0), 1.0) is None
+    assert BrevityPenalty.for_batch(src, measured(2.0), 0.0) is None
     plain = greedy_decode(EagerToEndModel(), src).sequences()
-    unpenalised = greedy_decode(EagerToEndModel(length_ratio=2.0), src, DecodingOptions(brevity=0.0))
+    unpenalised = greedy_decode(EagerToEndModel(), src, DecodingOptions(brevity=0.0), measured())
     assert unpenalised.sequences() == plain == [[A]]
 
 
 def test_greedy_goes_on_until_ending_costs_less_than_the_alternative():
     # 2 source tokens x ratio 2 = 4 expected. After A: log 0.40 - (4 - t)^2 / 4 against log 0.35 for A
     # again: t = 1, 2, 3 go on (A), t = 4 ends.
-    model = EagerToEndModel(length_ratio=2.0)
-    decoded = greedy_decode(model, torch.tensor([[A, B]]), DecodingOptions(brevity=1.0))
+    model = EagerToEndModel()
+    decoded = greedy_decode(model, torch.tensor([[A, B]]), DecodingOptions(brevity=1.0), measured())
     assert decoded.sequences() == [[A, A, A, A]]
     # A weaker weight moves <eos> less: at t = 3, log 0.40 - 0.3 (4 - 3)^2 / 4 > log 0.35.
-    assert greedy_decode(model, torch.tensor([[A, B]]), DecodingOptions(brevity=0.3)).sequences() == [[A, A, A]]
+    weaker = greedy_decode(model, torch.tensor([[A, B]]), DecodingOptions(brevity=0.3), measured())
+    assert weaker.sequences() == [[A, A, A]]
 
 
 def test_beam_one_equals_greedy_and_beam_scores_carry_the_bonus():
-    model = EagerToEndModel(length_ratio=2.0)
+    model = EagerToEndModel()
     src = torch.tensor([[A, B], [B, PAD]])
     for weight in (0.5, 1.0, 3.0):
-        greedy = greedy_decode(model, src, DecodingOptions(brevity=weight)).sequences()
-        assert beam_search(model, src, DecodingOptions(beam=1, alpha=0.0, brevity=weight)).sequences() == greedy
-    decoded = beam_search(model, src, DecodingOptions(beam=3, alpha=0.0, brevity=1.0))
+        greedy = greedy_decode(model, src, DecodingOptions(brevity=weight), measured()).sequences()
+        beam_one = beam_search(model, src, DecodingOptions(beam=1, alpha=0.0, brevity=weight), measured())
+        assert beam_one.sequences() == greedy
+    decoded = beam_search(model, src, DecodingOptions(beam=3, alpha=0.0, brevity=1.0), measured())
     for row, source_tokens in enumerate((2, 1)):
         tokens = decoded.tokens[row, : int(decoded.lengths[row])].tolist()
         assert tokens[-1] == EOS
@@ -81,10 +88,10 @@ def test_beam_one_equals_greedy_and_beam_scores_carry_the_bonus():
 
 
 def test_brevity_makes_beam_translations_no_shorter():
-    model = EagerToEndModel(length_ratio=3.0)
+    model = EagerToEndModel()
     src = torch.tensor([[A, B, A], [B, A, PAD]])
-    plain = beam_search(model, src, DecodingOptions(beam=3, alpha=0.6, brevity=0.0))
-    longer = beam_search(model, src, DecodingOptions(beam=3, alpha=0.6, brevity=2.0))
+    plain = beam_search(model, src, DecodingOptions(beam=3, alpha=0.6, brevity=0.0), measured())
+    longer = beam_search(model, src, DecodingOptions(beam=3, alpha=0.6, brevity=2.0), measured())
     assert (longer.lengths >= plain.lengths).all() and (longer.lengths > plain.lengths).any()
 
 
@@ -95,8 +102,12 @@ def test_length_ratio_counts_target_tokens_per_source_token():
     assert length_ratio([], source_eos=True) == 0.0
 
 
-def test_config_without_the_field_loads_unmeasured(tmp_path):
-    data = ModelConfig().to_dict()
+def test_a_tokenizer_without_the_fact_is_unmeasured(tmp_path):
+    tokenizer = WordTokenizer(list(SPECIALS) + ["a"])
+    tokenizer.save(tmp_path)
+    data = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
     del data["length_ratio"]
-    (tmp_path / "config.json").write_text(json.dumps(data), encoding="utf-8")
-    assert ModelConfig.load(tmp_path / "config.json").length_ratio == 0.0
+    (tmp_path / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    assert load_tokenizer(tmp_path).length_ratio == 0.0
+    facts = search_tokens(EagerToEndModel(), load_tokenizer(tmp_path))
+    assert BrevityPenalty.for_batch(torch.tensor([[A]]), facts, 2.0) is None

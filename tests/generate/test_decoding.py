@@ -9,6 +9,7 @@ import torch
 from gen_helpers import TableModel, random_model
 from torch import nn
 
+from clearformer.config import MLAConfig
 from clearformer.generate import DecodingOptions, beam_search, greedy_decode, length_penalty, pad_batch
 from clearformer.trace import Recorder
 
@@ -18,8 +19,8 @@ VARIANTS = {
     "paper": {},
     "prenorm-learned-gqa": dict(norm_first=True, positional="learned", n_heads=4, n_kv_heads=2),
     "rope-tied": dict(positional="rope", tie_embeddings="all"),
-    "mla": dict(positional="rope", attention="mla", kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
-                v_head_dim=8),
+    "mla": dict(positional="rope", attention="mla",
+                mla=MLAConfig(kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8)),
 }
 
 

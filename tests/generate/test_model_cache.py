@@ -96,7 +96,7 @@ def test_a_hook_on_every_decoder_layer_fires_at_every_step_of_translate(beam):
     assert positions == list(range(len(positions)))
     if beam == 1:  # one step per generated token (<eos> included): as many as greedy_decode takes
         tokens = search_tokens(model, tokenizer)
-        src = torch.tensor([encode_source(tokenizer, "I love you", tokens.source_eos)])
+        src = torch.tensor([encode_source(tokenizer, "I love you")])
         decoded = greedy_decode(model, src, DecodingOptions(max_extra=5), tokens)
         assert len(positions) == int(decoded.lengths[0]) and tokenizer.decode(decoded.sequences()[0]) == translation
     else:

@@ -232,7 +232,7 @@ def test_undecodable_text_in_stdin_or_argument(checkpoint, capsys, monkeypatch):
 
 def test_brevity_option_reaches_decoding_and_rejects_negative_weights(checkpoint, capsys):
     model, tokenizer, meta = load_model(checkpoint)
-    model.config.length_ratio = 3.0  # as if measured by `train`: translations three times the source
+    tokenizer.length_ratio = 3.0  # as if measured by `train`: translations three times the source
     save_model(checkpoint, model, tokenizer, meta=meta)
     for weight in ("0", "2.5"):
         code, out, _ = run_cli(["translate", "--brevity", weight, "--checkpoint", str(checkpoint), "I love you"],

@@ -21,6 +21,6 @@ def trained_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("trained") / "run"
     env = dict(os.environ, OMP_NUM_THREADS="1", CLEARFORMER_RUNS=str(out.parent / "runs"))
     subprocess.run([sys.executable, "-m", "clearformer.cli", "train", "--preset", "toy-translate", "--tokenizer",
-                    "sentencepiece", "--vocab-size", "600", "--set", "source_eos=true", "--steps", "300", "--out",
+                    "sentencepiece", "--vocab-size", "600", "--source-eos", "--steps", "300", "--out",
                     str(out), "--threads", "1", "--quiet"], env=env, check=True, capture_output=True)
     return out

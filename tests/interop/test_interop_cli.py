@@ -108,7 +108,8 @@ def test_export_refuses_in_one_line(tmp_path, capsys, monkeypatch):
     from clearformer.tokenize import SPECIALS, WordTokenizer
 
     tokenizer = WordTokenizer(list(SPECIALS) + ["a", "b"])
-    config = preset("toy-translate", src_vocab_size=6, tgt_vocab_size=6, d_model=8, n_heads=2, d_ff=8, source_eos=True)
+    tokenizer.source_eos = True
+    config = preset("toy-translate", src_vocab_size=6, tgt_vocab_size=6, d_model=8, n_heads=2, d_ff=8)
     save_model(tmp_path / "words", Transformer(config), tokenizer)
     one_line_error(capsys, ["export", "--checkpoint", str(tmp_path / "words"), "--to", "marian", str(tmp_path / "o")],
                    "cannot export to Marian: tokenizer kind 'words'")

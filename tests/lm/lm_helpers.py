@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from clearformer.config import preset, variant_overrides
@@ -16,7 +18,7 @@ def tiny_config(variant: str = "mha", positional: str = "rope", **overrides):
     """A 2-layer, 4-head, d_model=16 language model config for `variant`."""
     fields = variant_overrides(variant, 16, 4)
     if variant == "mla" and positional != "rope":
-        fields["qk_rope_head_dim"] = 0
+        fields["mla"] = dataclasses.replace(fields["mla"], qk_rope_head_dim=0)
     fields.update(overrides)
     return preset("lm-tiny", tgt_vocab_size=40, d_model=16, n_heads=4, d_ff=32, max_len=64,
                   positional=positional, **fields)

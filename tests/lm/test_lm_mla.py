@@ -7,18 +7,18 @@ import math
 import pytest
 import torch
 
-from clearformer.config import ConfigError, ModelConfig
+from clearformer.config import ConfigError, MLAConfig, ModelConfig
 from clearformer.model.attention import causal_mask
 from clearformer.model.latent import MultiHeadLatentAttention
-from clearformer.model.rope import RotaryEmbedding
 from clearformer.trace import Recorder, name_modules
 
 
 def make_mla(q_lora_rank: int = 0, rope: int = 4, dtype=torch.float64, bias: bool = True):
     torch.manual_seed(1)
-    mla = MultiHeadLatentAttention(d_model=24, n_heads=3, kv_lora_rank=10, qk_nope_head_dim=6, v_head_dim=5,
-                                   qk_rope_head_dim=rope, q_lora_rank=q_lora_rank, bias=bias,
-                                   rotary=RotaryEmbedding(rope, 16) if rope else None)
+    sizes = MLAConfig(kv_lora_rank=10, qk_nope_head_dim=6, v_head_dim=5, qk_rope_head_dim=rope,
+                      q_lora_rank=q_lora_rank)
+    mla = MultiHeadLatentAttention(ModelConfig(d_model=24, n_heads=3, bias=bias, max_len=16, attention="mla",
+                                               positional="rope" if rope else "none", mla=sizes))
     for parameter in mla.parameters():  # non-trivial norm gains too
         torch.nn.init.normal_(parameter, std=0.3)
     name_modules(mla, "mla")
@@ -133,7 +133,7 @@ def test_mla_in_the_translation_decoder_caches_and_matches_full_decoding():
 
     config = ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16, n_heads=4, d_ff=32,
                          n_encoder_layers=1, n_decoder_layers=2, positional="rope", attention="mla",
-                         kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4)
+                         mla=MLAConfig(kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4))
     model = Transformer(config).double().eval()
     src, tgt = torch.randint(4, 30, (2, 6)), torch.randint(4, 30, (2, 5))
     memory, src_mask = model.encode(src)
@@ -154,8 +154,10 @@ def test_mla_in_the_translation_decoder_caches_and_matches_full_decoding():
     (dict(n_kv_heads=2), "n_kv_heads"),
 ])
 def test_mla_dimensions_that_do_not_fit_are_config_errors(fields, words):
-    good = dict(d_model=16, n_heads=4, positional="rope", attention="mla", kv_lora_rank=8, qk_nope_head_dim=4,
-                qk_rope_head_dim=2, v_head_dim=4)
+    good = dict(d_model=16, n_heads=4, positional="rope", attention="mla")
+    sizes = dict(kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=2, v_head_dim=4)
+    mla_fields = {name: value for name, value in fields.items() if name in sizes or name == "q_lora_rank"}
     with pytest.raises(ConfigError, match=words.replace("(", r"\(")) as error:
-        ModelConfig(**{**good, **fields})
+        ModelConfig(**{**good, **{k: v for k, v in fields.items() if k not in mla_fields}},
+                    mla=MLAConfig(**{**sizes, **mla_fields}))
     assert "\n" not in str(error.value)

@@ -3,22 +3,23 @@ every variant; cache bytes per token from the real tensors against DeepSeek-V2's
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from lm_helpers import tiny_model
 
-from clearformer.config import attention_variant, preset, variant_overrides
+from clearformer.config import ModelConfig, attention_variant, preset, variant_overrides
 from clearformer.model.attention import MultiHeadAttention, causal_mask, padding_mask
 from clearformer.model.cache import kv_cache_bytes_per_token, measured_bytes_per_token
-from clearformer.model.rope import RotaryEmbedding
 
 
 @pytest.mark.parametrize("kv_heads", [2, 1])
 def test_grouped_and_multi_query_equal_mha_with_repeated_kv_weights(kv_heads):
     torch.manual_seed(0)
-    rotary = RotaryEmbedding(4, 16).double()
-    grouped = MultiHeadAttention(16, 4, kv_heads, rotary=rotary).double().eval()
-    full = MultiHeadAttention(16, 4, None, rotary=rotary).double().eval()
+    config = ModelConfig(d_model=16, n_heads=4, positional="rope", max_len=16)
+    grouped = MultiHeadAttention(dataclasses.replace(config, n_kv_heads=kv_heads)).double().eval()
+    full = MultiHeadAttention(config).double().eval()
     group = 4 // kv_heads
     with torch.no_grad():
         full.w_q.load_state_dict(grouped.w_q.state_dict())
@@ -74,7 +75,7 @@ def test_lm_is_causal():
 @pytest.mark.parametrize("variant,per_layer", [("mha", lambda c: 2 * c.n_heads * c.head_dim),
                                                ("gqa", lambda c: 2 * c.kv_heads * c.head_dim),
                                                ("mqa", lambda c: 2 * c.head_dim),
-                                               ("mla", lambda c: c.kv_lora_rank + c.qk_rope_head_dim)])
+                                               ("mla", lambda c: c.mla.kv_lora_rank + c.mla.qk_rope_head_dim)])
 def test_cache_bytes_per_token_from_real_tensors_equal_the_formulas(variant, per_layer):
     model = tiny_model(variant, dtype=torch.float32)
     batch, length = 3, 9

@@ -8,10 +8,11 @@ import pytest
 import torch
 from train_helpers import weights
 
-from clearformer.checkpoint import load_model, model_class_for
+from clearformer.checkpoint import load_model
 from clearformer.cli import main
 from clearformer.config import ModelConfig
 from clearformer.generate import DecodingOptions
+from clearformer.model import build_model
 from clearformer.model.rnn import RNNSeq2Seq
 from clearformer.model.transformer import Transformer
 
@@ -105,8 +106,8 @@ def test_a_config_without_the_field_is_a_transformer():
     data = ModelConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=8, n_heads=2).to_dict()
     del data["architecture"]
     config = ModelConfig.from_dict(data)
-    assert config.architecture == "transformer" and model_class_for(config) is Transformer
-    assert model_class_for(ModelConfig(d_model=8, architecture="rnn")) is RNNSeq2Seq
+    assert config.architecture == "transformer" and type(build_model(config)) is Transformer
+    assert type(build_model(ModelConfig(d_model=8, architecture="rnn"))) is RNNSeq2Seq
 
 
 def test_export_refuses_the_gru(rnn_run, tmp_path, capsys):

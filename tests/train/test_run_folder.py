@@ -132,10 +132,18 @@ def test_threads_must_be_at_least_one(argv, capsys, tmp_path):
     assert "--threads must be at least 1" in one_line_error(capsys, argv)
 
 
-def test_source_eos_sets_the_config_field(tmp_path):
+@pytest.mark.parametrize("flag,expected", [("--source-eos", True), ("--no-source-eos", False)])
+def test_source_eos_is_kept_by_the_tokenizer(tmp_path, flag, expected):
     run = tmp_path / "eos"
-    assert main(tiny_args(run, *SHORT, "--source-eos")) == 0
-    model, _, meta = load_model(run)
-    assert model.config.source_eos is True and meta["source_format"] == "source tokens then <eos>"
-    model, _, _ = load_model(step_checkpoints(run)[-1])
-    assert model.config.source_eos is True
+    assert main(tiny_args(run, *SHORT, flag)) == 0
+    _, tokenizer, meta = load_model(run)
+    assert tokenizer.source_eos is expected
+    assert (meta["source_format"] == "source tokens then <eos>") is expected
+    _, tokenizer, _ = load_model(step_checkpoints(run)[-1])
+    assert tokenizer.source_eos is expected
+    assert "source_eos" not in (run / "config.json").read_text(encoding="utf-8")
+
+
+def test_set_source_eos_points_to_the_option(tmp_path, capsys):
+    assert main(tiny_args(tmp_path / "r", *SHORT, "--set", "source_eos=true")) == 2
+    assert "--source-eos or --no-source-eos" in capsys.readouterr().err

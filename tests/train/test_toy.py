@@ -40,8 +40,8 @@ def test_toy_translate_learns_je_t_aime(capsys):
     model, tokenizer, meta = load_model(run)
     assert meta["dataset"] == "toy" and meta["tokenizer"] == "words"
     # The training pairs' target tokens per source token, for the brevity penalty (generate/brevity.py).
-    measured = length_ratio(encode_pairs(tokenizer, toy_splits()["train"], True), True)
-    assert model.config.source_eos and model.config.length_ratio == pytest.approx(measured, abs=1e-4)
+    measured = length_ratio(encode_pairs(tokenizer, toy_splits()["train"]), True)
+    assert tokenizer.source_eos and tokenizer.length_ratio == pytest.approx(measured, abs=1e-4)
     assert greedy(model, tokenizer, "I love you") == "Je t'aime"
     assert greedy(model, tokenizer, "I love AI") == "J'aime l'IA"
     capsys.readouterr()

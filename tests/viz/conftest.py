@@ -21,6 +21,7 @@ def build_checkpoint(directory: Path, toy_size: bool = False) -> Path:
     from clearformer.tokenize import SPECIALS, WordTokenizer
 
     tokenizer = WordTokenizer(list(SPECIALS) + WORDS)
+    tokenizer.source_eos = True  # as `clearformer train` saves it by default
     sizes = {} if toy_size else dict(d_model=16, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32,
                                      max_len=12)
     config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), **sizes)

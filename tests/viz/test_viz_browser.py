@@ -92,7 +92,7 @@ def recorded_translation(model, tokenizer, sentence: str):
     """The encoder's records, the greedy output ids, and the last decoding step's records with its
     cross-attention weights as every row so far (stacked here from each step's one cached row), recorded
     by `translate`'s own greedy decoder (not through the walkthrough code the server uses)."""
-    ids = encode_source(tokenizer, sentence, model.config.source_eos)
+    ids = encode_source(tokenizer, sentence)
     limit = min(model.config.max_len - 1, 2 * len(ids) + 8)  # the server's bound on the generated length
     with trace.Recorder() as recorder:
         decoded = greedy_decode(model, torch.tensor([ids]), DecodingOptions(max_new=limit),

@@ -107,7 +107,7 @@ def test_without_a_model_only_the_examples(seeds_client):
     (b'{"text": "I love you"}', 400, "unknown field"),
     (b'{"example": "nope"}', 404, "unknown example"),
     (b'{"sentence": "zzz qqq"}', 400, "unknown"),
-    (json.dumps({"sentence": " ".join(["love"] * 13)}).encode(), 400, "at most 12"),
+    (json.dumps({"sentence": " ".join(["love"] * 13)}).encode(), 400, "maximum length (12)"),
     (json.dumps({"sentence": "love " * (MAX_SENTENCE_CHARS // 5 + 1)}).encode(), 413, "characters"),
     (b"[" * 5000 + b"]" * 5000, 400, "JSON"),
 ])

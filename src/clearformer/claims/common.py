@@ -26,8 +26,7 @@ from clearformer.config import ModelConfig, preset
 from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
 from clearformer.evaluate import evaluate_model
-from clearformer.model.rnn import RNNSeq2Seq
-from clearformer.model.transformer import Transformer
+from clearformer.model.build import build_model
 from clearformer.tokenize import WordTokenizer, encode_source
 from clearformer.train.loss import label_smoothed_loss
 from clearformer.train.schedule import noam_lr
@@ -213,12 +212,12 @@ def toy_transformer(data: ToyData, preset_name: str = "toy-translate", **overrid
     `clearformer train`)."""
     tok = data.tokenizer
     fields = dict(src_vocab_size=len(tok), tgt_vocab_size=len(tok), tie_embeddings="all", pad_id=tok.pad_id)
-    return Transformer(preset(preset_name, **{**fields, **overrides}))
+    return build_model(preset(preset_name, **{**fields, **overrides}))
 
 
 def toy_rnn(data: ToyData, d_model: int = 64, layers: int = 2):
     """The GRU encoder-decoder (model/rnn.py) for data's vocabulary, tied like `toy_transformer`."""
     tok = data.tokenizer
-    return RNNSeq2Seq(ModelConfig(src_vocab_size=len(tok), tgt_vocab_size=len(tok), d_model=d_model,
+    return build_model(ModelConfig(src_vocab_size=len(tok), tgt_vocab_size=len(tok), d_model=d_model,
                                   n_encoder_layers=layers, n_decoder_layers=layers, tie_embeddings="all",
                                   pad_id=tok.pad_id, max_len=64, architecture="rnn"))

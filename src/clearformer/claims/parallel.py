@@ -16,8 +16,7 @@ import torch
 
 from clearformer.claims.common import machine, median_seconds, new_figure, thread_count
 from clearformer.config import ModelConfig, preset
-from clearformer.model.rnn import RNNSeq2Seq
-from clearformer.model.transformer import Transformer
+from clearformer.model.build import build_model
 from clearformer.train.loss import label_smoothed_loss
 
 QUICK_LENGTHS = (8, 16, 32, 64, 128, 256, 512)
@@ -27,8 +26,8 @@ def build_models(d_model: int, layers: int, vocab: int, max_len: int) -> dict[st
     """The two contenders at one width and depth: {"transformer": ..., "gru": ...}."""
     sizes = dict(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=d_model, n_encoder_layers=layers,
                  n_decoder_layers=layers, dropout=0.0, max_len=max_len)
-    transformer = Transformer(preset("toy-translate", n_heads=4, d_ff=2 * d_model, **sizes))
-    gru = RNNSeq2Seq(ModelConfig(architecture="rnn", **sizes))
+    transformer = build_model(preset("toy-translate", n_heads=4, d_ff=2 * d_model, **sizes))
+    gru = build_model(ModelConfig(architecture="rnn", **sizes))
     return {"transformer": transformer, "gru": gru}
 
 

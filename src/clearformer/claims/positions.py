@@ -19,6 +19,7 @@ import torch
 
 from clearformer.claims.common import machine, new_figure
 from clearformer.config import preset
+from clearformer.model.build import build_model
 from clearformer.model.transformer import Transformer
 
 KINDS = ("none", "sinusoidal", "learned", "rope")
@@ -42,7 +43,7 @@ def build(kind: str, seed: int, d_model: int = 64) -> Transformer:
     torch.manual_seed(seed)
     config = preset("toy-translate", d_model=d_model, src_vocab_size=len(VOCAB), tgt_vocab_size=len(VOCAB),
                     positional=kind)
-    return Transformer(config).eval()
+    return build_model(config).eval()
 
 
 @torch.no_grad()

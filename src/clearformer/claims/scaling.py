@@ -38,6 +38,7 @@ from clearformer.claims.common import (
     toy_transformer,
     valid_nll,
 )
+from clearformer.config import ModelConfig
 from clearformer.model.attention import MultiHeadAttention, explicit_attention
 from clearformer.trace import Recorder
 
@@ -86,7 +87,7 @@ def recorded_qkv(attention: MultiHeadAttention, x: torch.Tensor, mask=None) -> t
 def init_qkv(batch: int, length: int, d_k: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
     """Q, K, V of a freshly initialised one-head attention of width d_k, on N(0, 1) input."""
     torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=generator)))
-    attention = MultiHeadAttention(d_k, 1)
+    attention = MultiHeadAttention(ModelConfig(d_model=d_k, n_heads=1))
     object.__setattr__(attention, "trace_name", "attention")
     return recorded_qkv(attention, torch.randn(batch, length, d_k, generator=generator))
 

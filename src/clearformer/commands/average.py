@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clearformer.checkpoint import load_weights_into, model_class_for, save_model
-from clearformer.config import ConfigError, ModelConfig
+from clearformer.checkpoint import load_config_and_tokenizer, load_weights_into, save_model
 from clearformer.errors import UserError
+from clearformer.model.build import build_model
 from clearformer.runs import latest_checkpoint, mark_latest
-from clearformer.tokenize import load_tokenizer
 from clearformer.train.state import average_weights, step_checkpoints
 
 
@@ -57,11 +56,8 @@ def run_average(args) -> int:
         chosen = found[-args.last:]
         out = Path(args.out) if args.out else run / "averaged"
     newest = chosen[-1]
-    try:
-        config = ModelConfig.load(newest / "config.json")
-    except (ConfigError, TypeError) as error:
-        raise UserError(f"{newest / 'config.json'}: {error}") from None
-    model = model_class_for(config)(config)
+    config, tokenizer = load_config_and_tokenizer(newest)
+    model = build_model(config)
     load_weights_into(model, average_weights(chosen), newest / "model.safetensors")
     meta = {}
     if (newest / "meta.json").exists():
@@ -70,7 +66,7 @@ def run_average(args) -> int:
         except (OSError, ValueError):
             meta = {}
     meta["averaged"] = [str(p) for p in chosen]
-    save_model(out, model, load_tokenizer(newest), meta)
+    save_model(out, model, tokenizer, meta)
     mark_latest(out)
     print(f"averaged {len(chosen)} checkpoints ({', '.join(p.name for p in chosen)}) into {out}")
     return 0

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from clearformer.checkpoint import load_model, model_class_for
-from clearformer.config import PRESETS, preset, variant_overrides
+from clearformer.checkpoint import load_model
+from clearformer.config import PRESETS, VARIANTS, preset, variant_overrides
 from clearformer.errors import UserError
+from clearformer.model.build import build_model
 from clearformer.model.cache import describe_kv_cache, kv_cache_bytes_per_token
 
 
@@ -17,7 +18,7 @@ def register(subparsers) -> None:
     parser.add_argument("--vocab", type=int, default=37000, help="vocabulary size (default 37000, as the paper)")
     parser.add_argument("--tie", choices=["none", "decoder", "all"], default="all",
                         help="shared embeddings (default all: source = target = output, as the paper)")
-    parser.add_argument("--attention", choices=["mha", "gqa", "mqa", "mla"], default="mha",
+    parser.add_argument("--attention", choices=VARIANTS, default="mha",
                         help="decoder self-attention variant (default mha; sized as `lm train` sizes it)")
     parser.add_argument("--kv-heads", type=int, default=None, help="key/value heads for gqa (default n_heads/4)")
     parser.add_argument("--checkpoint", help="describe a trained checkpoint instead of a preset")
@@ -38,10 +39,14 @@ def parameter_breakdown(model) -> dict[str, int]:
     return parts
 
 
-def describe(model, name: str) -> dict:
+def describe(model, name: str, tokenizer=None) -> dict:
+    """The config, parameter counts and cache size of a model; with a checkpoint's tokenizer, its facts
+    (source_eos, length_ratio: tokenize/facts.py)."""
     config = model.config
     info = {"name": name, "config": config.to_dict(), "parameters": model.num_parameters(),
             "parameters_by_part": parameter_breakdown(model)}
+    if tokenizer is not None:
+        info["tokenizer"] = {"kind": tokenizer.kind, "vocab_size": len(tokenizer), **tokenizer.facts()}
     if config.architecture != "rnn":  # the GRU decoder carries one state vector per layer, not a cache
         info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
     return info
@@ -51,7 +56,7 @@ def run(args) -> int:
     import torch
 
     if args.checkpoint:
-        model, _, _ = load_model(args.checkpoint)
+        model, tokenizer, _ = load_model(args.checkpoint)
         name = args.checkpoint
     else:
         if args.vocab <= 0:
@@ -66,9 +71,9 @@ def run(args) -> int:
         except ValueError as error:
             raise UserError(f"--preset {args.preset} --attention {args.attention}: {error}") from None
         with torch.device("meta"):  # sizes only: no memory, no initialisation time
-            model = model_class_for(config)(config)
-        name = f"preset {args.preset}"
-    info = describe(model, name)
+            model = build_model(config)
+        name, tokenizer = f"preset {args.preset}", None
+    info = describe(model, name, tokenizer)
     if args.format == "json":
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
         return 0
@@ -86,6 +91,10 @@ def run(args) -> int:
         print(f"  {part:<12} {count:>14,}")
     total = info["parameters"]
     print(f"  {'total':<12} {total:>14,}  ({total / 1e6:.1f}M parameters)")
+    if "tokenizer" in info:
+        t = info["tokenizer"]
+        print(f"  tokenizer: {t['kind']}, {t['vocab_size']:,} tokens, sources end in <eos>: "
+              f"{'yes' if t['source_eos'] else 'no'}, length ratio: {t['length_ratio'] or 'not measured'}")
     if "kv_cache_bytes_per_token" in info:
         print(f"  KV cache (decoder self-attention): {describe_kv_cache(info['kv_cache_bytes_per_token'])}")
     return 0

@@ -9,12 +9,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 from clearformer.checkpoint import load_model
 from clearformer.commands import options, views
-from clearformer.config import preset, variant_overrides
+from clearformer.config import VARIANTS, MLAConfig, preset, variant_overrides
 from clearformer.errors import UserError
 from clearformer.explain.render import render, to_json
 from clearformer.generate.sampling import SamplingSettings, generate
@@ -43,7 +44,7 @@ def register(subparsers) -> None:
                                         "built from its package if missing)")
     train.add_argument("--out", default=DEFAULT_RUN, help=f"run directory (default {DEFAULT_RUN})")
     train.add_argument("--preset", default="lm-small", help="lm-tiny, lm-small (default) or lm-base")
-    train.add_argument("--attention", choices=["mha", "gqa", "mqa", "mla"], default="mha",
+    train.add_argument("--attention", choices=VARIANTS, default="mha",
                        help="attention variant (default mha)")
     train.add_argument("--kv-heads", type=int, help="key/value heads for gqa (default n_heads/4, at least 2)")
     train.add_argument("--positional", choices=["rope", "sinusoidal", "learned"], help="override the preset")
@@ -130,13 +131,15 @@ def build_config(args, vocab_size: int):
     overrides = variant_overrides(args.attention, base.d_model, base.n_heads, args.kv_heads)
     if args.positional:
         overrides["positional"] = args.positional
-        if args.attention == "mla" and args.positional != "rope":
-            overrides["qk_rope_head_dim"] = 0  # MLA's decoupled RoPE key exists only with RoPE
-    for field in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-        if getattr(args, field) is not None:
-            if args.attention != "mla":
-                raise UserError(f"--{field.replace('_', '-')} applies only to --attention mla")
-            overrides[field] = getattr(args, field)
+    mla_sizes = {field.name: getattr(args, field.name) for field in dataclasses.fields(MLAConfig)
+                 if getattr(args, field.name) is not None}
+    if args.attention == "mla" and args.positional not in (None, "rope"):
+        mla_sizes.setdefault("qk_rope_head_dim", 0)  # MLA's decoupled RoPE key exists only with RoPE
+    for name in mla_sizes:
+        if args.attention != "mla":
+            raise UserError(f"--{name.replace('_', '-')} applies only to --attention mla")
+    if mla_sizes:
+        overrides["mla"] = dataclasses.replace(overrides["mla"], **mla_sizes)
     if args.kv_heads is not None and args.attention != "gqa":
         raise UserError("--kv-heads applies only to --attention gqa")
     return preset(args.preset, tgt_vocab_size=vocab_size, **overrides)

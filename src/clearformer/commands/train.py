@@ -71,7 +71,7 @@ def register(subparsers) -> None:
     recipe.add_argument("--ffn-dropout", type=float, help="dropout in the feed-forward layer (default 0)")
     options.add_seed(recipe, None)
     recipe.add_argument("--source-eos", action=argparse.BooleanOptionalAction, default=None,
-                        help="append <eos> to every source sentence (ModelConfig.source_eos; default on)")
+                        help="append <eos> to every source sentence (kept by the tokenizer; default on)")
     recipe.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a model config field, e.g. --set d_model=128 (repeatable)")
     hardware = p.add_argument_group("hardware")
@@ -123,8 +123,10 @@ def build_options(args):
     if args.minutes is not None and args.steps is None:
         fields["steps"] = None  # a time budget alone replaces the preset's step count
     overrides = parse_overrides(args.set)
+    if "source_eos" in overrides:  # a tokenization fact, no longer a model config field
+        raise UserError("--set source_eos: use --source-eos or --no-source-eos (the tokenizer keeps it)")
     if args.source_eos is not None:
-        overrides["source_eos"] = args.source_eos
+        fields["source_eos"] = args.source_eos
     return TrainOptions(preset=args.preset, arch=arch, overrides=overrides, run_dir=str(run_dir), **fields)
 
 

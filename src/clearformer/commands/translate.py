@@ -19,7 +19,7 @@ from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import load_model
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.generate import DecodingOptions, search_tokens, translate
+from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.source import check_source, has_surrogates
 from clearformer.runs import resolve_checkpoint
 
@@ -93,12 +93,11 @@ def gather_input(args) -> tuple[list[str], str, bool]:
 
 def check_sentences(model, tokenizer, sentences: list[str], name: str, lines_may_be_empty: bool) -> None:
     """Every sentence through `check_source` before any is translated (unknown words: one warning line)."""
-    source_eos = search_tokens(model, tokenizer).source_eos
     for number, text in enumerate(sentences, start=1):
         if lines_may_be_empty and not text.strip():
             continue
         where = None if name == "argument" else f"{name}:{number}"
-        check_source(tokenizer, text, model.config.max_len, source_eos, where, warn=warn)
+        check_source(tokenizer, text, model.config.max_len, where, warn=warn)
 
 
 def warn(message: str) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from clearformer import trace
+from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.model.attention import MultiHeadAttention, causal_mask, masked_softmax
@@ -60,7 +61,7 @@ def _tensor(rows) -> torch.Tensor:
 def seed_attention(d_model: int, n_heads: int, w_q, w_k, w_v, w_o=None, name: str = "self_attention"
                    ) -> MultiHeadAttention:
     """A bias-free MultiHeadAttention holding the seed's matrices (each (d_model, heads * d_k))."""
-    attention = MultiHeadAttention(d_model, n_heads, bias=False).double()
+    attention = MultiHeadAttention(ModelConfig(d_model=d_model, n_heads=n_heads, bias=False)).double()
     with torch.no_grad():
         attention.w_q.weight.copy_(_tensor(w_q).T)
         attention.w_k.weight.copy_(_tensor(w_k).T)

@@ -29,7 +29,7 @@ def explain_translation(model, tokenizer, sentence: str, options: DecodingOption
     `translate`'s (source length + max_extra, within the model's max_len)."""
     options = (options or DecodingOptions()).but(with_scores=False)
     tokens = search_tokens(model, tokenizer, options)
-    ids = check_source(tokenizer, sentence, model.config.max_len, tokens.source_eos)
+    ids = check_source(tokenizer, sentence, model.config.max_len)
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()

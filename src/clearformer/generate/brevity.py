@@ -3,7 +3,8 @@
 A model trained for a few CPU minutes translates the start of a long sentence well and then ends
 it: long sources come out well short of the reference length (BENCHMARKS.md, "Translation
 quality"). The training pairs say how long a translation usually is: the length ratio r
-(`SearchTokens.length_ratio`), target tokens per source token, measured by `clearformer train`.
+(the tokenizer's `length_ratio`, tokenize/facts.py, read into `SearchTokens`), target tokens per
+source token, measured by `clearformer train`.
 A source of m tokens expects about r m, and ending a hypothesis of t tokens costs
 
     bonus(t) = -w * max(0, r m - t)^2 / (r m)         (added to log p(<eos>))

@@ -166,6 +166,6 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
         eos_id=DEFAULT_EOS_ID if tokenizer is None else tokenizer.eos_id,
         pad_id=config.pad_id,
         placeholder_ids=pieces,
-        length_ratio=float(getattr(config, "length_ratio", 0.0) or 0.0),
-        source_eos=bool(getattr(config, "source_eos", False)),
+        length_ratio=0.0 if tokenizer is None else float(tokenizer.length_ratio),
+        source_eos=False if tokenizer is None else bool(tokenizer.source_eos),
     )

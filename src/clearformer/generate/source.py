@@ -1,7 +1,7 @@
 """The one check of a source sentence, for every command (translate, explain) and the server.
 
 `check_source` returns the encoder input of a sentence exactly as translation builds it
-(`tokenize.encode_source`, with <eos> appended when the run was trained that way), or raises a
+(`tokenize.encode_source`, with <eos> appended when the tokenizer's `source_eos` says so), or raises a
 one-line `UserError` for a sentence no model can use: text that is not UTF-8, longer than
 MAX_SENTENCE_CHARS characters, empty (nothing left after tokenizing), made only of unknown words,
 or longer than the model's `max_len` tokens. The length counts the source's <eos> when it has one:
@@ -27,7 +27,7 @@ def has_surrogates(text: str) -> bool:
     return False
 
 
-def check_source(tokenizer, text: str, max_len: int, source_eos: bool = False, where: str | None = None,
+def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
                  warn: Callable[[str], None] | None = None) -> list[int]:
     """The encoder input of `text` (see the module docstring), or a one-line UserError.
 
@@ -40,7 +40,8 @@ def check_source(tokenizer, text: str, max_len: int, source_eos: bool = False, w
         raise UserError(f"{at}not UTF-8 text")
     if len(text) > MAX_SENTENCE_CHARS:
         raise UserError(f"{at}sentence of {len(text):,} characters; at most {MAX_SENTENCE_CHARS:,}")
-    ids = encode_source(tokenizer, text, source_eos)
+    ids = encode_source(tokenizer, text)
+    source_eos = tokenizer.source_eos
     words = ids[:-1] if source_eos and ids else ids
     if not words:
         raise UserError(f"{at}empty sentence (nothing to translate)")

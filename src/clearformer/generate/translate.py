@@ -91,8 +91,7 @@ def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = Tru
     """Inputs -> (source ids of each piece to translate, the input each piece belongs to): an input of
     more than 25 words is cut into its sentences when `split`; each piece is read by `encode_source`."""
     pieces, owners = split_long_sources(sentences) if split else (list(sentences), list(range(len(sentences))))
-    source_eos = search_tokens(model, tokenizer).source_eos
-    return [encode_source(tokenizer, text, source_eos) for text in pieces], owners
+    return [encode_source(tokenizer, text) for text in pieces], owners
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], options: DecodingOptions | None = None,

@@ -18,7 +18,7 @@ from clearformer.checkpoint import save_model
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, resolve_folder, take
-from clearformer.model.lm import LanguageModel
+from clearformer.model.build import build_model
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
 
 FROM_GPT2_ACTIVATION = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
@@ -99,7 +99,7 @@ def load_gpt2(source: str):
     if len(tokenizer) != config.tgt_vocab_size:
         raise UserError(f"{folder / 'vocab.json'}: {len(tokenizer)} tokens, but config.json says "
                         f"vocab_size={config.tgt_vocab_size}")
-    model = LanguageModel(config)
+    model = build_model(config)
     model.load_state_dict(imported_state(tensors, config, folder / "model.safetensors"), strict=True)
     return model.eval(), tokenizer
 

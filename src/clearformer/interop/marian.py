@@ -14,11 +14,12 @@ layout, each handled here:
 * The output bias: Marian's `final_logits_bias` is our OutputProjection's bias.
 * Tokens: Marian's decoder starts from <pad>; a model of ours starts from <bos>, which an exported
   config names as `decoder_start_token_id`. MarianTokenizer appends </s> to every source: a model
-  of ours is exported only if it was trained that way (`source_eos=True`).
+  of ours is exported only if it was trained that way (its tokenizer's `source_eos=True`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -30,8 +31,8 @@ from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, require, resolve_folder, take
 from clearformer.jsonfile import read_json_object
+from clearformer.model.build import build_model
 from clearformer.model.embedding import sinusoidal_table
-from clearformer.model.transformer import Transformer
 from clearformer.tokenize.files import read_vocabulary
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
 
@@ -116,8 +117,8 @@ def check_exportable(config: ModelConfig, tokenizer) -> None:
         (tokenizer.kind not in ("sentencepiece", "marian"),
          f"tokenizer kind {tokenizer.kind!r}: MarianTokenizer reads SentencePiece models (train with "
          f"--tokenizer sentencepiece)"),
-        (not config.source_eos, "source_eos=False: MarianTokenizer appends </s> to every source, and this model "
-                                "was trained without it (train with --set source_eos=true)"),
+        (not tokenizer.source_eos, "source_eos=False: MarianTokenizer appends </s> to every source, and this "
+                                   "model was trained without it (train with --source-eos)"),
     ]
     for failed, reason in problems:
         if failed:
@@ -229,7 +230,7 @@ def imported_config(fields: ConfigFields) -> ModelConfig:
         max_len=fields.int("max_position_embeddings", 1024), positional="sinusoidal", norm_first=False,
         scale_embedding=fields.bool("scale_embedding", False), bias=True,
         activation=FROM_MARIAN_ACTIVATION[activation], layer_norm_eps=LAYER_NORM_EPS,
-        pad_id=fields.int("pad_token_id", minimum=0), source_eos=True)
+        pad_id=fields.int("pad_token_id", minimum=0))
 
 
 def embeddings(tensors: dict, shape: tuple, where: Path) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -279,7 +280,7 @@ def imported_state(tensors: dict, config: ModelConfig, where: Path) -> tuple[Mod
     state.update({"src_embed.tokens.weight": source, "tgt_embed.tokens.weight": target,
                   "output.linear.weight": output, "output.linear.bias": bias})
     check_positions(tensors, config, where)
-    return ModelConfig.from_dict({**config.to_dict(), "tie_embeddings": tie}), state
+    return dataclasses.replace(config, tie_embeddings=tie), state
 
 
 def expected_shape(name: str, config: ModelConfig) -> tuple[int, ...]:
@@ -311,6 +312,7 @@ def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
              for key, default in (("pad", "<pad>"), ("unk", "<unk>"), ("eos", "</s>"))}
     tokenizer = MarianVocabularyTokenizer(files["source.spm"], files["target.spm"], vocab, **names,
                                           start=itos[fields.int("decoder_start_token_id", minimum=0)])
+    tokenizer.source_eos = True  # MarianTokenizer appends </s> to every source: the model was trained so
     for field, value in (("pad_token_id", tokenizer.pad_id), ("eos_token_id", tokenizer.eos_id)):
         if fields.data.get(field) not in (None, value):
             raise UserError(f"{fields.path}: field {field!r} = {fields.data.get(field)} but vocab.json gives {value}")
@@ -333,7 +335,7 @@ def load_marian(source: str):
     tokenizer = marian_tokenizer(folder, fields, config.tgt_vocab_size)
     weights_path = folder / "model.safetensors"
     config, state = imported_state(read_weights(folder), config, weights_path)
-    model = Transformer(config)
+    model = build_model(config)
     model.load_state_dict(state, strict=True)
     return model.eval(), tokenizer, folder
 

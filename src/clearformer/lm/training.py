@@ -27,7 +27,6 @@ from clearformer.checkpoint import read_weights
 from clearformer.config import attention_variant
 from clearformer.errors import UserError
 from clearformer.lm import data as lm_data
-from clearformer.model.lm import LanguageModel
 from clearformer.train import state
 from clearformer.train.loop import TrainResult, run_setup
 from clearformer.train.options import check_loop_options
@@ -288,7 +287,7 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
     if legacy:
         legacy_start(start, run_dir)
     if resume:
-        tokenizer, model = restored_model(start, LanguageModel)
+        tokenizer, model = restored_model(start)
         train_lines, valid_lines = lm_data.load_corpus(Path(options.corpus) if options.corpus
                                                        else lm_data.default_corpus())
     else:

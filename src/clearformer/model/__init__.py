@@ -1,4 +1,5 @@
-"""The model, one module per step of the data path: embedding -> attention -> layers -> transformer."""
+"""The model, one module per step of the data path: embedding -> attention -> layers -> transformer;
+`build_model(config)` builds whichever model a config describes."""
 
 from clearformer.model.attention import (
     MultiHeadAttention,
@@ -11,6 +12,7 @@ from clearformer.model.attention import (
     masked_softmax,
     padding_mask,
 )
+from clearformer.model.build import build_model
 from clearformer.model.embedding import (
     InputEmbedding,
     LearnedPositionalEmbedding,
@@ -26,5 +28,5 @@ __all__ = [
     "LearnedPositionalEmbedding", "MultiHeadAttention", "OutputProjection", "SinusoidalPositionalEncoding",
     "TokenEmbedding", "Transformer", "attention", "causal_mask", "combine_masks", "explicit_attention", "extend_cache",
     "fast_attention",
-    "masked_softmax", "padding_mask", "sinusoidal_table",
+    "masked_softmax", "padding_mask", "sinusoidal_table", "build_model",
 ]

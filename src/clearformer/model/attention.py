@@ -29,6 +29,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer import trace
+from clearformer.config import ModelConfig
+from clearformer.model.rope import RotaryEmbedding
 
 # ----------------------------------------------------------------------------- masks
 
@@ -176,28 +178,26 @@ class MultiHeadAttention(nn.Module):
     With `n_kv_heads < n_heads` several query heads share one key/value head: grouped-query
     attention (GQA); `n_kv_heads = 1` is multi-query attention (MQA).
 
-    `scaled=False` drops the paper's 1/sqrt(d_k): scores = Q K^T (scale 1), for `clearformer claims 2`
-    (ModelConfig.scale_attention).
+    Built from the config: d_model, n_heads, n_kv_heads, bias, dropout (on the weights),
+    scale_attention (False drops the paper's 1/sqrt(d_k): scores = Q K^T, for `clearformer claims 2`)
+    and, for self-attention with positional="rope", rotary positions of d_head dimensions.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True,
-                 dropout: float = 0.0, rotary: nn.Module | None = None, scaled: bool = True) -> None:
+    def __init__(self, config: ModelConfig, cross_attention: bool = False) -> None:
         super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        d_model, n_heads, bias = config.d_model, config.n_heads, config.bias
         self.d_model = d_model
         self.n_heads = n_heads
-        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        if n_heads % self.n_kv_heads:
-            raise ValueError(f"n_heads={n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}")
+        self.n_kv_heads = config.kv_heads
         self.d_head = d_model // n_heads
-        self.scale = 1.0 / math.sqrt(self.d_head) if scaled else 1.0  # the score scale: 1/sqrt(d_k), or 1
-        self.dropout = dropout
+        self.scale = 1.0 / math.sqrt(self.d_head) if config.scale_attention else 1.0  # 1/sqrt(d_k), or 1
+        self.dropout = config.dropout
         self.w_q = nn.Linear(d_model, n_heads * self.d_head, bias=bias)
         self.w_k = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
         self.w_v = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
         self.w_o = nn.Linear(n_heads * self.d_head, d_model, bias=bias)
-        self.rotary = rotary
+        rope = config.positional == "rope" and not cross_attention  # positions rotate within one sequence
+        self.rotary = RotaryEmbedding(self.d_head, config.max_len, config.rope_base) if rope else None
         self.explicit = False  # force the explicit path even without a recorder
 
     def split_heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:

@@ -58,7 +58,7 @@ class DecoderCache:
 def cache_elements_per_token(config: ModelConfig) -> int:
     """Elements one layer's self-attention cache holds for one token."""
     if config.attention == "mla":
-        return config.kv_lora_rank + config.qk_rope_head_dim
+        return config.mla.kv_lora_rank + config.mla.qk_rope_head_dim
     return 2 * config.kv_heads * config.head_dim
 
 

@@ -130,6 +130,12 @@ def build_positions(kind: str, d_model: int, max_len: int) -> nn.Module:
 class InputEmbedding(nn.Module):
     """Token embedding + positions + dropout: X = E[ids] (* sqrt(d)) + PE."""
 
+    @classmethod
+    def from_config(cls, config, vocab_size: int) -> InputEmbedding:
+        """One side's embedding of `vocab_size` tokens, sized and switched by a ModelConfig."""
+        tokens = TokenEmbedding(vocab_size, config.d_model, config.scale_embedding, config.pad_id)
+        return cls(tokens, build_positions(config.positional, config.d_model, config.max_len), config.dropout)
+
     def __init__(self, tokens: TokenEmbedding, positions: nn.Module, dropout: float = 0.0) -> None:
         super().__init__()
         self.tokens = tokens

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer import trace
+from clearformer.config import ModelConfig
 from clearformer.model.attention import attention, extend_cache, masked_softmax
 from clearformer.model.rope import RotaryEmbedding
 
@@ -62,12 +63,12 @@ class MultiHeadLatentAttention(nn.Module):
         wo (n_h d_v -> d_model).
     """
 
-    def __init__(self, d_model: int, n_heads: int, kv_lora_rank: int, qk_nope_head_dim: int, v_head_dim: int,
-                 qk_rope_head_dim: int = 0, q_lora_rank: int = 0, bias: bool = True, dropout: float = 0.0,
-                 rotary: nn.Module | None = None, scaled: bool = True) -> None:
+    def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        if qk_rope_head_dim and rotary is None:
-            raise ValueError("qk_rope_head_dim > 0 needs a rotary embedding of that size")
+        d_model, n_heads, bias = config.d_model, config.n_heads, config.bias
+        sizes = config.mla  # kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim
+        kv_lora_rank, q_lora_rank, v_head_dim = sizes.kv_lora_rank, sizes.q_lora_rank, sizes.v_head_dim
+        qk_nope_head_dim, qk_rope_head_dim = sizes.qk_nope_head_dim, sizes.qk_rope_head_dim
         self.n_heads = n_heads
         self.kv_lora_rank = kv_lora_rank
         self.q_lora_rank = q_lora_rank
@@ -75,8 +76,8 @@ class MultiHeadLatentAttention(nn.Module):
         self.rope_dim = qk_rope_head_dim
         self.v_dim = v_head_dim
         self.qk_dim = qk_nope_head_dim + qk_rope_head_dim
-        self.scale = 1.0 / math.sqrt(self.qk_dim) if scaled else 1.0  # scaled=False: ModelConfig.scale_attention
-        self.dropout = dropout
+        self.scale = 1.0 / math.sqrt(self.qk_dim) if config.scale_attention else 1.0
+        self.dropout = config.dropout
         if q_lora_rank:
             self.wq_a = nn.Linear(d_model, q_lora_rank, bias=bias)
             self.q_norm = RMSNorm(q_lora_rank)
@@ -87,7 +88,7 @@ class MultiHeadLatentAttention(nn.Module):
         self.kv_norm = RMSNorm(kv_lora_rank)
         self.wkv_b = nn.Linear(kv_lora_rank, n_heads * (qk_nope_head_dim + v_head_dim), bias=False)
         self.wo = nn.Linear(n_heads * v_head_dim, d_model, bias=bias)
-        self.rotary = rotary
+        self.rotary = RotaryEmbedding(qk_rope_head_dim, config.max_len, config.rope_base) if qk_rope_head_dim else None
         self.explicit = False  # force the explicit (recordable) path even without a recorder
         self.absorb = False  # True: attend in latent space (the absorbed path), the same numbers
 
@@ -212,17 +213,3 @@ class MultiHeadLatentAttention(nn.Module):
         trace.emit(self, "output", output)
         return output
 
-
-def build_mla(config) -> MultiHeadLatentAttention:
-    """The MLA self-attention of one layer from a `ModelConfig` (attention == "mla")."""
-    rotary = None
-    if config.qk_rope_head_dim:
-        rotary = RotaryEmbedding(config.qk_rope_head_dim, config.max_len, config.rope_base)
-    c = config
-    return MultiHeadLatentAttention(c.d_model, c.n_heads, c.kv_lora_rank, c.qk_nope_head_dim, c.v_head_dim,
-                                    c.qk_rope_head_dim, c.q_lora_rank, c.bias, c.dropout, rotary, c.scale_attention)
-
-
-def build_decoder_self_attention(config) -> nn.Module | None:
-    """The decoder's self-attention module for `config`, or None to let DecoderLayer build MHA/GQA/MQA."""
-    return build_mla(config) if config.attention == "mla" else None

@@ -9,7 +9,9 @@ import torch
 from torch import nn
 
 from clearformer import trace
+from clearformer.config import ModelConfig
 from clearformer.model.attention import MultiHeadAttention
+from clearformer.model.variants import build_self_attention
 
 # The hidden layer's non-linearity: the paper's ReLU; GELU (BERT); its tanh approximation (GPT-2's
 # "gelu_new"); SiLU, x * sigmoid(x) (Marian's "swish", used by the opus-mt translators).
@@ -66,13 +68,13 @@ class AddNorm(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each wrapped in Add & Norm."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
-                 bias: bool = True, activation: str = "relu", eps: float = 1e-5,
-                 n_kv_heads: int | None = None, rotary: nn.Module | None = None, scaled: bool = True) -> None:
+    def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.self_attention = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias, dropout, rotary, scaled)
+        d_model, d_ff, dropout = config.d_model, config.d_ff, config.dropout
+        norm_first, eps = config.norm_first, config.layer_norm_eps
+        self.self_attention = MultiHeadAttention(config)
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, config.activation)
         self.add_norm_2 = AddNorm(d_model, dropout, norm_first, eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -87,21 +89,18 @@ class DecoderLayer(nn.Module):
     With `cross_attention=False` this is a GPT-style block (the decoder-only language model).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = False,
-                 bias: bool = True, activation: str = "relu", eps: float = 1e-5,
-                 n_kv_heads: int | None = None, rotary: nn.Module | None = None,
-                 cross_attention: bool = True, self_attention: nn.Module | None = None,
-                 scaled: bool = True) -> None:
+    def __init__(self, config: ModelConfig, cross_attention: bool = True) -> None:
         super().__init__()
-        self.self_attention = self_attention or MultiHeadAttention(d_model, n_heads, n_kv_heads, bias,
-                                                                   dropout, rotary, scaled)
+        d_model, d_ff, dropout = config.d_model, config.d_ff, config.dropout
+        norm_first, eps = config.norm_first, config.layer_norm_eps
+        self.self_attention = build_self_attention(config)  # config.attention: MHA/GQA/MQA or MLA
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps)
         if cross_attention:
-            self.cross_attention = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias, dropout, scaled=scaled)
+            self.cross_attention = MultiHeadAttention(config, cross_attention=True)
             self.add_norm_2 = AddNorm(d_model, dropout, norm_first, eps)
         else:
             self.cross_attention = None
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, config.activation)
         self.add_norm_3 = AddNorm(d_model, dropout, norm_first, eps)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, self_mask: torch.Tensor | None = None,
@@ -126,12 +125,13 @@ class DecoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """N encoder layers; with pre-norm a final LayerNorm (post-norm layers already end normalised)."""
+    """config.n_encoder_layers encoder layers; with pre-norm a final LayerNorm (post-norm layers
+    already end normalised)."""
 
-    def __init__(self, layers: list[EncoderLayer], d_model: int, norm_first: bool, eps: float = 1e-5) -> None:
+    def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.final_norm = nn.LayerNorm(d_model, eps=eps) if norm_first else None
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
+        self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (batch, src_len, d_model), mask (batch, 1, 1, src_len) -> memory (batch, src_len, d_model)."""
@@ -144,12 +144,13 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """N decoder layers; with pre-norm a final LayerNorm."""
+    """config.n_decoder_layers decoder layers (without cross-attention for a language model); with
+    pre-norm a final LayerNorm."""
 
-    def __init__(self, layers: list[DecoderLayer], d_model: int, norm_first: bool, eps: float = 1e-5) -> None:
+    def __init__(self, config: ModelConfig, cross_attention: bool = True) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.final_norm = nn.LayerNorm(d_model, eps=eps) if norm_first else None
+        self.layers = nn.ModuleList(DecoderLayer(config, cross_attention) for _ in range(config.n_decoder_layers))
+        self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, self_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, cache=None,

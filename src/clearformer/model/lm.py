@@ -17,10 +17,10 @@ from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask
 from clearformer.model.cache import DecoderCache
-from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
-from clearformer.model.latent import MultiHeadLatentAttention, build_decoder_self_attention
-from clearformer.model.layers import Decoder, DecoderLayer
-from clearformer.model.transformer import OutputProjection, build_rotary
+from clearformer.model.embedding import InputEmbedding
+from clearformer.model.latent import MultiHeadLatentAttention
+from clearformer.model.layers import Decoder
+from clearformer.model.transformer import OutputProjection
 
 
 class LanguageModel(nn.Module):
@@ -34,14 +34,8 @@ class LanguageModel(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        rotary = build_rotary(c) if c.attention != "mla" else None
-        self.embed = InputEmbedding(TokenEmbedding(c.tgt_vocab_size, c.d_model, c.scale_embedding, c.pad_id),
-                                    build_positions(c.positional, c.d_model, c.max_len), c.dropout)
-        layers = [DecoderLayer(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.bias, c.activation,
-                               c.layer_norm_eps, c.n_kv_heads, rotary, cross_attention=False,
-                               self_attention=build_decoder_self_attention(c), scaled=c.scale_attention)
-                  for _ in range(c.n_decoder_layers)]
-        self.decoder = Decoder(layers, c.d_model, c.norm_first, c.layer_norm_eps)
+        self.embed = InputEmbedding.from_config(c, c.tgt_vocab_size)
+        self.decoder = Decoder(c, cross_attention=False)  # self-attention as config.attention says
         self.output = OutputProjection(c.d_model, c.tgt_vocab_size)
         if c.tie_embeddings != "none":
             self.output.linear.weight = self.embed.tokens.weight

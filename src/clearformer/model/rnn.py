@@ -112,11 +112,11 @@ class RNNSeq2Seq(nn.Module):
     """GRU encoder-decoder with attention, built from a `ModelConfig`.
 
     Read from the config: src/tgt_vocab_size, d_model (embedding and state width),
-    n_encoder_layers / n_decoder_layers (stacked GRU layers), dropout, pad_id, max_len, source_eos,
+    n_encoder_layers / n_decoder_layers (stacked GRU layers), dropout, pad_id, max_len,
     tie_embeddings ("decoder": output projection = target embedding; "all": also the source's).
     Heads, d_ff, positions and norms do not apply: a recurrence knows the order by construction
     (config.RNN_FIELDS lists what is read). The config says architecture="rnn", so that a saved
-    checkpoint loads back as this class (checkpoint.model_class_for).
+    checkpoint loads back as this class (model/build.py's build_model).
     """
 
     def __init__(self, config: ModelConfig) -> None:

@@ -14,17 +14,8 @@ from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.cache import DecoderCache
-from clearformer.model.embedding import InputEmbedding, TokenEmbedding, build_positions
-from clearformer.model.latent import build_decoder_self_attention
-from clearformer.model.layers import Decoder, DecoderLayer, Encoder, EncoderLayer
-from clearformer.model.rope import RotaryEmbedding
-
-
-def build_rotary(config: ModelConfig) -> nn.Module | None:
-    """The rotary position module for attention when config.positional == "rope", else None."""
-    if config.positional != "rope":
-        return None
-    return RotaryEmbedding(config.head_dim, config.max_len, config.rope_base)
+from clearformer.model.embedding import InputEmbedding
+from clearformer.model.layers import Decoder, Encoder
 
 
 class OutputProjection(nn.Module):
@@ -53,22 +44,11 @@ class Transformer(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.config = config
-        c = config
-        rotary = build_rotary(c)
-        layer_args = dict(d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout,
-                          norm_first=c.norm_first, bias=c.bias, activation=c.activation, eps=c.layer_norm_eps,
-                          n_kv_heads=c.n_kv_heads, rotary=rotary, scaled=c.scale_attention)
-        self.src_embed = InputEmbedding(TokenEmbedding(c.src_vocab_size, c.d_model, c.scale_embedding, c.pad_id),
-                                        build_positions(c.positional, c.d_model, c.max_len), c.dropout)
-        self.tgt_embed = InputEmbedding(TokenEmbedding(c.tgt_vocab_size, c.d_model, c.scale_embedding, c.pad_id),
-                                        build_positions(c.positional, c.d_model, c.max_len), c.dropout)
-        self.encoder = Encoder([EncoderLayer(**layer_args) for _ in range(c.n_encoder_layers)],
-                               c.d_model, c.norm_first, c.layer_norm_eps)
-        # attention="mla" swaps the decoder's self-attention (the cached one) for latent attention.
-        self.decoder = Decoder([DecoderLayer(**layer_args, self_attention=build_decoder_self_attention(c))
-                                for _ in range(c.n_decoder_layers)],
-                               c.d_model, c.norm_first, c.layer_norm_eps)
+        self.config = c = config
+        self.src_embed = InputEmbedding.from_config(c, c.src_vocab_size)
+        self.tgt_embed = InputEmbedding.from_config(c, c.tgt_vocab_size)
+        self.encoder = Encoder(c)
+        self.decoder = Decoder(c)  # its self-attention as config.attention says (model/variants.py)
         self.output = OutputProjection(c.d_model, c.tgt_vocab_size)
         if c.tie_embeddings == "all":
             self.tgt_embed.tokens.weight = self.src_embed.tokens.weight

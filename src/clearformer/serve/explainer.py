@@ -20,7 +20,7 @@ from clearformer.errors import UserError
 from clearformer.explain.examples import EXAMPLES, run_example
 from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.translation import explain_translation
-from clearformer.generate.options import DecodingOptions, search_tokens
+from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import check_source
 from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
 from clearformer.lm.explain import explain_text
@@ -146,8 +146,7 @@ class Explainer:
                                     "(train one with `clearformer train --preset toy-translate`)")
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         try:
-            source = check_source(tokenizer, sentence, model.config.max_len,
-                                  search_tokens(model, tokenizer).source_eos)
+            source = check_source(tokenizer, sentence, model.config.max_len)
             # A translation is rarely much longer than its source; the bound keeps an untrained model's
             # babbling (and its walkthrough, which grows with the square of the length) small.
             limit = max(1, min(model.config.max_len - 1, 2 * len(source) + 8))

@@ -12,14 +12,15 @@ from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokenizer, detokenize, split_words
 
 
-def encode_source(tokenizer, text: str, source_eos: bool = False) -> list[int]:
+def encode_source(tokenizer, text: str) -> list[int]:
     """The encoder input of one sentence: its token ids, without <bos>, and with <eos> appended when
-    the model was trained that way (`ModelConfig.source_eos`). An empty sentence stays empty.
+    the model was trained that way (the tokenizer's `source_eos`, tokenize/facts.py). An empty
+    sentence stays empty.
 
     The one place sources become ids: training, `translate`, `evaluate` and `explain` all call it.
     """
     ids = tokenizer.encode(text)
-    return ids + [tokenizer.eos_id] if source_eos and ids else ids
+    return ids + [tokenizer.eos_id] if tokenizer.source_eos and ids else ids
 
 
 def load_tokenizer(directory: str | Path):

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.files import load_files, read_vocabulary, save_files
 
 FILES = {"vocab": "vocab.json", "merges": "merges.txt"}
@@ -26,7 +27,7 @@ def require_tokenizers():
     return tokenizers
 
 
-class ByteLevelBPETokenizer:
+class ByteLevelBPETokenizer(TokenizerFacts):
     """The tokenizer interface of clearformer over GPT-2's vocab.json and merges.txt."""
 
     kind = "gpt2"
@@ -74,11 +75,13 @@ class ByteLevelBPETokenizer:
 
     def save(self, directory: str | Path) -> None:
         save_files(directory, self.kind, {role: (FILES[role], self.files[role]) for role in FILES},
-                   vocab_size=len(self), specials=self.specials)
+                   vocab_size=len(self), specials=self.specials, **self.facts())
 
     @classmethod
     def load(cls, directory: str | Path) -> ByteLevelBPETokenizer:
         info, files = load_files(directory, ("vocab", "merges"))
         specials = info.get("specials") if isinstance(info.get("specials"), dict) else {}
-        return cls(files["vocab"], files["merges"], str(specials.get("eos", END_OF_TEXT)))
+        tokenizer = cls(files["vocab"], files["merges"], str(specials.get("eos", END_OF_TEXT)))
+        tokenizer.set_facts(info)
+        return tokenizer
 

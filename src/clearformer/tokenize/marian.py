@@ -6,7 +6,7 @@ gives every piece of either side its id (pieces it lacks become <unk>). This is 
 
 Marian's special ids: <pad> (usually the last id) is also the decoder's start token, so here
 `bos_id == pad_id`: decoding starts from <pad>, as in Marian. </s> ends every sequence; the model
-was trained with it appended to every source (the run's config says `source_eos=True`).
+was trained with it appended to every source (the tokenizer says `source_eos=True`: tokenize/facts.py).
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from pathlib import Path
 import sentencepiece as spm
 
 from clearformer.errors import UserError
+from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.files import load_files, read_vocabulary, save_files
 
 FILES = {"source": "source.spm", "target": "target.spm", "vocab": "vocab.json"}
 LANGUAGE_CODE = re.compile(r">>.+?<<")  # a leading >>fra<< picks the target language of multilingual models
 
 
-class MarianVocabularyTokenizer:
+class MarianVocabularyTokenizer(TokenizerFacts):
     """The tokenizer interface of clearformer (encode/decode, ids, save/load) over Marian's files."""
 
     kind = "marian"
@@ -85,12 +86,14 @@ class MarianVocabularyTokenizer:
         save_files(directory, self.kind, {"source": (FILES["source"], self.files["source"]),
                                           "target": (FILES["target"], self.files["target"]),
                                           "vocab": (FILES["vocab"], vocab)},
-                   vocab_size=len(self), specials=self.specials)
+                   vocab_size=len(self), specials=self.specials, **self.facts())
 
     @classmethod
     def load(cls, directory: str | Path) -> MarianVocabularyTokenizer:
         info, files = load_files(directory, ("source", "target", "vocab"))
         specials = info.get("specials") if isinstance(info.get("specials"), dict) else {}
         vocab = read_vocabulary(files["vocab"], str(Path(directory) / FILES["vocab"]))
-        return cls(files["source"], files["target"], vocab, **{k: v for k, v in specials.items()
-                                                              if k in ("pad", "unk", "eos", "start")})
+        tokenizer = cls(files["source"], files["target"], vocab, **{k: v for k, v in specials.items()
+                                                                   if k in ("pad", "unk", "eos", "start")})
+        tokenizer.set_facts(info)
+        return tokenizer

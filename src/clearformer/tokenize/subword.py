@@ -22,6 +22,7 @@ import sentencepiece as spm
 
 from clearformer.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.errors import UserError
+from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.words import BOS, EOS, PAD, UNK
 
 MODEL_FILE = "tokenizer.model"
@@ -29,7 +30,7 @@ JSON_FILE = "tokenizer.json"
 MAX_TRAINING_SENTENCES = 2_000_000
 
 
-class SentencePieceTokenizer:
+class SentencePieceTokenizer(TokenizerFacts):
     """The same interface as `WordTokenizer` (ids, encode/decode, save/load), backed by SentencePiece."""
 
     kind = "sentencepiece"
@@ -119,7 +120,7 @@ class SentencePieceTokenizer:
     def to_dict(self) -> dict:
         return {"kind": self.kind, "model": MODEL_FILE, "vocab_size": len(self),
                 "sha256": hashlib.sha256(self.model_proto).hexdigest(), "specials": self.specials,
-                "placeholders": list(self.placeholders)}
+                "placeholders": list(self.placeholders), **self.facts()}
 
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
@@ -147,8 +148,13 @@ class SentencePieceTokenizer:
         if not isinstance(placeholders, list) or not all(isinstance(p, str) for p in placeholders):
             raise UserError(f"{directory / JSON_FILE}: \"placeholders\" must be a list of strings")
         try:
-            return cls(proto, placeholders)
+            tokenizer = cls(proto, placeholders)
         except (RuntimeError, OSError) as error:
             raise UserError(f"{path}: not a SentencePiece model ({str(error).splitlines()[0]})") from None
         except UserError as error:  # a placeholder that tokenizer.json lists is not in the model
             raise UserError(f"{directory / JSON_FILE}: {error}") from None
+        try:
+            tokenizer.set_facts(info)
+        except ValueError as error:
+            raise UserError(f"{directory / JSON_FILE}: {error}") from None
+        return tokenizer

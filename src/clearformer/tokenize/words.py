@@ -15,6 +15,7 @@ from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
+from clearformer.tokenize.facts import TokenizerFacts
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -44,7 +45,7 @@ def detokenize(tokens: Iterable[str]) -> str:
     return out
 
 
-class WordTokenizer:
+class WordTokenizer(TokenizerFacts):
     """A fixed word vocabulary; ids 0-3 are <pad>, <unk>, <bos>, <eos> unless given otherwise."""
 
     kind = "words"
@@ -98,11 +99,13 @@ class WordTokenizer:
     # -- files ----------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "tokens": self.itos, "specials": self.specials}
+        return {"kind": self.kind, "tokens": self.itos, "specials": self.specials, **self.facts()}
 
     def save(self, directory: str | Path) -> None:
         atomic_write_text(Path(directory) / "tokenizer.json", json.dumps(self.to_dict(), ensure_ascii=False) + "\n")
 
     @classmethod
     def from_dict(cls, data: dict) -> WordTokenizer:
-        return cls(data["tokens"], data.get("specials"))
+        tokenizer = cls(data["tokens"], data.get("specials"))
+        tokenizer.set_facts(data)
+        return tokenizer

@@ -85,23 +85,27 @@ def default_corpus_dir() -> Path:
 
 
 def build_tokenizer(options: TrainOptions, train: Pairs):
-    """A joint source/target tokenizer learned from the training split only."""
+    """A joint source/target tokenizer learned from the training split only, framing sources as
+    options.source_eos says."""
     sentences = [s for pair in train for s in pair]
     if options.tokenizer == "words":
-        return WordTokenizer.build(sentences)
-    # Placeholders frequent in the training sources stay single pieces (copied whole, constrainable).
-    symbols = frequent_placeholders(s for s, _ in train) if options.placeholder_pieces else ()
-    return SentencePieceTokenizer.train(sentences, vocab_size=options.vocab_size, seed=options.seed,
-                                        placeholders=symbols)
+        tokenizer = WordTokenizer.build(sentences)
+    else:
+        # Placeholders frequent in the training sources stay single pieces (copied whole, constrainable).
+        symbols = frequent_placeholders(s for s, _ in train) if options.placeholder_pieces else ()
+        tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=options.vocab_size, seed=options.seed,
+                                                 placeholders=symbols)
+    tokenizer.source_eos = options.source_eos
+    return tokenizer
 
 
 def length_ratio(examples: list[Example], source_eos: bool) -> float:
     """Target tokens per source token over encoded pairs (each source's <eos> not counted): the
-    `ModelConfig.length_ratio` that decoding's brevity penalty expects (`generate/brevity.py`)."""
+    tokenizer's `length_ratio` (tokenize/facts.py) that decoding's brevity penalty expects (`generate/brevity.py`)."""
     source = sum(len(example.src) - int(source_eos) for example in examples)
     return round(sum(len(example.tgt) for example in examples) / source, 4) if source > 0 else 0.0
 
 
-def encode_pairs(tokenizer, pairs: Pairs, source_eos: bool = False) -> list[Example]:
+def encode_pairs(tokenizer, pairs: Pairs) -> list[Example]:
     """Sources as the model reads them (`encode_source`), targets as plain ids (<bos>/<eos> come later)."""
-    return [Example(tuple(encode_source(tokenizer, s, source_eos)), tuple(tokenizer.encode(t))) for s, t in pairs]
+    return [Example(tuple(encode_source(tokenizer, s)), tuple(tokenizer.encode(t))) for s, t in pairs]

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from clearformer.config import PRESETS, RNN_FIELDS
+from clearformer.config_compat import upgrade_train_options
 from clearformer.errors import UserError
 
 # The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
@@ -32,6 +33,7 @@ class TrainOptions:
     data: data_dir (train/valid/test.tsv), or tsv / src + tgt (a user corpus; 2% held out for
         validation), skip_bad (skip malformed lines instead of stopping at the first).
     tokenizer: "words" or "sentencepiece", vocab_size (subwords only), joint vocabulary always;
+        source_eos: <eos> appended to every source (kept by the tokenizer: tokenize/facts.py);
         placeholder_pieces: the placeholders frequent in the training sources (`%s`, `{0}`, ...)
         become single SentencePiece pieces, which decoding copies exactly (generate/constraints.py).
     recipe: batch_tokens (padded tokens per batch and process), accum (batches per update),
@@ -57,6 +59,7 @@ class TrainOptions:
     tokenizer: str = "words"
     vocab_size: int = 8000
     placeholder_pieces: bool = True
+    source_eos: bool = True
     batch_tokens: int = 4096
     accum: int = 1
     lr_factor: float = 1.0
@@ -119,7 +122,7 @@ class TrainOptions:
     @classmethod
     def from_dict(cls, data: dict) -> TrainOptions:
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**{k: v for k, v in upgrade_train_options(data).items() if k in known})
 
 
 def check_rnn_options(o: TrainOptions) -> None:
@@ -128,7 +131,7 @@ def check_rnn_options(o: TrainOptions) -> None:
     if foreign:
         raise UserError(f"--set {foreign[0]}: does not apply to --arch rnn (the GRU encoder-decoder has no heads, "
                         f"feed-forward layers, positions or norms; it reads "
-                        f"{', '.join(n for n in RNN_FIELDS if n not in ('architecture', 'extra'))})")
+                        f"{', '.join(n for n in RNN_FIELDS if n != 'architecture')})")
     for name in ("attention_dropout", "ffn_dropout"):
         if getattr(o, name):
             raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch rnn "
@@ -164,7 +167,7 @@ def preset_defaults(preset: str) -> dict:
     """The option defaults a preset brings (the toy one trains on the built-in set by default)."""
     if is_toy(preset):
         return dict(TOY_DEFAULTS)
-    # The paper warms up for 4000 steps of 25k-token batches. `small` is meant for a CPU that makes
-    # about 3,500 steps of 2048-token batches an hour: with warmup 400 it reached 24.8 test BLEU on
-    # en-fr-software in 25 minutes on 2 cores (benchmarks/quality.py, BENCHMARKS.md).
+    # The paper warms up for 4000 steps of 25k-token batches; `small` is meant for a CPU run of
+    # 2048-token batches, where a short warmup pays (BENCHMARKS.md, "Translation quality after 25 CPU
+    # minutes (en-fr-software)", benchmarks/quality.py).
     return dict(REAL_DEFAULTS, batch_tokens=2048, warmup=400) if preset == "small" else dict(REAL_DEFAULTS)

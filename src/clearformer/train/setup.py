@@ -17,13 +17,11 @@ from pathlib import Path
 import torch
 
 from clearformer.batching import drop_long
-from clearformer.checkpoint import load_weights_into
+from clearformer.checkpoint import load_config_and_tokenizer, load_weights_into
 from clearformer.config import RNN_FIELDS, ConfigError, ModelConfig, preset
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
-from clearformer.model.rnn import RNNSeq2Seq
-from clearformer.model.transformer import Transformer
-from clearformer.tokenize import load_tokenizer
+from clearformer.model.build import build_model
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions
 from clearformer.train.step import place_dropout
@@ -93,21 +91,12 @@ def finish_setup(start: RunStart, options, tokenizer, model, task) -> RunSetup:
                     start.resumed_from, start.trainer_state)
 
 
-def restored_model(start: RunStart, model_class):
-    """The tokenizer and model of the checkpoint being resumed (model_class(config) builds the model)."""
-    tokenizer = load_tokenizer(start.resumed_from)
-    try:
-        config = ModelConfig.load(start.resumed_from / "config.json")
-    except (ConfigError, TypeError) as error:
-        raise UserError(f"{start.resumed_from / 'config.json'}: damaged ({error})") from None
-    model = model_class(config)
+def restored_model(start: RunStart):
+    """The tokenizer and model of the checkpoint being resumed (of any release: config_compat.py)."""
+    config, tokenizer = load_config_and_tokenizer(start.resumed_from)
+    model = build_model(config)
     load_weights_into(model, start.weights, start.resumed_from / "model.safetensors")
     return tokenizer, model
-
-
-def translation_model(config: ModelConfig) -> torch.nn.Module:
-    """The Transformer, or the GRU baseline (model/rnn.py) for a config with architecture="rnn"."""
-    return (RNNSeq2Seq if config.architecture == "rnn" else Transformer)(config)
 
 
 def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelConfig:
@@ -134,20 +123,20 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     start = open_run(options, resume, run_dir, overwrite)
     splits, source, data_record = corpus.load_splits(options)
     if resume:
-        tokenizer, model = restored_model(start, translation_model)
+        tokenizer, model = restored_model(start)
     else:
         tokenizer = corpus.build_tokenizer(options, splits["train"])
-        model = translation_model(model_config(options, len(tokenizer), tokenizer.pad_id))
+        model = build_model(model_config(options, len(tokenizer), tokenizer.pad_id))
     place_dropout(model, options.attention_dropout, options.ffn_dropout)
     model.to(start.device).train()
     limit = min(model.config.max_len, options.batch_tokens)
-    train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"], model.config.source_eos), limit)
+    train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)
     valid_pairs = splits["valid"]
-    valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs, model.config.source_eos), limit)
+    valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs), limit)
     if not train:
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
     if not resume:  # a resumed run keeps the ratio its first start measured
-        model.config.length_ratio = corpus.length_ratio(train, model.config.source_eos)
+        tokenizer.length_ratio = corpus.length_ratio(train, tokenizer.source_eos)
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
                            dropped)
     return finish_setup(start, options, tokenizer, model, task)

@@ -122,7 +122,7 @@ class TranslationTask:
         return {"architecture": self.config.architecture, "data": self.source, **self.data_record,
                 "tokenizer": self.tokenizer.kind,
                 "vocab_size": len(self.tokenizer),
-                "source_format": "source tokens then <eos>" if self.config.source_eos
+                "source_format": "source tokens then <eos>" if self.tokenizer.source_eos
                 else "source tokens only (no <bos>/<eos>)",
                 "target_format": "decoder input <bos> y, labels y <eos>"}
 

@@ -1,0 +1,39 @@
+"""What a run's tokenizer records besides its vocabulary: how sources are framed, and how long
+translations run in its tokens. Saved in tokenizer.json by every tokenizer class.
+
+    source_eos     <eos> appended to every source sentence before encoding (Marian and fairseq do:
+                   it marks where the source ends; BENCHMARKS.md, "Translation length").
+                   `tokenize.encode_source` honours it for training, translate, evaluate, explain
+                   and serve alike. `clearformer train` turns it on unless --no-source-eos.
+    length_ratio   target tokens per source token over the training pairs (sources' <eos> not
+                   counted), measured by `clearformer train`; decoding's brevity rule
+                   (generate/brevity.py) expects a translation of about this many tokens per
+                   source token. 0 = not measured (imported models, language models): no rule.
+
+Both are facts about this tokenizer's tokens on the run's data, not about the architecture, and
+the tokenizer is at hand wherever text is encoded or decoded. A tokenizer.json written before
+they lived here gets them from its folder's config.json (config_compat.py).
+"""
+
+from __future__ import annotations
+
+
+class TokenizerFacts:
+    """Mixed into every tokenizer: the two facts, their JSON form and their check on loading."""
+
+    source_eos: bool = False
+    length_ratio: float = 0.0
+
+    def facts(self) -> dict:
+        return {"source_eos": self.source_eos, "length_ratio": self.length_ratio}
+
+    def set_facts(self, data: dict) -> None:
+        """Take source_eos / length_ratio from a tokenizer.json object (each absent one keeps its value);
+        ValueError for a wrong type (load_tokenizer reports it as a damaged tokenizer)."""
+        source_eos = data.get("source_eos", self.source_eos)
+        length_ratio = data.get("length_ratio", self.length_ratio)
+        if not isinstance(source_eos, bool):
+            raise ValueError(f"source_eos must be true or false, not {source_eos!r}")
+        if isinstance(length_ratio, bool) or not isinstance(length_ratio, (int, float)) or length_ratio < 0:
+            raise ValueError(f"length_ratio must be a number >= 0, not {length_ratio!r}")
+        self.source_eos, self.length_ratio = source_eos, float(length_ratio)

@@ -122,7 +122,9 @@ class Trainer:
                                        self.compiled)
         self.interval = self.empty_interval()
         self.last_step: tuple[torch.Tensor, int] | None = None  # (this process's loss sum, labels) of the last step
-        self.peak = mfu.matmul_peak(setup.device, refresh=False) if self.world.is_main else 0.0
+        # MFU against the peak of the dtype the products run in (bf16 under --bf16).
+        self.peak = (mfu.matmul_peak(setup.device, refresh=False, dtype=self.autocast_dtype or torch.float32)
+                     if self.world.is_main else 0.0)
         self.last_loss: float | None = None
         self.session = {"real": 0, "flops": 0.0, "time": 0.0}  # this process's run, for the closing line
 
@@ -244,13 +246,17 @@ class Trainer:
         where = f"resuming from {s.resumed_from}" if s.resumed_from else f"writing to {s.run_dir}"
         processes = f", {self.world.size} processes" if self.world.distributed else ""
         print(f"clearformer train: preset {self.o.preset}, {self.model.num_parameters():,} parameters, "
-              f"{self.task.describe()}; device {s.device}{processes}{self.step_kind()} (measured matmul peak "
-              f"{self.peak / 1e9:.1f} GFLOP/s); {where}", flush=True)
+              f"{self.task.describe()}; device {s.device}{processes}{self.step_kind()} "
+              f"(measured {self.peak_kind}matmul peak {self.peak / 1e9:.1f} GFLOP/s); {where}", flush=True)
         saved_world = s.trainer_state.get("world_size", self.world.size)
         if saved_world != self.world.size:
             print(f"clearformer train: warning: the run was saved by {saved_world} process(es) and "
                   f"continues with {self.world.size}: each step now takes {self.world.size * self.o.accum} "
                   "batches, and dropout draws new random numbers", flush=True)
+
+    @property
+    def peak_kind(self) -> str:
+        return "bf16 " if self.autocast_dtype is not None else ""
 
     def step_kind(self) -> str:
         """How the step runs, for the first line: bf16 autocast, compiled, fused Adam."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from clearformer.commands import options
@@ -143,7 +144,7 @@ def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, de
 
     if device_name == "cpu":
         return default
-    device = resolve_device(device_name)
+    device = resolve_device(device_name, int(os.environ.get("LOCAL_RANK", "0")))  # torchrun: this process's GPU
     if device.type != "cuda":
         return default
     try:

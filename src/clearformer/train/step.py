@@ -125,6 +125,8 @@ class CompiledForward:
         if self.failed is None:
             try:
                 return self.compiled(*args, **kwargs)
+            except torch.OutOfMemoryError:
+                raise  # the batch does not fit: eager would not fit either
             except Exception as error:  # noqa: BLE001 - any compiler failure; eager re-raises real errors
                 first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
                 self.failed = f"{type(error).__name__}: {first_line}"

@@ -59,6 +59,7 @@ def test_to_device_carries_the_host_label_count():
     batch = next(batches())
     moved = to_device(batch, torch.device("cpu"))
     assert moved.host_label_count == batch.target_tokens == 9
+    assert dataclasses.replace(moved).host_label_count == 9  # DistributedDataParallel copies its inputs so
     assert torch.equal(moved.src, batch.src) and torch.equal(moved.tgt_out, batch.tgt_out)
 
 

@@ -26,6 +26,7 @@ import sys
 import torch
 from torch import nn
 
+from clearformer.batching import Batch
 from clearformer.model.layers import FeedForward
 from clearformer.train.loss import label_smoothed_sums
 
@@ -80,19 +81,29 @@ def labelled_rows(tgt_out: torch.Tensor, pad_id: int, label_count: int) -> torch
     return torch.argsort(padding, stable=True)[:label_count]
 
 
+@dataclasses.dataclass
+class CountedBatch(Batch):
+    """A Batch on the device with its label count, counted on the host before the copy (a field, so
+    DistributedDataParallel's copy of its inputs keeps it)."""
+
+    host_label_count: int | None = None
+
+
 def to_device(batch, device: torch.device):
-    """A copy of `batch` (a dataclass of tensors) on `device`, with `host_label_count` (its
-    `target_tokens`, counted on the host) when it has one. On CUDA the tensors go through pinned
-    memory and are copied without blocking, so the host prepares the next step meanwhile."""
-    if device.type == "cuda":
-        moved = dataclasses.replace(batch, **{
-            field.name: getattr(batch, field.name).pin_memory().to(device, non_blocking=True)
-            for field in dataclasses.fields(batch) if isinstance(getattr(batch, field.name), torch.Tensor)})
-    else:
-        moved = batch.to(device)
-    if hasattr(batch, "target_tokens"):
-        moved.host_label_count = batch.target_tokens
-    return moved
+    """A copy of `batch` (a dataclass of tensors) on `device`; a translation Batch becomes a
+    CountedBatch. On CUDA the tensors go through pinned memory and are copied without blocking,
+    so the host prepares the next step meanwhile."""
+    def move(tensor: torch.Tensor) -> torch.Tensor:
+        if device.type == "cuda":
+            return tensor.pin_memory().to(device, non_blocking=True)
+        return tensor.to(device)
+
+    moved = {field.name: move(value) if isinstance(value := getattr(batch, field.name), torch.Tensor) else value
+             for field in dataclasses.fields(batch)}
+    if isinstance(batch, Batch):
+        moved.pop("host_label_count", None)
+        return CountedBatch(**moved, host_label_count=batch.target_tokens)
+    return type(batch)(**moved)
 
 
 class TrainingForward(nn.Module):

@@ -199,3 +199,14 @@ def test_cuda_batch_rule_reads_free_memory():
 
     tokens = gpu_batch_tokens_for("base", "cuda", 8000, 4096)
     assert devices.GPU_BATCH_MIN <= tokens <= devices.GPU_BATCH_MAX and tokens % 1024 == 0
+
+
+def test_compile_option_is_checked_and_resumable():
+    from clearformer.commands.train import RESUMABLE
+    from clearformer.train import TrainOptions
+
+    with pytest.raises(UserError, match="--compile must be auto, on or off, not 'yes'"):
+        TrainOptions(steps=1, compile="yes").validate()
+    TrainOptions(steps=1, compile="on").validate()
+    assert TrainOptions.from_dict({"steps": 1}).compile == "auto"  # runs saved before the option
+    assert "compile" in RESUMABLE

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 from clearformer.commands import options
+from clearformer.config import preset
+from clearformer.devices import free_gpu_bytes, gpu_batch_tokens, resolve_device
 from clearformer.errors import UserError
 from clearformer.runs import default_run_dir
 from clearformer.train import TrainOptions, resume_options, train
@@ -139,9 +141,6 @@ def build_options(args):
 
 def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, default: int) -> int:
     """--batch-tokens when not given: `default` on a CPU, the GPU rule (devices.gpu_batch_tokens) on CUDA."""
-    from clearformer.config import preset
-    from clearformer.devices import free_gpu_bytes, gpu_batch_tokens, resolve_device
-
     if device_name == "cpu":
         return default
     device = resolve_device(device_name, int(os.environ.get("LOCAL_RANK", "0")))  # torchrun: this process's GPU

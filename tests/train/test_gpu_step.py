@@ -6,7 +6,7 @@ and run on a machine with a GPU."""
 from __future__ import annotations
 
 import dataclasses
-import types
+import json
 
 import pytest
 import torch
@@ -160,7 +160,7 @@ def test_optimizer_state_moves_between_implementations():
         TranslationLoss(model, 0.1)(batch.src, batch.tgt_in, batch.tgt_out)[0].backward()
         fused.step()
     tensors, rest = state.optimizer_tensors(fused)
-    rest = types.SimpleNamespace(**{"d": rest}).d  # the JSON-able part as saved
+    rest = json.loads(json.dumps(rest))  # as trainer_state.json holds it
     restored = paper_adam(model)
     state.restore_optimizer(restored, tensors, rest)
     assert restored.param_groups[0]["foreach"] is True and not restored.param_groups[0]["fused"]

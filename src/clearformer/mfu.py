@@ -6,8 +6,10 @@ Model FLOPs per token (forward + backward = 3 x forward, 2 FLOPs per multiply-ad
     6 N                                  every weight used in a matrix product, once per token
   + 6 L T n_h (d_qk + d_v)               attention scores and the weighted sum over T positions
 (with d_qk = d_v = d_head this is nanoGPT's 12 L H Q T). The peak is not a datasheet number: it is
-measured with large fp32 matrix products on this machine (with the thread count in use) each time
-`clearformer lm train` starts, and the best rate ever seen is kept in ~/.cache/clearformer/matmul_peak.json.
+measured with large matrix products on this machine (with the thread count in use), in the dtype
+the products run in (fp32, or bf16 under --bf16 autocast: a GPU's tensor cores run bf16 many times
+faster than fp32), and the best rate ever seen per device and dtype is kept in
+~/.cache/clearformer/matmul_peak.json.
 A peak is a maximum: one measurement taken while something else used the cores reads low (and
 would put MFU above 100%), so a new measurement only ever raises the stored value.
 """
@@ -30,8 +32,8 @@ def cache_file() -> Path:
     return Path(root) / "clearformer" / "matmul_peak.json"
 
 
-def machine_key(device: torch.device) -> str:
-    """What the peak depends on: processor, thread count, torch version, device."""
+def machine_key(device: torch.device, dtype: torch.dtype = torch.float32) -> str:
+    """What the peak depends on: processor, thread count, torch version, device, dtype."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -42,14 +44,17 @@ def machine_key(device: torch.device) -> str:
         pass
     if device.type == "cuda":
         cpu = torch.cuda.get_device_name(device)
-    return f"{cpu}|threads={torch.get_num_threads()}|torch={torch.__version__}|{device.type}"
+    key = f"{cpu}|threads={torch.get_num_threads()}|torch={torch.__version__}|{device.type}"
+    return key if dtype == torch.float32 else f"{key}|{str(dtype).removeprefix('torch.')}"  # fp32 keys as before
 
 
-def measure_matmul_peak(size: int = 2048, repeats: int = 5, device: str | torch.device = "cpu",
+def measure_matmul_peak(size: int | None = None, repeats: int = 5, device: str | torch.device = "cpu",
                         dtype: torch.dtype = torch.float32) -> float:
     """Best FLOP/s of (size x size) @ (size x size) and of a (4 size x size/8) @ (size/8 x size/2)
-    product (a transformer layer's tall, thin shape) over `repeats` timed runs of each."""
+    product (a transformer layer's tall, thin shape) over `repeats` timed runs of each.
+    size: 2048 on a CPU, 8192 on a GPU (smaller products leave a GPU's units partly idle)."""
     device = torch.device(device)
+    size = size or (8192 if device.type == "cuda" else 2048)
     best = 0.0
     for m, k, n in ((size, size, size), (4 * size, size // 8, size // 2)):
         a = torch.randn(m, k, device=device, dtype=dtype)
@@ -66,12 +71,13 @@ def measure_matmul_peak(size: int = 2048, repeats: int = 5, device: str | torch.
     return best
 
 
-def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True) -> float:
-    """This machine's fp32 matmul peak in FLOP/s: the best of a new measurement (about a second;
-    skipped with refresh=False when a stored value exists) and every earlier one."""
+def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True,
+                dtype: torch.dtype = torch.float32) -> float:
+    """This machine's matmul peak in `dtype` in FLOP/s: the best of a new measurement (about a
+    second; skipped with refresh=False when a stored value exists) and every earlier one."""
     device = torch.device(device)
     path = cache_file()
-    key = machine_key(device)
+    key = machine_key(device, dtype)
     try:
         known = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -82,7 +88,7 @@ def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True) -> flo
     stored = float(stored) if isinstance(stored, (int, float)) and stored > 0 else 0.0
     if stored and not refresh:
         return stored
-    peak = max(stored, measure_matmul_peak(device=device))
+    peak = max(stored, measure_matmul_peak(device=device, dtype=dtype))
     if peak == stored:
         return peak
     known[key] = peak

@@ -70,17 +70,22 @@ class Recorder:
 
 
 def active() -> Recorder | None:
-    """The recorder in force, or None (the common, training case)."""
+    """The recorder in force, or None (the common, training case).
+
+    None inside torch.compile: the compiler cannot trace a ContextVar (each lookup would cut the
+    compiled graph in pieces), and nothing that records (explain, the plots) runs compiled."""
+    if torch.compiler.is_compiling():
+        return None
     return _active.get()
 
 
 def recording() -> bool:
-    return _active.get() is not None
+    return active() is not None
 
 
 def emit(module: nn.Module | str, what: str, value: torch.Tensor, **meta) -> None:
     """Record `value` as `<module's trace name>.<what>` if a recorder is active."""
-    recorder = _active.get()
+    recorder = active()
     if recorder is None:
         return
     prefix = module if isinstance(module, str) else getattr(module, "trace_name", type(module).__name__)

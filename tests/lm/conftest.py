@@ -27,7 +27,7 @@ def _keep_thread_count():
 @pytest.fixture(autouse=True)
 def _known_peak(monkeypatch):
     """Training logs MFU against a measured matmul peak; tests use a fixed one instead of timing."""
-    monkeypatch.setattr("clearformer.mfu.matmul_peak", lambda device="cpu", refresh=False: 1e10)
+    monkeypatch.setattr("clearformer.mfu.matmul_peak", lambda device="cpu", refresh=False, dtype=None: 1e10)
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +38,7 @@ def trained_lm(tmp_path_factory, corpus_file):
 
     out = tmp_path_factory.mktemp("lm") / "run"
     original, threads = mfu.matmul_peak, torch.get_num_threads()
-    mfu.matmul_peak = lambda device="cpu", refresh=False: 1e10
+    mfu.matmul_peak = lambda device="cpu", refresh=False, dtype=None: 1e10
     try:
         code = main(["lm", "train", "--corpus", str(corpus_file), "--out", str(out), "--preset", "lm-tiny",
                      "--tokenizer", "words", "--steps", "150", "--batch-size", "16", "--block-size", "32",

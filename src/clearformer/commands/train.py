@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from clearformer.commands import options
+from clearformer.config import preset
+from clearformer.devices import free_gpu_bytes, gpu_batch_tokens, resolve_device
 from clearformer.errors import UserError
 from clearformer.runs import default_run_dir
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.options import preset_defaults
 
 # Options a resumed run may change; every other option comes from the checkpoint.
-RESUMABLE = ("steps", "minutes", "device", "bf16")
+RESUMABLE = ("steps", "minutes", "device", "bf16", "compile")
 TUNABLE = ("tokenizer", "vocab_size", "placeholder_pieces", "batch_tokens", "accum", "lr_factor", "warmup",
            "label_smoothing", "clip", "dropout", "attention_dropout", "ffn_dropout", "seed", "patience",
-           "save_every", "keep", "eval_every", "bleu_sentences", "log_every", "tie", "device", "bf16", "slow_down")
+           "save_every", "keep", "eval_every", "bleu_sentences", "log_every", "tie", "device", "bf16", "compile",
+           "slow_down")
 
 
 def register(subparsers) -> None:
@@ -77,6 +81,9 @@ def register(subparsers) -> None:
     hardware = p.add_argument_group("hardware")
     options.add_device(hardware, None)
     hardware.add_argument("--bf16", action="store_true", default=None, help="bfloat16 autocast")
+    hardware.add_argument("--compile", choices=["auto", "on", "off"], default=None,
+                          help="compile the training step with torch.compile (default auto: on CUDA only; "
+                               "falls back to eager with a warning if compiling fails)")
     options.add_threads(hardware)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--slow-down", type=float, help=argparse.SUPPRESS)
@@ -106,11 +113,11 @@ def build_options(args):
         changed = [name for name in TUNABLE if name not in RESUMABLE and getattr(args, name) is not None]
         if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad or args.source_eos is not None:
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
-                            "--device and --bf16 may change")
+                            "--device, --bf16 and --compile may change")
         options = resume_options(run_dir, args.steps, args.minutes)
         if args.arch is not None and args.arch != options.arch:
             raise UserError(f"{run_dir}: a run of --arch {options.arch}; --resume continues it as it was trained")
-        for name in ("device", "bf16"):
+        for name in ("device", "bf16", "compile"):
             if getattr(args, name) is not None:
                 setattr(options, name, getattr(args, name))
         options.run_dir = str(run_dir)
@@ -122,12 +129,30 @@ def build_options(args):
             fields[name] = value
     if args.minutes is not None and args.steps is None:
         fields["steps"] = None  # a time budget alone replaces the preset's step count
+    if args.batch_tokens is None and not args.preset.startswith("toy"):
+        # On a GPU the CPU's batch leaves it idle: size it to the GPU's free memory (devices.gpu_batch_tokens).
+        fields["batch_tokens"] = gpu_batch_tokens_for(args.preset, fields.get("device") or "cpu",
+                                                      fields.get("vocab_size", 8000), fields["batch_tokens"])
     overrides = parse_overrides(args.set)
     if "source_eos" in overrides:  # a tokenization fact, no longer a model config field
         raise UserError("--set source_eos: use --source-eos or --no-source-eos (the tokenizer keeps it)")
     if args.source_eos is not None:
         fields["source_eos"] = args.source_eos
     return TrainOptions(preset=args.preset, arch=arch, overrides=overrides, run_dir=str(run_dir), **fields)
+
+
+def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, default: int) -> int:
+    """--batch-tokens when not given: `default` on a CPU, the GPU rule (devices.gpu_batch_tokens) on CUDA."""
+    if device_name == "cpu":
+        return default
+    device = resolve_device(device_name, int(os.environ.get("LOCAL_RANK", "0")))  # torchrun: this process's GPU
+    if device.type != "cuda":
+        return default
+    try:
+        config = preset(preset_name, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size)
+    except Exception:  # noqa: BLE001 - an unknown or LM preset: options.validate() says so in one line
+        return default
+    return gpu_batch_tokens(config, free_gpu_bytes(device))
 
 
 def run_train(args) -> int:

@@ -14,6 +14,12 @@ Every `eval_every` steps: validation (loss, and BLEU for translation), early sto
 written to the run directory (the best one, or the newest for tasks with keep_best False). Every
 `save_every` steps: a resumable step checkpoint and the curve PNG. The progress bar and the
 metrics.csv rows carry tokens/s and MFU against this machine's measured matmul peak (clearformer.mfu).
+
+On a GPU (docs/gpu.md): the forward + loss of step 3 runs compiled (`--compile`, train/step.py),
+under bf16 autocast with --bf16, Adam uses fused kernels (devices.optimizer_implementation), batches
+travel through pinned memory, and nothing in a step waits for the device: losses and the gradient
+norm stay on the device and are read back every `log_every` steps, when the progress bar and
+metrics.csv are updated.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from clearformer import mfu
+from clearformer import devices, mfu
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import save_model
 from clearformer.errors import UserError
@@ -38,6 +44,7 @@ from clearformer.train import distributed, state
 from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
 from clearformer.train.options import TrainOptions
 from clearformer.train.setup import RunSetup, prepare
+from clearformer.train.step import TrainingForward, compile_forward, to_device
 
 
 @dataclass
@@ -105,20 +112,34 @@ class Trainer:
         self.progress = progress and self.world.is_main
         if self.world.is_main and setup.resumed_from is not None:
             self.metrics.truncate_after(self.step)
+        self.autocast_dtype = devices.autocast_dtype(setup.device, self.o.bf16)
         self.autocast = self._autocast_factory()
-        self.interval = {"loss": 0.0, "nll": 0.0, "tokens": 0, "real": 0, "padded": 0, "time": 0.0,
-                         "steps": 0, "flops": 0.0}
-        self.peak = mfu.matmul_peak(setup.device, refresh=False) if self.world.is_main else 0.0
+        if setup.device.type == "cuda":
+            # fp32 matrix products (all of them without --bf16) on tensor cores, as TF32.
+            torch.set_float32_matmul_precision("high")
+        self.compiled = devices.use_compile(getattr(self.o, "compile", "off"), setup.device)
+        self.forward = compile_forward(TrainingForward(self.network, setup.device.type, self.autocast_dtype),
+                                       self.compiled)
+        self.interval = self.empty_interval()
+        self.last_step: tuple[torch.Tensor, int] | None = None  # (this process's loss sum, labels) of the last step
+        # MFU against the peak of the dtype the products run in (bf16 under --bf16).
+        self.peak = (mfu.matmul_peak(setup.device, refresh=False, dtype=self.autocast_dtype or torch.float32)
+                     if self.world.is_main else 0.0)
         self.last_loss: float | None = None
         self.session = {"real": 0, "flops": 0.0, "time": 0.0}  # this process's run, for the closing line
 
     # -- helpers ------------------------------------------------------------------------------
 
     def _autocast_factory(self):
-        if not self.o.bf16:
+        if self.autocast_dtype is None:
             return contextlib.nullcontext
-        device_type = self.s.device.type
-        return lambda: torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+        device_type, dtype = self.s.device.type, self.autocast_dtype
+        return lambda: torch.autocast(device_type=device_type, dtype=dtype)
+
+    @staticmethod
+    def empty_interval() -> dict:
+        # sums: this process's (loss, nll) sums on the device, read back at the next flush.
+        return {"sums": None, "tokens": 0, "real": 0, "padded": 0, "time": 0.0, "steps": 0, "flops": 0.0}
 
     def elapsed(self) -> float:
         """Training time so far, across resumes: validation and checkpoint writing do not count."""
@@ -155,28 +176,26 @@ class Trainer:
         mine = batches[self.world.rank * self.o.accum:(self.world.rank + 1) * self.o.accum]
         step_labels = sum(b.target_tokens for b in batches)
         self.s.optimizer.zero_grad(set_to_none=True)
-        loss_sum = nll_sum = 0.0
+        sums = None  # (loss, nll) summed over this process's batches, on the device
         for index, batch in enumerate(mine):
-            batch = batch.to(self.s.device)
+            batch = to_device(batch, self.s.device)
             last = index == len(mine) - 1
             # Gradients are all-reduced once per step, after the last batch of this process.
             sync = contextlib.nullcontext() if last or not self.world.distributed else self.network.no_sync()
             with sync:
-                with self.autocast():
-                    loss, nll, _ = self.network(batch)
+                loss, nll, _ = self.forward(batch)
                 (loss * (self.world.size / step_labels)).backward()
-            loss_sum += float(loss.detach())
-            nll_sum += float(nll)
+            pair = torch.stack([loss.detach().float(), nll.detach().float()])
+            sums = pair if sums is None else sums + pair
         parameters = [p for p in self.model.parameters() if p.grad is not None]
         max_norm = self.o.clip if self.o.clip > 0 else math.inf
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(parameters, max_norm))
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_norm)  # a device tensor: no wait here
         self.s.optimizer.step()
-        loss_sum, nll_sum = distributed.all_sum([loss_sum, nll_sum], self.world, self.s.device)
         real = sum(b.real_tokens for b in batches)
         padded = sum(b.padded_tokens for b in batches)
         flops = sum(self.task.flops(self.model, b) for b in batches) if self.world.is_main else 0.0
-        return {"lr": lr, "loss": loss_sum / step_labels, "nll": nll_sum / step_labels, "labels": step_labels,
-                "real": real, "padded": padded, "grad_norm": grad_norm, "flops": flops}
+        return {"lr": lr, "sums": sums, "labels": step_labels, "real": real, "padded": padded,
+                "grad_norm": grad_norm, "flops": flops}
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -198,9 +217,8 @@ class Trainer:
             self.record_interval(result, seconds)
             if self.progress:
                 bar.update(1)
-                bar.set_postfix(self.postfix(result, seconds), refresh=False)
             if self.step % self.o.log_every == 0:
-                self.flush_interval(result)
+                self.flush_interval(result, bar)
             if self.step % self.o.eval_every == 0:
                 self.validate(bar)
             if self.step % self.o.save_every == 0:
@@ -211,6 +229,7 @@ class Trainer:
         bar.close()
         if self.interval["steps"]:
             self.flush_interval(None)
+        self.last_loss = self.read_last_loss()
         if self.step % self.o.eval_every != 0 and self.task.can_validate:
             self.validate(None)
         if self.step % self.o.save_every != 0:
@@ -227,19 +246,33 @@ class Trainer:
         where = f"resuming from {s.resumed_from}" if s.resumed_from else f"writing to {s.run_dir}"
         processes = f", {self.world.size} processes" if self.world.distributed else ""
         print(f"clearformer train: preset {self.o.preset}, {self.model.num_parameters():,} parameters, "
-              f"{self.task.describe()}; device {s.device}{processes} (measured matmul peak "
-              f"{self.peak / 1e9:.1f} GFLOP/s); {where}", flush=True)
+              f"{self.task.describe()}; device {s.device}{processes}{self.step_kind()} "
+              f"(measured {self.peak_kind}matmul peak {self.peak / 1e9:.1f} GFLOP/s); {where}", flush=True)
         saved_world = s.trainer_state.get("world_size", self.world.size)
         if saved_world != self.world.size:
             print(f"clearformer train: warning: the run was saved by {saved_world} process(es) and "
                   f"continues with {self.world.size}: each step now takes {self.world.size * self.o.accum} "
                   "batches, and dropout draws new random numbers", flush=True)
 
-    def postfix(self, result: dict, seconds: float) -> dict:
-        fields = {"loss": f"{result['loss']:.3f}", "lr": f"{result['lr']:.2e}",
-                  "tok/s": f"{result['real'] / max(seconds, 1e-9):,.0f}",
-                  "MFU": f"{result['flops'] / max(seconds, 1e-9) / max(self.peak, 1e-9):.1%}",
-                  "pad": f"{1 - result['real'] / max(result['padded'], 1):.0%}"}
+    @property
+    def peak_kind(self) -> str:
+        return "bf16 " if self.autocast_dtype is not None else ""
+
+    def step_kind(self) -> str:
+        """How the step runs, for the first line: bf16 autocast, compiled, fused Adam."""
+        kinds = [name for name, on in (("bf16 autocast", self.autocast_dtype is not None),
+                                       ("compiled step", self.compiled),
+                                       ("fused Adam", any(g.get("fused") for g in self.s.optimizer.param_groups)))
+                 if on]
+        return f", {', '.join(kinds)}" if kinds else ""
+
+    def postfix(self, loss: float, lr: float, interval: dict) -> dict:
+        """The progress bar's fields: the last logging interval's loss, speed and padding."""
+        seconds = max(interval["time"], 1e-9)
+        fields = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}",
+                  "tok/s": f"{interval['real'] / seconds:,.0f}",
+                  "MFU": f"{interval['flops'] / seconds / max(self.peak, 1e-9):.1%}",
+                  "pad": f"{1 - interval['real'] / max(interval['padded'], 1):.0%}"}
         if self.o.minutes is not None:
             left = max(0.0, self.o.minutes * 60 - self.elapsed())
             fields["left"] = f"{int(left // 60)}:{int(left % 60):02d}"
@@ -247,8 +280,7 @@ class Trainer:
 
     def record_interval(self, result: dict, seconds: float) -> None:
         i = self.interval
-        i["loss"] += result["loss"] * result["labels"]
-        i["nll"] += result["nll"] * result["labels"]
+        i["sums"] = result["sums"] if i["sums"] is None else i["sums"] + result["sums"]
         i["tokens"] += result["labels"]
         i["real"] += result["real"]
         i["padded"] += result["padded"]
@@ -257,21 +289,45 @@ class Trainer:
         i["flops"] += result["flops"]
         for key, value in (("real", result["real"]), ("flops", result["flops"]), ("time", seconds)):
             self.session[key] += value
-        self.last_loss = result["loss"]
+        self.last_step = (result["sums"][0], result["labels"])
 
-    def flush_interval(self, result: dict | None) -> None:
+    def read_back(self, values: list[torch.Tensor]) -> list[float]:
+        """Device tensors -> floats. The host waits here for the device to finish the steps it was
+        given, and that wait is training time: it goes to the interval's and the session's clock."""
+        waited = time.monotonic()
+        numbers = torch.stack([v.detach().double().reshape(()) for v in values]).tolist()
+        seconds = time.monotonic() - waited
+        self.interval["time"] += seconds
+        self.session["time"] += seconds
+        return numbers
+
+    def flush_interval(self, result: dict | None, bar=None) -> None:
         i = self.interval
-        if self.world.is_main and i["steps"]:
-            loss = i["loss"] / i["tokens"]
-            self.metrics.append({
-                "step": self.step, "epoch": self.task.epoch, "elapsed_s": round(self.elapsed(), 2),
-                "train_loss": loss, "train_ppl": perplexity(i["nll"] / i["tokens"]),
-                "lr": self.task.learning_rate(self.step),
-                "tokens_per_s": i["real"] / max(i["time"], 1e-9),
-                "mfu": i["flops"] / max(i["time"], 1e-9) / max(self.peak, 1e-9),
-                "padding_share": 1 - i["real"] / i["padded"],
-                "grad_norm": result["grad_norm"] if result else None})
-        self.interval = {key: 0 if isinstance(v, int) else 0.0 for key, v in i.items()}
+        if i["steps"]:
+            extra = [result["grad_norm"]] if result is not None else []
+            numbers = self.read_back([i["sums"][0], i["sums"][1], *extra])
+            # Every process flushes at the same steps: the sums of all processes, every log_every steps.
+            loss_sum, nll_sum = distributed.all_sum(numbers[:2], self.world, self.s.device)
+            loss, lr = loss_sum / i["tokens"], self.task.learning_rate(self.step)
+            if self.world.is_main:
+                self.metrics.append({
+                    "step": self.step, "epoch": self.task.epoch, "elapsed_s": round(self.elapsed(), 2),
+                    "train_loss": loss, "train_ppl": perplexity(nll_sum / i["tokens"]), "lr": lr,
+                    "tokens_per_s": i["real"] / max(i["time"], 1e-9),
+                    "mfu": i["flops"] / max(i["time"], 1e-9) / max(self.peak, 1e-9),
+                    "padding_share": 1 - i["real"] / i["padded"],
+                    "grad_norm": numbers[2] if result is not None else None})
+            if bar is not None and self.progress:
+                bar.set_postfix(self.postfix(loss, lr, i), refresh=False)
+        self.interval = self.empty_interval()
+
+    def read_last_loss(self) -> float | None:
+        """The last step's loss per label (over all processes), as TrainResult reports it."""
+        if self.last_step is None:
+            return None
+        loss_sum, labels = self.last_step
+        (loss_sum,) = distributed.all_sum(self.read_back([loss_sum]), self.world, self.s.device)
+        return loss_sum / labels
 
     def validate(self, bar) -> None:
         if not self.task.can_validate:

@@ -23,6 +23,15 @@ def label_smoothed_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int,
 
     The nll sum is the unsmoothed loss (what perplexity is computed from).
     """
+    loss, nll = label_smoothed_sums(logits, labels, pad_id, smoothing)
+    return loss, nll, int((labels != pad_id).sum().item())
+
+
+def label_smoothed_sums(logits: torch.Tensor, labels: torch.Tensor, pad_id: int,
+                        smoothing: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """(summed smoothed loss, summed nll) of `label_smoothed_loss`, without counting the labels:
+    counting asks the device for a number, which makes the host wait for the GPU (the training
+    step knows its label count from the batch on the host instead)."""
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"label smoothing must be in [0, 1), not {smoothing}")
     log_probs = torch.log_softmax(logits.float(), dim=-1)  # (batch, tgt_len, vocab)
@@ -32,4 +41,4 @@ def label_smoothed_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int,
     nll = -log_probs.gather(-1, safe_labels[..., None])[..., 0] * real
     uniform = -log_probs.mean(dim=-1) * real
     loss = (1.0 - smoothing) * nll + smoothing * uniform
-    return loss.sum(), nll.sum().detach(), int(real.sum().item())
+    return loss.sum(), nll.sum().detach()

@@ -44,7 +44,8 @@ class TrainOptions:
         validation loss before stopping, 0 = never stop early).
     checkpoints: run_dir, save_every (steps), keep (last N step checkpoints kept for averaging).
     validation: eval_every (steps), bleu_sentences (validation sentences decoded for BLEU, 0 = no BLEU).
-    device: "cpu", "cuda", "cuda:1", "auto"; bf16 autocast.
+    device: "cpu", "cuda", "cuda:1", "auto"; bf16 autocast; compile ("auto", "on", "off": the
+        training step through torch.compile; auto = on CUDA only, see devices.use_compile).
     """
 
     preset: str = "toy-translate"
@@ -81,6 +82,7 @@ class TrainOptions:
     log_every: int = 10
     device: str = "cpu"
     bf16: bool = False
+    compile: str = "auto"
     slow_down: float = 0.0  # seconds of sleep per step; only the kill -9 resume test uses it
 
     def validate(self) -> None:
@@ -109,6 +111,7 @@ class TrainOptions:
         for name in ("attention_dropout", "ffn_dropout"):
             value = getattr(self, name)
             need(0.0 <= value < 1.0, f"--{name.replace('_', '-')} must be in [0, 1), not {value}")
+        need(self.compile in ("auto", "on", "off"), f"--compile must be auto, on or off, not {self.compile!r}")
         need(self.bleu_sentences >= 0, f"--bleu-sentences must be >= 0, not {self.bleu_sentences}")
         sources = [self.data_dir is not None, self.tsv is not None,
                    self.src is not None or self.tgt is not None]

@@ -27,6 +27,7 @@ from clearformer.errors import UserError
 
 STEP_DIR = re.compile(r"^step-(\d{8})$")
 OPTIMIZER_FILE = "optimizer.safetensors"
+IMPLEMENTATION = ("fused", "foreach", "capturable")  # optimizer flags that follow the device
 STATE_FILE = "trainer_state.json"
 FORMAT = 1
 
@@ -69,6 +70,10 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch
     # JSON turned tuples such as Adam's betas into lists; give them back their type.
     groups = [{key: tuple(value) if isinstance(value, list) and key != "params" else value
                for key, value in group.items()} for group in rest["param_groups"]]
+    # The implementation (fused on a GPU, foreach on a CPU) is the device's, not the checkpoint's:
+    # a run saved on one continues on the other.
+    for group, current in zip(groups, optimizer.param_groups, strict=False):
+        group.update({key: current[key] for key in IMPLEMENTATION if key in current})
     optimizer.load_state_dict({"state": state, "param_groups": groups})
 
 

@@ -29,14 +29,18 @@ import torch
 
 from clearformer import mfu
 from clearformer.batching import BatchStream
+from clearformer.devices import optimizer_implementation
 from clearformer.train.schedule import noam_lr
 from clearformer.train.step import TranslationLoss
 from clearformer.train.validate import validation_bleu, validation_loss
 
 
 def paper_adam(model: torch.nn.Module) -> torch.optim.Optimizer:
-    """Adam with the paper's beta1 = 0.9, beta2 = 0.98, eps = 1e-9; the schedule sets lr each step."""
-    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+    """Adam with the paper's beta1 = 0.9, beta2 = 0.98, eps = 1e-9; the schedule sets lr each step.
+    Fused kernels when the model is on a GPU, foreach otherwise (devices.optimizer_implementation)."""
+    device = next(model.parameters()).device
+    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
+                            **optimizer_implementation(device))
 
 
 class Task(Protocol):
@@ -63,7 +67,8 @@ class TranslationLossOfBatch(TranslationLoss):
     """TranslationLoss called with a whole Batch (the trainer's calling convention)."""
 
     def forward(self, batch) -> tuple[torch.Tensor, torch.Tensor, int]:
-        return super().forward(batch.src, batch.tgt_in, batch.tgt_out)
+        # host_label_count: set by step.to_device, so selecting the labels needs no device sync.
+        return super().forward(batch.src, batch.tgt_in, batch.tgt_out, getattr(batch, "host_label_count", None))
 
 
 class TranslationTask:

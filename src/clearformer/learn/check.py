@@ -93,6 +93,10 @@ def _describe(error: BaseException) -> str:
     return type(error).__name__ + (f": {text[:200]}" if text else "")
 
 
+class TimeUp(BaseException):
+    """The time limit ran out (a BaseException, so the learner's `except Exception` cannot swallow it)."""
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float, path: Path):
     """Raise UserError after `seconds` (only where signals can be used: the main thread, POSIX)."""
@@ -102,13 +106,13 @@ def time_limit(seconds: float, path: Path):
         return
 
     def expired(signum, frame):
-        raise TimeoutError
+        raise TimeUp
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
-    except TimeoutError:
+    except TimeUp:
         raise UserError(f"{path}: still running after {seconds:g} s (an endless loop?); "
                         "`--timeout SECONDS` sets the limit") from None
     finally:
@@ -181,10 +185,11 @@ def compare(case: Case, got) -> Mismatch | None:
 
 def check_file(item: Exercise, path: Path, timeout: float = 60.0) -> Report:
     """Every case of `item` on the function(s) in `path`; UserError when the file is unusable."""
-    functions = load_functions(item, path)
     report = Report(item.name, str(path))
-    with time_limit(timeout, path):
-        for case in item.cases():
+    checked = item.cases()
+    with time_limit(timeout, path):  # the file's own top-level code runs under the limit too
+        functions = load_functions(item, path)
+        for case in checked:
             try:
                 got = call(item, functions, case)
             except NotImplementedError:

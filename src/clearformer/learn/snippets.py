@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-# Shared by every snippet: four decimals, no scientific notation (the seeds print that way).
-PREAMBLE = "import torch\ntorch.set_printoptions(precision=4, sci_mode=False)\n"
+# Shared by every snippet: four decimals, no scientific notation (the seeds print that way), and no
+# gradients (the lessons look at numbers; printed tensors then carry no grad_fn).
+PREAMBLE = "import torch\ntorch.set_printoptions(precision=4, sci_mode=False)\ntorch.set_grad_enabled(False)\n"
 
 
 @dataclass
@@ -28,14 +29,15 @@ class SnippetRun:
 def run_snippet(source: str) -> SnippetRun:
     """Execute `source` (after PREAMBLE) in a fresh namespace; return what it printed and its variables.
 
-    Torch's global seed and print options are restored afterwards, so a lesson leaves no trace."""
+    Torch's global seed, gradient mode and print options are restored afterwards, so a lesson leaves no trace."""
     namespace: dict = {"__name__": "__clearformer_lesson__"}
     buffer = io.StringIO()
-    rng = torch.get_rng_state()
+    rng, grad = torch.get_rng_state(), torch.is_grad_enabled()
     try:
-        with contextlib.redirect_stdout(buffer), torch.no_grad():
+        with contextlib.redirect_stdout(buffer):
             exec(compile(PREAMBLE + source, "<lesson snippet>", "exec"), namespace)
     finally:
         torch.set_rng_state(rng)
+        torch.set_grad_enabled(grad)
         torch.set_printoptions(profile="default")
     return SnippetRun(source, buffer.getvalue(), namespace)

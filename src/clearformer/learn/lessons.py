@@ -289,7 +289,7 @@ print("PE (5 x 6) =", pe, sep="\\n")
 embedding = seed_embedding(I_LOVE_YOU_EMBEDDINGS, d_model=4)
 X = embedding(torch.tensor([[1, 2, 3]]))[0]   # seed 002: "I love you" -> E[ids] + PE
 print("X = E[ids] + PE =", X, sep="\\n")
-''', ask=ask_pe, page_steps=(r"\.PE$", r"embed\.X$")),
+''', ask=ask_pe, page_steps=(r"\.PE$", r"embed(ding)?\.X$")),
     Lesson(3, "qkv", "Queries, keys and values", seeds="000, 001, 004",
            concept="Every token asks and answers: its query Q says what it looks for, its key K what it offers, its "
                    "value V what it hands over when attended to. All three are linear projections of the same X: "
@@ -305,7 +305,7 @@ with trace.Recorder() as recorder:
     attention(X)
 Q, K, V = (recorder.get(f"self_attention.{name}")[0, 0] for name in "QKV")
 print("Q = X W^Q =", Q, "K = X W^K =", K, "V = X W^V =", V, sep="\\n")
-''', ask=ask_q, page_steps=(r"attention\.(Q|K|V)$",)),
+''', ask=ask_q, page_steps=(r"(attention|multi_head)\.(Q|K|V)$", r"^input\.X$")),
     Lesson(4, "attention", "Scaled dot-product attention", seeds="000, 001, 002",
            concept="Attention(Q, K, V) = softmax(Q·Kᵀ / √d_k)·V. Q·Kᵀ scores every query against every key; "
                    "dividing by √d_k keeps the scores from growing with the width and saturating the softmax; "
@@ -327,7 +327,8 @@ scores, scaled, weights, output = (recorder.get(f"self_attention.{name}")[0, 0]
 print("scores = Q Kᵀ =", scores, "scaled = scores / √4 =", scaled, sep="\\n")
 print("weights = softmax(scaled) =", weights, "output = weights V =", output, sep="\\n")
 print("row sums of the weights:", weights.sum(dim=-1))
-''', ask=ask_scaled, page_steps=(r"attention\.(scores|scaled|weights)$", r"attention\.head_outputs$")),
+''', ask=ask_scaled, page_steps=(r"(attention|multi_head|masked_example)\.(scores|scaled|weights)$",
+                                       r"attention\.head_outputs$")),
     Lesson(5, "masks", "Masks: padding and causal", seeds="002, 004",
            concept="A mask says which keys a query may look at (clearformer: True = may attend); blocked cells get "
                    "-∞ before the softmax, so their weight is exactly 0. The padding mask hides the <pad> tokens that "
@@ -345,7 +346,7 @@ weights = masked_softmax(torch.tensor(MASKED_SCORES), mask)   # seed 002: <START
 print("masked softmax =", weights, sep="\\n")
 batch = torch.tensor([[5, 6, 7], [8, 9, 0]])             # the second sentence is padded with id 0
 print("padding mask (batch, 1, 1, keys) =", padding_mask(batch, pad_id=0).int(), sep="\\n")
-''', ask=ask_mask, page_steps=(r"\.mask$",)),
+''', ask=ask_mask, page_steps=(r"\.mask$", r"^masked_example\.")),
     Lesson(6, "multi-head", "Multi-head attention", seeds="000, 001, 004",
            concept="One attention sees one kind of relation; h heads see h at once. d_model is split, not copied: "
                    "each head works in d_k = d_model / h dimensions with its own W_i^Q, W_i^K, W_i^V, the heads' "
@@ -366,7 +367,7 @@ with trace.Recorder() as recorder:
 print("head outputs (heads, tokens, d_k) =", recorder.get("multi_head.head_outputs")[0], sep="\\n")
 print("Concat(head_1, head_2) =", recorder.get("multi_head.concat")[0], sep="\\n")
 print("MultiHead = Concat · W^O =", output, sep="\\n")
-''', ask=ask_concat, page_steps=(r"attention\.head_outputs$", r"attention\.concat$", r"attention\.output$")),
+''', ask=ask_concat, page_steps=(r"(attention|multi_head)\.(head_outputs|concat|output)$",)),
     Lesson(7, "add-norm-ffn", "Add & Norm and the feed-forward network", seeds="000, 002, 004",
            concept="After each sublayer: Output = LayerNorm(x + Sublayer(x)). The residual 'Add' lets information and "
                    "gradients pass straight through; LayerNorm rescales each token vector to mean 0 and variance 1 "

@@ -47,7 +47,10 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     if args.notebooks:
-        from clearformer.learn.notebooks import write_notebooks
+        try:
+            from clearformer.learn.notebooks import write_notebooks
+        except ImportError as error:
+            raise UserError(f"--notebooks needs {error.name}: pip install 'clearformer[dev]'") from None
 
         written = write_notebooks(Path(args.notebooks), overwrite=args.overwrite)
         print(f"wrote {len(written)} notebooks into {args.notebooks}")

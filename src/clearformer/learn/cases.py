@@ -23,6 +23,7 @@ class Case:
     expected: object                     # a tensor, a tuple of tensors, or a list of ids
     outputs: tuple[str, ...] = ()        # names of the parts of a tuple result
     info: dict = field(default_factory=dict)
+    order: tuple[int, ...] | None = None  # which part to compare first (attention: the weights, then the output)
 
 
 def _rand(seed: int, *shape: int) -> torch.Tensor:
@@ -49,7 +50,7 @@ def positional_encoding_cases() -> list[Case]:
 
 def _attention_case(name: str, q, k, v, mask=None) -> Case:
     return Case(name, (q, k, v, mask), reference.attention(q, k, v, mask), ("output", "weights"),
-                info={"mask": mask, "q": q, "k": k})
+                info={"mask": mask, "q": q, "k": k}, order=(1, 0))
 
 
 def attention_cases() -> list[Case]:

@@ -1,13 +1,12 @@
 """The trained toy model the lessons read, trained once per session into a temporary runs/ folder.
 
 A small model (the explain tests' sizes, 150 steps: a few seconds) stands in for `runs/toy-translate`:
-CLEARFORMER_RUNS points at the temporary folder for the whole session, so the lessons, the notebooks'
-kernel and `clearformer learn` all find it where they look for the real one.
+CLEARFORMER_RUNS points at the temporary folder during the tests that use it (and in the notebooks'
+kernel), so the lessons and `clearformer learn` find it where they look for the real one.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -23,21 +22,23 @@ TINY = ["--set", "d_model=32", "--set", "n_heads=2", "--set", "d_ff=64", "--set"
 
 @pytest.fixture(scope="session")
 def toy_runs(tmp_path_factory) -> Path:
-    """A runs/ folder holding toy-translate; CLEARFORMER_RUNS points at it until the session ends."""
+    """A runs/ folder holding toy-translate (trained once per session)."""
     from clearformer.cli import main
 
     runs = tmp_path_factory.mktemp("learn") / "runs"
-    previous, threads = os.environ.get("CLEARFORMER_RUNS"), torch.get_num_threads()
-    os.environ["CLEARFORMER_RUNS"] = str(runs)
+    threads = torch.get_num_threads()
     try:
         assert main(["train", "--preset", "toy-translate", "--out", str(runs / "toy-translate"), *TINY]) == 0
     finally:
         torch.set_num_threads(threads)
-    yield runs
-    if previous is None:
-        del os.environ["CLEARFORMER_RUNS"]
-    else:
-        os.environ["CLEARFORMER_RUNS"] = previous
+    return runs
+
+
+@pytest.fixture(autouse=True)
+def _runs_env(request, monkeypatch):
+    """CLEARFORMER_RUNS points at the toy runs/ folder during each test that uses it (and only then)."""
+    if "toy_runs" in request.fixturenames:
+        monkeypatch.setenv("CLEARFORMER_RUNS", str(request.getfixturevalue("toy_runs")))
 
 
 @pytest.fixture(autouse=True)

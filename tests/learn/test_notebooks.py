@@ -7,6 +7,7 @@ after `%reset -f`, so a notebook cannot lean on names an earlier one defined.
 from __future__ import annotations
 
 import html
+import os
 import re
 from pathlib import Path
 
@@ -62,7 +63,8 @@ def kernel(toy_runs, tmp_path_factory):
     from jupyter_client.manager import KernelManager
 
     manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(cwd=str(tmp_path_factory.mktemp("kernel")))
+    manager.start_kernel(cwd=str(tmp_path_factory.mktemp("kernel")),
+                         env={**os.environ, "CLEARFORMER_RUNS": str(toy_runs)})
     yield manager
     manager.shutdown_kernel(now=True)
 

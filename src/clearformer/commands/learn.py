@@ -18,6 +18,8 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.learn.check import check_file, format_report
+from clearformer.learn.exercises import exercise, exercise_list, write_starter
 from clearformer.learn.lessons import LESSONS, lesson
 from clearformer.learn.present import lesson_list, lesson_text
 from clearformer.learn.questions import Question, is_right
@@ -47,7 +49,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     if args.notebooks:
-        try:
+        try:  # nbformat is in the `dev` extra
             from clearformer.learn.notebooks import write_notebooks
         except ImportError as error:
             raise UserError(f"--notebooks needs {error.name}: pip install 'clearformer[dev]'") from None
@@ -64,9 +66,6 @@ def run(args) -> int:
 
 
 def run_exercise_command(args) -> int:
-    from clearformer.learn.check import check_file, format_report
-    from clearformer.learn.exercises import exercise, exercise_list, write_starter
-
     if args.what == "exercises":
         if args.args:
             raise UserError("`learn exercises` takes no arguments")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from clearformer.config import preset
 from clearformer.explain.examples import I_LOVE_YOU_VOCAB, INDIA_X, OUTPUT_LOGITS, run_example
 from clearformer.learn import reference
 from clearformer.model.transformer import Transformer
@@ -119,8 +120,6 @@ def heads_cases() -> list[Case]:
 
 
 def _tiny_model(seed: int, eos_bias: float) -> Transformer:
-    from clearformer.config import preset
-
     torch.manual_seed(seed)
     model = Transformer(preset("toy-translate", src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2,
                                d_ff=32, max_len=32)).double().eval()

@@ -219,12 +219,13 @@ def ask_smoothing(run):
 
 
 def ask_penalty(run):
-    length = len(run.walk.target_tokens) - 1
+    generated = run.walk.target_tokens[1:]
+    length = len(generated)
     answer = ((5 + length) / 6) ** 0.6
-    question = Question(f"Your translation has {length} tokens (its <eos> included). What is the GNMT length "
-                        "penalty lp(n) = ((5 + n) / 6)^α for it, at the paper's α = 0.6?", "number", answer,
-                        tolerance=5e-4, hint="count the chosen tokens (the steps \"Chosen token\") and use "
-                                             "n = that count",
+    question = Question(f"Your translation is the {length} chosen tokens {' '.join(generated)!r} (an end marker "
+                        "counts). What is the GNMT length penalty lp(n) = ((5 + n) / 6)^α for it, at the paper's "
+                        "α = 0.6?", "number", answer, tolerance=5e-4,
+                        hint=f"n = {length}, the number of steps \"Chosen token\" below",
                         why="Beam search divides a hypothesis' log-probability by lp(n), so longer ones are not "
                             "punished for having more factors below 1.")
     views = [StepView("generate.chosen", t) for t in range(_last_step(run) + 1)]
@@ -279,7 +280,7 @@ print("one_hot(ids) @ E equals the lookup:", torch.equal(one_hot @ embedding.tok
                    "the even columns and PE(pos, 2i+1) = cos(pos / 10000^(2i/d)) in the odd ones, so each pair "
                    "of columns is a clock of its own speed. 10000 is a constant of the formula, not max_seq_len. "
                    "X = embedding + PE; for 'love' at position 1 in seed 002: [0.9, 0.1, 0.7, 0.3] + "
-                   "[0.8415, 0.5403, 0.0100, 1.0000] = [1.7415, 0.6403, 0.7100, 1.3000]. (Seed 000 adds PE(1) "
+                   "[0.8415, 0.5403, 0.0100, 0.99995] = [1.7415, 0.6403, 0.7100, 1.29995]. (Seed 000 adds PE(1) "
                    "to 'love' correctly, then uses that vector as the row of 'I' at position 0.)",
            snippet='''from clearformer.explain.examples import I_LOVE_YOU_EMBEDDINGS, seed_embedding
 from clearformer.model.embedding import sinusoidal_table

@@ -109,6 +109,8 @@ UNUSABLE = {
     "an exception while importing": ("import no_such_module_anywhere\n", "importing it raised ModuleNotFoundError"),
     "an exception while running": ("def positional_encoding(seq_len, d_model):\n    return 1 / 0\n",
                                    "raised ZeroDivisionError: division by zero on case 'seed 003"),
+    "sys.exit() inside the function": ("import sys\n\ndef positional_encoding(seq_len, d_model):\n    sys.exit(0)\n",
+                                        "raised SystemExit"),
     "an endless loop": ("def positional_encoding(seq_len, d_model):\n    while True:\n        pass\n",
                         "still running after 1 s"),
 }

@@ -179,3 +179,15 @@ def test_the_toy_model_is_trained_on_first_use(tmp_path, monkeypatch, capsys):
     assert calls == [["train", "--preset", "toy-translate", "--quiet"]]
     assert "no toy model yet; training one into" in capsys.readouterr().err
     assert (tmp_path / "runs" / "toy-translate" / "model.safetensors").exists()
+
+
+def test_the_session_checks_answers_as_the_terminal_does(toy_runs, capsys):
+    session = open_lesson(4, "I love you")
+    assert session.check(None) is None and "Put your answer" in capsys.readouterr().out
+    assert session.check(session.question.answer) is True
+    assert session.check(float(session.question.answer) + 0.01) is False
+    assert "Hint: read the step" in capsys.readouterr().out
+    assert [s.name for s in session.steps().steps] == ["encoder.layers.0.self_attention.scores",
+                                                      "encoder.layers.0.self_attention.scaled",
+                                                      "encoder.layers.0.self_attention.weights"]
+    assert "Scaled scores" in session.steps_text()

@@ -76,7 +76,7 @@ def load_functions(item: Exercise, path: Path) -> dict:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as error:  # the learner's top-level code: any failure is theirs, reported in one line
+    except (Exception, SystemExit) as error:  # the learner's top-level code: its failure, in one line
         raise UserError(f"{path}: importing it raised {_describe(error)}") from None
     found = {}
     for name in item.functions:
@@ -197,7 +197,7 @@ def check_file(item: Exercise, path: Path, timeout: float = 60.0) -> Report:
                                 "NotImplementedError)") from None
             except UserError:
                 raise
-            except Exception as error:  # the learner's code failed: one line naming the case
+            except (Exception, SystemExit) as error:  # the learner's code failed (or quit): one line, the case
                 raise UserError(f"{path}: {item.function}() raised {_describe(error)} on case "
                                 f"{case.name!r}") from None
             mismatch = compare(case, got)

@@ -114,7 +114,7 @@ BUGS = {
                                               "torch.softmax(scores, dim=-2)"), "wrong axis"),
         ("mask inverted", _swap("attention", "masked_fill(~mask,", "masked_fill(mask,"), "inverted"),
         ("-1e9 fill: uniform weights on a fully masked row", _swap("attention", 'float("-inf")', "-1e9"),
-         "fully" if False else "every key blocked"),
+         "every key blocked"),
         ("NaN on a fully masked row", _swap("attention", "    weights = torch.nan_to_num(weights, nan=0.0)"
                                                          "      # a row with no allowed key: all zeros\n", ""), "NaN"),
         ("(weights, output) order", _swap("attention", "return weights @ v, weights", "return weights, weights @ v"),

@@ -509,14 +509,17 @@ print("layer 0 weights (head 0) =", recorder.get("decoder.layers.0.self_attentio
                    "The cache costs 2 · n_heads · d_k numbers per token and layer. DeepSeek-V2's Multi-Head Latent "
                    "Attention (MLA) caches one small latent c_KV (d_c numbers) plus a shared RoPE key instead, and "
                    "rebuilds every head's keys and values from it: 28.1% of MHA's cache for lm-small.",
-           snippet='''from clearformer.config import preset, variant_overrides
+           snippet='''from clearformer import trace
+from clearformer.config import preset, variant_overrides
+from clearformer.explain.examples import INDIA_W_K, INDIA_W_Q, INDIA_W_V, INDIA_X, seed_attention
 from clearformer.model.attention import causal_mask, explicit_attention
 from clearformer.model.cache import kv_cache_bytes_per_token
 
-torch.manual_seed(0)
-q, k, v = torch.randn(3, 1, 1, 5, 4).unbind(0)            # 5 tokens, one head of d_k = 4
-full, _ = explicit_attention(q, k, v, causal_mask(5))
-steps = [explicit_attention(q[:, :, t:t + 1], k[:, :, :t + 1], v[:, :, :t + 1])[0] for t in range(5)]
+with trace.Recorder() as recorder:     # seed 001's Q, K, V, read as a decoder would (causally)
+    seed_attention(4, 1, INDIA_W_Q, INDIA_W_K, INDIA_W_V)(torch.tensor([INDIA_X], dtype=torch.float64))
+q, k, v = (recorder.get(f"self_attention.{name}") for name in "QKV")     # (1, 1, 3 tokens, 4)
+full, _ = explicit_attention(q, k, v, causal_mask(3))                    # all positions at once, masked
+steps = [explicit_attention(q[:, :, t:t + 1], k[:, :, :t + 1], v[:, :, :t + 1])[0] for t in range(3)]
 print("one token at a time with the cache == all at once:", torch.allclose(torch.cat(steps, 2), full))
 for variant in ("mha", "mla"):
     config = preset("lm-small", tgt_vocab_size=100, **variant_overrides(variant, 256, 8))

@@ -137,7 +137,8 @@ def test_numbers_in_questions_come_from_the_model_on_any_sentence(toy_runs, sent
 
 def test_unusable_input_is_exit_2(toy_runs, capsys):
     for argv in (["learn", "0"], ["learn", "15"], ["learn", "two"], ["learn", "4", "--answer", "abc"],
-                 ["learn", "5", "--answer", "z"], ["learn", "4", "--answer", "nan"], ["learn", "4", "extra"]):
+                 ["learn", "5", "--answer", "z"], ["learn", "4", "--answer", "nan"], ["learn", "4", "extra"],
+                 ["learn", "4", "--sentence", " "], ["learn", "4", "--checkpoint", str(toy_runs / "missing")]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("clearformer learn: error: ") and err.count("\n") == 1 and "Traceback" not in err

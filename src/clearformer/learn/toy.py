@@ -47,8 +47,10 @@ def ensure_toy_model(checkpoint: str | Path | None = None) -> Path:
 
 def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | None = None) -> LearnerRun:
     """Translate `sentence` with the toy model under the recorder (exactly as `clearformer explain` does)."""
-    model, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
+    path = ensure_toy_model(checkpoint)
+    model, tokenizer, _ = load_model(path)
+    if model.config.n_encoder_layers == 0 or model.config.architecture != "transformer":
+        raise UserError(f"{path}: the lessons read a Transformer translator (a run of `clearformer train`), "
+                        "not a language model or the GRU baseline")
     walk = explain_translation(model, tokenizer, sentence)
-    if walk.model_kind != "translation" or not any(s.name == "encoder.output" for s in walk.steps):
-        raise UserError("the lessons need an encoder-decoder translator (a run of `clearformer train`)")
     return LearnerRun(sentence, walk, model.config.tgt_vocab_size)

@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "clearformer.commands.export",
     "clearformer.commands.import_model",
     "clearformer.commands.claims",
+    "clearformer.commands.learn",
 ]
 
 

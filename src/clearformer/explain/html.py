@@ -8,6 +8,7 @@ adding `live.js`, the sentence form.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from dataclasses import fields
@@ -17,8 +18,9 @@ from pathlib import Path
 from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough
+from clearformer.learn.page import lesson_index
 
-EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js")
+EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js")
 LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
 STYLE = "walkthrough.css"
 TEMPLATE = "walkthrough.html"
@@ -63,6 +65,7 @@ def render_page(data: dict, live: bool = False, inline: bool = True) -> str:
     inline=True puts the CSS and JavaScript into the page (the offline export); otherwise the page
     links them from `static/` (the live server). live=True adds the sentence form's script."""
     scripts = LIVE_SCRIPTS if live else EXPORT_SCRIPTS
+    data = {**data, "lessons": lesson_index()}  # lessons.js: the lesson text beside the steps it explains
     if inline:
         style = f"<style>\n{asset(STYLE)}</style>"
         sources = [asset(name) for name in scripts]
@@ -103,3 +106,13 @@ def write_html(walk: Walkthrough, path: Path, overwrite: bool = True) -> Path:
     except FileExistsError:
         raise UserError(f"{path} exists: pass --overwrite to replace it, or choose another --html FILE") from None
     return path
+
+
+def notebook_html(walk: Walkthrough, height: int = 760) -> str:
+    """The walkthrough page for a Jupyter output cell (`Walkthrough._repr_html_`): the offline page of
+    `explain --html`, in a sandboxed iframe (`srcdoc`), so its ids, styles and scripts stay its own and
+    nothing is fetched from the network."""
+    page = render_page({"config": {"live": False}, "walk": walk_payload(walk)})
+    return (f'<iframe srcdoc="{html.escape(page, quote=True)}" sandbox="allow-scripts" '
+            f'style="width:100%;height:{int(height)}px;border:1px solid #ccc" '
+            f'title="clearformer walkthrough: {html.escape(walk.title, quote=True)}"></iframe>')

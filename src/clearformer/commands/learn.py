@@ -1,0 +1,151 @@
+"""`clearformer learn`: the seeds' learning plan as lessons, checked questions, exercises and notebooks.
+
+    clearformer learn                         the lessons, in the seeds' order
+    clearformer learn N [--sentence TEXT]     lesson N: concept, snippet (run), your sentence's step, a question
+                        [--answer X]          answer it from a script: exit 0 right, 1 wrong (with a hint)
+    clearformer learn exercises               the exercises
+    clearformer learn exercise NAME           write NAME's starter file into the current folder
+    clearformer learn check NAME FILE         check your function: 0 all cases match, 1 one does not, 2 unusable
+    clearformer learn --notebooks DIR         write one Jupyter notebook per lesson into DIR
+
+Exit 2 for unusable input (no such lesson or exercise, an answer that is not a number or a choice).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from clearformer.commands import options
+from clearformer.errors import UserError
+from clearformer.learn.check import check_file, format_report
+from clearformer.learn.exercises import exercise, exercise_list, write_starter
+from clearformer.learn.lessons import LESSONS, lesson
+from clearformer.learn.present import lesson_list, lesson_text
+from clearformer.learn.questions import Question, is_right
+from clearformer.learn.snippets import run_snippet
+from clearformer.learn.toy import DEFAULT_SENTENCE, record_sentence
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "learn", help="lessons with questions, exercises checked against clearformer, notebooks",
+        description="Learn the Transformer by doing it. Without arguments: the lessons. `learn N`: lesson N "
+                    "(concept, a snippet run on the seeds' data, the same step on your sentence recorded from the "
+                    "trained toy model, one checked question). `learn exercises`, `learn exercise NAME`, "
+                    "`learn check NAME FILE`: write a piece yourself and check it.")
+    parser.add_argument("what", nargs="?", metavar="N|exercises|exercise|check",
+                        help="a lesson number, or one of: exercises, exercise NAME, check NAME FILE")
+    parser.add_argument("args", nargs="*", metavar="ARG", help="NAME (exercise), NAME FILE (check)")
+    parser.add_argument("--sentence", default=DEFAULT_SENTENCE, help=f"your sentence (default {DEFAULT_SENTENCE!r})")
+    parser.add_argument("--answer", help="answer the lesson's question without a prompt (exit 0 right, 1 wrong)")
+    parser.add_argument("--notebooks", metavar="DIR", help="write one notebook per lesson into DIR")
+    parser.add_argument("--overwrite", action="store_true", help="with --notebooks: replace existing notebooks")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="check: seconds your function may take over all cases (default 60)")
+    options.add_checkpoint(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.notebooks:
+        try:  # nbformat is in the `dev` extra
+            from clearformer.learn.notebooks import write_notebooks
+        except ImportError as error:
+            raise UserError(f"--notebooks needs {error.name}: pip install 'clearformer[dev]'") from None
+
+        written = write_notebooks(Path(args.notebooks), overwrite=args.overwrite)
+        print(f"wrote {len(written)} notebooks into {args.notebooks}")
+        return 0
+    if args.what is None:
+        sys.stdout.write(lesson_list())
+        return 0
+    if args.what in ("exercises", "exercise", "check"):
+        return run_exercise_command(args)
+    return run_lesson(args)
+
+
+def run_exercise_command(args) -> int:
+    if args.what == "exercises":
+        if args.args:
+            raise UserError("`learn exercises` takes no arguments")
+        sys.stdout.write(exercise_list())
+        return 0
+    wanted = 1 if args.what == "exercise" else 2
+    if len(args.args) != wanted:
+        raise UserError("usage: clearformer learn exercise NAME" if wanted == 1 else
+                        "usage: clearformer learn check NAME FILE")
+    item = exercise(args.args[0])
+    if args.what == "exercise":
+        path = write_starter(item, Path.cwd())
+        print(f"wrote {path.name}: implement {item.function}, then run "
+              f"`clearformer learn check {item.name} {path.name}`")
+        return 0
+    if not args.timeout > 0:
+        raise UserError("--timeout must be a positive number of seconds")
+    report = check_file(item, Path(args.args[1]), timeout=args.timeout)
+    sys.stdout.write(format_report(report))
+    return 0 if report.ok else 1
+
+
+def lesson_number(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise UserError(f"{text[:40]!r} is not a lesson number, nor exercises/exercise/check; "
+                        f"lessons are 1..{len(LESSONS)}") from None
+    if not 1 <= number <= len(LESSONS):
+        raise UserError(f"no lesson {number}: lessons are 1..{len(LESSONS)} (`clearformer learn` lists them)")
+    return number
+
+
+def run_lesson(args) -> int:
+    if args.args:
+        raise UserError(f"unexpected argument {args.args[0][:40]!r} after the lesson number")
+    item = lesson(lesson_number(args.what))
+    if args.answer is not None and not args.answer.strip():
+        raise UserError("--answer is empty")
+    learner = record_sentence(args.sentence, args.checkpoint)
+    try:
+        question, views = item.ask(learner)
+    except KeyError as error:
+        raise UserError(f"this model's walkthrough lacks a step the lesson reads ({error.args[0]})") from None
+    if args.answer is not None:
+        is_right(question, args.answer)  # an unusable answer is exit 2 before anything is printed
+    sys.stdout.write(lesson_text(item, run_snippet(item.snippet), learner, question, views))
+    sys.stdout.flush()
+    if args.answer is not None:
+        return judge(question, args.answer)
+    if sys.stdin.isatty():
+        return interact(question)
+    return 0
+
+
+def judge(question: Question, answer: str) -> int:
+    if is_right(question, answer):
+        print(f"Right: {question.shown_answer()}. {question.why}")
+        return 0
+    print(f"Not quite. Hint: {question.hint}.")
+    return 1
+
+
+def interact(question: Question) -> int:
+    """Ask, check, give the hint and one more try; then the answer."""
+    for attempt in (1, 2):
+        try:
+            answer = input("Your answer: " if attempt == 1 else "Try again: ")
+        except EOFError:
+            print()
+            return 0
+        try:
+            right = is_right(question, answer)
+        except UserError as error:
+            print(f"({error}.)")
+            right = False
+        if right:
+            print(f"Right: {question.shown_answer()}. {question.why}")
+            return 0
+        if attempt == 1:
+            print(f"Not quite. Hint: {question.hint}.")
+    print(f"The answer: {question.shown_answer()}. {question.why}")
+    return 1

@@ -1,0 +1,142 @@
+"""Exercises: starters, reference solutions that pass, planted bugs that are caught with a reason, unusable files."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+import torch
+from planted import BUGS, SOLUTIONS
+
+from clearformer.cli import main
+from clearformer.learn import reference
+from clearformer.learn.exercises import EXERCISES, exercise
+
+REQUIRED = {"positional-encoding": "positional_encoding(seq_len: int, d_model: int) -> torch.Tensor",
+            "attention": "scaled_dot_product_attention(q, k, v, mask=None)",
+            "causal-mask": "causal_mask(size: int) -> torch.Tensor"}
+
+
+def test_every_exercise_has_a_solution_and_at_least_three_bugs():
+    names = {e.name for e in EXERCISES}
+    assert names == set(SOLUTIONS) == set(BUGS)
+    assert len(names) >= 8
+    assert all(len(BUGS[name]) >= 3 for name in names)
+
+
+def test_starters_have_the_issues_signatures_and_are_never_written_twice(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for item in EXERCISES:
+        assert main(["learn", "exercise", item.name]) == 0
+        source = (tmp_path / item.filename).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        defined = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+        assert defined == list(item.functions)
+        assert source.count("raise NotImplementedError") == len(item.functions)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                assert re.search(r"\([\w.]+,", ast.get_docstring(node)), f"{node.name}: no shape in the docstring"
+        if item.name in REQUIRED:
+            assert "def " + REQUIRED[item.name] in source
+        before = (tmp_path / item.filename).read_bytes()
+        assert main(["learn", "exercise", item.name]) == 2
+        err = capsys.readouterr().err
+        assert "exists" in err and err.count("\n") == 1
+        assert (tmp_path / item.filename).read_bytes() == before
+        # The untouched starter is unusable (not implemented): exit 2, one line.
+        assert main(["learn", "check", item.name, item.filename]) == 2
+        assert "not implemented yet" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(SOLUTIONS))
+def test_the_reference_solution_passes_every_case(name, tmp_path, capsys):
+    path = tmp_path / "mine.py"
+    path.write_text(SOLUTIONS[name], encoding="utf-8")
+    assert main(["learn", "check", name, str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith("all right: ")
+    assert " ... OK" in out and "WRONG" not in out
+
+
+@pytest.mark.parametrize(("name", "bug", "source", "words"),
+                         [(name, bug, source, words) for name, bugs in sorted(BUGS.items())
+                          for bug, source, words in bugs])
+def test_each_planted_bug_is_caught_and_named(name, bug, source, words, tmp_path, capsys):
+    path = tmp_path / "mine.py"
+    path.write_text(source, encoding="utf-8")
+    assert main(["learn", "check", name, str(path)]) == 1, bug
+    out = capsys.readouterr().out
+    assert "... WRONG" in out and out.splitlines()[-1].startswith("wrong: ")
+    assert words in out, f"{bug}: the report does not say {words!r}:\n{out}"
+    if "first wrong cell" in out:
+        assert re.search(r"first wrong cell \[[\d, ]+\]: expected \S+, got \S+", out)
+
+
+def test_a_fully_masked_row_gets_zero_weights_and_a_zero_output():
+    """What the attention exercise expects for a query with nothing to attend to: clearformer's masked_softmax."""
+    q, k, v = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4)
+    mask = torch.tensor([[True, False, True], [False, False, False]])
+    output, weights = reference.attention(q, k, v, mask)
+    assert torch.equal(weights[0, 0, 1], torch.zeros(3)) and torch.equal(output[0, 0, 1], torch.zeros(4))
+    torch.testing.assert_close(weights[0, 0, 0].sum(), torch.tensor(1.0))
+
+
+def test_the_references_are_clearformers_modules(golden):
+    """The expected values of the seeds' cases are the golden ones."""
+    pe = exercise("positional-encoding").cases()[0].expected
+    torch.testing.assert_close(pe, torch.tensor(golden["seed_003_positional_encoding_5x6"]["PE"],
+                                                dtype=torch.float64), atol=1e-6, rtol=0)
+    output, weights = exercise("attention").cases()[0].expected
+    seed = golden["seed_002_i_love_you"]
+    torch.testing.assert_close(weights[0, 0], torch.tensor(seed["weights"], dtype=torch.float64), atol=1e-6, rtol=0)
+    torch.testing.assert_close(output[0, 0], torch.tensor(seed["output"], dtype=torch.float64), atol=1e-6, rtol=0)
+    norm = exercise("layer-norm").cases()[1]
+    x, gamma, beta, eps = norm.args
+    torch.testing.assert_close(norm.expected, torch.nn.functional.layer_norm(x, (x.shape[-1],), gamma, beta, eps))
+    mask_case = exercise("causal-mask").cases()[0]
+    assert torch.equal(mask_case.expected, torch.tril(torch.ones(4, 4, dtype=torch.bool)))
+    attention_names = [c.name for c in exercise("attention").cases()]
+    assert any("padding" in n for n in attention_names) and any("fully masked" in n for n in attention_names)
+    greedy = [c.expected for c in exercise("greedy-decode").cases()]
+    assert greedy[0] == [3] and greedy[1][-1] == 3 and 3 not in greedy[2]   # <eos> first, midway, never
+
+
+UNUSABLE = {
+    "syntax error": ("def positional_encoding(seq_len, d_model:\n    return 1\n", ":1: syntax error"),
+    "no such function": ("def positional_encodings(seq_len, d_model):\n    return 1\n",
+                         "defines no function positional_encoding()"),
+    "an exception while importing": ("import no_such_module_anywhere\n", "importing it raised ModuleNotFoundError"),
+    "an exception while running": ("def positional_encoding(seq_len, d_model):\n    return 1 / 0\n",
+                                   "raised ZeroDivisionError: division by zero on case 'seed 003"),
+    "sys.exit() inside the function": ("import sys\n\ndef positional_encoding(seq_len, d_model):\n    sys.exit(0)\n",
+                                        "raised SystemExit"),
+    "an endless loop": ("def positional_encoding(seq_len, d_model):\n    while True:\n        pass\n",
+                        "still running after 1 s"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(UNUSABLE))
+def test_an_unusable_file_is_one_line_and_exit_2(what, tmp_path, capsys):
+    source, words = UNUSABLE[what]
+    path = tmp_path / "mine.py"
+    path.write_text(source, encoding="utf-8")
+    assert main(["learn", "check", "positional-encoding", str(path), "--timeout", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("clearformer learn: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert words in err
+
+
+def test_unusable_commands_are_exit_2(tmp_path, capsys):
+    for argv in (["learn", "exercise", "no-such"], ["learn", "check", "attention"], ["learn", "exercise"],
+                 ["learn", "check", "attention", str(tmp_path / "missing.py")],
+                 ["learn", "check", "attention", str(tmp_path)], ["learn", "exercises", "extra"]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.startswith("clearformer learn: error: ")
+
+
+def test_the_exercise_list_names_every_exercise(capsys):
+    assert main(["learn", "exercises"]) == 0
+    out = capsys.readouterr().out
+    assert all(item.name in out for item in EXERCISES)
+

@@ -1,0 +1,97 @@
+"""The lesson beside its steps on the page (`explain --html` and `serve`), in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from live_support import browser_tab, chromium, serve
+
+from clearformer.checkpoint import load_model
+from clearformer.explain.examples import run_example
+from clearformer.explain.html import write_html
+from clearformer.explain.translation import explain_translation
+from clearformer.learn.lessons import LESSONS, lesson
+from clearformer.learn.page import lesson_index
+
+
+def expected_lessons(name: str) -> list[int]:
+    return [item.number for item in LESSONS if any(re.search(p, name) for p in item.page_steps)]
+
+
+@pytest.fixture(scope="module")
+def toy_walk(toy_runs):
+    model, tokenizer, _ = load_model(toy_runs / "toy-translate")
+    return explain_translation(model, tokenizer, "I love you")
+
+
+def test_every_step_of_a_translation_and_of_the_seed_examples_has_its_lesson(toy_walk):
+    names = {s.name for s in toy_walk.steps}
+    names |= {s.name for example in ("i-love-you", "india-is-great") for s in run_example(example)[0].steps}
+    assert [name for name in sorted(names) if not expected_lessons(name)] == []
+    assert {entry["number"] for entry in lesson_index()} >= {2, 3, 4, 5, 6, 7, 8, 9, 10}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from chromium()
+
+
+@pytest.fixture
+def tab(browser):
+    yield from browser_tab(browser)
+
+
+def open_step(tab, name: str) -> None:
+    button = tab.locator(f'.cf-nav-step[title="{name}"]').first
+    if not button.is_visible():
+        button.locator("xpath=../summary").click()
+    button.click()
+    assert tab.locator("#cf-view").get_attribute("data-step-name") == name
+
+
+def assert_lesson_panel(tab, name: str) -> None:
+    numbers = expected_lessons(name)
+    panel = tab.locator("#cf-lesson")
+    assert panel.get_attribute("data-lessons") == ",".join(map(str, numbers)), name
+    assert panel.is_visible()
+    first = lesson(numbers[0])
+    assert tab.locator("#cf-lesson details[open] summary").text_content() == f"Lesson {first.number}: {first.title}"
+    assert tab.locator("#cf-lesson details[open] .cf-lesson-concept").text_content() == first.concept
+    assert f"clearformer learn {first.number}" in panel.text_content()
+
+
+STEPS = ["src_embed.positions.PE", "encoder.layers.0.self_attention.Q", "encoder.layers.0.self_attention.scaled",
+         "encoder.layers.0.self_attention.concat", "encoder.layers.0.add_norm_2.norm", "encoder.output",
+         "decoder.layers.0.self_attention.mask", "decoder.layers.1.cross_attention.weights",
+         "output.probabilities", "generate.chosen"]
+
+
+def test_the_exported_page_shows_the_lesson_beside_each_step(tab, toy_walk, tmp_path):
+    path = write_html(toy_walk, tmp_path / "page.html")
+    tab.goto(path.as_uri())
+    for name in STEPS:
+        open_step(tab, name)
+        assert_lesson_panel(tab, name)
+    tab.keyboard.press("Home")       # the first step, token ids: lesson 1
+    assert tab.locator("#cf-lesson").get_attribute("data-lessons") == "1"
+
+
+@pytest.fixture(scope="module")
+def live(toy_runs, tmp_path_factory):
+    yield from serve(toy_runs / "toy-translate", tmp_path_factory)
+
+
+def test_the_live_page_shows_the_lessons_for_the_seed_example_and_a_typed_sentence(tab, live):
+    assert httpx.get(live + "static/lessons.js").status_code == 200
+    tab.goto(live)
+    tab.wait_for_selector("#cf-nav .cf-nav-step")
+    open_step(tab, "self_attention.scaled")              # the page opens on seed 002's example
+    assert_lesson_panel(tab, "self_attention.scaled")
+    tab.fill("#cf-sentence", "I love you")
+    tab.click("#cf-explain")
+    tab.wait_for_function("document.querySelector('#cf-result') && "
+                          "document.querySelector('#cf-summary h1').textContent.includes('Translating')")
+    open_step(tab, "encoder.layers.0.self_attention.weights")
+    assert_lesson_panel(tab, "encoder.layers.0.self_attention.weights")

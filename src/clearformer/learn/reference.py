@@ -13,6 +13,7 @@ import torch
 from clearformer.config import ModelConfig
 from clearformer.generate.beam import candidates
 from clearformer.generate.greedy import greedy_decode
+from clearformer.generate.options import DecodingOptions
 from clearformer.model.attention import causal_mask, explicit_attention
 from clearformer.model.embedding import sinusoidal_table
 from clearformer.model.transformer import Transformer
@@ -59,7 +60,7 @@ def smoothed_loss(logits, labels, pad_id: int, smoothing: float = 0.1) -> torch.
 
 def greedy(model, src_ids: torch.Tensor, max_new_tokens: int) -> list[int]:
     """clearformer's greedy decoder (as `translate` runs it): the generated ids, <eos> included if produced."""
-    decoded = greedy_decode(model, src_ids, max_new=max_new_tokens, with_scores=False)
+    decoded = greedy_decode(model, src_ids, DecodingOptions(max_new=max_new_tokens, with_scores=False))
     return decoded.tokens[0, : int(decoded.lengths[0])].tolist()
 
 

@@ -83,7 +83,7 @@ def test_explain_a_sentence_with_a_checkpoint(capsys, checkpoint):
 @pytest.mark.parametrize("argv, message", [
     (["explain", "", "--checkpoint", "{ckpt}"], "empty sentence"),
     (["explain", "zzz qqq", "--checkpoint", "{ckpt}"], "unknown"),
-    (["explain", "I love you I love you I", "--checkpoint", "{ckpt}"], "at most 6"),
+    (["explain", "I love you I love you I", "--checkpoint", "{ckpt}"], "maximum length (6)"),
     (["explain", "I love you", "--checkpoint", "{missing}"], "no such checkpoint"),
     (["explain", "--example", "nope"], "unknown example"),
     (["explain"], "nothing to explain"),

@@ -116,7 +116,7 @@ def _model_scaled(sentence: str, toy_runs):
     model, tokenizer, _ = load_model(toy_runs / "toy-translate")
     from clearformer.tokenize import encode_source
 
-    ids = torch.tensor([encode_source(tokenizer, sentence, model.config.source_eos)])
+    ids = torch.tensor([encode_source(tokenizer, sentence)])
     with trace.Recorder() as recorder, torch.no_grad():
         logits = model.eval()(ids, torch.tensor([[tokenizer.bos_id]]))
     return recorder, torch.softmax(logits[0, -1].double(), -1)

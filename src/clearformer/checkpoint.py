@@ -17,9 +17,11 @@ from safetensors.torch import load_file, save_file
 from clearformer.atomic import atomic_write, atomic_write_text
 from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
+from clearformer.limits import check_model_size
 from clearformer.model.lm import LanguageModel
 from clearformer.model.rnn import RNNSeq2Seq
 from clearformer.model.transformer import Transformer
+from clearformer.safeio import read_json
 from clearformer.tokenize import load_tokenizer
 
 CONFIG_FILE = "config.json"
@@ -78,7 +80,17 @@ def load_weights_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], 
         if tuple(tensor.shape) != tuple(expected[name].shape):
             raise UserError(f"{path}: {name} has shape {tuple(tensor.shape)}, "
                             f"config.json implies {tuple(expected[name].shape)}")
+        check_finite_weight(name, tensor, expected[name], path)
     model.load_state_dict(tensors, strict=False)
+
+
+def check_finite_weight(name: str, tensor: torch.Tensor, expected: torch.Tensor, path: Path) -> None:
+    """A weight must be floating point where the model's is, and finite: an int64 or NaN tensor would
+    translate every sentence to an empty line."""
+    if expected.is_floating_point() and not tensor.is_floating_point():
+        raise UserError(f"{path}: {name} has dtype {tensor.dtype}, not a floating-point type")
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise UserError(f"{path}: {name} holds NaN or infinite values")
 
 
 def load_model(directory: str | Path, device: str | torch.device = "cpu", model_class=None):
@@ -95,6 +107,7 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu", model_
         raise UserError(f"{config_path}: {error}") from None
     except TypeError as error:
         raise UserError(f"{config_path}: damaged config ({error})") from None
+    check_model_size(config, str(config_path))  # before anything is allocated (clearformer.limits)
     if model_class is None:
         model_class = model_class_for(config)
     model = model_class(config)
@@ -105,10 +118,7 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu", model_
                         f"tgt_vocab_size={config.tgt_vocab_size}")
     meta = {}
     if (directory / META_FILE).exists():
-        try:
-            meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise UserError(f"{directory / META_FILE}: damaged ({error})") from None
+        meta = read_json(directory / META_FILE)
     return model.to(device).eval(), tokenizer, meta
 
 

@@ -14,6 +14,7 @@ import os
 import sys
 
 from clearformer.errors import UserError
+from clearformer.limits import check_command_line
 from clearformer.validation import reject_non_finite
 
 COMMAND_MODULES = [
@@ -48,6 +49,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; Ctrl-C at any moment, also while torch is still being imported, is one line and 130."""
+    words = sys.argv[1:] if argv is None else argv
+    try:
+        return run(argv)
+    except KeyboardInterrupt:
+        name = next((word for word in words if not word.startswith("-")), "")
+        print(f"clearformer {name}: interrupted".replace("  ", " "), file=sys.stderr)
+        return 130
+    finally:
+        from clearformer.train import lock
+
+        lock.release_all()
+
+
+def run(argv: list[str] | None) -> int:
+    use_cache_folder()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -55,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         reject_non_finite(args)
+        check_command_line(args)
         return int(args.func(args) or 0)
     except UserError as error:
         print(f"clearformer {args.command}: error: {error}", file=sys.stderr)
@@ -66,6 +84,16 @@ def main(argv: list[str] | None = None) -> int:
         # `clearformer ... | head` closed the pipe: not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def use_cache_folder() -> None:
+    """matplotlib keeps its font cache in clearformer's cache folder (docs/reliability.md), not ~/.matplotlib."""
+    from clearformer.cache import cache_dir
+
+    if "MPLCONFIGDIR" not in os.environ:
+        folder = cache_dir("matplotlib")
+        if folder is not None:
+            os.environ["MPLCONFIGDIR"] = str(folder)
 
 
 if __name__ == "__main__":

@@ -187,10 +187,12 @@ class ModelConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> ModelConfig:
+        from clearformer.safeio import read_json
+
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ConfigError(f"{path}: not a readable JSON config ({error})") from None
+            data = read_json(path)
+        except UserError as error:
+            raise ConfigError(f"not a readable JSON config ({error})") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: a config must be a JSON object")
         return cls.from_dict(data)

@@ -18,6 +18,7 @@ from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.marian import check_exportable, export_marian
 from clearformer.runs import resolve_checkpoint
+from clearformer.train import lock
 
 
 def register(subparsers) -> None:
@@ -31,13 +32,16 @@ def register(subparsers) -> None:
 
 def run_export(args) -> int:
     out = Path(args.directory)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or not lock.is_empty(out)):
         raise UserError(f"{out}: exists and is not an empty folder")
     if args.quantization and args.to != "ctranslate2":
         raise UserError("--quantization applies only to --to ctranslate2")
     checkpoint = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(checkpoint)
     check_exportable(model.config, tokenizer)
+    lock.acquire(out, "export")  # one writer at a time (train/lock.py); released when the command ends
+    if not lock.is_empty(out):
+        raise UserError(f"{out}: exists and is not an empty folder")
     if args.to == "marian":
         export_marian(model, tokenizer, out)
         print(f"wrote {out}: MarianMTModel.from_pretrained({str(out)!r}) and MarianTokenizer load it")

@@ -31,8 +31,9 @@ from pathlib import Path
 
 import torch
 
+from clearformer import safeio
 from clearformer.errors import UserError
-from clearformer.limits import MAX_CHECK_FILE_BYTES
+from clearformer.limits import MAX_CHECK_FILE_BYTES, MAX_JSON_DEPTH
 from clearformer.model.attention import causal_mask, masked_softmax
 from clearformer.model.embedding import sinusoidal_table
 
@@ -99,26 +100,19 @@ def read_example(path: str | Path) -> dict:
 
     Files over MAX_CHECK_FILE_BYTES and JSON nested too deeply to parse are one-line UserErrors.
     """
-    try:
-        size = Path(path).stat().st_size
-        if size > MAX_CHECK_FILE_BYTES:
-            raise UserError(f"{path}: {size:,} bytes; a worked example is at most {MAX_CHECK_FILE_BYTES:,}")
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not an example file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    except OSError as error:
-        raise UserError(f"{path}: cannot read ({error.strerror})") from None
+    # Counted while reading: stat() says 0 bytes for /dev/zero, a FIFO or /dev/stdin.
+    text = safeio.read_text(path, MAX_CHECK_FILE_BYTES)
+    depth = safeio.nesting_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise UserError(f"{path}: JSON nested {depth} deep; at most {MAX_JSON_DEPTH} "
+                        "(a worked example needs lists of lists)")
     try:
         # NaN / Infinity stay strings, so they are reported as "not a number" at their place.
         return json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=str)
     except json.JSONDecodeError as error:
         raise UserError(f"{path}:{error.lineno}:{error.colno}: not JSON: {error.msg}") from None
-    except RecursionError:
-        raise UserError(f"{path}: JSON nested too deeply (a worked example needs lists of lists)") from None
+    except (RecursionError, ValueError) as error:
+        raise UserError(f"{path}: unusable JSON ({str(error).splitlines()[0][:120]})") from None
 
 
 def _number(value, where: str) -> Decimal:

@@ -34,7 +34,7 @@ from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import save_model
 from clearformer.errors import UserError
 from clearformer.runs import mark_latest_if_default
-from clearformer.train import distributed, state
+from clearformer.train import distributed, lock, state
 from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
 from clearformer.train.options import TrainOptions
 from clearformer.train.setup import RunSetup, prepare
@@ -71,7 +71,10 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
 
 def train(options: TrainOptions, resume: bool = False, progress: bool = True, overwrite: bool = False) -> TrainResult:
     """Train the translation model (see clearformer.lm.training.train_language_model for the LM)."""
-    return run_setup(prepare(options, resume, Path(options.run_dir), overwrite), progress)
+    try:
+        return run_setup(prepare(options, resume, Path(options.run_dir), overwrite), progress)
+    finally:
+        lock.release(options.run_dir)  # the run folder's lock (train/lock.py), taken by prepare
 
 
 def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:

@@ -21,6 +21,7 @@ from clearformer.checkpoint import load_weights_into
 from clearformer.config import RNN_FIELDS, ConfigError, ModelConfig, preset
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
+from clearformer.limits import check_model_size
 from clearformer.model.rnn import RNNSeq2Seq
 from clearformer.model.transformer import Transformer
 from clearformer.tokenize import load_tokenizer
@@ -100,6 +101,7 @@ def restored_model(start: RunStart, model_class):
         config = ModelConfig.load(start.resumed_from / "config.json")
     except (ConfigError, TypeError) as error:
         raise UserError(f"{start.resumed_from / 'config.json'}: damaged ({error})") from None
+    check_model_size(config, str(start.resumed_from / "config.json"))
     model = model_class(config)
     load_weights_into(model, start.weights, start.resumed_from / "model.safetensors")
     return tokenizer, model
@@ -137,7 +139,9 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
         tokenizer, model = restored_model(start, translation_model)
     else:
         tokenizer = corpus.build_tokenizer(options, splits["train"])
-        model = translation_model(model_config(options, len(tokenizer), tokenizer.pad_id))
+        config = model_config(options, len(tokenizer), tokenizer.pad_id)
+        check_model_size(config, "the model config (--preset, --set)")  # before allocating (clearformer.limits)
+        model = translation_model(config)
     place_dropout(model, options.attention_dropout, options.ffn_dropout)
     model.to(start.device).train()
     limit = min(model.config.max_len, options.batch_tokens)

@@ -35,7 +35,7 @@ MAX_CHECK_FILE_BYTES = 1024 * 1024
 MAX_TEXT_FILE_BYTES = 64 * 1024 * 1024
 # A corpus file (train --tsv/--src/--tgt, a corpus folder's splits, evaluate --data, lm train --corpus):
 # the largest built corpus is some 10 MB; a billion-word corpus is not a laptop's.
-MAX_CORPUS_FILE_BYTES = 1024 * 1024 * 1024
+MAX_CORPUS_FILE_BYTES = 256 * 1024 * 1024
 # A JSON file (config.json, meta.json, tokenizer.json, trainer_state.json, an import's vocab.json...):
 # GPT-2's vocab.json is 1 MB, a 64k-word tokenizer.json a few MB.
 MAX_JSON_FILE_BYTES = 64 * 1024 * 1024

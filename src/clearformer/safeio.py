@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -54,10 +55,10 @@ def read_bytes(path: str | Path, limit: int, missing: str = "no such file") -> b
     except OSError as error:
         raise UserError(f"{path}: unreadable ({error.strerror or error})") from None
     try:
+        if stat.S_ISDIR(os.fstat(handle).st_mode):
+            raise UserError(f"{path}: a folder, not a file")
         os.set_blocking(handle, True)
         with os.fdopen(handle, "rb", buffering=0, closefd=False) as stream:
-            if os.path.isdir(path):
-                raise UserError(f"{path}: a folder, not a file")
             return read_stream(stream, limit, str(path))
     finally:
         os.close(handle)

@@ -36,7 +36,7 @@ def _stderr(message: str) -> None:
 def _read_lines(path: Path) -> list[bytes]:
     if not path.exists():
         raise UserError(f"{path}: no such file")
-    if not path.is_file():
+    if path.is_dir():
         raise UserError(f"{path}: not a file")
     data = read_bytes(path, MAX_CORPUS_FILE_BYTES)  # counted while reading: /dev/zero and FIFOs stop too
     if not data.strip():

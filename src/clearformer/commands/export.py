@@ -10,6 +10,7 @@ Both need the `hf` extra (pip install 'clearformer[hf]').
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -36,12 +37,22 @@ def run_export(args) -> int:
         raise UserError(f"{out}: exists and is not an empty folder")
     if args.quantization and args.to != "ctranslate2":
         raise UserError("--quantization applies only to --to ctranslate2")
+    created = not out.exists()
+    lock.acquire(out, "export")  # one writer at a time (train/lock.py); released when the command ends
+    try:
+        if not lock.is_empty(out):
+            raise UserError(f"{out}: exists and is not an empty folder")
+        return export(args, out)
+    except BaseException:
+        if created:  # a failed export leaves no folder behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def export(args, out: Path) -> int:
     checkpoint = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(checkpoint)
     check_exportable(model.config, tokenizer)
-    lock.acquire(out, "export")  # one writer at a time (train/lock.py); released when the command ends
-    if not lock.is_empty(out):
-        raise UserError(f"{out}: exists and is not an empty folder")
     if args.to == "marian":
         export_marian(model, tokenizer, out)
         print(f"wrote {out}: MarianMTModel.from_pretrained({str(out)!r}) and MarianTokenizer load it")

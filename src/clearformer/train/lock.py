@@ -61,6 +61,7 @@ def acquire(folder: str | Path, option: str = "--out") -> None:
     key = os.path.realpath(folder)
     if key in _held:
         return
+    refuse_foreign(folder, option)  # before the lock file is made: a user's folder is left as it was
     try:
         folder.mkdir(parents=True, exist_ok=True)
         handle = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -78,6 +79,16 @@ def acquire(folder: str | Path, option: str = "--out") -> None:
     os.ftruncate(handle, 0)
     os.pwrite(handle, (holder_text() + "\n").encode("utf-8", "replace"), 0)
     _held[key] = handle
+
+
+def refuse_foreign(folder: Path, option: str = "--out") -> None:
+    """A UserError for a folder holding entries no clearformer run writes (a user's files, a Hugging Face
+    model): clearformer never writes into one, with or without --overwrite."""
+    if folder.is_dir() and not (folder / LOCK_FILE).exists() and not is_empty(folder) \
+            and not is_clearformer_run(folder):
+        shown = ", ".join(foreign_entries(folder)[:5]) or "files"
+        raise UserError(f"{option} {folder}: holds files that are not a clearformer run's ({shown}); "
+                        f"choose a new or empty folder")
 
 
 def release(folder: str | Path) -> None:

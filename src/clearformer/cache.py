@@ -19,13 +19,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-OFF = ("off", "none", "0", "")
+OFF = ("off", "none", "0")
 
 
 def cache_root() -> Path | None:
     """The cache folder (not created here), or None when caching is off."""
     chosen = os.environ.get("CLEARFORMER_CACHE")
-    if chosen is not None:
+    if chosen:
         return None if chosen.strip().lower() in OFF else Path(chosen)
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(root) / "clearformer"
@@ -37,5 +37,15 @@ def cache_dir(name: str) -> Path:
     if root is not None:
         return root / name
     folder = tempfile.mkdtemp(prefix=f"clearformer-{name}-")
-    atexit.register(shutil.rmtree, folder, True)
+    _temporary.append(folder)
+    atexit.register(remove_temporary_folders)
     return Path(folder)
+
+
+_temporary: list[str] = []
+
+
+def remove_temporary_folders() -> None:
+    """Remove the temporary folders of a cache that is off (at exit, also an interrupted one)."""
+    while _temporary:
+        shutil.rmtree(_temporary.pop(), ignore_errors=True)

@@ -11,7 +11,9 @@ import argparse
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 
 from clearformer.errors import UserError
 from clearformer.limits import check_command_line
@@ -50,17 +52,52 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; Ctrl-C at any moment, also while torch is still being imported, is one line and 130."""
+    global _interrupted
     words = sys.argv[1:] if argv is None else argv
+    _interrupted = False
+    previous = install_interrupt_handler()
     try:
         return run(argv)
-    except KeyboardInterrupt:
+    except BaseException as error:
+        # A Ctrl-C that lands inside a C extension's import comes out as another error (an ImportError
+        # "initialization failed"): the handler's flag says it was the user.
+        if not (_interrupted or isinstance(error, KeyboardInterrupt)):
+            raise
         name = next((word for word in words if not word.startswith("-")), "")
         print(f"clearformer {name}: interrupted".replace("  ", " "), file=sys.stderr)
+        if _interrupted:
+            # A real signal: torch or matplotlib may be half made, and the interpreter's clean-up can then
+            # crash after the message; leave at once (the kernel drops the run folder's lock).
+            sys.stdout.flush()
+            sys.stderr.flush()
+            from clearformer.cache import remove_temporary_folders
+
+            remove_temporary_folders()
+            os._exit(130)
         return 130
     finally:
         from clearformer.train import lock
 
         lock.release_all()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+_interrupted = False
+
+
+def _on_interrupt(signum, frame) -> None:
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def install_interrupt_handler():
+    """Python's own behaviour (KeyboardInterrupt), remembering that it happened; None off the main thread."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+    return signal.signal(signal.SIGINT, _on_interrupt)
 
 
 def run(argv: list[str] | None) -> int:
@@ -77,9 +114,10 @@ def run(argv: list[str] | None) -> int:
     except UserError as error:
         print(f"clearformer {args.command}: error: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
-        print(f"clearformer {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except MemoryError:
+        print(f"clearformer {args.command}: error: out of memory (see the limits in docs/reliability.md)",
+              file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # `clearformer ... | head` closed the pipe: not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -35,7 +35,7 @@ class Outcome:
     peak_kib: int
 
 
-def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict | None = None,
+def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict[str, str | None] | None = None,
               memory: int = CHILD_MEMORY_BYTES, seconds: float = CHILD_SECONDS, signal_after: float | None = None,
               ) -> Outcome:
     """`python -m clearformer.cli ARGV` with RLIMIT_AS = `memory` and a wall-clock limit; the child's own
@@ -44,7 +44,8 @@ def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict | Non
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
-    environment = {**os.environ, **(env or {})}
+    environment = {**os.environ, **(env or {})}  # a value of None removes the variable
+    environment = {name: value for name, value in environment.items() if value is not None}
     out_path, err_path = cwd / f".out-{os.getpid()}", cwd / f".err-{os.getpid()}"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", *argv], cwd=cwd, stdin=stdin,

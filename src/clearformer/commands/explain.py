@@ -67,6 +67,16 @@ def check_layer_and_head(config, layer: int | None, head: int | None) -> None:
         raise UserError(f"--head {head}: choose a head from 0 to {config.n_heads - 1}")
 
 
+def check_shown(walk, layer: int | None, head: int | None) -> None:
+    """--layer and --head must name a layer and a head the walkthrough holds (a seed example's too)."""
+    layers = sorted({step.layer for step in walk.steps if step.layer is not None})
+    heads = sorted({m.head for step in walk.steps for m in step.matrices if m.head is not None})
+    if layer is not None and layer not in layers:
+        raise UserError(f"--layer {layer}: choose a layer from 0 to {max(layers, default=0)}")
+    if head is not None and head not in heads:
+        raise UserError(f"--head {head}: choose a head from 0 to {max(heads, default=0)}")
+
+
 TRANSLATION_FOCUS = ("token_ids", "weights", "probabilities", "chosen")
 
 
@@ -90,6 +100,7 @@ def run(args) -> int:
         raise UserError("--decimals must be between 0 and 12")
     views.check_views(args)
     walk = build(args)
+    check_shown(walk, args.layer, args.head)
     if args.format == "json":
         text = to_json(walk)
     else:

@@ -23,6 +23,7 @@ from clearformer.explain.translation import explain_translation
 from clearformer.limits import MAX_ANSWER_BYTES, MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
 from clearformer.lm.explain import explain_text
 from clearformer.tokenize import encode_source
+from clearformer.validation import has_surrogates
 
 SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'
 FIELDS = ("sentence", "prompt", "example")
@@ -75,6 +76,8 @@ def parse_request(body: bytes) -> tuple[str, str]:
         raise RequestError(400, f"{kind} must be a string, not {type(value).__name__}")
     if not value.strip():
         raise RequestError(400, f"empty {kind}")
+    if has_surrogates(value):  # "\ud800" in the JSON: no UTF-8 text, as translate refuses it
+        raise RequestError(400, f"{kind} is not valid Unicode text (a lone surrogate)")
     if len(value) > MAX_SENTENCE_CHARS:
         raise RequestError(413, f"{kind} of {len(value)} characters; at most {MAX_SENTENCE_CHARS}")
     return kind, value.strip()

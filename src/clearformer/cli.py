@@ -15,6 +15,8 @@ import signal
 import sys
 import threading
 
+from clearformer import runlock
+from clearformer.cache import cache_dir, remove_temporary_folders
 from clearformer.errors import UserError
 from clearformer.limits import check_command_line
 from clearformer.validation import reject_non_finite
@@ -70,15 +72,11 @@ def main(argv: list[str] | None = None) -> int:
             # crash after the message; leave at once (the kernel drops the run folder's lock).
             sys.stdout.flush()
             sys.stderr.flush()
-            from clearformer.cache import remove_temporary_folders
-
             remove_temporary_folders()
             os._exit(130)
         return 130
     finally:
-        from clearformer.train import lock
-
-        lock.release_all()
+        runlock.release_all()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
 
@@ -126,8 +124,6 @@ def run(argv: list[str] | None) -> int:
 
 def use_cache_folder() -> None:
     """matplotlib keeps its font cache in clearformer's cache folder (docs/reliability.md), not ~/.matplotlib."""
-    from clearformer.cache import cache_dir
-
     if "MPLCONFIGDIR" not in os.environ:
         folder = cache_dir("matplotlib")
         if folder is not None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
+from clearformer.safeio import read_json
 
 
 class ConfigError(UserError, ValueError):
@@ -187,8 +188,6 @@ class ModelConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> ModelConfig:
-        from clearformer.safeio import read_json
-
         try:
             data = read_json(path)
         except UserError as error:

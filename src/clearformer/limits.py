@@ -6,6 +6,11 @@ a one-line error (a `UserError` on the command line, a 413 from the server), nev
 
 from __future__ import annotations
 
+import os
+import resource
+
+from clearformer.errors import UserError
+
 # A sentence to translate or explain, in characters (checked before tokenizing; the model's own
 # max_len, in tokens, is checked after). A sentence is a line, not a paragraph.
 MAX_SENTENCE_CHARS = 2_000
@@ -74,8 +79,6 @@ MAX_MEMORY_SHARE = 0.8
 
 def check_range(name: str, value, low, high, hint: str = "") -> None:
     """A UserError unless low <= value <= high (low None: only the upper bound is checked here)."""
-    from clearformer.errors import UserError
-
     def shown(number) -> str:
         return f"{number:g}" if isinstance(number, float) else str(number)
 
@@ -121,9 +124,6 @@ def parameter_bytes(config) -> int:
 
 def machine_memory_bytes() -> int:
     """The memory this process may use: physical memory, or a lower address-space limit (ulimit -v)."""
-    import os
-    import resource
-
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -140,8 +140,6 @@ def check_model_size(config, where: str = "config") -> None:
     Called on every config before its model is built: run folders (checkpoint.load_model), imported
     Marian and GPT-2 configs, `train --set` and `lm train`. Sizes must be positive (layers may be 0 on one
     side) and under the MAX_ limits; then the weights' estimated bytes must fit in the machine's memory."""
-    from clearformer.errors import UserError
-
     fields = {"d_model": (1, MAX_D_MODEL), "d_ff": (1, MAX_D_FF), "n_heads": (1, MAX_HEADS),
               "n_encoder_layers": (0, MAX_LAYERS), "n_decoder_layers": (1, MAX_LAYERS),
               "src_vocab_size": (0, MAX_VOCAB), "tgt_vocab_size": (1, MAX_VOCAB), "max_len": (1, MAX_LEN),

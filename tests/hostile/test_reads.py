@@ -71,8 +71,8 @@ def test_gpt2_files_linked_to_a_device_are_bounded(name, gpt2_source, tmp_path):
     folder.mkdir()
     for entry in gpt2_source.iterdir():
         (folder / entry.name).symlink_to(ZERO if entry.name == name else entry)
-    line = one_line(run_child(f"lm import gpt2 {name} -> /dev/zero", ["lm", "import", "gpt2", str(folder), "--out", "g"],
-                              tmp_path))
+    argv = ["lm", "import", "gpt2", str(folder), "--out", "g"]
+    line = one_line(run_child(f"lm import gpt2 {name} -> /dev/zero", argv, tmp_path))
     assert name in line and "larger than" in line
 
 

@@ -8,10 +8,10 @@ from clearformer.checkpoint import load_weights_into, model_class_for, save_mode
 from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
+from clearformer.runlock import owned_output
 from clearformer.runs import latest_checkpoint, mark_latest
 from clearformer.safeio import read_json
 from clearformer.tokenize import load_tokenizer
-from clearformer.train.lock import owned_output
 from clearformer.train.state import average_weights, step_checkpoints
 
 

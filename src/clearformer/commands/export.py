@@ -14,12 +14,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from clearformer import runlock as lock
 from clearformer.checkpoint import load_model
 from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.marian import check_exportable, export_marian
 from clearformer.runs import resolve_checkpoint
-from clearformer.train import lock
 
 
 def register(subparsers) -> None:
@@ -38,7 +38,7 @@ def run_export(args) -> int:
     if args.quantization and args.to != "ctranslate2":
         raise UserError("--quantization applies only to --to ctranslate2")
     created = not out.exists()
-    lock.acquire(out, "export")  # one writer at a time (train/lock.py); released when the command ends
+    lock.acquire(out, "export")  # one writer at a time (runlock.py); released when the command ends
     try:
         if not lock.is_empty(out):
             raise UserError(f"{out}: exists and is not an empty folder")

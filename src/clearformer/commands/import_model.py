@@ -6,7 +6,7 @@
 
 The run directory is an ordinary checkpoint: translate, explain, evaluate and serve read it. Only a name
 written `hf:OWNER/NAME` is downloaded from the Hugging Face Hub (needs the `hf` extra); anything else is a
-local folder. RUN must be new or empty, or a clearformer run replaced with --overwrite (train/lock.py).
+local folder. RUN must be new or empty, or a clearformer run replaced with --overwrite (runlock.py).
 (GPT-2 language models: `clearformer lm import gpt2`.)
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from clearformer.interop.marian import import_marian
+from clearformer.runlock import owned_output
 from clearformer.runs import mark_latest
-from clearformer.train.lock import owned_output
 
 
 def register(subparsers) -> None:

@@ -25,7 +25,7 @@ from clearformer.lm.data import prompt_ids
 from clearformer.lm.explain import explain_text, focus
 from clearformer.lm.training import LMOptions, resume_options, train_language_model
 from clearformer.model.lm import LanguageModel
-from clearformer.train.lock import owned_output
+from clearformer.runlock import owned_output
 from clearformer.validation import require_utf8
 
 DEFAULT_RUN = "runs/lm"

@@ -22,13 +22,14 @@ import torch
 import torch.nn.functional as F
 
 from clearformer import mfu
+from clearformer import runlock as lock
 from clearformer.checkpoint import read_weights
 from clearformer.config import attention_variant
 from clearformer.errors import UserError
 from clearformer.lm import data as lm_data
 from clearformer.model.lm import LanguageModel
 from clearformer.safeio import read_json
-from clearformer.train import lock, state
+from clearformer.train import state
 from clearformer.train.loop import TrainResult, run_setup
 from clearformer.train.options import check_loop_options
 from clearformer.train.setup import RunStart, finish_setup, open_run, restored_model
@@ -309,4 +310,4 @@ def train_language_model(options: LMOptions, resume: bool = False, progress: boo
     try:
         return run_setup(prepare_language_model(options, resume, overwrite, fresh), progress)
     finally:
-        lock.release(options.run_dir)  # the run folder's lock (train/lock.py), taken by prepare
+        lock.release(options.run_dir)  # the run folder's lock (runlock.py), taken by prepare

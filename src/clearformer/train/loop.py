@@ -30,11 +30,12 @@ import torch
 from tqdm import tqdm
 
 from clearformer import mfu
+from clearformer import runlock as lock
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import save_model
 from clearformer.errors import UserError
 from clearformer.runs import mark_latest_if_default
-from clearformer.train import distributed, lock, state
+from clearformer.train import distributed, state
 from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
 from clearformer.train.options import TrainOptions
 from clearformer.train.setup import RunSetup, prepare
@@ -74,7 +75,7 @@ def train(options: TrainOptions, resume: bool = False, progress: bool = True, ov
     try:
         return run_setup(prepare(options, resume, Path(options.run_dir), overwrite), progress)
     finally:
-        lock.release(options.run_dir)  # the run folder's lock (train/lock.py), taken by prepare
+        lock.release(options.run_dir)  # the run folder's lock (runlock.py), taken by prepare
 
 
 def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
+from clearformer.safeio import read_json
 
 LOCK_FILE = ".clearformer-lock"
 MARKER_FILE = ".clearformer-run"
@@ -128,8 +129,6 @@ def is_clearformer_run(folder: Path) -> bool:
         return True
     if foreign_entries(folder) or not (folder / "config.json").is_file():
         return False
-    from clearformer.safeio import read_json
-
     try:
         config = read_json(folder / "config.json", 1024 * 1024)
     except UserError:

@@ -46,8 +46,8 @@ def read_bytes(path: str | Path, limit: int, missing: str = "no such file") -> b
     """The bytes of the file at `path` (a regular file, device, FIFO, or a link to one), at most `limit`."""
     path = Path(path)
     try:
-        # O_NONBLOCK: opening a FIFO with no writer would otherwise wait for ever; cleared before reading.
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # A FIFO waits for its writer here, as `cat` would (Ctrl-C ends the wait with one line).
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise UserError(f"{path}: {missing}") from None
     except IsADirectoryError:
@@ -57,7 +57,6 @@ def read_bytes(path: str | Path, limit: int, missing: str = "no such file") -> b
     try:
         if stat.S_ISDIR(os.fstat(handle).st_mode):
             raise UserError(f"{path}: a folder, not a file")
-        os.set_blocking(handle, True)
         with os.fdopen(handle, "rb", buffering=0, closefd=False) as stream:
             return read_stream(stream, limit, str(path))
     finally:

@@ -51,12 +51,12 @@ def read_bytes(path: str | Path, limit: int, missing: str = "no such file") -> b
     except FileNotFoundError:
         raise UserError(f"{path}: {missing}") from None
     except IsADirectoryError:
-        raise UserError(f"{path}: a folder, not a file") from None
+        raise UserError(f"{path}: is a directory, not a file") from None
     except OSError as error:
         raise UserError(f"{path}: unreadable ({error.strerror or error})") from None
     try:
         if stat.S_ISDIR(os.fstat(handle).st_mode):
-            raise UserError(f"{path}: a folder, not a file")
+            raise UserError(f"{path}: is a directory, not a file")
         with os.fdopen(handle, "rb", buffering=0, closefd=False) as stream:
             return read_stream(stream, limit, str(path))
     finally:

@@ -144,7 +144,7 @@ def test_deep_or_huge_json_is_one_line(text):
 
 
 def test_readers_name_a_folder_and_a_missing_file(tmp_path):
-    with pytest.raises(UserError, match="a folder, not a file"):
+    with pytest.raises(UserError, match="is a directory, not a file"):
         safeio.read_bytes(tmp_path, 10)
     with pytest.raises(UserError, match="no such file"):
         safeio.read_bytes(tmp_path / "absent", 10)

@@ -100,12 +100,16 @@ def read_example(path: str | Path) -> dict:
 
     Files over MAX_CHECK_FILE_BYTES and JSON nested too deeply to parse are one-line UserErrors.
     """
-    # Counted while reading: stat() says 0 bytes for /dev/zero, a FIFO or /dev/stdin.
+    try:
+        size = Path(path).stat().st_size
+    except OSError:
+        size = 0  # missing or unreadable: the reader below says which
+    if size > MAX_CHECK_FILE_BYTES:
+        raise UserError(f"{path}: {size:,} bytes; a worked example is at most {MAX_CHECK_FILE_BYTES:,}")
+    # Counted while reading too: stat() says 0 bytes for /dev/zero, a FIFO or /dev/stdin.
     text = safeio.read_text(path, MAX_CHECK_FILE_BYTES)
-    depth = safeio.nesting_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise UserError(f"{path}: JSON nested {depth} deep; at most {MAX_JSON_DEPTH} "
-                        "(a worked example needs lists of lists)")
+    if safeio.nesting_depth(text) > MAX_JSON_DEPTH:
+        raise UserError(f"{path}: JSON nested too deeply (a worked example needs lists of lists)")
     try:
         # NaN / Infinity stay strings, so they are reported as "not a number" at their place.
         return json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=str)

@@ -82,12 +82,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 _interrupted = False
+_deferred = False  # True while torch is imported: a KeyboardInterrupt raised inside its C++ import aborts
 
 
 def _on_interrupt(signum, frame) -> None:
     global _interrupted
     _interrupted = True
-    raise KeyboardInterrupt
+    if not _deferred:
+        raise KeyboardInterrupt
 
 
 def install_interrupt_handler():
@@ -99,8 +101,15 @@ def install_interrupt_handler():
 
 
 def run(argv: list[str] | None) -> int:
+    global _deferred
     use_cache_folder()
-    parser = build_parser()
+    _deferred = True  # a Ctrl-C now is acted on once the imports are done (a second or two)
+    try:
+        parser = build_parser()
+    finally:
+        _deferred = False
+    if _interrupted:
+        raise KeyboardInterrupt
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -21,7 +21,9 @@ from clearformer.atomic import atomic_write, atomic_write_text
 from clearformer.config import ConfigError
 from clearformer.config_compat import ConfigFile, read_config_file
 from clearformer.errors import UserError
+from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
+from clearformer.safeio import read_json
 from clearformer.tokenize import load_tokenizer
 
 CONFIG_FILE = "config.json"
@@ -80,7 +82,17 @@ def load_weights_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], 
         if tuple(tensor.shape) != tuple(expected[name].shape):
             raise UserError(f"{path}: {name} has shape {tuple(tensor.shape)}, "
                             f"config.json implies {tuple(expected[name].shape)}")
+        check_finite_weight(name, tensor, expected[name], path)
     model.load_state_dict(tensors, strict=False)
+
+
+def check_finite_weight(name: str, tensor: torch.Tensor, expected: torch.Tensor, path: Path) -> None:
+    """A weight must be floating point where the model's is, and finite: an int64 or NaN tensor would
+    translate every sentence to an empty line."""
+    if expected.is_floating_point() and not tensor.is_floating_point():
+        raise UserError(f"{path}: {name} has dtype {tensor.dtype}, not a floating-point type")
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise UserError(f"{path}: {name} holds NaN or infinite values")
 
 
 def read_config(directory: Path) -> ConfigFile:
@@ -111,6 +123,7 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"):
     """(model in eval mode, tokenizer, meta dict) from a checkpoint directory."""
     directory = Path(directory)
     config, tokenizer = load_config_and_tokenizer(directory)
+    check_model_size(config, str(directory / CONFIG_FILE))  # before anything is allocated (clearformer.limits)
     model = build_model(config)
     load_weights_into(model, read_weights(directory / WEIGHTS_FILE), directory / WEIGHTS_FILE)
     if len(tokenizer) != config.tgt_vocab_size:
@@ -118,8 +131,5 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"):
                         f"tgt_vocab_size={config.tgt_vocab_size}")
     meta = {}
     if (directory / META_FILE).exists():
-        try:
-            meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise UserError(f"{directory / META_FILE}: damaged ({error})") from None
+        meta = read_json(directory / META_FILE)
     return model.to(device).eval(), tokenizer, meta

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
+from clearformer.safeio import read_json
 
 
 class ConfigError(UserError, ValueError):
@@ -225,9 +226,9 @@ class ModelConfig:
 def read_json_object(path: str | Path) -> dict:
     """The JSON object in a config file, or a one-line ConfigError naming the file."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ConfigError(f"{path}: not a readable JSON config ({error})") from None
+        data = read_json(path)  # bounded in size and nesting depth (safeio.py)
+    except UserError as error:
+        raise ConfigError(f"not a readable JSON config ({error})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config must be a JSON object")
     return data

@@ -6,6 +6,11 @@ a one-line error (a `UserError` on the command line, a 413 from the server), nev
 
 from __future__ import annotations
 
+import os
+import resource
+
+from clearformer.errors import UserError
+
 # A sentence to translate or explain, in characters (checked before tokenizing; the model's own
 # max_len, in tokens, is checked after). A sentence is a line, not a paragraph.
 MAX_SENTENCE_CHARS = 2_000
@@ -21,5 +26,134 @@ SERVER_QUEUE = 64
 # most (`serve --max-new-tokens`); each is one more pass over every layer in every answer.
 SERVER_LM_NEW_TOKENS = 3
 MAX_SERVER_LM_NEW_TOKENS = 32
+# The server: one answer (a walkthrough grows with layers x heads x tokens squared) is refused with 413
+# above this, and the answers it keeps for repeated requests take at most SERVER_CACHE_BYTES in all.
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+SERVER_CACHE_BYTES = 64 * 1024 * 1024
 # `clearformer check FILE`: a hand-worked example is a few matrices; 1 MiB is thousands of cells.
 MAX_CHECK_FILE_BYTES = 1024 * 1024
+
+# ----------------------------------------------------------------------------- files a user hands in
+# Every file or stream is read through clearformer.safeio, which counts bytes while reading (a device,
+# a FIFO or stdin has no size to stat), so going over one of these stops the read at the limit.
+# Sentences to translate (--file, stdin): 2,000 characters a line, tens of thousands of lines.
+MAX_TEXT_FILE_BYTES = 64 * 1024 * 1024
+# A corpus file (train --tsv/--src/--tgt, a corpus folder's splits, evaluate --data, lm train --corpus):
+# the largest built corpus is some 10 MB; a billion-word corpus is not a laptop's.
+MAX_CORPUS_FILE_BYTES = 256 * 1024 * 1024
+# A JSON file (config.json, meta.json, tokenizer.json, trainer_state.json, an import's vocab.json...):
+# GPT-2's vocab.json is 1 MB, a 64k-word tokenizer.json a few MB.
+MAX_JSON_FILE_BYTES = 64 * 1024 * 1024
+# How deeply a JSON document may nest: clearformer's own files nest 4 deep; Python's parser overflows
+# its stack near 1,000.
+MAX_JSON_DEPTH = 64
+# A tokenizer model file (tokenizer.model, source.spm, target.spm, merges.txt): Marian's are under 1 MB.
+MAX_TOKENIZER_FILE_BYTES = 64 * 1024 * 1024
+# runs/LATEST holds one path.
+MAX_POINTER_FILE_BYTES = 4096
+
+# ----------------------------------------------------------------------------- numbers on the command line
+MAX_BEAM = 64              # the paper uses 4; each beam is one more decoder row per step
+MAX_THREADS = 1024         # torch aborts (libgomp) or crashes far above any machine's core count
+MAX_BATCH_SIZE = 4096      # sentences (or windows) per batch
+MAX_NEW_TOKENS = 4096      # tokens generated or added past the source (--max-new-tokens, --max-extra)
+MAX_SEED = 2**63 - 1       # what torch.manual_seed accepts
+MAX_ALPHA = 10.0           # GNMT's length penalty exponent: the paper uses 0.6, GNMT searched [0, 1]
+MIN_TEMPERATURE = 1e-3     # below this softmax(logits / T) is argmax (use --greedy) or overflows
+MAX_TEMPERATURE = 100.0    # above this every token is equally likely
+
+# ----------------------------------------------------------------------------- model sizes
+# Checked on every config before a tensor is allocated (clearformer.limits.check_model_size): run folders,
+# imported Marian and GPT-2 configs, `train --set`. Far above the paper's big model (d_model 1024,
+# 6 + 6 layers, d_ff 4096, 37k tokens) and GPT-2 XL (1600, 48 layers, 50k tokens).
+MAX_D_MODEL = 16_384
+MAX_D_FF = 131_072
+MAX_HEADS = 1_024
+MAX_LAYERS = 256
+MAX_VOCAB = 1_048_576
+MAX_LEN = 1_048_576
+# A model whose float32 weights (and position table) would take more than this share of the machine's
+# memory is refused, naming both figures.
+MAX_MEMORY_SHARE = 0.8
+
+
+def check_range(name: str, value, low, high, hint: str = "") -> None:
+    """A UserError unless low <= value <= high (low None: only the upper bound is checked here)."""
+    def shown(number) -> str:
+        return f"{number:g}" if isinstance(number, float) else str(number)
+
+    if value is None:
+        return
+    if low is not None and value < low:
+        raise UserError(f"{name} must be at least {shown(low)}, not {shown(value)}{hint}")
+    if value > high:
+        raise UserError(f"{name} must be at most {shown(high)}, not {shown(value)}{hint}")
+
+
+# Option (argparse dest) -> (lowest, highest). A lowest of None: the command checks it with its own message.
+COMMAND_LINE_LIMITS = {"beam": (None, MAX_BEAM), "threads": (None, MAX_THREADS), "batch_size": (None, MAX_BATCH_SIZE),
+                       "max_new_tokens": (None, MAX_NEW_TOKENS), "max_extra": (None, MAX_NEW_TOKENS),
+                       "seed": (0, MAX_SEED), "alpha": (0.0, MAX_ALPHA),
+                       "temperature": (MIN_TEMPERATURE, MAX_TEMPERATURE)}
+
+
+def check_command_line(args) -> None:
+    """Every option that sizes an allocation or feeds torch, against the limits above, before any work.
+
+    Run on every parsed command line (cli.main): the option names are the same in every command
+    (commands/options.py), so one check covers translate, evaluate, explain, lm generate, train..."""
+    values = vars(args)
+    for dest, (low, high) in COMMAND_LINE_LIMITS.items():
+        value = values.get(dest)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            hint = " (use --greedy for the most probable token)" if dest == "temperature" else ""
+            check_range("--" + dest.replace("_", "-"), value, low, high, hint)
+
+
+def parameter_bytes(config) -> int:
+    """float32 bytes of the weights (and the sinusoidal table) a config describes, from its sizes alone.
+
+    An estimate from above for every architecture (MLA's projections are smaller than MHA's)."""
+    d, ff = config.d_model, config.d_ff
+    layers_enc, layers_dec = config.n_encoder_layers, config.n_decoder_layers
+    embeddings = (config.src_vocab_size + 2 * config.tgt_vocab_size) * d + config.max_len * d
+    per_encoder = 4 * d * d + 2 * d * ff + 8 * d + ff
+    per_decoder = 8 * d * d + 2 * d * ff + 12 * d + ff
+    return 4 * (embeddings + layers_enc * per_encoder + layers_dec * per_decoder)
+
+
+def machine_memory_bytes() -> int:
+    """The memory this process may use: physical memory, or a lower address-space limit (ulimit -v)."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = 1 << 62
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        memory = min(memory, soft)
+    return memory
+
+
+def check_model_size(config, where: str = "config") -> None:
+    """A UserError naming the field (or the memory figure) when a config's sizes are out of bounds.
+
+    Called on every config before its model is built: run folders (checkpoint.load_model), imported
+    Marian and GPT-2 configs, `train --set` and `lm train`. Sizes must be positive (layers may be 0 on one
+    side) and under the MAX_ limits; then the weights' estimated bytes must fit in the machine's memory."""
+    fields = {"d_model": (1, MAX_D_MODEL), "d_ff": (1, MAX_D_FF), "n_heads": (1, MAX_HEADS),
+              "n_encoder_layers": (0, MAX_LAYERS), "n_decoder_layers": (1, MAX_LAYERS),
+              "src_vocab_size": (0, MAX_VOCAB), "tgt_vocab_size": (1, MAX_VOCAB), "max_len": (1, MAX_LEN),
+              "n_kv_heads": (1, MAX_HEADS), "kv_lora_rank": (0, MAX_D_MODEL), "q_lora_rank": (0, MAX_D_MODEL),
+              "qk_nope_head_dim": (0, MAX_D_MODEL), "qk_rope_head_dim": (0, MAX_D_MODEL),
+              "v_head_dim": (0, MAX_D_MODEL)}
+    for name, (low, high) in fields.items():
+        value = getattr(config, name, None)
+        if value is None or isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if not low <= value <= high:
+            raise UserError(f"{where}: {name}={value} is out of range: clearformer builds {low} to {high:,} "
+                            f"(clearformer.limits)")
+    needed, available = parameter_bytes(config), machine_memory_bytes()
+    if needed > MAX_MEMORY_SHARE * available:
+        raise UserError(f"{where}: the model's weights need about {needed / 2**30:,.1f} GiB, more than "
+                        f"{MAX_MEMORY_SHARE:.0%} of this machine's {available / 2**30:,.1f} GiB of memory")

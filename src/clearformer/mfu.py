@@ -9,7 +9,8 @@ Model FLOPs per token (forward + backward = 3 x forward, 2 FLOPs per multiply-ad
 measured with large matrix products on this machine (with the thread count in use), in the dtype
 the products run in (fp32, or bf16 under --bf16 autocast: a GPU's tensor cores run bf16 many times
 faster than fp32), and the best rate ever seen per device and dtype is kept in
-~/.cache/clearformer/matmul_peak.json.
+clearformer's cache folder (clearformer.cache: ~/.cache/clearformer/matmul_peak.json unless
+CLEARFORMER_CACHE says otherwise).
 A peak is a maximum: one measurement taken while something else used the cores reads low (and
 would put MFU above 100%), so a new measurement only ever raises the stored value.
 """
@@ -17,7 +18,6 @@ would put MFU above 100%), so a new measurement only ever raises the stored valu
 from __future__ import annotations
 
 import json
-import os
 import platform
 import time
 from pathlib import Path
@@ -25,11 +25,16 @@ from pathlib import Path
 import torch
 
 from clearformer.atomic import atomic_write_text
+from clearformer.cache import cache_root
+from clearformer.errors import UserError
+from clearformer.limits import MAX_JSON_FILE_BYTES
+from clearformer.safeio import read_json
 
 
-def cache_file() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "clearformer" / "matmul_peak.json"
+def cache_file() -> Path | None:
+    """Where the measured peaks are kept (None: CLEARFORMER_CACHE=off, nothing is kept)."""
+    root = cache_root()
+    return None if root is None else root / "matmul_peak.json"
 
 
 def machine_key(device: torch.device, dtype: torch.dtype = torch.float32) -> str:
@@ -79,8 +84,8 @@ def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True,
     path = cache_file()
     key = machine_key(device, dtype)
     try:
-        known = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        known = read_json(path, MAX_JSON_FILE_BYTES) if path is not None else {}
+    except UserError:  # missing or damaged: measured again
         known = {}
     if not isinstance(known, dict):
         known = {}
@@ -92,6 +97,8 @@ def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True,
     if peak == stored:
         return peak
     known[key] = peak
+    if path is None:
+        return peak
     try:
         atomic_write_text(path, json.dumps(known, indent=2) + "\n")
     except OSError:

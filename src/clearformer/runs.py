@@ -14,6 +14,8 @@ from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
+from clearformer.limits import MAX_POINTER_FILE_BYTES
+from clearformer.safeio import read_text
 
 
 def runs_root() -> Path:
@@ -41,10 +43,13 @@ def mark_latest_if_default(run_dir: Path) -> bool:
 def latest_checkpoint() -> Path:
     """The checkpoint the last `clearformer train` wrote; a UserError if there is none."""
     marker = runs_root() / "LATEST"
-    if not marker.exists():
+    if not os.path.lexists(marker):
         raise UserError("no trained model yet: run `clearformer train --preset toy-translate` "
                         "or pass --checkpoint DIR")
-    path = Path(marker.read_text(encoding="utf-8").strip())
+    try:
+        path = Path(read_text(marker, MAX_POINTER_FILE_BYTES).strip())
+    except UserError as error:
+        raise UserError(f"{error}; pass --checkpoint DIR (or train again to rewrite runs/LATEST)") from None
     if not path.is_dir():
         raise UserError(f"{marker}: points to {path}, which no longer exists; pass --checkpoint DIR")
     return path

@@ -38,3 +38,18 @@ def shorten(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters in all)"
+
+
+def has_surrogates(text: str) -> bool:
+    """Whether `text` holds lone surrogates: how Python carries bytes that were not UTF-8 (argv, stdin)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def require_utf8(name: str, text: str | None) -> None:
+    """A UserError when a text argument (a sentence, a prompt) was not UTF-8 on the command line."""
+    if text is not None and has_surrogates(text):
+        raise UserError(f"{name}: not UTF-8 text")

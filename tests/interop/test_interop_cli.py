@@ -122,8 +122,9 @@ def test_export_refuses_in_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_import_errors_are_one_line(tmp_path, capsys):
+    # A missing folder is an error, never a Hub request (only hf:OWNER/NAME downloads: docs/reliability.md).
     one_line_error(capsys, ["import", "marian", str(tmp_path / "missing" / "x"), "--out", str(tmp_path / "r")],
-                   "not a folder saved by save_pretrained")
+                   "no such folder (a model on the Hugging Face Hub is named hf:OWNER/NAME)")
     (tmp_path / "empty").mkdir()
     one_line_error(capsys, ["import", "marian", str(tmp_path / "empty"), "--out", str(tmp_path / "r")],
                    "config.json: missing")

@@ -191,8 +191,10 @@ def test_integer_weights_and_missing_files_are_named(folder, tmp_path):
     (copy / "target.spm").unlink()
     with pytest.raises(UserError, match="target.spm: missing"):
         load_marian(str(copy))
-    with pytest.raises(UserError, match="not a folder saved by save_pretrained"):
+    with pytest.raises(UserError, match="nowhere: no such folder"):
         load_marian(str(tmp_path / "nowhere"))
+    with pytest.raises(UserError, match="not a folder saved by save_pretrained"):
+        load_marian(str(copy / "config.json"))
 
 
 def test_a_stored_sinusoidal_table_is_checked(folder, tmp_path):

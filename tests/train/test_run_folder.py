@@ -95,10 +95,10 @@ def test_stale_temporaries_of_dead_processes_are_removed_at_the_next_start(tmp_p
 
 def test_atomic_temporaries_carry_their_pid(tmp_path):
     """A write killed mid-way leaves `.<name>.<pid>-<random>`: the name the sweep recognises."""
-    target = tmp_path / "x.json"
+    target = tmp_path / "config.json"
 
     def fail(temporary: str) -> None:
-        assert Path(temporary).name.startswith(f".x.json.{os.getpid()}-")
+        assert Path(temporary).name.startswith(f".config.json.{os.getpid()}-")
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -106,9 +106,13 @@ def test_atomic_temporaries_carry_their_pid(tmp_path):
 
         atomic_write(target, fail)
     atomic_write_text(target, "{}")
-    leftover = tmp_path / f".x.json.{dead_pid()}-abcdefgh"
+    leftover = tmp_path / f".config.json.{dead_pid()}-abcdefgh"
     leftover.write_text("", encoding="utf-8")
+    # A user's dotfile of the same shape but not a name a run writes is never swept.
+    users = tmp_path / f".notes.{dead_pid()}-backup"
+    users.write_text("mine", encoding="utf-8")
     assert remove_stale_temporaries(tmp_path) == [leftover]
+    assert users.read_text(encoding="utf-8") == "mine"
 
 
 def test_train_out_writes_nothing_outside_out(tmp_path):

@@ -234,7 +234,7 @@ def test_distinct_requests_run_in_parallel():
     """Two distinct keys are computed at the same time: each waits at a barrier for the other (a global
     lock would make the first wait forever, and the barrier's timeout would fail the test)."""
     barrier = threading.Barrier(2, timeout=30)
-    pool = AnswerPool(lambda key: (barrier.wait(), key.encode())[1], workers=2, queue=0, cache_size=0)
+    pool = AnswerPool(lambda key: (barrier.wait(), key.encode())[1], workers=2, queue=0, cache_bytes=0)
     try:
         first, second = pool.submit("a"), pool.submit("b")
         assert (first.result(timeout=60), second.result(timeout=60)) == (b"a", b"b")
@@ -250,7 +250,7 @@ def test_identical_requests_share_one_computation_and_the_cache_is_bounded():
         release.wait(30)
         return key.encode()
 
-    pool = AnswerPool(compute, workers=1, queue=0, cache_size=2)
+    pool = AnswerPool(compute, workers=1, queue=0, cache_bytes=5)  # "same" is 4 bytes, "b" and "c" 1 each
     try:
         futures = [pool.submit("same") for _ in range(20)]
         assert len({id(f) for f in futures}) == 1 and pool.in_flight() == 1
@@ -260,7 +260,7 @@ def test_identical_requests_share_one_computation_and_the_cache_is_bounded():
         assert [f.result(timeout=60) for f in futures] == [b"same"] * 20
         for key in ("b", "c", "same"):
             pool.submit(key).result(timeout=60)
-        assert calls == ["same", "b", "c", "same"]  # "same" was evicted by b and c (cache of 2)
+        assert calls == ["same", "b", "c", "same"]  # "same" was evicted by c (4 + 1 + 1 > 5 bytes)
         pool.submit("c").result(timeout=60)
         assert calls[-1] == "same"  # "c" came from the cache
     finally:

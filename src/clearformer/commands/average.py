@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from clearformer.checkpoint import load_config_and_tokenizer, load_weights_into, save_model
 from clearformer.errors import UserError
+from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
+from clearformer.runlock import owned_output
 from clearformer.runs import latest_checkpoint, mark_latest
+from clearformer.safeio import read_json
 from clearformer.train.state import average_weights, step_checkpoints
 
 
@@ -22,6 +24,7 @@ def register(subparsers) -> None:
     p.add_argument("--last", type=int, default=5, metavar="N", help="how many to average (default 5)")
     p.add_argument("--checkpoints", nargs="+", metavar="DIR", help="average these checkpoints instead")
     p.add_argument("--out", metavar="DIR", help="where to write the average (default: RUN/averaged)")
+    p.add_argument("--overwrite", action="store_true", help="--out holds a run (an earlier average): replace it")
     p.set_defaults(func=run_average)
 
 
@@ -57,16 +60,16 @@ def run_average(args) -> int:
         out = Path(args.out) if args.out else run / "averaged"
     newest = chosen[-1]
     config, tokenizer = load_config_and_tokenizer(newest)
+    check_model_size(config, str(newest / "config.json"))
     model = build_model(config)
     load_weights_into(model, average_weights(chosen), newest / "model.safetensors")
     meta = {}
     if (newest / "meta.json").exists():
-        try:
-            meta = json.loads((newest / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {}
+        meta = read_json(newest / "meta.json")
+        meta = meta if isinstance(meta, dict) else {}
     meta["averaged"] = [str(p) for p in chosen]
-    save_model(out, model, tokenizer, meta)
+    with owned_output(out, args.overwrite, "average"):  # locked; never replaces a run without --overwrite
+        save_model(out, model, tokenizer, meta)
     mark_latest(out)
     print(f"averaged {len(chosen)} checkpoints ({', '.join(p.name for p in chosen)}) into {out}")
     return 0

@@ -12,9 +12,15 @@ import sys
 from pathlib import Path
 
 from clearformer.commands import options
-from clearformer.commands.translate import add_decoding_options, check_output_path, load_translator, write_output
+from clearformer.commands.translate import (
+    add_decoding_options,
+    check_not_input,
+    check_output_path,
+    load_translator,
+    write_output,
+)
 from clearformer.errors import UserError
-from clearformer.evaluate import evaluate_model, load_pairs
+from clearformer.evaluate import evaluate_model, load_pairs, split_file
 from clearformer.generate import DecodingOptions
 
 
@@ -24,6 +30,8 @@ def run(args) -> int:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
     options.apply_threads(args.threads)
     check_output_path(args.output)
+    if args.output and args.data:  # the corpus is never replaced by the hypotheses
+        check_not_input(Path(args.output), split_file(args.split, args.data, {}), "--data")
     model, tokenizer, meta, directory = load_translator(args.checkpoint)
     pairs, name = load_pairs(args.split, args.data, meta)
     if args.limit:

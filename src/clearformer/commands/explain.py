@@ -14,6 +14,7 @@ from clearformer.explain.render import render, to_json
 from clearformer.explain.translation import explain_translation
 from clearformer.generate import DecodingOptions
 from clearformer.runs import resolve_checkpoint
+from clearformer.validation import require_utf8
 
 
 def register(subparsers) -> None:
@@ -49,8 +50,33 @@ def build(args):
         return run_example(args.example)[0]
     if args.sentence is None:
         raise UserError("nothing to explain: give a sentence (with a trained --checkpoint) or --example NAME")
-    model, tokenizer, _ = load_model(resolve_checkpoint(args.checkpoint))
+    require_utf8("the sentence", args.sentence)  # as translate refuses it
+    directory = resolve_checkpoint(args.checkpoint)
+    model, tokenizer, _ = load_model(directory)
+    if not hasattr(model, "encode"):
+        raise UserError(f"{directory}: holds a decoder-only language model; explain it with "
+                        f"`clearformer lm explain TEXT --checkpoint {directory}`")
+    check_layer_and_head(model.config, args.layer, args.head)
     return explain_translation(model, tokenizer, args.sentence, DecodingOptions.from_args(args), top=args.top)
+
+
+def check_layer_and_head(config, layer: int | None, head: int | None) -> None:
+    """--layer and --head must name a layer and a head the model has (else nothing would be shown)."""
+    layers = max(config.n_encoder_layers, config.n_decoder_layers)
+    if layer is not None and not 0 <= layer < layers:
+        raise UserError(f"--layer {layer}: choose a layer from 0 to {layers - 1}")
+    if head is not None and not 0 <= head < config.n_heads:
+        raise UserError(f"--head {head}: choose a head from 0 to {config.n_heads - 1}")
+
+
+def check_shown(walk, layer: int | None, head: int | None) -> None:
+    """--layer and --head must name a layer and a head the walkthrough holds (a seed example's too)."""
+    layers = sorted({step.layer for step in walk.steps if step.layer is not None})
+    heads = sorted({m.head for step in walk.steps for m in step.matrices if m.head is not None})
+    if layer is not None and layer not in layers:
+        raise UserError(f"--layer {layer}: choose a layer from 0 to {max(layers, default=0)}")
+    if head is not None and head not in heads:
+        raise UserError(f"--head {head}: choose a head from 0 to {max(heads, default=0)}")
 
 
 TRANSLATION_FOCUS = ("token_ids", "weights", "probabilities", "chosen")
@@ -76,6 +102,7 @@ def run(args) -> int:
         raise UserError("--decimals must be between 0 and 12")
     views.check_views(args)
     walk = build(args)
+    check_shown(walk, args.layer, args.head)
     if args.format == "json":
         text = to_json(walk)
     else:

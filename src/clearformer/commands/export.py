@@ -10,9 +10,11 @@ Both need the `hf` extra (pip install 'clearformer[hf]').
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
+from clearformer import runlock as lock
 from clearformer.checkpoint import load_model
 from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
@@ -31,10 +33,23 @@ def register(subparsers) -> None:
 
 def run_export(args) -> int:
     out = Path(args.directory)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or not lock.is_empty(out)):
         raise UserError(f"{out}: exists and is not an empty folder")
     if args.quantization and args.to != "ctranslate2":
         raise UserError("--quantization applies only to --to ctranslate2")
+    created = not out.exists()
+    lock.acquire(out, "export")  # one writer at a time (runlock.py); released when the command ends
+    try:
+        if not lock.is_empty(out):
+            raise UserError(f"{out}: exists and is not an empty folder")
+        return export(args, out)
+    except BaseException:
+        if created:  # a failed export leaves no folder behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def export(args, out: Path) -> int:
     checkpoint = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(checkpoint)
     check_exportable(model.config, tokenizer)

@@ -1,11 +1,13 @@
 """`clearformer import marian SRC --out RUN`: a Hugging Face MarianMT translator as a clearformer run.
 
-    clearformer import marian Helsinki-NLP/opus-mt-en-fr --out runs/opus-en-fr   # downloads (needs a network)
-    clearformer import marian ./my-marian-folder --out runs/mine                 # a save_pretrained folder
+    clearformer import marian hf:Helsinki-NLP/opus-mt-en-fr --out runs/opus-en-fr   # downloads (needs a network)
+    clearformer import marian ./my-marian-folder --out runs/mine                    # a save_pretrained folder
     clearformer explain "I love you" --checkpoint runs/opus-en-fr
 
-The run directory is an ordinary checkpoint: translate, explain, evaluate and serve read it.
-(GPT-2 language models: `clearformer lm import gpt2`.) Needs the `hf` extra for names on the Hub.
+The run directory is an ordinary checkpoint: translate, explain, evaluate and serve read it. Only a name
+written `hf:OWNER/NAME` is downloaded from the Hugging Face Hub (needs the `hf` extra); anything else is a
+local folder. RUN must be new or empty, or a clearformer run replaced with --overwrite (runlock.py).
+(GPT-2 language models: `clearformer lm import gpt2`.)
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clearformer.interop.marian import import_marian
+from clearformer.runlock import owned_output
 from clearformer.runs import mark_latest
 
 
@@ -28,13 +31,15 @@ def register(subparsers) -> None:
     marian = formats.add_parser("marian", help="a MarianMTModel folder (save_pretrained) or a Hub model name")
     marian.add_argument("source", metavar="SRC",
                         help="folder with config.json, model.safetensors, source.spm, target.spm, vocab.json; "
-                             "or a name like Helsinki-NLP/opus-mt-en-fr")
+                             "or a Hub model written hf:OWNER/NAME, e.g. hf:Helsinki-NLP/opus-mt-en-fr")
     marian.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
+    marian.add_argument("--overwrite", action="store_true", help="RUN holds a clearformer run: replace it")
     marian.set_defaults(func=run_import_marian)
 
 
 def run_import_marian(args) -> int:
-    out = import_marian(args.source, Path(args.out))
+    with owned_output(Path(args.out), args.overwrite, "import marian"):
+        out = import_marian(args.source, Path(args.out))
     mark_latest(out)
     print(f"imported {args.source} into {out}; try: clearformer translate \"Hello\" --checkpoint {out}")
     return 0

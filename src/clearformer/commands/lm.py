@@ -20,11 +20,14 @@ from clearformer.errors import UserError
 from clearformer.explain.render import render, to_json
 from clearformer.generate.sampling import SamplingSettings, generate
 from clearformer.interop.gpt2 import import_gpt2
+from clearformer.limits import check_model_size
 from clearformer.lm import data as lm_data
 from clearformer.lm.data import prompt_ids
 from clearformer.lm.explain import explain_text, focus
 from clearformer.lm.training import LMOptions, resume_options, train_language_model
 from clearformer.model.lm import LanguageModel
+from clearformer.runlock import owned_output
+from clearformer.validation import require_utf8
 
 DEFAULT_RUN = "runs/lm"
 
@@ -110,13 +113,16 @@ def register(subparsers) -> None:
 
     imported = commands.add_parser("import", help="read a pretrained model (GPT-2) into a clearformer run")
     imported.add_argument("format", choices=["gpt2"])
-    imported.add_argument("source", metavar="SRC", help="a GPT2LMHeadModel folder (save_pretrained) or a Hub name")
+    imported.add_argument("source", metavar="SRC", help="a GPT2LMHeadModel folder (save_pretrained), or a Hub "
+                                                        "model written hf:OWNER/NAME (e.g. hf:openai-community/gpt2)")
     imported.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
+    imported.add_argument("--overwrite", action="store_true", help="RUN holds a clearformer run: replace it")
     imported.set_defaults(func=run_import)
 
 
 def run_import(args) -> int:
-    out = import_gpt2(args.source, Path(args.out))
+    with owned_output(Path(args.out), args.overwrite, "lm import gpt2"):
+        out = import_gpt2(args.source, Path(args.out))
     print(f"imported {args.source} into {out}; try: clearformer lm explain \"The dog ran\" --model {out}")
     return 0
 
@@ -142,7 +148,9 @@ def build_config(args, vocab_size: int):
         overrides["mla"] = dataclasses.replace(overrides["mla"], **mla_sizes)
     if args.kv_heads is not None and args.attention != "gqa":
         raise UserError("--kv-heads applies only to --attention gqa")
-    return preset(args.preset, tgt_vocab_size=vocab_size, **overrides)
+    config = preset(args.preset, tgt_vocab_size=vocab_size, **overrides)
+    check_model_size(config, f"--preset {args.preset}")  # before allocating (clearformer.limits)
+    return config
 
 
 def run_train(args) -> int:
@@ -208,6 +216,7 @@ def run_generate(args) -> int:
     settings.check()
     if args.max_new_tokens <= 0:
         raise UserError(f"--max-new-tokens must be positive, not {args.max_new_tokens}")
+    require_utf8("the prompt", args.prompt)
     options.apply_threads(args.threads)
     model, tokenizer, _ = load_lm(args.checkpoint, args.device)
     model.set_mla_path(args.mla_path == "absorbed")
@@ -225,6 +234,7 @@ def run_generate(args) -> int:
 
 def run_explain(args) -> int:
     views.check_views(args)
+    require_utf8("the text", args.text)
     model, tokenizer, _ = load_lm(args.checkpoint)
     if not 0 <= args.decimals <= 12:
         raise UserError("--decimals must be between 0 and 12")

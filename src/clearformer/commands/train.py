@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
 from clearformer.commands import options
-from clearformer.config import preset
+from clearformer.config import PRESETS, preset
 from clearformer.devices import free_gpu_bytes, gpu_batch_tokens, resolve_device
 from clearformer.errors import UserError
+from clearformer.limits import check_model_size
 from clearformer.runs import default_run_dir
+from clearformer.safeio import loads_json
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.options import preset_defaults
 
@@ -97,11 +98,22 @@ def parse_overrides(items: list[str]) -> dict:
         if not sep or not name.strip():
             raise UserError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set d_model=128")
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = text
+            value = loads_json(text, f"--set {name.strip()}")
+        except UserError:
+            value = text  # a bare word: --set positional=rope
         overrides[name.strip()] = value
     return overrides
+
+
+def check_overrides(preset_name: str, arch: str, overrides: dict) -> None:
+    """--set values that describe no buildable model (d_ff=-5, d_model=10**9) are refused before any work."""
+    if arch != "transformer" or not overrides or preset_name not in PRESETS:
+        return
+    try:
+        config = preset(preset_name, **{"src_vocab_size": 16, "tgt_vocab_size": 16, **overrides})
+    except TypeError as error:
+        raise UserError(f"--set: {error}") from None
+    check_model_size(config, "--set")
 
 
 def build_options(args):
@@ -136,6 +148,7 @@ def build_options(args):
     overrides = parse_overrides(args.set)
     if "source_eos" in overrides:  # a tokenization fact, no longer a model config field
         raise UserError("--set source_eos: use --source-eos or --no-source-eos (the tokenizer keeps it)")
+    check_overrides(args.preset, arch, overrides)
     if args.source_eos is not None:
         fields["source_eos"] = args.source_eos
     return TrainOptions(preset=args.preset, arch=arch, overrides=overrides, run_dir=str(run_dir), **fields)

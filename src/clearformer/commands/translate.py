@@ -12,15 +12,18 @@ maximum length is a one-line error naming the file and line.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+from clearformer import safeio
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import load_model
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.source import check_source, has_surrogates
+from clearformer.limits import MAX_TEXT_FILE_BYTES
 from clearformer.runs import resolve_checkpoint
 
 
@@ -56,25 +59,21 @@ def check_text_lines(lines: list[str], name: str) -> list[str]:
 
 
 def read_lines(path: Path) -> list[str]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not a file of sentences") from None
-    except OSError as error:
-        raise UserError(f"{path}: unreadable ({error.strerror})") from None
-    return decode_lines(data, str(path))
+    """The lines of a file of sentences, read through the bounded reader (also /dev/zero or a FIFO)."""
+    return decode_lines(safeio.read_bytes(path, MAX_TEXT_FILE_BYTES), str(path))
 
 
 def read_stdin() -> list[str]:
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is not None:
-        return decode_lines(buffer.read(), "<stdin>")
+        return decode_lines(safeio.read_stream(buffer, MAX_TEXT_FILE_BYTES, "<stdin>"), "<stdin>")
     try:
-        return check_text_lines(sys.stdin.read().splitlines(), "<stdin>")
+        text = sys.stdin.read(MAX_TEXT_FILE_BYTES + 1)
     except UnicodeDecodeError:
         raise UserError("<stdin>: not UTF-8 text") from None
+    if len(text) > MAX_TEXT_FILE_BYTES:
+        raise UserError(f"<stdin>: larger than {safeio.megabytes(MAX_TEXT_FILE_BYTES)}, the most clearformer reads")
+    return check_text_lines(text.splitlines(), "<stdin>")
 
 
 def gather_input(args) -> tuple[list[str], str, bool]:
@@ -107,6 +106,7 @@ def warn(message: str) -> None:
 def run(args) -> int:
     decoding = DecodingOptions.from_args(args)
     output = check_output_path(args.output)
+    check_not_input(output, args.file, "--file")
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, _ = load_translator(args.checkpoint)
@@ -145,6 +145,21 @@ def check_output_path(output: str | None) -> Path | None:
                 raise UserError(f"--output {path}: {parent} is a file, not a directory")
             break
     return path
+
+
+def check_not_input(output: Path | None, source: str | Path | None, option: str) -> None:
+    """An --output that is the input file (the same file, also through a link or another spelling) would
+    replace what is being read: a one-line error before any work."""
+    if output is None or source is None:
+        return
+    source = Path(source)
+    try:
+        same = output.exists() and source.exists() and os.path.samefile(output, source)
+    except OSError:
+        same = False
+    if same or output.resolve() == source.resolve():
+        raise UserError(f"--output {output} is the {option} file: it would replace the input; "
+                        f"write to another file")
 
 
 def write_output(path: Path, text: str) -> None:

@@ -10,12 +10,13 @@
 from __future__ import annotations
 
 import argparse
-import json
+import re
 from pathlib import Path
 
 from clearformer.data import bible, custom, software
 from clearformer.data.paths import DATA_ENV, default_data_dir, downloads_dir
 from clearformer.errors import UserError
+from clearformer.safeio import read_json_object
 
 RECIPES = {
     "en-fr-software": "English -> French from the fr gettext catalogues of 17 Debian packages "
@@ -62,6 +63,7 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     name = args.name if args.corpus == "custom" else args.corpus
+    check_name(name)
     out = args.out or default_data_dir(name)
     downloads = args.downloads or downloads_dir()
     custom_options = [flag for flag, value in (("--tsv", args.tsv), ("--src", args.src), ("--tgt", args.tgt),
@@ -90,6 +92,16 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def check_name(name: str) -> None:
+    """--name is a plain folder name under data/: no /, no .., nothing hidden (it never leaves data/)."""
+    if not NAME.match(name) or name in (".", "..") or ".." in name:
+        raise UserError(f"--name {name!r}: a corpus name is a plain folder name (letters, digits, . _ -), "
+                        "e.g. my-corpus; use --out DIR to build elsewhere")
+
+
 def check_out_dir(out: Path) -> None:
     """--out must be a folder or not exist yet (inside folders, not files): checked before any work."""
     for path in (out, *out.parents):
@@ -107,7 +119,7 @@ def run_list(args: argparse.Namespace) -> int:
         folder = default_data_dir(name)
         manifest = folder / "manifest.json"
         if manifest.exists():
-            data = json.loads(manifest.read_text(encoding="utf-8"))
+            data = read_json_object(manifest)
             unit = "pairs" if "pairs" in data else "verses"
             counts = data.get(unit) or {}
             state = f"built: {counts.get('total', sum(counts.values())):,} {unit}"

@@ -15,6 +15,8 @@ from os import PathLike
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.limits import MAX_CORPUS_FILE_BYTES
+from clearformer.safeio import read_bytes
 
 MAX_CHARS = 2_000   # longer than any sentence: a paragraph, a whole file on one line, or binary junk
 MAX_RATIO = 9.0     # a side nine times longer (in characters) than the other is not its translation
@@ -34,9 +36,9 @@ def _stderr(message: str) -> None:
 def _read_lines(path: Path) -> list[bytes]:
     if not path.exists():
         raise UserError(f"{path}: no such file")
-    if not path.is_file():
+    if path.is_dir():
         raise UserError(f"{path}: not a file")
-    data = path.read_bytes()
+    data = read_bytes(path, MAX_CORPUS_FILE_BYTES)  # counted while reading: /dev/zero and FIFOs stop too
     if not data.strip():
         raise UserError(f"{path}: the file is empty")
     lines = data.split(b"\n")

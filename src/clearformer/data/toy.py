@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.limits import MAX_CORPUS_FILE_BYTES
+from clearformer.safeio import read_text
 
 TOY_FILE = "toy_en_fr.tsv"
 # The sentences the seeds walk through: always in the training split.
@@ -27,12 +29,7 @@ SEED_SOURCES = ("I love you", "I love AI", "Hello world")
 def read_tsv_pairs(path: Path | str, text: str | None = None) -> list[tuple[str, str]]:
     """(source, target) pairs of a two-column TSV; a line without exactly one tab is an error (file:line)."""
     if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UserError(f"{path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise UserError(f"{path}: unreadable ({error})") from None
+        text = read_text(path, MAX_CORPUS_FILE_BYTES)
     pairs = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -31,8 +31,9 @@ from pathlib import Path
 
 import torch
 
+from clearformer import safeio
 from clearformer.errors import UserError
-from clearformer.limits import MAX_CHECK_FILE_BYTES
+from clearformer.limits import MAX_CHECK_FILE_BYTES, MAX_JSON_DEPTH
 from clearformer.model.attention import causal_mask, masked_softmax
 from clearformer.model.embedding import sinusoidal_table
 
@@ -101,24 +102,21 @@ def read_example(path: str | Path) -> dict:
     """
     try:
         size = Path(path).stat().st_size
-        if size > MAX_CHECK_FILE_BYTES:
-            raise UserError(f"{path}: {size:,} bytes; a worked example is at most {MAX_CHECK_FILE_BYTES:,}")
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, not an example file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    except OSError as error:
-        raise UserError(f"{path}: cannot read ({error.strerror})") from None
+    except OSError:
+        size = 0  # missing or unreadable: the reader below says which
+    if size > MAX_CHECK_FILE_BYTES:
+        raise UserError(f"{path}: {size:,} bytes; a worked example is at most {MAX_CHECK_FILE_BYTES:,}")
+    # Counted while reading too: stat() says 0 bytes for /dev/zero, a FIFO or /dev/stdin.
+    text = safeio.read_text(path, MAX_CHECK_FILE_BYTES)
+    if safeio.nesting_depth(text) > MAX_JSON_DEPTH:
+        raise UserError(f"{path}: JSON nested too deeply (a worked example needs lists of lists)")
     try:
         # NaN / Infinity stay strings, so they are reported as "not a number" at their place.
         return json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=str)
     except json.JSONDecodeError as error:
         raise UserError(f"{path}:{error.lineno}:{error.colno}: not JSON: {error.msg}") from None
-    except RecursionError:
-        raise UserError(f"{path}: JSON nested too deeply (a worked example needs lists of lists)") from None
+    except (RecursionError, ValueError) as error:
+        raise UserError(f"{path}: unusable JSON ({str(error).splitlines()[0][:120]})") from None
 
 
 def _number(value, where: str) -> Decimal:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.interop.hf import require
+from clearformer.runlock import is_empty
 
 
 def start_token_loader():
@@ -64,7 +65,7 @@ def convert_marian_folder(marian_folder: Path, out: Path, quantization: str | No
     require("transformers", "exporting to CTranslate2")
     converter = ctranslate2.converters.TransformersConverter(
         str(marian_folder), copy_files=["source.spm", "target.spm"])
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not is_empty(out):  # `export` holds the folder's lock file (runlock.py)
         raise UserError(f"{out}: exists and is not empty")
     with marian_loader(start_token_loader()):
         try:

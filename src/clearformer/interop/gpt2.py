@@ -18,7 +18,9 @@ from clearformer.checkpoint import save_model
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, resolve_folder, take
+from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
 from clearformer.model.build import build_model
+from clearformer.safeio import decode_utf8, read_bytes
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
 
 FROM_GPT2_ACTIVATION = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
@@ -81,10 +83,9 @@ def imported_state(tensors: dict, config: ModelConfig, where: Path) -> dict[str,
 def gpt2_tokenizer(folder: Path):
     files = {}
     for name in ("vocab.json", "merges.txt"):
-        try:
-            files[name] = (folder / name).read_bytes()
-        except OSError:
-            raise UserError(f"{folder / name}: missing (GPT-2's tokenizer is vocab.json + merges.txt)") from None
+        files[name] = read_bytes(folder / name, MAX_TOKENIZER_FILE_BYTES,
+                                 missing="missing (GPT-2's tokenizer is vocab.json + merges.txt)")
+    decode_utf8(files["merges.txt"], str(folder / "merges.txt"))  # names the file and line of a bad byte
     return ByteLevelBPETokenizer(files["vocab.json"], files["merges.txt"])
 
 
@@ -93,6 +94,8 @@ def load_gpt2(source: str):
     folder = resolve_folder(source, ["*.json", "merges.txt", "*.safetensors"])
     fields = ConfigFields(read_config(folder), folder / "config.json")
     tokenizer = gpt2_tokenizer(folder)
+    # The sizes, before a tensor is read or a module built (the tying is decided from the weights below).
+    check_model_size(imported_config(fields, True, tokenizer.eos_id), str(fields.path))
     tensors = read_weights(folder)
     tied = fields.bool("tie_word_embeddings", True) or "lm_head.weight" not in tensors
     config = imported_config(fields, tied, tokenizer.eos_id)

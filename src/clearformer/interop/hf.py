@@ -8,13 +8,13 @@ field.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 
 from clearformer.errors import UserError
 from clearformer.jsonfile import read_json_object
+from clearformer.safeio import read_json
 
 EXTRA = "pip install 'clearformer[hf]'"
 
@@ -29,13 +29,24 @@ def require(module: str, purpose: str):
         raise UserError(f"{purpose} needs the `{module}` package: {EXTRA}") from None
 
 
+HUB_PREFIX = "hf:"  # `hf:Helsinki-NLP/opus-mt-en-fr`: the only spelling that downloads
+
+
 def resolve_folder(source: str, patterns: list[str]) -> Path:
-    """A local folder as it is; otherwise a model name on the Hugging Face Hub, downloaded (needs a network)."""
-    path = Path(source)
-    if path.is_dir():
+    """A local folder; or, for `hf:OWNER/NAME` only, that model on the Hugging Face Hub, downloaded.
+
+    Anything without the prefix is a local folder, so a misspelt path is an error, never a Hub request."""
+    if not source.startswith(HUB_PREFIX):
+        path = Path(source)
+        if not path.exists():
+            raise UserError(f"{source}: no such folder (a model on the Hugging Face Hub is named "
+                            f"{HUB_PREFIX}OWNER/NAME)")
+        if not path.is_dir():
+            raise UserError(f"{source}: not a folder saved by save_pretrained")
         return path
-    if path.exists() or source.startswith((".", "/")) or source.count("/") > 1:
-        raise UserError(f"{source}: not a folder saved by save_pretrained")
+    source = source[len(HUB_PREFIX):]
+    if not source or source.startswith((".", "/")) or source.count("/") > 1:
+        raise UserError(f"{HUB_PREFIX}{source}: a Hub model is named {HUB_PREFIX}OWNER/NAME")
     hub = require("huggingface_hub", f"downloading {source}")
     try:
         folder = Path(hub.snapshot_download(source, allow_patterns=patterns))
@@ -100,8 +111,8 @@ def read_weights(folder: Path) -> dict[str, torch.Tensor]:
         files = [single]
     elif index.exists():
         try:
-            names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError) as error:
+            names = sorted(set(read_json(index)["weight_map"].values()))
+        except (KeyError, AttributeError, TypeError) as error:
             raise UserError(f"{index}: unreadable shard index ({error})") from None
         files = [folder / Path(name).name for name in names]
     elif (folder / "pytorch_model.bin").exists():

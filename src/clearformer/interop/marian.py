@@ -31,8 +31,10 @@ from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, require, resolve_folder, take
 from clearformer.jsonfile import read_json_object
+from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
 from clearformer.model.build import build_model
 from clearformer.model.embedding import sinusoidal_table
+from clearformer.safeio import read_bytes
 from clearformer.tokenize.files import read_vocabulary
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
 
@@ -296,11 +298,8 @@ def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
     """Our MarianVocabularyTokenizer from the folder's source.spm, target.spm, vocab.json (+ tokenizer_config)."""
     files = {}
     for name in TOKENIZER_FILES:
-        try:
-            files[name] = (folder / name).read_bytes()
-        except OSError:
-            raise UserError(f"{folder / name}: missing (a Marian folder has source.spm, target.spm and vocab.json)") \
-                from None
+        files[name] = read_bytes(folder / name, MAX_TOKENIZER_FILE_BYTES,
+                                 missing="missing (a Marian folder has source.spm, target.spm and vocab.json)")
     settings = read_json_object(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").exists() else {}
     if settings.get("separate_vocabs"):
         raise UserError(f"{folder / 'tokenizer_config.json'}: separate_vocabs=true is not supported")
@@ -332,6 +331,7 @@ def load_marian(source: str):
     if fields.data.get("model_type") not in (None, "marian"):
         raise UserError(f"{fields.path}: field 'model_type' = {fields.data.get('model_type')!r}, not 'marian'")
     config = imported_config(fields)
+    check_model_size(config, str(fields.path))  # before a tensor is read or a module built
     tokenizer = marian_tokenizer(folder, fields, config.tgt_vocab_size)
     weights_path = folder / "model.safetensors"
     config, state = imported_state(read_weights(folder), config, weights_path)

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import torch
 
+from clearformer import safeio
 from clearformer.data.bible import build_lm
 from clearformer.data.paths import default_data_dir, downloads_dir
 from clearformer.errors import UserError
+from clearformer.limits import MAX_CORPUS_FILE_BYTES
 from clearformer.tokenize import SentencePieceTokenizer, WordTokenizer
 
 DEFAULT_CORPUS = "en-web"
@@ -37,14 +39,7 @@ class TokenStreams:
 def read_lines(path: str | Path) -> list[str]:
     """Non-empty lines of a UTF-8 text file, stripped."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such corpus file") from None
-    except UnicodeDecodeError as error:
-        raise UserError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    except OSError as error:
-        raise UserError(f"{path}: unreadable ({error.strerror})") from None
+    text = safeio.read_text(path, MAX_CORPUS_FILE_BYTES, missing="no such corpus file")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) < 2:
         raise UserError(f"{path}: a corpus needs at least 2 non-empty lines, found {len(lines)}")

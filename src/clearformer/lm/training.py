@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +22,12 @@ import torch
 import torch.nn.functional as F
 
 from clearformer import mfu
+from clearformer import runlock as lock
 from clearformer.checkpoint import read_weights
 from clearformer.config import attention_variant
 from clearformer.errors import UserError
 from clearformer.lm import data as lm_data
+from clearformer.safeio import read_json
 from clearformer.train import state
 from clearformer.train.loop import TrainResult, run_setup
 from clearformer.train.options import check_loop_options
@@ -246,11 +247,11 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
 def legacy_options(run_dir: Path) -> LMOptions:
     """LMOptions from an old run folder's meta.json "settings"."""
     try:
-        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+        meta = read_json(run_dir / "meta.json")
         settings = meta["settings"]
         fields = dict(settings, clip=settings["grad_clip"], minutes=settings["max_minutes"] or None,
                       save_every=settings["eval_every"], corpus=meta.get("corpus", ""))
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (UserError, OSError, ValueError, KeyError, TypeError) as error:
         raise UserError(f"{run_dir}: an LM run of the old format without its settings ({error}); "
                         "retrain it with `clearformer lm train --out DIR --overwrite`") from None
     return LMOptions.from_dict(fields)
@@ -259,9 +260,9 @@ def legacy_options(run_dir: Path) -> LMOptions:
 def legacy_start(start: RunStart, run_dir: Path) -> None:
     """Fill `start` from an old-format LM run folder as if from a step checkpoint."""
     try:
-        saved = json.loads((run_dir / LEGACY_META).read_text(encoding="utf-8"))
+        saved = read_json(run_dir / LEGACY_META)
         step = int(saved["step"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (UserError, OSError, ValueError, KeyError, TypeError) as error:
         raise UserError(f"{run_dir / LEGACY_META}: cannot resume ({error})") from None
     tensors = read_weights(run_dir / LEGACY_STATE)
     generator = tensors.pop("rng")
@@ -305,4 +306,7 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
 def train_language_model(options: LMOptions, resume: bool = False, progress: bool = True, overwrite: bool = False,
                          fresh=None) -> TrainResult:
     """Train (or continue) a language model run in options.run_dir with the one trainer."""
-    return run_setup(prepare_language_model(options, resume, overwrite, fresh), progress)
+    try:
+        return run_setup(prepare_language_model(options, resume, overwrite, fresh), progress)
+    finally:
+        lock.release(options.run_dir)  # the run folder's lock (runlock.py), taken by prepare

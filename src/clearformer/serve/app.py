@@ -29,10 +29,10 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
-from clearformer.limits import MAX_BODY_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
+from clearformer.limits import MAX_BODY_BYTES, SERVER_CACHE_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
 from clearformer.serve.claim_results import MEDIA_TYPES as RESULT_TYPES
 from clearformer.serve.claim_results import read_claim_results
-from clearformer.serve.explainer import CACHE_SIZE, Explainer, LoadedModel, RequestError, parse_request
+from clearformer.serve.explainer import Explainer, LoadedModel, RequestError, parse_request
 from clearformer.serve.guard import HostOriginGuard
 from clearformer.serve.pool import AnswerPool, Busy
 
@@ -67,7 +67,7 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     `claims_dir`: a folder of `clearformer claims` results, linked from their steps when present.
     """
     explainer = Explainer(loaded, lm_new_tokens)
-    pool = AnswerPool(lambda key: compressed(explainer.compute(*key)), workers, queue, CACHE_SIZE)
+    pool = AnswerPool(lambda key: compressed(explainer.compute(*key)), workers, queue, SERVER_CACHE_BYTES)
     # The front end's files are read once, into memory: the static route can only ever answer these.
     files = {name: asset(name).encode("utf-8") for name in (STYLE, *LIVE_SCRIPTS)}
     results, results_index = read_claim_results(claims_dir)

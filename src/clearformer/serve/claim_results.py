@@ -2,13 +2,16 @@
 
 `clearformer claims N [--quick]` writes claimN-<name>[-quick].json and .png into a folder (default
 ./claims). The server reads the files it finds there once, at start, under those fixed names only
-(no other path is ever opened, none is taken from a request), and serves them at /claims/<name>.
+(no other path is ever opened, none is taken from a request; only regular files, never a symbolic
+link), and serves them at /claims/<name>.
 The page then links them next to the claim's link under the step it belongs to. A claim's full
 result is preferred to its quick one.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from clearformer.claims.common import result_paths
@@ -38,10 +41,23 @@ def read_claim_results(directory: Path | None) -> tuple[dict[str, bytes], dict[s
 
 
 def _read(path: Path) -> bytes | None:
-    """The bytes of a plain file of at most MAX_FILE_BYTES, or None."""
+    """The bytes of a regular file of at most MAX_FILE_BYTES directly inside its folder, or None.
+
+    A symbolic link is never followed (O_NOFOLLOW), so a link in the claims folder to /etc/passwd or
+    to a device serves nothing; the size is counted while reading."""
+    if path.name in ("", ".", "..") or path.is_symlink():
+        return None
     try:
-        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        return path.read_bytes()
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            return None
+        with os.fdopen(handle, "rb", closefd=False) as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+        return data if len(data) <= MAX_FILE_BYTES else None
+    except OSError:
+        return None
+    finally:
+        os.close(handle)

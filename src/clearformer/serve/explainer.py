@@ -22,10 +22,10 @@ from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import check_source
-from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
+from clearformer.limits import MAX_ANSWER_BYTES, MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
 from clearformer.lm.explain import explain_text
+from clearformer.validation import has_surrogates
 
-CACHE_SIZE = 32  # answers the server keeps (serve/pool.py)
 SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'
 FIELDS = ("sentence", "prompt", "example")
 
@@ -62,7 +62,7 @@ def parse_request(body: bytes) -> tuple[str, str]:
         raise RequestError(413, f"request body over {MAX_BODY_BYTES} bytes")
     try:
         data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # ValueError: JSON's, or an int of 5,000 digits
         raise RequestError(400, f"request body must be JSON: {SHAPE}") from None
     if not isinstance(data, dict):
         raise RequestError(400, f"request body must be a JSON object: {SHAPE}")
@@ -77,6 +77,8 @@ def parse_request(body: bytes) -> tuple[str, str]:
         raise RequestError(400, f"{kind} must be a string, not {type(value).__name__}")
     if not value.strip():
         raise RequestError(400, f"empty {kind}")
+    if has_surrogates(value):  # "\ud800" in the JSON: no UTF-8 text, as translate refuses it
+        raise RequestError(400, f"{kind} is not valid Unicode text (a lone surrogate)")
     if len(value) > MAX_SENTENCE_CHARS:
         raise RequestError(413, f"{kind} of {len(value)} characters; at most {MAX_SENTENCE_CHARS}")
     return kind, value.strip()
@@ -128,7 +130,12 @@ class Explainer:
             payload = self._continue(value)
         else:
             payload = self._translate(value)
-        return to_json(payload).encode("utf-8")
+        answer = to_json(payload).encode("utf-8")
+        if len(answer) > MAX_ANSWER_BYTES:
+            raise RequestError(413, f"the walkthrough of this {kind} is {len(answer):,} bytes, over the server's "
+                                    f"limit of {MAX_ANSWER_BYTES:,} (a walkthrough grows with layers x heads x "
+                                    f"tokens squared): send a shorter {kind}")
+        return answer
 
     def _continue(self, prompt: str) -> dict:
         """A language model continuing `prompt` by `lm_new_tokens` greedy tokens: `lm explain`'s walkthrough."""

@@ -7,7 +7,7 @@ given model, request kind and input, so the server
 - lets at most `queue` more distinct requests wait for a worker; one more is refused at once with
   `Busy` (the app answers 503 with Retry-After) instead of growing a queue without bound;
 - joins a request to the computation already running for the same key (coalescing: 50 readers of one
-  sentence cost one explanation), and keeps the last `cache_size` finished answers (an LRU).
+  sentence cost one explanation), and keeps the most recent finished answers up to `cache_bytes` bytes in all (an LRU).
 
 The bookkeeping is guarded by one lock that is never held while computing; the futures are
 `concurrent.futures` ones, so it works across event loops (uvicorn's, or TestClient's).
@@ -26,15 +26,21 @@ class Busy(Exception):
     """Every worker is busy and the queue is full: the client should retry later."""
 
 
+def answer_bytes(answer) -> int:
+    """The bytes an answer holds: a bytes object, or a tuple of them (plain and compressed)."""
+    return sum(len(part) for part in answer) if isinstance(answer, tuple) else len(answer)
+
+
 class AnswerPool:
     """`submit(key)` -> a Future of `compute(key)`, shared with every identical request in flight."""
 
-    def __init__(self, compute: Callable[[Hashable], bytes], workers: int, queue: int, cache_size: int) -> None:
-        if workers < 1 or queue < 0 or cache_size < 0:
-            raise ValueError(f"workers >= 1, queue >= 0, cache_size >= 0 (got {workers}, {queue}, {cache_size})")
+    def __init__(self, compute: Callable[[Hashable], bytes], workers: int, queue: int, cache_bytes: int) -> None:
+        if workers < 1 or queue < 0 or cache_bytes < 0:
+            raise ValueError(f"workers >= 1, queue >= 0, cache_bytes >= 0 (got {workers}, {queue}, {cache_bytes})")
         self._compute = compute
         self._capacity = workers + queue  # distinct computations running or waiting
-        self._cache_size = cache_size
+        self._cache_bytes = cache_bytes  # the answers kept, counted in bytes: one answer can be megabytes
+        self._cached_bytes = 0
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="clearformer-explain")
         self._lock = threading.RLock()  # reentrant: a done callback may run inside submit()
         self._in_flight: dict[Hashable, Future] = {}
@@ -64,11 +70,17 @@ class AnswerPool:
     def _finished(self, key: Hashable, future: Future) -> None:
         with self._lock:
             self._in_flight.pop(key, None)
-            if self._cache_size and not future.cancelled() and future.exception() is None:
-                self._done[key] = future.result()
-                self._done.move_to_end(key)
-                while len(self._done) > self._cache_size:
-                    self._done.popitem(last=False)
+            if future.cancelled() or future.exception() is not None or key in self._done:
+                return
+            answer = future.result()
+            size = answer_bytes(answer)
+            if size > self._cache_bytes:
+                return  # larger than the whole cache: answered, not kept
+            self._done[key] = answer
+            self._cached_bytes += size
+            while self._cached_bytes > self._cache_bytes:
+                _, evicted = self._done.popitem(last=False)
+                self._cached_bytes -= answer_bytes(evicted)
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.safeio import read_json
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
 from clearformer.tokenize.subword import SentencePieceTokenizer
@@ -26,12 +26,7 @@ def encode_source(tokenizer, text: str) -> list[int]:
 def load_tokenizer(directory: str | Path):
     """The tokenizer saved in a checkpoint directory (`tokenizer.json` says which kind)."""
     path = Path(directory) / "tokenizer.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: missing (not a clearformer checkpoint?)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: unreadable tokenizer ({error})") from None
+    data = read_json(path, missing="missing (not a clearformer checkpoint?)")
     kind = data.get("kind") if isinstance(data, dict) else None
     try:
         if kind == "words":

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.safeio import decode_utf8
 from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.files import load_files, read_vocabulary, save_files
 
@@ -38,7 +39,7 @@ class ByteLevelBPETokenizer(TokenizerFacts):
         vocab = read_vocabulary(self.files["vocab"], FILES["vocab"])
         if end_of_text not in vocab:
             raise UserError(f"vocab.json lacks the end-of-text token {end_of_text!r}")
-        merges = [tuple(line.split(" ")) for line in merges_txt.decode("utf-8").splitlines()
+        merges = [tuple(line.split(" ")) for line in decode_utf8(merges_txt, FILES["merges"]).splitlines()
                   if line and not line.startswith("#version")]
         if any(len(pair) != 2 for pair in merges):
             raise UserError("merges.txt: every line must be two tokens separated by one space")

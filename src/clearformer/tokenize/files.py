@@ -13,6 +13,8 @@ from pathlib import Path
 from clearformer.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.errors import UserError
 from clearformer.jsonfile import read_json_object
+from clearformer.limits import MAX_TOKENIZER_FILE_BYTES
+from clearformer.safeio import loads_json, read_bytes
 
 JSON_FILE = "tokenizer.json"
 
@@ -39,10 +41,7 @@ def load_files(directory: str | Path, roles: tuple[str, ...]) -> tuple[dict, dic
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise UserError(f"{path}: the {role!r} file is not listed")
         file = directory / Path(entry["name"]).name  # never outside the checkpoint
-        try:
-            data = file.read_bytes()
-        except OSError:
-            raise UserError(f"{file}: missing tokenizer file") from None
+        data = read_bytes(file, MAX_TOKENIZER_FILE_BYTES, missing="missing tokenizer file")
         if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
             raise UserError(f"{file}: damaged (checksum differs from {JSON_FILE})")
         contents[role] = data
@@ -51,10 +50,7 @@ def load_files(directory: str | Path, roles: tuple[str, ...]) -> tuple[dict, dic
 
 def read_vocabulary(data: bytes, name: str) -> dict[str, int]:
     """A vocab.json ({token: id}) whose ids are exactly 0 .. n-1, or a one-line error naming the file."""
-    try:
-        vocab = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{name}: not a JSON vocabulary ({error})") from None
+    vocab = loads_json(data, name)
     if not isinstance(vocab, dict) or not all(isinstance(i, int) for i in vocab.values()):
         raise UserError(f"{name}: a vocabulary must map tokens to integer ids")
     if sorted(vocab.values()) != list(range(len(vocab))):

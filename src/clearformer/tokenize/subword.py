@@ -22,6 +22,8 @@ import sentencepiece as spm
 
 from clearformer.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.errors import UserError
+from clearformer.limits import MAX_TOKENIZER_FILE_BYTES
+from clearformer.safeio import read_bytes, read_json_object
 from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.words import BOS, EOS, PAD, UNK
 
@@ -130,17 +132,9 @@ class SentencePieceTokenizer(TokenizerFacts):
     @classmethod
     def load(cls, directory: str | Path) -> SentencePieceTokenizer:
         directory = Path(directory)
-        try:
-            info = json.loads((directory / JSON_FILE).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UserError(f"{directory / JSON_FILE}: missing (not a clearformer checkpoint?)") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise UserError(f"{directory / JSON_FILE}: unreadable tokenizer ({error})") from None
+        info = read_json_object(directory / JSON_FILE, missing="missing (not a clearformer checkpoint?)")
         path = directory / Path(str(info.get("model", MODEL_FILE))).name  # never outside the checkpoint
-        try:
-            proto = path.read_bytes()
-        except OSError:
-            raise UserError(f"{path}: missing SentencePiece model") from None
+        proto = read_bytes(path, MAX_TOKENIZER_FILE_BYTES, missing="missing SentencePiece model")
         expected = info.get("sha256")
         if expected and hashlib.sha256(proto).hexdigest() != expected:
             raise UserError(f"{path}: damaged (checksum differs from {JSON_FILE})")

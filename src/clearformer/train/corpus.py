@@ -31,7 +31,7 @@ def read_pairs(paths: tuple[str, ...], skip_bad: bool = False) -> Pairs:
     (or, with skip_bad, is skipped and counted in the log).
     """
     for path in paths:
-        if not Path(path).is_file():
+        if not Path(path).exists():  # a device or FIFO is read too, bounded (clearformer.safeio)
             raise UserError(f"{path}: no such file")
     return [(str(s), str(t)) for s, t in read_parallel(list(paths), skip_bad=skip_bad)]
 

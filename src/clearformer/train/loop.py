@@ -36,6 +36,7 @@ import torch
 from tqdm import tqdm
 
 from clearformer import devices, mfu
+from clearformer import runlock as lock
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import save_model
 from clearformer.errors import UserError
@@ -78,7 +79,10 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
 
 def train(options: TrainOptions, resume: bool = False, progress: bool = True, overwrite: bool = False) -> TrainResult:
     """Train the translation model (see clearformer.lm.training.train_language_model for the LM)."""
-    return run_setup(prepare(options, resume, Path(options.run_dir), overwrite), progress)
+    try:
+        return run_setup(prepare(options, resume, Path(options.run_dir), overwrite), progress)
+    finally:
+        lock.release(options.run_dir)  # the run folder's lock (runlock.py), taken by prepare
 
 
 def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:

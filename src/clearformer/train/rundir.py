@@ -4,9 +4,11 @@
     train --out DIR --resume     continues the run in DIR
     train --out DIR --overwrite  deletes the run files in DIR (only those a run writes), then starts afresh
 
-At every start, temporaries that a killed process left in DIR (step folders being written,
-`checkpoints/.tmp-step-NNNNNNNN-PID/`, and clearformer.atomic's `.<name>.PID-<random>` files) are
-removed when their process is gone. Nothing else, and nothing outside DIR, is touched.
+The run holds DIR's lock while it writes (a second writer gets a one-line error naming it) and marks DIR
+as a run (runlock.py); a folder holding files that are not a run's is refused, with or without
+--overwrite. At every start, temporaries that a killed process left in DIR (step folders being written,
+`checkpoints/.tmp-step-NNNNNNNN-PID/`, and clearformer.atomic's `.<name>.PID-<random>` files of the names
+a run writes) are removed when their process is gone. Nothing else, and nothing outside DIR, is touched.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 import time
 from pathlib import Path
 
+from clearformer import runlock as lock
 from clearformer.errors import UserError
 
 # Everything a training run (translation or LM) writes into its folder.
@@ -26,7 +29,10 @@ RUN_FILES = ("checkpoints", "model.safetensors", "config.json", "meta.json", "to
 RUN_MARKERS = ("model.safetensors", "checkpoints", "metrics.csv", "train_state.json")
 
 STEP_TEMPORARY = re.compile(r"^\.(?:tmp|old)-step-\d{8}-(\d+)$")  # train/state.py's step folders in flight
-ATOMIC_TEMPORARY = re.compile(r"^\..+\.(\d+)-[A-Za-z0-9_]+$")  # clearformer.atomic: .<name>.<pid>-<random>
+# clearformer.atomic's temporaries of the files a run writes: .<name>.<pid>-<8 of mkstemp's [a-z0-9_]>
+WRITTEN_NAMES = sorted(lock.RUN_ENTRIES | {"optimizer.safetensors", "trainer_state.json"})
+ATOMIC_TEMPORARY = re.compile(r"^\.(?:" + "|".join(re.escape(n) for n in WRITTEN_NAMES) + r"|hypotheses\.\w+\.txt)"
+                              r"\.(\d+)-[a-z0-9_]{8}$")
 LEGACY_ATOMIC = re.compile(r"^\.(?:" + "|".join(re.escape(n) for n in RUN_FILES) + r"|optimizer\.safetensors)"
                            r"\.[A-Za-z0-9_]{8}$")  # before temporaries carried their PID
 LEGACY_AGE_S = 600  # a PID-less temporary this old belongs to no live write
@@ -43,16 +49,18 @@ def claim(run_dir: Path, resume: bool, overwrite: bool) -> None:
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir}: a file, not a folder")
+    existed = run_dir.exists()
+    lock.acquire(run_dir)
+    if existed and not lock.is_empty(run_dir) and not lock.is_clearformer_run(run_dir):
+        shown = ", ".join(lock.foreign_entries(run_dir)[:5]) or "files"
+        raise UserError(f"--out {run_dir}: holds files that are not a clearformer run's ({shown}); "
+                        "choose a new or empty folder")
     if not resume and holds_run(run_dir):
         if not overwrite:
             raise UserError(f"--out {run_dir} already holds a run: continue it with --resume, or replace it "
                             "with --overwrite (or choose another --out)")
-        for name in RUN_FILES:
-            path = run_dir / name
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.exists() or path.is_symlink():
-                path.unlink()
+        lock.remove_run(run_dir)
+    lock.write_marker(run_dir, "training")
     remove_stale_temporaries(run_dir)
 
 

@@ -21,6 +21,7 @@ from clearformer.checkpoint import load_config_and_tokenizer, load_weights_into
 from clearformer.config import RNN_FIELDS, ConfigError, ModelConfig, preset
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
+from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions
@@ -94,6 +95,7 @@ def finish_setup(start: RunStart, options, tokenizer, model, task) -> RunSetup:
 def restored_model(start: RunStart):
     """The tokenizer and model of the checkpoint being resumed (of any release: config_compat.py)."""
     config, tokenizer = load_config_and_tokenizer(start.resumed_from)
+    check_model_size(config, str(start.resumed_from / "config.json"))
     model = build_model(config)
     load_weights_into(model, start.weights, start.resumed_from / "model.safetensors")
     return tokenizer, model
@@ -126,7 +128,9 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
         tokenizer, model = restored_model(start)
     else:
         tokenizer = corpus.build_tokenizer(options, splits["train"])
-        model = build_model(model_config(options, len(tokenizer), tokenizer.pad_id))
+        config = model_config(options, len(tokenizer), tokenizer.pad_id)
+        check_model_size(config, "the model config (--preset, --set)")  # before allocating (clearformer.limits)
+        model = build_model(config)
     place_dropout(model, options.attention_dropout, options.ffn_dropout)
     model.to(start.device).train()
     limit = min(model.config.max_len, options.batch_tokens)

@@ -24,6 +24,7 @@ import torch
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import atomic_save_tensors, read_weights, save_model
 from clearformer.errors import UserError
+from clearformer.safeio import read_json
 
 STEP_DIR = re.compile(r"^step-(\d{8})$")
 OPTIMIZER_FILE = "optimizer.safetensors"
@@ -124,12 +125,7 @@ def load_step_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str,
     weights = read_weights(path / "model.safetensors")
     extra = read_weights(path / OPTIMIZER_FILE)
     state_path = path / STATE_FILE
-    try:
-        state = json.loads(state_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{state_path}: missing (not a resumable checkpoint)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{state_path}: damaged ({error})") from None
+    state = read_json(state_path, missing="missing (not a resumable checkpoint)")
     required = ("format", "step", "stream", "options", "optimizer", "elapsed_s")
     if not isinstance(state, dict) or any(key not in state for key in required):
         raise UserError(f"{state_path}: damaged (missing fields)")

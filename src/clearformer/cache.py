@@ -1,0 +1,51 @@
+"""Where clearformer keeps what it may recompute: one folder, or none.
+
+    $CLEARFORMER_CACHE            if set: that folder ("off": no cache at all)
+    $XDG_CACHE_HOME/clearformer   else, if XDG_CACHE_HOME is set
+    ~/.cache/clearformer          else
+
+It holds `matmul_peak.json` (this machine's measured matrix-product peak, for `train`'s MFU figure:
+clearformer.mfu) and `matplotlib/` (matplotlib's font cache, which it would otherwise keep in
+~/.cache/matplotlib). Deleting it costs a second of re-measurement. With CLEARFORMER_CACHE=off the peak
+is measured at every start and matplotlib's cache lives in a temporary folder removed at exit.
+docs/reliability.md states the rule for users.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+OFF = ("off", "none", "0")
+
+
+def cache_root() -> Path | None:
+    """The cache folder (not created here), or None when caching is off."""
+    chosen = os.environ.get("CLEARFORMER_CACHE")
+    if chosen:
+        return None if chosen.strip().lower() in OFF else Path(chosen)
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "clearformer"
+
+
+def cache_dir(name: str) -> Path:
+    """The cache's sub-folder `name`; with caching off, a temporary folder removed when the process ends."""
+    root = cache_root()
+    if root is not None:
+        return root / name
+    folder = tempfile.mkdtemp(prefix=f"clearformer-{name}-")
+    _temporary.append(folder)
+    atexit.register(remove_temporary_folders)
+    return Path(folder)
+
+
+_temporary: list[str] = []
+
+
+def remove_temporary_folders() -> None:
+    """Remove the temporary folders of a cache that is off (at exit, also an interrupted one)."""
+    while _temporary:
+        shutil.rmtree(_temporary.pop(), ignore_errors=True)

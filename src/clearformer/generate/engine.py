@@ -198,4 +198,5 @@ def residual(add_norm: AddNorm, x: torch.Tensor, sublayer) -> torch.Tensor:
 def use_engine(model: nn.Module, use_cache: bool = True) -> bool:
     """Whether a search runs the engine: not while a recorder is active (the explain view runs the
     model's own modules), not without the cache, and only for models built from DecoderLayers."""
-    return SETTINGS.engine and use_cache and not trace.recording() and Engine.supports(model)
+    return (SETTINGS.engine and use_cache and not trace.recording() and not trace.intervening()
+            and Engine.supports(model))

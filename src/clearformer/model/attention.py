@@ -6,8 +6,8 @@ Two paths give one answer:
   * the explicit path computes QK^T, the scaling, the mask, the softmax and the product with V
     as separate tensors, each of which the recorder can see;
   * the fast path calls torch's fused `scaled_dot_product_attention`.
-`attention` picks one: the explicit path whenever a recorder is active (or `explicit=True`), the
-fused one otherwise; the tests prove both agree. Decoding's fast one-token steps live in
+`attention` picks one: the explicit path whenever a recorder or an intervention is active (or
+`explicit=True`), the fused one otherwise; the tests prove both agree. Decoding's fast one-token steps live in
 `clearformer.generate.engine`, not here.
 
 Masks are boolean, `True = may attend`, shaped to broadcast against
@@ -87,6 +87,7 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     if mask is not None:
         trace.emit(recorder_prefix, "mask", mask.expand(scores.shape[:1] + (1,) + scores.shape[2:])[:, 0])
     weights = masked_softmax(scaled, mask)
+    weights = trace.intervene(recorder_prefix, "weights", weights, mask)  # what-if: uniform weights
     trace.emit(recorder_prefix, "weights", weights)
     if dropout > 0.0:
         weights = F.dropout(weights, p=dropout)
@@ -107,7 +108,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
               recorder_prefix: nn.Module | str = "attention") -> torch.Tensor:
     """Attention(Q, K, V) -> (batch, heads, q_len, d_v): step by step (recorded) while a recorder is
     active or `explicit`, else fused. Shapes as in `explicit_attention`."""
-    if explicit or trace.recording():
+    if explicit or trace.recording() or trace.intervening():
         return explicit_attention(q, k, v, mask, dropout, scale, recorder_prefix)[0]
     return fast_attention(q, k, v, mask, dropout, scale)
 
@@ -192,6 +193,7 @@ class MultiHeadAttention(nn.Module):
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         dropout = self.dropout if self.training else 0.0
         heads = attention(q, k, v, mask, dropout, self.scale, explicit=self.explicit, recorder_prefix=self)
+        heads = trace.intervene(self, "heads", heads)  # what-if: a head switched off
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.d_head)
         trace.emit(self, "concat", concat)

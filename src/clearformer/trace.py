@@ -153,8 +153,9 @@ class Interventions:
     inside the block, in this context only (a server thread's, a test's). The model is never modified."""
 
     def __init__(self, changes) -> None:
+        self.changes: list[Intervention] = list(changes)
         self.table: dict[tuple[str, str], list[Intervention]] = {}
-        for change in changes:
+        for change in self.changes:
             self.table.setdefault((change.module, change.point), []).append(change)
         self._token: contextvars.Token | None = None
 
@@ -165,6 +166,9 @@ class Interventions:
     def __exit__(self, *exc) -> None:
         _interventions.reset(self._token)
         self._token = None
+
+    def names(self) -> list[str]:
+        return [change.name for change in self.changes]
 
 
 def intervening() -> bool:

@@ -8,10 +8,12 @@ from pathlib import Path
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import load_model
 from clearformer.commands import options, views
+from clearformer.commands.search_options import add_search_arguments, settings_from_args
 from clearformer.errors import UserError
 from clearformer.explain.examples import run_example
 from clearformer.explain.render import render, to_json
-from clearformer.explain.translation import explain_translation
+from clearformer.explain.search import explain_search, render_beam
+from clearformer.interventions import add_ablate_argument, interventions_from_args
 from clearformer.runs import resolve_checkpoint
 
 
@@ -35,6 +37,8 @@ def register(subparsers) -> None:
                         help="comma-separated step names to print (e.g. weights,probabilities,chosen); a "
                              "translation prints the attention weights, distributions and choices by default")
     parser.add_argument("--all", action="store_true", help="print every recorded step of a translation")
+    add_search_arguments(parser)  # --beam K and translate's rules: the search that translate runs
+    add_ablate_argument(parser)  # what-if: --ablate NAME
     views.add_view_options(parser)
     parser.set_defaults(func=run)
 
@@ -44,11 +48,14 @@ def build(args):
     if args.example and args.sentence:
         raise UserError("give either a sentence or --example, not both")
     if args.example:
+        if args.ablate or args.beam != 1:
+            raise UserError("--beam and --ablate explain a sentence with a trained model, not --example")
         return run_example(args.example)[0]
     if args.sentence is None:
         raise UserError("nothing to explain: give a sentence (with a trained --checkpoint) or --example NAME")
+    settings = settings_from_args(args)
     model, tokenizer, _ = load_model(resolve_checkpoint(args.checkpoint))
-    return explain_translation(model, tokenizer, args.sentence, top=args.top)
+    return explain_search(model, tokenizer, args.sentence, settings, args.top, interventions_from_args(model, args))
 
 
 TRANSLATION_FOCUS = ("token_ids", "weights", "probabilities", "chosen")
@@ -74,11 +81,17 @@ def run(args) -> int:
         raise UserError("--decimals must be between 0 and 12")
     views.check_views(args)
     walk = build(args)
+    color = None if args.output else sys.stdout.isatty()
     if args.format == "json":
         text = to_json(walk)
+    elif getattr(walk, "beam", None) and not (args.only or args.all):  # the search, a table per step
+        text = render_beam(walk.beam, min(args.decimals, 4), color=color)
     else:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
-                      color=None if args.output else sys.stdout.isatty())
+                      color=color)
+    if getattr(walk, "original", None):
+        text += f"without {', '.join(walk.ablated)}: {walk.original['result']}\nwith it: {walk.result}\n"
+
     if args.output:
         atomic_write_text(Path(args.output), text)
     else:

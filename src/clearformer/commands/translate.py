@@ -22,6 +22,7 @@ from clearformer.errors import UserError
 from clearformer.generate import encode_source, translate
 from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.generate.brevity import DEFAULT_BREVITY
+from clearformer.interventions import add_ablate_argument, interventions_from_args
 from clearformer.limits import MAX_SENTENCE_CHARS
 from clearformer.runs import resolve_checkpoint
 from clearformer.validation import require_finite, shorten
@@ -149,12 +150,14 @@ def run(args) -> int:
 
         bar = tqdm(total=len(sentences), unit="sentence", desc="translating", file=sys.stderr,
                    disable=None, leave=False)
+    changes = interventions_from_args(model, args)  # what-if: --ablate NAME (checked before any work)
     try:
-        outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
-                            alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
-                            progress=bar.update if bar is not None else None, stop=args.early_stop,
-                            placeholders=args.placeholders == "exact", split=not args.whole,
-                            brevity=args.brevity)
+        with changes:
+            outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
+                                alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
+                                progress=bar.update if bar is not None else None, stop=args.early_stop,
+                                placeholders=args.placeholders == "exact", split=not args.whole,
+                                brevity=args.brevity)
     finally:
         if bar is not None:
             bar.close()
@@ -240,4 +243,5 @@ def register(subparsers) -> None:
                         help="translate every line of PATH (empty lines stay empty)")
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
+    add_ablate_argument(parser)
     parser.set_defaults(func=run)

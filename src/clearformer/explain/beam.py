@@ -27,7 +27,8 @@ from clearformer.trace import Record
 class Candidate:
     """One extension of a hypothesis: `token` (id and `word`), log p as the model gave it (`logprob`), as
     the rules left it (`adjusted`), the hypothesis's sum with it (`total`), and its `fate`: "continues"
-    (among the best K that do not end), "finishes" (an <eos> among the best K), or "pruned"."""
+    (among the best K that do not end), "finishes" (an <eos> among the best K, or the best at the length
+    limit), "stopped" (among the best K when the search stopped), or "pruned"."""
 
     token: int
     word: str
@@ -143,6 +144,7 @@ def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], voca
     going = {(int(b), int(k)): j for j, (b, k) in enumerate(zip(go_beam, go_token, strict=True))}
     ends = {(int(b), int(k)) for b, k in zip(top_beam[:beam], top_token[:beam], strict=True) if int(k) == eos_id}
     prefix = meta["prefix"]
+    done, at_limit = bool(meta["done"][0]), bool(meta["at_limit"][0])
     hypotheses, finished = [], []
     for row in range(prefix.shape[0]):
         ids = prefix[row, 1:].tolist()
@@ -155,7 +157,9 @@ def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], voca
             lp, adj = float(logprobs[row, token]), float(moved[row, token])
             candidate = Candidate(token, vocab[token], lp, adj, float(scores[row]) + adj,
                                   rule=rule_for(token, lp, adj, eos_id, t, meta["min_length"]))
-            if (row, token) in going:
+            if (row, token) in going and done:  # among the best K, but the search ends here
+                candidate.fate = "finishes" if at_limit and going[(row, token)] == 0 else "stopped"
+            elif (row, token) in going:
                 candidate.fate, candidate.child = "continues", f"{t + 1}.{going[(row, token)]}"
             elif (row, token) in ends:
                 candidate.fate = "finishes"
@@ -163,15 +167,15 @@ def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], voca
                                          candidate.total / penalty, "<eos> among the best candidates", node.id))
             node.candidates.append(candidate)
         hypotheses.append(node)
-    if bool(meta["at_limit"][0]):
+    if at_limit:
         row, token = int(go_beam[0]), int(go_token[0])
         finished.append(Finished(hypotheses[row].words + [vocab[token]], hypotheses[row].tokens + [token], t,
                                  float(go_scores[0]), penalty,
                                  float(go_scores[0]) / penalty, "length limit reached", hypotheses[row].id))
     best = float(meta["best"][0])
     stopped = ""
-    if bool(meta["done"][0]):
-        stopped = ("the length limit" if bool(meta["at_limit"][0]) else
+    if done:
+        stopped = ("the length limit" if at_limit else
                    f"early stop ({meta['stop']}): the best finished score {best:.4f} ≥ {float(meta['reach'][0]):.4f}, "
                    f"the most a live hypothesis can still reach")
     return BeamStep(t, penalty, hypotheses, finished, best if math.isfinite(best) else None, stopped)

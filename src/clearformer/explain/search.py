@@ -19,7 +19,7 @@ from rich.text import Text
 
 from clearformer import trace
 from clearformer.errors import UserError
-from clearformer.explain.beam import BeamTree, follow_chosen, read_beam_tree
+from clearformer.explain.beam import follow_chosen, read_beam_tree
 from clearformer.explain.translation import explain_translation, source_ids
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.beam import DEFAULT_ALPHA
@@ -130,7 +130,7 @@ def render_beam(tree: dict, decimals: int = 3, width: int = 120, color: bool | N
     number = lambda x: "-∞" if x is None else f"{x:.{decimals}f}"  # noqa: E731
     console.print(Text(f"Beam search, beam {tree['beam']}, length penalty alpha {tree['alpha']}: "
                        f"score = log p / lp(n), lp(n) = ((5 + n) / 6)^alpha", style="bold underline"))
-    fates = {"continues": "→ goes on", "finishes": "✓ finishes", "pruned": ""}
+    fates = {"continues": "→ goes on", "finishes": "✓ finishes", "stopped": "· search stopped", "pruned": ""}
     for step in tree["steps"]:
         table = Table(title=f"step {step['step']}  (lp({step['step'] + 1}) = {step['penalty']:.4f})",
                       title_justify="left", title_style="bold magenta", pad_edge=False, show_edge=False)

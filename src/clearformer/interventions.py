@@ -5,8 +5,9 @@ The grammar of a name (docs/whatif.md), where STACK is `encoder` or `decoder` (a
 only a decoder), L a layer, H a head and N an Add & Norm of the layer (1, 2 or 3):
 
     STACK.positions                                   drop the positional encoding added to the stack's input
-    STACK.layers.L.self_attention.head.H              switch head H off (its output, before the concatenation,
-    decoder.layers.L.cross_attention.head.H             becomes zero: the same as zeroing its columns of W^O)
+    STACK.layers.L.self_attention.head.H              switch head H off: its attention weights become 0, so its
+    decoder.layers.L.cross_attention.head.H             output is 0 before the concatenation (the same as zeroing
+                                                      its columns of W^O)
     STACK.layers.L.(self|cross)_attention.head.H.uniform   replace head H's attention weights by uniform ones
                                                       over the keys it may attend to (the mask still holds)
     STACK.layers.L.add_norm_N.residual                drop the residual connection: Norm(Sublayer(x))
@@ -43,7 +44,7 @@ def valid_interventions(model: nn.Module) -> dict[str, Intervention]:
         if isinstance(module, (MultiHeadAttention, MultiHeadLatentAttention)):
             for head in range(module.n_heads):
                 name = f"{where}.head.{head}"
-                found[name] = Intervention(name, where, "heads", "zero_head", head)
+                found[name] = Intervention(name, where, "weights", "zero_head", head)
                 found[f"{name}.uniform"] = Intervention(f"{name}.uniform", where, "weights", "uniform_head", head)
         elif isinstance(module, AddNorm):
             found[f"{where}.residual"] = Intervention(f"{where}.residual", where, "skip", "zero")

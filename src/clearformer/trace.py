@@ -101,8 +101,8 @@ def name_modules(root: nn.Module, prefix: str = "") -> None:
 # (`with Interventions([...]):`) the ones registered for that module and point replace the tensor,
 # otherwise the tensor passes through untouched. The points:
 #
-#   "heads"    a multi-head attention's head outputs before the concatenation, (batch, heads, q_len, d_v)
-#   "weights"  its attention weights, (batch, heads, q_len, k_len), with the mask of allowed keys
+#   "weights"  a multi-head attention's weights, (batch, heads, q_len, k_len), with the mask of allowed keys:
+#              a head switched off gets weights 0 (so its output, 0 · V, is 0), or uniform ones
 #   "PE"       a positional encoding's rows, (seq, d_model)
 #   "skip"     an Add & Norm's skip input x of x + Sublayer(x), (batch, seq, d_model)
 #
@@ -119,7 +119,7 @@ INTERVENTION_KINDS = ("zero", "zero_head", "uniform_head")
 class Intervention:
     """One change to the forward pass: at `point` of the module named `module` (its trace name),
     `kind` "zero" (the whole tensor, e.g. no positions or no skip), "zero_head" (head `head`'s
-    output) or "uniform_head" (head `head`'s weights replaced by uniform ones over the allowed keys).
+    weights, hence its output) or "uniform_head" (head `head`'s weights replaced by uniform ones over the allowed keys).
     `name` is how a person wrote it."""
 
     name: str

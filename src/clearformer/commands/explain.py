@@ -90,7 +90,8 @@ def run(args) -> int:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
                       color=color)
     if getattr(walk, "original", None):
-        text += f"without {', '.join(walk.ablated)}: {walk.original['result']}\nwith it: {walk.result}\n"
+        text += (f"without --ablate: {walk.original['result']}\n"
+                 f"with --ablate {' '.join(walk.ablated)}: {walk.result}\n")
 
     if args.output:
         atomic_write_text(Path(args.output), text)

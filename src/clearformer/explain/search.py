@@ -54,6 +54,7 @@ class SearchWalkthrough(Walkthrough):
     beam: dict | None = None
     ablated: list[str] = field(default_factory=list)
     original: dict | None = None
+    sentence: str = ""  # what was translated (the page reruns it with other interventions)
 
 
 def search_options(tokenizer, settings: SearchSettings) -> dict:
@@ -106,6 +107,7 @@ def explain_search(model, tokenizer, sentence: str, settings: SearchSettings, to
             plain = explain_translation(model, tokenizer, sentence, max_new_tokens=settings.max_new, top=top)
             walk = SearchWalkthrough(**plain.__dict__)
     walk.ablated = changes.names()
+    walk.sentence = sentence
     if walk.ablated:
         ids = source_ids(tokenizer, sentence, model.config.max_len, model.config.source_eos)
         src = torch.tensor([ids], device=next(model.parameters()).device)
@@ -114,7 +116,7 @@ def explain_search(model, tokenizer, sentence: str, settings: SearchSettings, to
             output = run_search(model, tokenizer, src, settings)
         walk.original = {"result": tokenizer.decode(output),
                          "target_tokens": [tokenizer.id_to_token(i) for i in [tokenizer.bos_id, *output]]}
-        walk.title += " with " + ", ".join(walk.ablated) + " off"
+        walk.title += " with --ablate " + " ".join(walk.ablated)
     return walk
 
 

@@ -87,7 +87,7 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     if mask is not None:
         trace.emit(recorder_prefix, "mask", mask.expand(scores.shape[:1] + (1,) + scores.shape[2:])[:, 0])
     weights = masked_softmax(scaled, mask)
-    weights = trace.intervene(recorder_prefix, "weights", weights, mask)  # what-if: uniform weights
+    weights = trace.intervene(recorder_prefix, "weights", weights, mask)  # what-if: a head off, or uniform
     trace.emit(recorder_prefix, "weights", weights)
     if dropout > 0.0:
         weights = F.dropout(weights, p=dropout)
@@ -193,7 +193,6 @@ class MultiHeadAttention(nn.Module):
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         dropout = self.dropout if self.training else 0.0
         heads = attention(q, k, v, mask, dropout, self.scale, explicit=self.explicit, recorder_prefix=self)
-        heads = trace.intervene(self, "heads", heads)  # what-if: a head switched off
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.d_head)
         trace.emit(self, "concat", concat)

@@ -169,7 +169,7 @@ class MultiHeadLatentAttention(nn.Module):
         trace.emit(prefix, "scaled", scaled)
         if mask is not None:
             trace.emit(prefix, "mask", mask.expand(batch, 1, q_len, scores.shape[-1])[:, 0])
-        weights = trace.intervene(self, "weights", masked_softmax(scaled, mask), mask)  # what-if: uniform
+        weights = trace.intervene(self, "weights", masked_softmax(scaled, mask), mask)  # what-if
         trace.emit(prefix, "weights", weights)
         if self.training and self.dropout > 0:
             weights = F.dropout(weights, p=self.dropout)
@@ -205,7 +205,6 @@ class MultiHeadLatentAttention(nn.Module):
             trace.emit(self, "head_outputs", heads)  # the naive path's attention recorded these already
         else:
             heads = self.naive(q_nope, q_rope, latent, k_rope, mask)
-        heads = trace.intervene(self, "heads", heads)  # what-if: a head switched off
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.v_dim)
         trace.emit(self, "concat", concat)

@@ -18,7 +18,7 @@ from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough
 
-EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js")
+EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "beamtree.js", "whatif.js")  # the last two: docs/whatif.md
 LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
 STYLE = "walkthrough.css"
 TEMPLATE = "walkthrough.html"

@@ -163,3 +163,21 @@ def test_names_and_their_summary(model):
         "decoder.layers.{0-1}.add_norm_{1-3}.residual", "decoder.layers.{0-1}.cross_attention.head.{0-1}[.uniform]"]
     heads = sum(isinstance(m, MultiHeadAttention) for m in model.modules()) * model.config.n_heads
     assert sum(name.endswith(tuple(f"head.{h}" for h in range(2))) for name in names) == heads
+
+
+def test_translate_ablate_on_the_command_line(checkpoint, capsys):
+    from test_translate_cli import run_cli
+
+    from clearformer.checkpoint import load_model
+    from clearformer.generate import translate
+
+    model, tokenizer, _ = load_model(checkpoint)
+    names = ["decoder.layers.0.cross_attention.head.1", "encoder.positions"]
+    args = ["translate", "--checkpoint", str(checkpoint), "--beam", "3", "I love the cat"]
+    code, out, _ = run_cli(args + [x for n in names for x in ("--ablate", n)], capsys)
+    assert code == 0
+    with trace.Interventions(parse_interventions(model, names)):
+        assert out == translate(model, tokenizer, ["I love the cat"], beam=3)[0] + "\n"
+    code, _, err = run_cli(args + ["--ablate", "decoder.layers.0.cross_attention.head.9"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "did you mean decoder.layers.0.cross_attention.head." in err and "encoder.positions" in err

@@ -138,6 +138,7 @@ def run(args) -> int:
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, _ = load_translator(args.checkpoint)
+    changes = interventions_from_args(model, args)  # what-if: --ablate NAME, checked before any work
     for number, text in enumerate(sentences, start=1):
         if lines_may_be_empty and not text.strip():
             continue
@@ -150,7 +151,6 @@ def run(args) -> int:
 
         bar = tqdm(total=len(sentences), unit="sentence", desc="translating", file=sys.stderr,
                    disable=None, leave=False)
-    changes = interventions_from_args(model, args)  # what-if: --ablate NAME (checked before any work)
     try:
         with changes:
             outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,

@@ -58,6 +58,11 @@ def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
     assert page.locator("#cf-beam .cf-beam-node.cf-future").count() == hypotheses + finished - 1 - (
         len(tree["steps"][0]["finished"]))
     for t, step in enumerate(tree["steps"]):
+        if not page.is_checked("#cf-beam-every"):  # by default the pruned candidates are cut to the best one
+            fates = page.eval_on_selector_all("#cf-beam-table .cf-beam-cand", "rows => rows.map(r => r.dataset.fate)")
+            assert fates.count("continues") == sum(c["fate"] == "continues" for h in step["hypotheses"]
+                                                   for c in h["candidates"])
+            page.check("#cf-beam-every")
         fates = page.eval_on_selector_all("#cf-beam-table .cf-beam-cand", "rows => rows.map(r => r.dataset.fate)")
         assert fates == [c["fate"] for h in step["hypotheses"] for c in h["candidates"]]
         # Beside it, the translation's hypotheses' cross-attention (last layer, mean of the heads), checked against

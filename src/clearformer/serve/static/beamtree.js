@@ -13,7 +13,7 @@
   "use strict";
   const SVG = "http://www.w3.org/2000/svg";
   const el = (tag, cls, text) => CF.el(tag, cls, text);
-  const state = { tree: null, step: 0, selected: null, layer: null };
+  const state = { tree: null, step: 0, selected: null, layer: null, everyCandidate: false };
   const COL = 150;
   const ROW = 46;
   const BEAM_STYLE = `
@@ -161,7 +161,10 @@
     table.appendChild(head);
     const fates = { continues: "goes on", finishes: "finishes", stopped: "kept when the search stopped", pruned: "pruned" };
     for (const h of step.hypotheses) {
-      h.candidates.forEach((c, i) => {
+      // By default the candidates that matter: those kept or finished, those a rule moved, and the best pruned one.
+      const shown = state.everyCandidate ? h.candidates : h.candidates.filter((c, i) => c.fate !== "pruned" || c.rule
+        || c === h.candidates.find((d) => d.fate === "pruned") || i === 0);
+      shown.forEach((c, i) => {
         const row = el("tr", "cf-beam-cand");
         row.dataset.fate = c.fate;
         row.dataset.hypothesis = h.id;
@@ -176,6 +179,15 @@
       });
     }
     box.appendChild(table);
+    const every = el("label", "cf-beam-note");
+    const check = el("input");
+    check.type = "checkbox";
+    check.id = "cf-beam-every";
+    check.checked = state.everyCandidate;
+    check.addEventListener("change", () => { state.everyCandidate = check.checked; stepTable(step); });
+    every.appendChild(check);
+    every.appendChild(document.createTextNode(` every candidate (the best ${2 * state.tree.beam} of each hypothesis)`));
+    box.appendChild(every);
     for (const f of step.finished) {
       box.appendChild(el("p", "cf-beam-note", `finished: ${f.words.join(" ")} — log p ${fmt(f.logprob, 4)} / `
         + `lp ${fmt(f.penalty, 4)} = score ${fmt(f.score, 4)} (${f.why})`));
@@ -254,8 +266,8 @@
       box = el("section", "cf-beam");
       box.id = "cf-beam";
       box.setAttribute("aria-label", "beam search");
-      const summary = document.getElementById("cf-summary");
-      summary.parentNode.insertBefore(box, summary.nextSibling);
+      const above = document.getElementById("cf-whatif") || document.getElementById("cf-summary");
+      above.parentNode.insertBefore(box, above.nextSibling);  // below the what-if switches, if any
     }
     box.hidden = false;
     box.textContent = "";

@@ -101,6 +101,22 @@
     rerun();
   }
 
+  /** Which words of `ours` are not in a longest common subsequence with `theirs` (the words that differ). */
+  function differing(ours, theirs) {
+    const table = ours.map(() => new Array(theirs.length + 1).fill(0));
+    table.push(new Array(theirs.length + 1).fill(0));
+    for (let i = ours.length - 1; i >= 0; i--) {
+      for (let j = theirs.length - 1; j >= 0; j--) {
+        table[i][j] = ours[i] === theirs[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+      }
+    }
+    const marked = ours.map(() => true);
+    for (let i = 0, j = 0; i < ours.length && j < theirs.length;) {
+      if (ours[i] === theirs[j]) { marked[i] = false; i++; j++; } else if (table[i + 1][j] >= table[i][j + 1]) i++; else j++;
+    }
+    return marked;
+  }
+
   /** The original translation and the changed one side by side, the words that differ marked. */
   function compare(box, walk) {
     const original = walk.original;
@@ -111,16 +127,17 @@
       cell.appendChild(el("div", "cf-caption", title));
       const words = el("div");
       words.id = id;
-      const theirs = (other || "").split(/\s+/);
-      text.split(/\s+/).forEach((word, i) => {
-        words.appendChild(el("span", word !== theirs[i] ? "cf-differs" : "", word));
+      const ours = text.split(/\s+/).filter(Boolean);
+      const marked = differing(ours, (other || "").split(/\s+/).filter(Boolean));
+      ours.forEach((word, i) => {
+        words.appendChild(el("span", marked[i] ? "cf-differs" : "", word));
         words.appendChild(document.createTextNode(" "));
       });
       cell.appendChild(words);
       grid.appendChild(cell);
     };
     column("original model", original.result, walk.result, "cf-whatif-original");
-    column(`with ${walk.ablated.join(", ")}`, walk.result, original.result, "cf-whatif-changed");
+    column(`with --ablate ${walk.ablated.join(" ")}`, walk.result, original.result, "cf-whatif-changed");
     box.appendChild(grid);
   }
 

@@ -30,6 +30,7 @@ from clearformer.model.embedding import LearnedPositionalEmbedding, SinusoidalPo
 from clearformer.model.latent import MultiHeadLatentAttention
 from clearformer.model.layers import AddNorm
 from clearformer.trace import Intervention, Interventions
+from clearformer.validation import shorten
 
 # the embedding module of a stack's input -> the stack it feeds (a language model's `embed` feeds its decoder)
 POSITION_OWNERS = {"src_embed": "encoder", "tgt_embed": "decoder", "embed": "decoder"}
@@ -96,7 +97,8 @@ def parse_interventions(model: nn.Module, names: Iterable[str]) -> list[Interven
             hint = f" (did you mean {close[0]}?)" if close else ""
             patterns = summarize(valid)
             listed = ", ".join(patterns[:MAX_LISTED]) + (", ..." if len(patterns) > MAX_LISTED else "")
-            raise UserError(f"--ablate {name!r} is not a part of this model{hint}; valid: {listed or 'none'}")
+            raise UserError(f"--ablate {shorten(repr(name))} is not a part of this model{hint}; "
+                            f"valid: {listed or 'none'}")
         if valid[name] not in chosen:
             chosen.append(valid[name])
     return chosen

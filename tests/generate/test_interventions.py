@@ -181,3 +181,18 @@ def test_translate_ablate_on_the_command_line(checkpoint, capsys):
     code, _, err = run_cli(args + ["--ablate", "decoder.layers.0.cross_attention.head.9"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "did you mean decoder.layers.0.cross_attention.head." in err and "encoder.positions" in err
+
+
+def test_parallel_calls_keep_their_own_interventions(model):
+    """A server answers requests in threads: an intervention lives in its own call's context only."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    name = ["decoder.layers.0.cross_attention.head.1"]
+    plain, ablated = model(SRC, TGT), logits_with(model, name)
+
+    def run(index: int) -> bool:
+        got = logits_with(model, name if index % 2 else [])
+        return torch.equal(got, ablated if index % 2 else plain)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(run, range(16)))

@@ -44,6 +44,10 @@ class SearchSettings:
     def check(self) -> None:
         if not 1 <= self.beam <= MAX_BEAM:
             raise UserError(f"--beam must be between 1 and {MAX_BEAM} to explain, not {self.beam}")
+        if self.beam == 1 and (self.brevity, self.placeholders, self.max_extra) != (DEFAULT_BREVITY, True, 50):
+            # explain_translation, the greedy walkthrough, decodes with translate's defaults
+            raise UserError("--brevity, --placeholders and --max-extra change what explain shows only with --beam K "
+                            "(K >= 2); greedy explain decodes with translate's defaults")
 
 
 @dataclass

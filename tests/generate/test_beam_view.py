@@ -109,3 +109,17 @@ def test_explain_beam_refuses_bad_options(checkpoint, capsys):
         args = ["explain", "--checkpoint", str(checkpoint)] + ([] if "--example" in extra else ["I love you"]) + extra
         code, _, err = run_cli(args, capsys)
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_placeholder_rule_shows_what_it_forbids(checkpoint):
+    """With placeholder pieces, tokens the model ranked high but the rule forbids are listed with the rule."""
+    model, tokenizer, _ = load_model(checkpoint)
+    pieces = tuple(tokenizer.encode("love cat"))  # as if these words were placeholders such as %s
+    tokenizer.placeholder_ids = pieces
+    walk = explain_search(model, tokenizer, "I love you", SearchSettings(beam=3, alpha=0.6))
+    assert walk.result == translate(model, tokenizer, ["I love you"], beam=3, alpha=0.6)[0]
+    forbidden = [c for s in walk.beam["steps"] for h in s["hypotheses"] for c in h["candidates"]
+                 if c["rule"] == "forbidden by the placeholder rule"]
+    assert forbidden and all(c["adjusted"] is None and c["fate"] == "pruned" for c in forbidden)
+    assert walk.beam["ranking"][0]["tokens"].count(pieces[0]) == 1  # "love" copied once, "cat" never
+    assert pieces[1] not in walk.beam["ranking"][0]["tokens"]

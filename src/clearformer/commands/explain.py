@@ -92,7 +92,6 @@ def run(args) -> int:
     if getattr(walk, "original", None):
         text += (f"without --ablate: {walk.original['result']}\n"
                  f"with --ablate {' '.join(walk.ablated)}: {walk.result}\n")
-
     if args.output:
         atomic_write_text(Path(args.output), text)
     else:

@@ -153,6 +153,9 @@ def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], voca
                           attention=cross_attention(records, t, row))
         order = torch.topk(moved[row], min(per_hypothesis, moved.shape[1])).indices.tolist()
         order += [k for b, k in (*going, *ends) if b == row and k not in order]  # what went on, always shown
+        # and what the model ranked high but a rule pushed out (a forbidden token, a blocked <eos>)
+        order += [k for k in torch.topk(logprobs[row], min(per_hypothesis, moved.shape[1])).indices.tolist()
+                  if k not in order and moved[row, k] != logprobs[row, k]]
         for token in order:
             lp, adj = float(logprobs[row, token]), float(moved[row, token])
             candidate = Candidate(token, vocab[token], lp, adj, float(scores[row]) + adj,

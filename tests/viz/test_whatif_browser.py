@@ -46,8 +46,11 @@ def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
     walk = explain_search(model, tokenizer, "I love you", SearchSettings(beam=3, max_new=6))
     tree = walk.beam
     path = write_html(walk, tmp_path / "beam.html")
+    requests: list[str] = []
+    page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()))
     page.goto(path.as_uri())
     page.wait_for_selector("#cf-beam .cf-beam-node")
+    assert requests == [path.as_uri()]  # the tree's script and styles are in the file: nothing else is fetched
     hypotheses = sum(len(s["hypotheses"]) for s in tree["steps"])
     finished = sum(len(s["finished"]) for s in tree["steps"])
     assert page.locator("#cf-beam .cf-beam-node").count() == hypotheses + finished

@@ -195,11 +195,8 @@ def read_beam_tree(records: list[Record], vocab: list[str], source_tokens: list[
         steps.append(current)
         children = {c.child: h.id for h in current.hypotheses for c in h.candidates if c.child}
         parents = [children.get(f"{t + 1}.{j}") for j in range(len(children))]
-    first = {}
-    for step in steps:  # Finished keeps a hypothesis only when it beats the best so far: ties keep the first
-        for hypothesis in step.finished:
-            first.setdefault(hypothesis.score, hypothesis)
-    ranking = sorted(first.values(), key=lambda f: -f.score)
+    # A stable sort: of equal scores the earlier stays first, as `Finished` keeps one only when it beats the best.
+    ranking = sorted((f for step in steps for f in step.finished), key=lambda f: -f.score)
     tree = BeamTree(source_tokens, beam, alpha, stop, steps, ranking)
     if ranking:
         ranking[0].best = True

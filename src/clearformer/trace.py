@@ -97,3 +97,97 @@ def name_modules(root: nn.Module, prefix: str = "") -> None:
     for name, module in root.named_modules():
         full = ".".join(part for part in (prefix, name) if part)
         object.__setattr__(module, "trace_name", full)
+
+
+# ----------------------------------------------------------------------------- interventions (what-if)
+#
+# The recorder reads; an `Intervention` writes. Modules pass a few named tensors through
+# `intervene(self, point, tensor)` (one line at each point); while interventions are active
+# (`with Interventions([...]):`) the ones registered for that module and point replace the tensor,
+# otherwise the tensor passes through untouched. The points:
+#
+#   "weights"  a multi-head attention's weights, (batch, heads, q_len, k_len), with the mask of allowed keys:
+#              a head switched off gets weights 0 (so its output, 0 · V, is 0), or uniform ones
+#   "PE"       a positional encoding's rows, (seq, d_model)
+#   "skip"     an Add & Norm's skip input x of x + Sublayer(x), (batch, seq, d_model)
+#
+# `clearformer.interventions` names them for people (`decoder.layers.0.cross_attention.head.2`) and
+# checks the names against a model.
+
+_interventions: contextvars.ContextVar[dict | None] = contextvars.ContextVar("clearformer_interventions",
+                                                                             default=None)
+
+INTERVENTION_KINDS = ("zero", "zero_head", "uniform_head")
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """One change to the forward pass: at `point` of the module named `module` (its trace name),
+    `kind` "zero" (the whole tensor, e.g. no positions or no skip), "zero_head" (head `head`'s
+    weights, hence its output) or "uniform_head" (head `head`'s weights replaced by uniform ones over the allowed keys).
+    `name` is how a person wrote it."""
+
+    name: str
+    module: str
+    point: str
+    kind: str
+    head: int | None = None
+
+    def apply(self, value: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.kind == "zero":
+            return torch.zeros_like(value)
+        changed = value.clone()
+        if self.kind == "zero_head":
+            changed[:, self.head] = 0
+            return changed
+        if self.kind == "uniform_head":
+            changed[:, self.head] = uniform_weights(value, mask)[:, self.head]
+            return changed
+        raise ValueError(f"unknown intervention kind {self.kind!r}; one of {', '.join(INTERVENTION_KINDS)}")
+
+
+def uniform_weights(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Weights (batch, heads, q_len, k_len) -> the same shape, each row 1/n over its n allowed keys
+    (`mask` True = may attend, broadcastable; None = every key); a row with no allowed key stays 0."""
+    allowed = torch.ones_like(weights) if mask is None else mask.expand(weights.shape).to(weights.dtype)
+    return allowed / allowed.sum(dim=-1, keepdim=True).clamp(min=1)
+
+
+class Interventions:
+    """`with Interventions(changes):` applies `changes` (a list of `Intervention`) to every forward pass
+    inside the block, in this context only (a server thread's, a test's). The model is never modified."""
+
+    def __init__(self, changes) -> None:
+        self.changes: list[Intervention] = list(changes)
+        self.table: dict[tuple[str, str], list[Intervention]] = {}
+        for change in self.changes:
+            self.table.setdefault((change.module, change.point), []).append(change)
+        self._token: contextvars.Token | None = None
+
+    def __enter__(self) -> Interventions:
+        self._token = _interventions.set(self.table or None)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _interventions.reset(self._token)
+        self._token = None
+
+    def names(self) -> list[str]:
+        return [change.name for change in self.changes]
+
+
+def intervening() -> bool:
+    """Whether some intervention is active (attention then takes the explicit path, where the weights are)."""
+    return _interventions.get() is not None
+
+
+def intervene(module: nn.Module | str, point: str, value: torch.Tensor,
+              mask: torch.Tensor | None = None) -> torch.Tensor:
+    """`value` as the active interventions for this module and point change it (unchanged without any)."""
+    table = _interventions.get()
+    if table is None:
+        return value
+    name = module if isinstance(module, str) else getattr(module, "trace_name", "")
+    for change in table.get((name, point), ()):
+        value = change.apply(value, mask)
+    return value

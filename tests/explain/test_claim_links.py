@@ -52,8 +52,27 @@ def test_translation_steps_link_the_claim_they_belong_to():
         assert seen[name] == number, name
     scaled = walk.find("encoder.layers.0.self_attention.scaled")[0].claim
     assert scaled == {"number": 2, "statement": scaled["statement"], "command": "clearformer claims 2 --quick",
-                      "docs": "docs/claims.md#claim-2"}
+                      "docs": "docs/claims.md#claim-2", "experiment": None}
     assert "sqrt(d_k)" in scaled["statement"]
+
+
+def test_claims_3_to_5_link_their_experiment_on_the_sentence():
+    """Each names an intervention the model really has (docs/whatif.md), {head} = the head the page shows."""
+    from clearformer.interventions import valid_interventions
+
+    walk = tiny_translation()
+    model = Transformer(preset("toy-translate", src_vocab_size=9, tgt_vocab_size=9, d_model=16, n_heads=2,
+                               n_encoder_layers=1, n_decoder_layers=1, d_ff=32))
+    valid = valid_interventions(model)
+    expected = {"src_embed.positions.PE": "encoder.positions", "tgt_embed.positions.PE": "decoder.positions",
+                "decoder.layers.0.cross_attention.head_outputs": "decoder.layers.0.cross_attention.head.{head}",
+                "encoder.layers.0.self_attention.concat": "encoder.layers.0.self_attention.head.{head}",
+                "decoder.layers.0.add_norm_2.norm": "decoder.layers.0.add_norm_2.residual"}
+    for name, ablate in expected.items():
+        experiment = walk.find(name)[0].claim["experiment"]
+        assert experiment["ablate"] == ablate and experiment["ablate"].format(head=1) in valid
+    assert claim_link("decoder.layers.0.self_attention.absorbed.head_outputs")["experiment"]["ablate"] == \
+        "decoder.layers.0.self_attention.head.{head}"
 
 
 def test_seed_examples_link_them_too():

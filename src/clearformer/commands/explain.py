@@ -11,8 +11,9 @@ from clearformer.commands import options, views
 from clearformer.errors import UserError
 from clearformer.explain.examples import run_example
 from clearformer.explain.render import render, to_json
-from clearformer.explain.translation import explain_translation
+from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions
+from clearformer.interventions import add_ablate_argument, interventions_from_args
 from clearformer.runs import resolve_checkpoint
 from clearformer.validation import require_utf8
 
@@ -37,7 +38,9 @@ def register(subparsers) -> None:
                         help="comma-separated step names to print (e.g. weights,probabilities,chosen); a "
                              "translation prints the attention weights, distributions and choices by default")
     parser.add_argument("--all", action="store_true", help="print every recorded step of a translation")
-    DecodingOptions.add_arguments(parser, only=("brevity", "placeholders", "max_extra"))
+    # --beam K and translate's rules: explain records the very search translate runs
+    DecodingOptions.add_arguments(parser, only=("beam", "alpha", "stop", "brevity", "placeholders", "max_extra"))
+    add_ablate_argument(parser)  # what-if: --ablate NAME
     views.add_view_options(parser)
     parser.set_defaults(func=run)
 
@@ -47,6 +50,8 @@ def build(args):
     if args.example and args.sentence:
         raise UserError("give either a sentence or --example, not both")
     if args.example:
+        if args.ablate or args.beam != 1:
+            raise UserError("--beam and --ablate explain a sentence with a trained model, not --example")
         return run_example(args.example)[0]
     if args.sentence is None:
         raise UserError("nothing to explain: give a sentence (with a trained --checkpoint) or --example NAME")
@@ -57,7 +62,8 @@ def build(args):
         raise UserError(f"{directory}: holds a decoder-only language model; explain it with "
                         f"`clearformer lm explain TEXT --checkpoint {directory}`")
     check_layer_and_head(model.config, args.layer, args.head)
-    return explain_translation(model, tokenizer, args.sentence, DecodingOptions.from_args(args), top=args.top)
+    return explain_search(model, tokenizer, args.sentence, DecodingOptions.from_args(args), args.top,
+                          interventions_from_args(model, args))
 
 
 def check_layer_and_head(config, layer: int | None, head: int | None) -> None:
@@ -103,11 +109,17 @@ def run(args) -> int:
     views.check_views(args)
     walk = build(args)
     check_shown(walk, args.layer, args.head)
+    color = None if args.output else sys.stdout.isatty()
     if args.format == "json":
         text = to_json(walk)
+    elif getattr(walk, "beam", None) and not (args.only or args.all):  # the search, a table per step
+        text = render_beam(walk.beam, min(args.decimals, 4), color=color)
     else:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
-                      color=None if args.output else sys.stdout.isatty())
+                      color=color)
+    if getattr(walk, "original", None):
+        text += (f"without --ablate: {walk.original['result']}\n"
+                 f"with --ablate {' '.join(walk.ablated)}: {walk.result}\n")
     if args.output:
         atomic_write_text(Path(args.output), text)
     else:

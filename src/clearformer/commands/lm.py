@@ -20,6 +20,7 @@ from clearformer.errors import UserError
 from clearformer.explain.render import render, to_json
 from clearformer.generate.sampling import SamplingSettings, generate
 from clearformer.interop.gpt2 import import_gpt2
+from clearformer.interventions import add_ablate_argument, interventions_from_args
 from clearformer.limits import check_model_size
 from clearformer.lm import data as lm_data
 from clearformer.lm.data import prompt_ids
@@ -92,6 +93,7 @@ def register(subparsers) -> None:
     options.add_threads(gen)
     gen.add_argument("--mla-path", choices=["absorbed", "naive"], default="absorbed",
                      help="MLA models: decode in latent space (absorbed) or up-project keys/values (naive)")
+    add_ablate_argument(gen)
     gen.set_defaults(func=run_generate)
 
     explain = commands.add_parser("explain", help="causal mask, per-head weights and next-token distribution")
@@ -221,8 +223,9 @@ def run_generate(args) -> int:
     model, tokenizer, _ = load_lm(args.checkpoint, args.device)
     model.set_mla_path(args.mla_path == "absorbed")
     ids = prompt_ids(tokenizer, args.prompt)
-    new = generate(model, ids, args.max_new_tokens, settings,
-                   stop_id=tokenizer.eos_id if args.stop_at_eos else None)
+    with interventions_from_args(model, args):  # what-if: --ablate NAME
+        new = generate(model, ids, args.max_new_tokens, settings,
+                       stop_id=tokenizer.eos_id if args.stop_at_eos else None)
     print(decode_lines(tokenizer, ids[1:] + new))
     if len(ids) + len(new) >= model.config.max_len:
         print(f"(stopped at the model's context of {model.config.max_len} tokens)", file=sys.stderr)

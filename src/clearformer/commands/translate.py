@@ -23,6 +23,7 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.source import check_source, has_surrogates
+from clearformer.interventions import add_ablate_argument, interventions_from_args
 from clearformer.limits import MAX_TEXT_FILE_BYTES
 from clearformer.runs import resolve_checkpoint
 
@@ -110,6 +111,7 @@ def run(args) -> int:
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, _ = load_translator(args.checkpoint)
+    changes = interventions_from_args(model, args)  # what-if: --ablate NAME, checked before any work
     check_sentences(model, tokenizer, sentences, name, lines_may_be_empty)
     bar = None
     if args.file:
@@ -118,8 +120,9 @@ def run(args) -> int:
         bar = tqdm(total=len(sentences), unit="sentence", desc="translating", file=sys.stderr,
                    disable=None, leave=False)
     try:
-        outputs = translate(model, tokenizer, [s.strip() for s in sentences], decoding,
-                            progress=bar.update if bar is not None else None)
+        with changes:
+            outputs = translate(model, tokenizer, [s.strip() for s in sentences], decoding,
+                                progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
@@ -185,4 +188,5 @@ def register(subparsers) -> None:
                         help="translate every line of PATH (empty lines stay empty)")
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
+    add_ablate_argument(parser)
     parser.set_defaults(func=run)

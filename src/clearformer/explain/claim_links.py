@@ -10,11 +10,16 @@ The HTML page (exported and served) shows it as a link under the step's explanat
     the heads' outputs and their concatenation        -> claim 4 (multiple heads)
     Add & Norm (its residual sum and its norm)        -> claim 5 (residuals and normalisation)
     the encoder output; the GRU decoder's states      -> claim 1 (all tokens at once vs step by step)
+
+Claims 3, 4 and 5 also carry `experiment`: the what-if rerun (`--ablate`, docs/whatif.md) that shows the claim
+on the learner's own sentence: without the positions, with a head of this layer switched off, without this
+residual connection. `{head}` in it stands for the head the page shows.
 """
 
 from __future__ import annotations
 
 from clearformer.claims.registry import claim
+from clearformer.interventions import POSITION_OWNERS
 
 DOCS = "docs/claims.md"  # relative to the project's root: the page links docs/claims.md#claim-N
 
@@ -43,4 +48,18 @@ def claim_link(name: str) -> dict | None:
         return None
     entry = claim(number)
     return {"number": number, "statement": entry.statement, "command": f"clearformer claims {number} --quick",
-            "docs": f"{DOCS}#claim-{number}"}
+            "docs": f"{DOCS}#claim-{number}", "experiment": experiment(number, name)}
+
+
+def experiment(number: int, name: str) -> dict | None:
+    """{"ablate": intervention name, "label": what it does} for claims 3-5 on the step recorded as `name`."""
+    module = name.rsplit(".", 1)[0]
+    if number == 3 and module.split(".")[0] in POSITION_OWNERS:
+        owner = POSITION_OWNERS[module.split(".")[0]]
+        return {"ablate": f"{owner}.positions", "label": f"rerun without the {owner}'s positions"}
+    if number == 4:
+        return {"ablate": f"{module.removesuffix('.absorbed')}.head.{{head}}",
+                "label": "switch head {head} of this layer off and rerun"}
+    if number == 5:
+        return {"ablate": f"{module}.residual", "label": "drop this residual connection and rerun"}
+    return None

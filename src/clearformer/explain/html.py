@@ -20,7 +20,8 @@ from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough
 from clearformer.learn.page import lesson_index
 
-EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js")
+# lessons.js: docs/learn.md; beamtree.js and whatif.js: docs/whatif.md
+EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js", "beamtree.js", "whatif.js")
 LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
 STYLE = "walkthrough.css"
 TEMPLATE = "walkthrough.html"

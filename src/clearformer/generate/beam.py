@@ -171,6 +171,7 @@ def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = 
         n, k_cur = beam_scores.shape
         logits = state.logits().float()  # (n * k_cur, vocab)
         bonus = None if short is None else (eos_id, short.bonus(t, alive, k_cur))
+        trace.emit("beam", "logits", logits)  # the beam view (explain/beam.py): the scores before any rule moves them
         blocked = eos_id if t < options.min_length else None
         top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, blocked, constraint, bonus, t)
         penalty = length_penalty(t + 1, alpha)
@@ -181,6 +182,11 @@ def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = 
         finished.offer_step(alive, t, state.prefix, (top_scores, top_beam, top_token), (go_scores, go_beam, go_token),
                             at_limit, penalty, beam)
         done = at_limit | (finished.scores[alive] >= reachable(go_scores[:, 0], limits[alive], penalty, alpha, stop))
+        if recorder is not None:  # the beam view (explain/beam.py): what this step decided, and why
+            trace.emit("beam", "adjusted", logits, prefix=state.prefix, beam_scores=beam_scores, alive=alive,
+                       top=(top_scores, top_beam, top_token), going=(go_scores, go_beam, go_token), penalty=penalty,
+                       at_limit=at_limit, done=done, best=finished.scores[alive].clone(), min_length=options.min_length,
+                       reach=reachable(go_scores[:, 0], limits[alive], penalty, alpha, stop), stop=stop)
         keep = (~done).nonzero()[:, 0]
         if keep.numel() == 0:
             break

@@ -33,7 +33,7 @@ def eager_step(model, tokens, memory, src_mask, cache, position):
 def decode_step(model, compile: str = "off"):
     """The step function for `model` (see `eager_step`): compiled when `compile` is "on" (see the module
     docstring for "auto"); never while a recorder is active (the recorder sees the eager modules)."""
-    if compile != "on" or trace.recording() or model in FAILED:
+    if compile != "on" or trace.recording() or trace.intervening() or model in FAILED:
         return lambda *inputs: eager_step(model, *inputs)
     compiled = COMPILED.get(model)
     if compiled is None:

@@ -6,8 +6,8 @@ Two paths give one answer:
   * the explicit path computes QK^T, the scaling, the mask, the softmax and the product with V
     as separate tensors, each of which the recorder can see;
   * the fast path calls torch's fused `scaled_dot_product_attention`.
-`attention` picks one: the explicit path whenever a recorder is active (or `explicit=True`), the
-fused one otherwise; the tests prove both agree.
+`attention` picks one: the explicit path whenever a recorder or an intervention is active (or
+`explicit=True`), the fused one otherwise; the tests prove both agree.
 
 Decoding runs these same modules one token at a time with the model's cache (`model/cache.py`).
 There the keys and values can be shared: several query heads read one key/value head (GQA/MQA), and
@@ -95,6 +95,7 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     if mask is not None:
         trace.emit(recorder_prefix, "mask", mask.expand(scores.shape[:1] + (1,) + scores.shape[2:])[:, 0])
     weights = masked_softmax(scaled, mask)
+    weights = trace.intervene(recorder_prefix, "weights", weights, mask)  # what-if: a head off, or uniform
     trace.emit(recorder_prefix, "weights", weights)
     if dropout > 0.0:
         weights = F.dropout(weights, p=dropout)
@@ -115,7 +116,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
               recorder_prefix: nn.Module | str = "attention") -> torch.Tensor:
     """Attention(Q, K, V) -> (batch, heads, q_len, d_v): step by step (recorded) while a recorder is
     active or `explicit`, else fused. Shapes as in `explicit_attention`."""
-    if explicit or trace.recording():
+    if explicit or trace.recording() or trace.intervening():
         return explicit_attention(q, k, v, mask, dropout, scale, recorder_prefix)[0]
     return fast_attention(q, k, v, mask, dropout, scale)
 
@@ -143,14 +144,14 @@ def shared_kv_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask:
 
     When the mask is the same for every query (cross-attention, or a one-token decoding step), the
     per x group x q_len queries of a key head become the query rows of one product and the keys are
-    read in place. Otherwise (a causal mask over several queries), and while a recorder is active
-    (so that every recorded tensor keeps the (batch, heads, q_len, k_len) shape of the paper's
-    layout), the keys and values are repeated to one row per query row and head first.
+    read in place. Otherwise (a causal mask over several queries), and while a recorder or an
+    intervention is active (so that every recorded or changed tensor keeps the (batch, heads, q_len,
+    k_len) shape of the paper's layout), the keys and values are repeated to one row per query row and head first.
     """
     rows, heads, q_len, d_k = q.shape
     sentences, kv_heads = k.shape[:2]
     per, group = rows // sentences, heads // kv_heads
-    if (mask is None or mask.shape[-2] == 1) and not (explicit or trace.recording()):
+    if (mask is None or mask.shape[-2] == 1) and not (explicit or trace.recording() or trace.intervening()):
         stacked = q.reshape(sentences, per, kv_heads, group * q_len, d_k).transpose(1, 2)
         stacked = stacked.reshape(sentences, kv_heads, per * group * q_len, d_k)
         out = fast_attention(stacked, k, v, mask, dropout, scale)

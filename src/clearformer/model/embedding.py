@@ -88,7 +88,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (batch, seq, d_model) -> x + PE[offset : offset+seq]."""
-        pe = self.encoding(x.shape[1], offset).to(x.dtype)
+        pe = trace.intervene(self, "PE", self.encoding(x.shape[1], offset).to(x.dtype))  # what-if: no positions
         trace.emit(self, "PE", pe)
         return x + pe
 
@@ -107,7 +107,7 @@ class LearnedPositionalEmbedding(nn.Module):
         end = offset + x.shape[1]
         if end > self.max_len:
             raise ValueError(f"sequence of {end} positions is longer than the learned table ({self.max_len})")
-        pe = self.weight[offset:end]
+        pe = trace.intervene(self, "PE", self.weight[offset:end])  # what-if: no positions
         trace.emit(self, "PE", pe)
         return x + pe
 

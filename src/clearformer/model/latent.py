@@ -170,7 +170,7 @@ class MultiHeadLatentAttention(nn.Module):
         trace.emit(prefix, "scaled", scaled)
         if mask is not None:
             trace.emit(prefix, "mask", mask.expand(batch, 1, q_len, scores.shape[-1])[:, 0])
-        weights = masked_softmax(scaled, mask)
+        weights = trace.intervene(self, "weights", masked_softmax(scaled, mask), mask)  # what-if
         trace.emit(prefix, "weights", weights)
         if self.training and self.dropout > 0:
             weights = F.dropout(weights, p=self.dropout)

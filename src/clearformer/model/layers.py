@@ -55,10 +55,10 @@ class AddNorm(nn.Module):
         if self.norm_first:
             normed = self.norm(x)
             trace.emit(self, "norm", normed)
-            out = x + self.dropout(sublayer(normed))
+            out = trace.intervene(self, "skip", x) + self.dropout(sublayer(normed))  # what-if: no residual
             trace.emit(self, "residual", out)
             return out
-        residual = x + self.dropout(sublayer(x))
+        residual = trace.intervene(self, "skip", x) + self.dropout(sublayer(x))  # what-if: no residual
         trace.emit(self, "residual", residual)
         out = self.norm(residual)
         trace.emit(self, "norm", out)

@@ -8,6 +8,8 @@
     POST /api/explain      {"sentence": "..."} (a translation model), {"prompt": "..."} (a language model:
                            the prompt and a few greedy tokens, as `lm explain`) or {"example": "i-love-you"}
                            -> the walkthrough JSON
+    POST /api/whatif       {"sentence": "...", "ablate": [names], "beam": K} (or "prompt"): the same, rerun with
+                           parts of the model switched off and with beam search (serve/whatif.py)
 
 Every refusal is a 4xx JSON answer {"error": "one line"}; a bug would be a 500 with the same shape.
 Explanations run in a bounded thread pool (`pool.AnswerPool`: parallel, identical requests share one
@@ -35,6 +37,7 @@ from clearformer.serve.claim_results import read_claim_results
 from clearformer.serve.explainer import Explainer, LoadedModel, RequestError, parse_request
 from clearformer.serve.guard import HostOriginGuard
 from clearformer.serve.pool import AnswerPool, Busy
+from clearformer.serve.whatif import check_whatif, compute, parse_whatif, whatif_info
 
 MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
@@ -67,11 +70,12 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     `claims_dir`: a folder of `clearformer claims` results, linked from their steps when present.
     """
     explainer = Explainer(loaded, lm_new_tokens)
-    pool = AnswerPool(lambda key: compressed(explainer.compute(*key)), workers, queue, SERVER_CACHE_BYTES)
+    pool = AnswerPool(lambda key: compressed(compute(explainer, key)), workers, queue, SERVER_CACHE_BYTES)
     # The front end's files are read once, into memory: the static route can only ever answer these.
     files = {name: asset(name).encode("utf-8") for name in (STYLE, *LIVE_SCRIPTS)}
     results, results_index = read_claim_results(claims_dir)
-    info = {**explainer.info(), "claims": results_index}  # the model's name, never where it lives on this machine
+    # the model's name, never where it lives on this machine
+    info = {**explainer.info(), "claims": results_index, "whatif": whatif_info(explainer)}
     page = render_page({"config": info, "walk": explainer.example_payload(explainer.examples[0])},
                        live=True, inline=False).encode("utf-8")
 
@@ -140,6 +144,21 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
         explainer.check(kind)  # a sentence for a language model (or a prompt for a translator): 400, not queued
         # shield: a client that hangs up must not cancel the computation others may be waiting for.
         answer = await asyncio.shield(asyncio.wrap_future(pool.submit((kind, value))))
+        return answer_response(answer, request.headers.get("accept-encoding", ""))
+
+    @app.post("/api/whatif")
+    async def api_whatif(request: Request) -> Response:
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+            return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
+        kind, text, ablate, beam = parse_whatif(body)
+        check_whatif(explainer, kind, ablate)  # unknown names: 400 before anything is queued
+        answer = await asyncio.shield(asyncio.wrap_future(pool.submit(("whatif", kind, text, ablate, beam))))
         return answer_response(answer, request.headers.get("accept-encoding", ""))
 
     return app

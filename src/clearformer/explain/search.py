@@ -1,0 +1,146 @@
+"""`explain` with beam search and with what-if interventions: the walkthrough of the translation `translate`
+gives, under the same options, plus the search's tree (`explain/beam.py`) and, when the model was changed,
+the original translation beside the new one.
+
+Beam search runs through `generate.translate.decode_ids`, the call `translate --beam K` makes for every batch,
+under a recorder; the walkthrough's steps are those of the hypothesis that won (its row of every recorded
+tensor, `follow_chosen`), so the page shows the numbers that chose each of its words.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+import torch
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from clearformer import trace
+from clearformer.errors import UserError
+from clearformer.explain.beam import follow_chosen, read_beam_tree
+from clearformer.explain.translation import explain_translation
+from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
+from clearformer.generate.options import DecodingOptions, search_tokens
+from clearformer.generate.source import check_source
+from clearformer.generate.translate import decode_ids
+
+MAX_BEAM = 16  # a tree wider than this is no longer readable, on the page or in the terminal
+
+
+def check_explainable(options: DecodingOptions) -> DecodingOptions:
+    """The search options `explain` can show: a beam no wider than MAX_BEAM."""
+    if not 1 <= options.beam <= MAX_BEAM:
+        raise UserError(f"--beam must be between 1 and {MAX_BEAM} to explain, not {options.beam}")
+    return options
+
+
+@dataclass
+class SearchWalkthrough(Walkthrough):
+    """A translation's walkthrough with its search tree (`beam`, beam search only), the interventions it ran
+    under (`ablated`, their names) and, with interventions, the translation without them (`original`)."""
+
+    beam: dict | None = None
+    ablated: list[str] = field(default_factory=list)
+    original: dict | None = None
+    sentence: str = ""  # what was translated (the page reruns it with other interventions)
+
+
+def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions) -> list[int]:
+    """`translate`'s own call for one batch (greedy or beam search) -> the output ids of sentence 0."""
+    return decode_ids(model, src, options, search_tokens(model, tokenizer, options))[0]
+
+
+def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10) -> SearchWalkthrough:
+    """Beam search of `sentence` under a recorder -> the winner's walkthrough with the whole tree."""
+    ids = check_source(tokenizer, sentence, model.config.max_len)
+    src = torch.tensor([ids], device=next(model.parameters()).device)
+    was_training = model.training
+    model.eval()
+    try:
+        with trace.Recorder() as recorder:
+            output = run_search(model, tokenizer, src, options)
+    finally:
+        model.train(was_training)
+    vocab = [tokenizer.id_to_token(i) for i in range(len(tokenizer))]
+    source_tokens = [tokenizer.id_to_token(i) for i in ids]
+    tree = read_beam_tree(recorder.records, vocab, source_tokens, tokenizer.eos_id, options.beam, options.alpha,
+                          options.stop)
+    tree.result = tokenizer.decode(output)
+    generated = [tokenizer.bos_id] + (tree.ranking[0].tokens if tree.ranking else [])
+    labels = [tokenizer.id_to_token(i) for i in generated]
+    walk = build_walkthrough(follow_chosen(recorder.records, tree), f"Translating {sentence!r} (beam {options.beam})",
+                             source_tokens, labels[:1], vocab=vocab,
+                             target_by_step={t: labels[: t + 1] for t in range(len(generated) - 1)}, top=top)
+    return SearchWalkthrough(**{**walk.__dict__, "target_tokens": labels, "result": tree.result},
+                             beam=tree.to_dict())
+
+
+def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10,
+                   interventions: trace.Interventions | None = None,
+                   max_new_greedy: int | None = None) -> SearchWalkthrough:
+    """The walkthrough of `translate`'s search (greedy or beam) on `sentence`, under `interventions` if given;
+    with interventions, `original` holds the translation without them."""
+    check_explainable(options)
+    changes = interventions or trace.Interventions([])
+    with changes:
+        if options.beam > 1:
+            walk = explain_beam(model, tokenizer, sentence, options, top)
+        else:
+            plain = explain_translation(model, tokenizer, sentence, options, top=top)
+            walk = SearchWalkthrough(**plain.__dict__)
+    walk.ablated = changes.names()
+    walk.sentence = sentence
+    if walk.ablated:
+        ids = check_source(tokenizer, sentence, model.config.max_len)
+        src = torch.tensor([ids], device=next(model.parameters()).device)
+        model.eval()
+        with torch.inference_mode():
+            output = run_search(model, tokenizer, src, options)
+        walk.original = {"result": tokenizer.decode(output),
+                         "target_tokens": [tokenizer.id_to_token(i) for i in [tokenizer.bos_id, *output]]}
+        walk.title += " with --ablate " + " ".join(walk.ablated)
+    return walk
+
+
+# ----------------------------------------------------------------------------- the terminal
+
+
+def render_beam(tree: dict, decimals: int = 3, width: int = 120, color: bool | None = None) -> str:
+    """`explain --beam K` in the terminal: one compact table per step (the hypotheses, their best candidates
+    and what became of each), then the finished hypotheses ranked by score."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
+                      highlight=False)
+    number = lambda x: "-∞" if x is None else f"{x:.{decimals}f}"  # noqa: E731
+    console.print(Text(f"Beam search, beam {tree['beam']}, length penalty alpha {tree['alpha']}: "
+                       f"score = log p / lp(n), lp(n) = ((5 + n) / 6)^alpha", style="bold underline"))
+    fates = {"continues": "→ goes on", "finishes": "✓ finishes", "stopped": "· search stopped", "pruned": ""}
+    for step in tree["steps"]:
+        table = Table(title=f"step {step['step']}  (lp({step['step'] + 1}) = {step['penalty']:.4f})",
+                      title_justify="left", title_style="bold magenta", pad_edge=False, show_edge=False)
+        for name, justify in (("hypothesis", "left"), ("sum", "right"), ("candidate", "left"), ("log p", "right"),
+                              ("new sum", "right"), ("", "left")):
+            table.add_column(name, justify=justify, no_wrap=name != "")
+        for hypothesis in step["hypotheses"]:
+            shown = [c for c in hypothesis["candidates"] if c["fate"] != "pruned" or c["rule"]][:2 * tree["beam"]]
+            shown = shown or hypothesis["candidates"][:1]
+            words = " ".join(hypothesis["words"]) or "<bos>"
+            mark = "★ " if hypothesis["chosen"] else ""
+            for index, candidate in enumerate(shown):
+                note = " ".join(x for x in (fates[candidate["fate"]], candidate["rule"]) if x)
+                table.add_row(mark + words if index == 0 else "", number(hypothesis["total"]) if index == 0 else "",
+                              candidate["word"], number(candidate["logprob"]), number(candidate["total"]), note)
+        console.print(table)
+        for done in step["finished"]:
+            console.print(f"  finished: {' '.join(done['words'])}  {number(done['logprob'])} / "
+                          f"{done['penalty']:.4f} = {number(done['score'])}  ({done['why']})")
+        if step["stopped"]:
+            console.print(Text(f"  stop: {step['stopped']}", style="yellow"))
+    console.rule(Text("finished hypotheses, best first", style="bold"))
+    for rank, done in enumerate(tree["ranking"], start=1):
+        console.print(f"{rank}. {number(done['score'])}  {' '.join(done['words'])}" + ("   ← the translation"
+                                                                                       if done["best"] else ""))
+    console.print(Text(f"result: {tree['result']}", style="bold green"))
+    return buffer.getvalue()

@@ -1,0 +1,147 @@
+"""The beam tree and the what-if reruns in a real browser (Debian's chromium through Playwright): the exported
+page of `explain --beam K --html`, and the live page rerunning a sentence with a head switched off. The numbers
+the page shows are compared with the model's, computed here independently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from live_support import browser_tab, chromium
+from test_viz_browser import click_step, shown
+
+from clearformer import trace
+from clearformer.explain.html import write_html
+from clearformer.explain.search import SearchSettings, explain_search
+from clearformer.generate.translate import decode_ids
+from clearformer.interventions import parse_interventions
+from clearformer.tokenize import encode_source
+
+HEAD = "decoder.layers.0.cross_attention.head.1"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from chromium()
+
+
+@pytest.fixture
+def page(browser):
+    yield from browser_tab(browser)
+
+
+def server_translation(tiny_model, sentence: str, names=(), beam: int = 1) -> str:
+    """What the server must answer: translate's call under the interventions, with the server's length bound."""
+    model, tokenizer = tiny_model
+    ids = encode_source(tokenizer, sentence, model.config.source_eos)
+    limit = max(1, min(model.config.max_len - 1, 2 * len(ids) + 8))
+    with trace.Interventions(parse_interventions(model, names)):
+        out = decode_ids(model, torch.tensor([ids]), tokenizer.bos_id, tokenizer.eos_id, beam, max_new=limit,
+                         placeholder_ids=())
+    return tokenizer.decode(out[0])
+
+
+def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
+    model, tokenizer = tiny_model
+    walk = explain_search(model, tokenizer, "I love you", SearchSettings(beam=3, max_new=6))
+    tree = walk.beam
+    path = write_html(walk, tmp_path / "beam.html")
+    requests: list[str] = []
+    page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()))
+    page.goto(path.as_uri())
+    page.wait_for_selector("#cf-beam .cf-beam-node")
+    assert requests == [path.as_uri()]  # the tree's script and styles are in the file: nothing else is fetched
+    hypotheses = sum(len(s["hypotheses"]) for s in tree["steps"])
+    finished = sum(len(s["finished"]) for s in tree["steps"])
+    assert page.locator("#cf-beam .cf-beam-node").count() == hypotheses + finished
+    chosen = page.eval_on_selector_all('#cf-beam .cf-beam-node[data-chosen="true"]', "n => n.map(x => x.dataset.id)")
+    assert chosen[: len(tree["chosen_path"])] == tree["chosen_path"] and len(chosen) == len(tree["chosen_path"]) + 1
+    # Step by step: the later steps are faded, each step's table lists its hypotheses' candidates.
+    assert page.inner_text("#cf-beam-step") == f"step 0 of {len(tree['steps']) - 1}"
+    assert page.locator("#cf-beam .cf-beam-node.cf-future").count() == hypotheses + finished - 1 - (
+        len(tree["steps"][0]["finished"]))
+    for t, step in enumerate(tree["steps"]):
+        if not page.is_checked("#cf-beam-every"):  # by default the pruned candidates are cut to the best one
+            fates = page.eval_on_selector_all("#cf-beam-table .cf-beam-cand", "rows => rows.map(r => r.dataset.fate)")
+            assert fates.count("continues") == sum(c["fate"] == "continues" for h in step["hypotheses"]
+                                                   for c in h["candidates"])
+            page.check("#cf-beam-every")
+        fates = page.eval_on_selector_all("#cf-beam-table .cf-beam-cand", "rows => rows.map(r => r.dataset.fate)")
+        assert fates == [c["fate"] for h in step["hypotheses"] for c in h["candidates"]]
+        # Beside it, the translation's hypotheses' cross-attention (last layer, mean of the heads), checked against
+        # a teacher-forced pass of the model over the translation's words.
+        values, _ = shown(page, "#cf-beam-matrix")
+        tokens = tree["ranking"][0]["tokens"]
+        ids = encode_source(tokenizer, "I love you", model.config.source_eos)
+        with trace.Recorder() as recorder:
+            model(torch.tensor([ids]), torch.tensor([[tokenizer.bos_id, *tokens[:-1]]]))
+        cross = recorder.get(f"decoder.layers.{model.config.n_decoder_layers - 1}.cross_attention.weights")[0]
+        expected = cross.mean(dim=0)[: min(t, len(tree["chosen_path"]) - 1) + 1].double().numpy()
+        np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
+        if t < len(tree["steps"]) - 1:
+            page.click("#cf-beam-next")
+    ranking = page.locator("#cf-beam-ranking li")
+    assert ranking.count() == len(tree["ranking"])
+    assert ranking.first.inner_text().endswith("← the translation")
+    assert page.inner_text("#cf-result") == walk.result
+    # A node clicked shows its own heads' attention.
+    node = tree["steps"][1]["hypotheses"][-1]
+    page.click(f'#cf-beam .cf-beam-node[data-id="{node["id"]}"]')
+    values, _ = shown(page, "#cf-beam-matrix")
+    np.testing.assert_allclose(values, np.array(node["attention"][-1]), rtol=0, atol=1e-12)
+    # The exported page cannot rerun: a head clicked shows the command that does.
+    page.click(f'#cf-whatif button[data-ablate="{HEAD}"]')
+    assert f'clearformer explain "I love you" --beam 3 --ablate {HEAD}' in page.inner_text("#cf-whatif-command")
+
+
+def test_live_page_reruns_with_a_head_off(page, live_server, tiny_model):
+    page.goto(live_server)
+    page.wait_for_selector("#cf-view[data-step-name]")
+    page.fill("#cf-sentence", "I love you")
+    page.click("#cf-explain")
+    page.wait_for_selector(f'#cf-whatif button[data-ablate="{HEAD}"]')
+    original = server_translation(tiny_model, "I love you")
+    assert page.inner_text("#cf-result") == original
+    page.click(f'#cf-whatif button[data-ablate="{HEAD}"]')
+    page.wait_for_selector("#cf-whatif-compare")
+    changed = server_translation(tiny_model, "I love you", [HEAD])
+    assert page.inner_text("#cf-whatif-original").strip() == original
+    assert page.inner_text("#cf-whatif-changed").strip() == changed
+    assert page.inner_text("#cf-result") == changed
+    assert page.get_attribute(f'#cf-whatif button[data-ablate="{HEAD}"]', "aria-pressed") == "true"
+    # Every step reran: the head switched off puts weight 0 on every source word, at every generation step.
+    click_step(page, "decoder.layers.0.cross_attention.weights")
+    page.select_option("#cf-head", "1")
+    values, _ = shown(page, "#cf-matrices")
+    assert values.shape[1] == 4 and not values.any()
+    # With beam search: the tree of the changed model's search, and the original's translation beside it.
+    page.select_option("#cf-whatif-beam", "3")
+    page.wait_for_selector("#cf-beam .cf-beam-node")
+    page.wait_for_function(f"document.querySelector('#cf-result').textContent === "
+                           f"{server_translation(tiny_model, 'I love you', [HEAD], 3)!r}")
+    assert page.inner_text("#cf-whatif-original").strip() == server_translation(tiny_model, "I love you", beam=3)
+    # Reset: the original model again.
+    page.click("#cf-whatif-reset")
+    page.wait_for_selector("#cf-whatif-compare", state="detached")
+    assert page.inner_text("#cf-result") == server_translation(tiny_model, "I love you", beam=3)
+
+
+def test_claims_run_their_experiment_on_the_sentence(page, live_server, tiny_model):
+    page.goto(live_server)
+    page.wait_for_selector("#cf-view[data-step-name]")
+    page.fill("#cf-sentence", "I love you")
+    page.click("#cf-explain")
+    page.wait_for_selector("#cf-whatif")
+    click_step(page, "src_embed.positions.PE")  # claim 3: positions
+    assert page.get_attribute("#cf-claim-try", "data-ablate") == "encoder.positions"
+    page.click("#cf-claim-try")
+    page.wait_for_selector("#cf-whatif-compare")
+    assert page.inner_text("#cf-whatif-changed").strip() == server_translation(tiny_model, "I love you",
+                                                                                 ["encoder.positions"])
+    click_step(page, "decoder.layers.0.cross_attention.head_outputs")  # claim 4: heads
+    page.select_option("#cf-head", "1")
+    assert page.get_attribute("#cf-claim-try", "data-ablate") == HEAD
+    page.click("#cf-claim-try")
+    page.wait_for_function("document.querySelector('#cf-whatif-compare') && document.querySelector("
+                           f"'#cf-whatif-compare').textContent.includes('{HEAD}')")
+    assert page.inner_text("#cf-whatif-changed").strip() == server_translation(tiny_model, "I love you", [HEAD])

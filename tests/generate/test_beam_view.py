@@ -10,10 +10,9 @@ from test_translate_cli import run_cli
 
 from clearformer.checkpoint import load_model
 from clearformer.explain.beam import rule_for
-from clearformer.explain.search import SearchSettings, explain_search
-from clearformer.generate import translate
+from clearformer.explain.search import explain_search
+from clearformer.generate import DecodingOptions, search_tokens, translate
 from clearformer.generate.beam import beam_search
-from clearformer.generate.translate import placeholder_ids
 from clearformer.tokenize import encode_source
 
 SENTENCES = ["I love you", "the dog sleeps", "we eat bread ."]
@@ -38,15 +37,12 @@ def test_explain_beam_ends_in_translates_result(checkpoint, capsys, beam):
                                      dict(beam=2, alpha=1.0, brevity=0.5, stop="bound", max_extra=3)])
 def test_tree_is_the_search(checkpoint, sentence, options):
     model, tokenizer, _ = load_model(checkpoint)
-    settings = SearchSettings(**options)
+    settings = DecodingOptions(**options)
     walk = explain_search(model, tokenizer, sentence, settings)
-    assert walk.result == translate(model, tokenizer, [sentence], beam=settings.beam, alpha=settings.alpha,
-                                    max_extra=settings.max_extra, stop=settings.stop, brevity=settings.brevity)[0]
+    assert walk.result == translate(model, tokenizer, [sentence], settings)[0]
     tree = walk.beam
-    src = torch.tensor([encode_source(tokenizer, sentence, model.config.source_eos)])
-    decoded = beam_search(model, src, beam=settings.beam, alpha=settings.alpha, bos_id=tokenizer.bos_id,
-                          eos_id=tokenizer.eos_id, max_extra=settings.max_extra, stop=settings.stop,
-                          brevity=settings.brevity, placeholder_ids=placeholder_ids(tokenizer))
+    src = torch.tensor([encode_source(tokenizer, sentence)])
+    decoded = beam_search(model, src, settings, search_tokens(model, tokenizer, settings))
     best = tree["ranking"][0]
     assert best["best"] and best["tokens"] == decoded.tokens[0, : int(decoded.lengths[0])].tolist()
     assert best["score"] == pytest.approx(float(decoded.scores[0]), abs=1e-5)
@@ -86,8 +82,8 @@ def test_tree_is_the_search(checkpoint, sentence, options):
 def test_brevity_moves_eos_scores(checkpoint):
     model, tokenizer, _ = load_model(checkpoint)
     model.config.length_ratio = 3.0  # as if measured on a corpus: a translation three times as long as its source
-    walk = explain_search(model, tokenizer, "I love you", SearchSettings(beam=4, brevity=3.0))
-    assert walk.result == translate(model, tokenizer, ["I love you"], beam=4, brevity=3.0)[0]
+    walk = explain_search(model, tokenizer, "I love you", DecodingOptions(beam=4, brevity=3.0))
+    assert walk.result == translate(model, tokenizer, ["I love you"], DecodingOptions(beam=4, brevity=3.0))[0]
     tree = walk.beam
     moved = [c for s in tree["steps"] for h in s["hypotheses"] for c in h["candidates"] if c["rule"]]
     assert moved and all(c["token"] == tokenizer.eos_id and c["rule"].startswith("brevity penalty -") for c in moved)
@@ -116,8 +112,8 @@ def test_placeholder_rule_shows_what_it_forbids(checkpoint):
     model, tokenizer, _ = load_model(checkpoint)
     pieces = tuple(tokenizer.encode("love cat"))  # as if these words were placeholders such as %s
     tokenizer.placeholder_ids = pieces
-    walk = explain_search(model, tokenizer, "I love you", SearchSettings(beam=3, alpha=0.6))
-    assert walk.result == translate(model, tokenizer, ["I love you"], beam=3, alpha=0.6)[0]
+    walk = explain_search(model, tokenizer, "I love you", DecodingOptions(beam=3, alpha=0.6))
+    assert walk.result == translate(model, tokenizer, ["I love you"], DecodingOptions(beam=3, alpha=0.6))[0]
     forbidden = [c for s in walk.beam["steps"] for h in s["hypotheses"] for c in h["candidates"]
                  if c["rule"] == "forbidden by the placeholder rule"]
     assert forbidden and all(c["adjusted"] is None and c["fate"] == "pruned" for c in forbidden)

@@ -11,6 +11,7 @@ from gen_helpers import random_model
 
 from clearformer import trace
 from clearformer.errors import UserError
+from clearformer.generate import DecodingOptions
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.interventions import parse_interventions, summarize, valid_interventions
@@ -131,8 +132,8 @@ def test_searches_run_the_intervention(model, decode):
     attention = edited.decoder.layers[0].cross_attention
     with torch.no_grad():
         attention.w_o.weight[:, : attention.d_head] = 0
-    run = (lambda m: greedy_decode(m, SRC, max_new=8)) if decode == "greedy" else \
-        (lambda m: beam_search(m, SRC, beam=3, max_new=8))
+    run = (lambda m: greedy_decode(m, SRC, DecodingOptions(max_new=8))) if decode == "greedy" else \
+        (lambda m: beam_search(m, SRC, DecodingOptions(beam=3, max_new=8)))
     with trace.Interventions(parse_interventions(model, [name])):
         ablated = run(model)
     expected = run(edited)
@@ -177,7 +178,7 @@ def test_translate_ablate_on_the_command_line(checkpoint, capsys):
     code, out, _ = run_cli(args + [x for n in names for x in ("--ablate", n)], capsys)
     assert code == 0
     with trace.Interventions(parse_interventions(model, names)):
-        assert out == translate(model, tokenizer, ["I love the cat"], beam=3)[0] + "\n"
+        assert out == translate(model, tokenizer, ["I love the cat"], DecodingOptions(beam=3))[0] + "\n"
     code, _, err = run_cli(args + ["--ablate", "decoder.layers.0.cross_attention.head.9"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "did you mean decoder.layers.0.cross_attention.head." in err and "encoder.positions" in err

@@ -13,7 +13,7 @@ from interop_helpers import TEST_SOURCES, gpt2_folder, marian_folder, padded  # 
 
 from clearformer import trace  # noqa: E402
 from clearformer.cli import main  # noqa: E402
-from clearformer.generate import beam_search, encode_source  # noqa: E402
+from clearformer.generate import DecodingOptions, beam_search, encode_source, search_tokens  # noqa: E402
 from clearformer.generate.sampling import SamplingSettings, generate  # noqa: E402
 from clearformer.interop.gpt2 import import_gpt2, load_gpt2  # noqa: E402
 from clearformer.interop.marian import load_marian  # noqa: E402
@@ -59,11 +59,10 @@ def test_marian_head_off_equals_marian_without_its_columns(marian, name, part, t
     assert all(torch.equal(ours.state_dict()[k], v) for k, v in before.items())
     # Beam search with the head off: the tokens of the edited Marian, searched by clearformer itself.
     edited_ours, _, _ = load_marian_from(edited, tmp_path)
+    options = DecodingOptions(beam=3, alpha=0.0, max_new=8, brevity=0.0)
     with trace.Interventions(parse_interventions(ours, [name])):
-        ablated = beam_search(ours, src, beam=3, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                              max_new=8, brevity=0.0)
-    plain = beam_search(edited_ours, src, beam=3, alpha=0.0, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                        max_new=8, brevity=0.0)
+        ablated = beam_search(ours, src, options, search_tokens(ours, tokenizer, options))
+    plain = beam_search(edited_ours, src, options, search_tokens(edited_ours, tokenizer, options))
     assert ablated.sequences() == plain.sequences()
 
 

@@ -12,7 +12,8 @@ from test_viz_browser import click_step, shown
 
 from clearformer import trace
 from clearformer.explain.html import write_html
-from clearformer.explain.search import SearchSettings, explain_search
+from clearformer.explain.search import explain_search
+from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.translate import decode_ids
 from clearformer.interventions import parse_interventions
 from clearformer.tokenize import encode_source
@@ -33,17 +34,17 @@ def page(browser):
 def server_translation(tiny_model, sentence: str, names=(), beam: int = 1) -> str:
     """What the server must answer: translate's call under the interventions, with the server's length bound."""
     model, tokenizer = tiny_model
-    ids = encode_source(tokenizer, sentence, model.config.source_eos)
+    ids = encode_source(tokenizer, sentence)
     limit = max(1, min(model.config.max_len - 1, 2 * len(ids) + 8))
     with trace.Interventions(parse_interventions(model, names)):
-        out = decode_ids(model, torch.tensor([ids]), tokenizer.bos_id, tokenizer.eos_id, beam, max_new=limit,
-                         placeholder_ids=())
+        options = DecodingOptions(beam=beam, max_new=limit, placeholders="free")
+        out = decode_ids(model, torch.tensor([ids]), options, search_tokens(model, tokenizer, options))
     return tokenizer.decode(out[0])
 
 
 def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
     model, tokenizer = tiny_model
-    walk = explain_search(model, tokenizer, "I love you", SearchSettings(beam=3, max_new=6))
+    walk = explain_search(model, tokenizer, "I love you", DecodingOptions(beam=3, max_new=6))
     tree = walk.beam
     path = write_html(walk, tmp_path / "beam.html")
     requests: list[str] = []
@@ -72,7 +73,7 @@ def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
         # a teacher-forced pass of the model over the translation's words.
         values, _ = shown(page, "#cf-beam-matrix")
         tokens = tree["ranking"][0]["tokens"]
-        ids = encode_source(tokenizer, "I love you", model.config.source_eos)
+        ids = encode_source(tokenizer, "I love you")
         with trace.Recorder() as recorder:
             model(torch.tensor([ids]), torch.tensor([[tokenizer.bos_id, *tokens[:-1]]]))
         cross = recorder.get(f"decoder.layers.{model.config.n_decoder_layers - 1}.cross_attention.weights")[0]

@@ -7,6 +7,7 @@ import torch
 from test_viz_server import _refused, local_client
 
 from clearformer import trace
+from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.translate import decode_ids
 from clearformer.interventions import parse_interventions, valid_interventions
 from clearformer.serve.app import create_app
@@ -24,11 +25,11 @@ def client(tiny_checkpoint):
 def expected(tiny_model, sentence: str, names=(), beam: int = 1) -> str:
     """The translation the server must give: translate's call, with the server's length bound."""
     model, tokenizer = tiny_model
-    ids = encode_source(tokenizer, sentence, model.config.source_eos)
+    ids = encode_source(tokenizer, sentence)
     limit = max(1, min(model.config.max_len - 1, 2 * len(ids) + 8))
     with trace.Interventions(parse_interventions(model, names)):
-        out = decode_ids(model, torch.tensor([ids]), tokenizer.bos_id, tokenizer.eos_id, beam, max_new=limit,
-                         placeholder_ids=())
+        options = DecodingOptions(beam=beam, max_new=limit, placeholders="free")
+        out = decode_ids(model, torch.tensor([ids]), options, search_tokens(model, tokenizer, options))
     return tokenizer.decode(out[0])
 
 

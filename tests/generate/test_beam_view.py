@@ -81,13 +81,13 @@ def test_tree_is_the_search(checkpoint, sentence, options):
 
 def test_brevity_moves_eos_scores(checkpoint):
     model, tokenizer, _ = load_model(checkpoint)
-    model.config.length_ratio = 3.0  # as if measured on a corpus: a translation three times as long as its source
+    tokenizer.length_ratio = 3.0  # as if measured on a corpus: a translation three times as long as its source
     walk = explain_search(model, tokenizer, "I love you", DecodingOptions(beam=4, brevity=3.0))
     assert walk.result == translate(model, tokenizer, ["I love you"], DecodingOptions(beam=4, brevity=3.0))[0]
     tree = walk.beam
     moved = [c for s in tree["steps"] for h in s["hypotheses"] for c in h["candidates"] if c["rule"]]
     assert moved and all(c["token"] == tokenizer.eos_id and c["rule"].startswith("brevity penalty -") for c in moved)
-    assert all(c["adjusted"] < c["logprob"] for c in moved)
+    assert all(c["adjusted"] is None or c["adjusted"] < c["logprob"] for c in moved)  # None: -inf
 
 
 def test_rules_in_words():
@@ -98,8 +98,8 @@ def test_rules_in_words():
 
 
 def test_explain_beam_refuses_bad_options(checkpoint, capsys):
-    for extra, message in ((["--beam", "0"], "--beam must be between 1 and"),
-                           (["--brevity", "0"], "only with --beam K"),
+    for extra, message in ((["--beam", "0"], "--beam must be at least 1"),
+                           (["--beam", "17"], "--beam must be between 1 and 16"),
                            (["--example", "i-love-you", "--beam", "2"], "not --example"),
                            (["--ablate", "decoder.layers.9.cross_attention.head.0"], "is not a part of this model")):
         args = ["explain", "--checkpoint", str(checkpoint)] + ([] if "--example" in extra else ["I love you"]) + extra

@@ -44,7 +44,7 @@ def marian_logits(model, src, tgt, pad_id):
                                         ("decoder.layers.1.cross_attention.head.3", ("decoder", 1, "encoder_attn"))])
 def test_marian_head_off_equals_marian_without_its_columns(marian, name, part, tmp_path):
     theirs, ours, tokenizer = marian
-    src = padded([encode_source(tokenizer, text, True) for text in TEST_SOURCES], tokenizer.pad_id)
+    src = padded([encode_source(tokenizer, text) for text in TEST_SOURCES], tokenizer.pad_id)
     tgt = torch.tensor([[tokenizer.bos_id, 5, 9, 12, 7, 3]] * src.shape[0])
     before = {k: v.clone() for k, v in ours.state_dict().items()}
     with torch.no_grad(), trace.Interventions(parse_interventions(ours, [name])):
@@ -76,7 +76,7 @@ def load_marian_from(model, directory):
 
 def test_marian_without_positions_equals_a_zero_table(marian):
     theirs, ours, tokenizer = marian
-    src = padded([encode_source(tokenizer, text, True) for text in TEST_SOURCES], tokenizer.pad_id)
+    src = padded([encode_source(tokenizer, text) for text in TEST_SOURCES], tokenizer.pad_id)
     tgt = torch.tensor([[tokenizer.bos_id, 5, 9, 12, 7, 3]] * src.shape[0])
     with torch.no_grad(), trace.Interventions(parse_interventions(ours, ["encoder.positions"])):
         got = ours(src, tgt)

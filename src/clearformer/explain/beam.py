@@ -111,6 +111,8 @@ def rule_for(token: int, raw: float, adjusted: float, eos_id: int, step: int, mi
     if adjusted == float("-inf"):
         if token == eos_id and step < min_length:
             return "blocked: <eos> before the minimum length"
+        if token == eos_id:  # the brevity rule's bonus is -inf for ending at once (generate/brevity.py)
+            return "brevity penalty -inf: an empty translation never ends"
         return "forbidden by the placeholder rule"
     return f"brevity penalty {adjusted - raw:+.4f}" if token == eos_id else f"moved {adjusted - raw:+.4f}"
 

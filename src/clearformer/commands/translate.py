@@ -17,6 +17,7 @@ from pathlib import Path
 
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import load_model
+from clearformer.commands import engine as engine_options
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import encode_source, translate
@@ -133,10 +134,14 @@ def gather_input(args) -> tuple[list[str], str, bool]:
 
 def run(args) -> int:
     check_decoding_options(args)
+    engine_options.check_engine_arguments(args)
     output = check_output_path(args.output)
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
-    model, tokenizer, _, _ = load_translator(args.checkpoint)
+    model, tokenizer, _, directory = load_translator(args.checkpoint)
+    engine = None
+    if args.engine == "ctranslate2":
+        engine = engine_options.open_engine(args, model, tokenizer, directory, "translate")
     for number, text in enumerate(sentences, start=1):
         if lines_may_be_empty and not text.strip():
             continue
@@ -150,11 +155,15 @@ def run(args) -> int:
         bar = tqdm(total=len(sentences), unit="sentence", desc="translating", file=sys.stderr,
                    disable=None, leave=False)
     try:
-        outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
-                            alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
-                            progress=bar.update if bar is not None else None, stop=args.early_stop,
-                            placeholders=args.placeholders == "exact", split=not args.whole,
-                            brevity=args.brevity)
+        if engine is not None:
+            outputs = engine_options.translate_with_engine(engine, model, tokenizer, [s.strip() for s in sentences],
+                                                           args, progress=bar.update if bar is not None else None)
+        else:
+            outputs = translate(model, tokenizer, [s.strip() for s in sentences], beam=args.beam,
+                                alpha=args.alpha, max_extra=args.max_extra, batch_size=args.batch_size,
+                                progress=bar.update if bar is not None else None, stop=args.early_stop,
+                                placeholders=args.placeholders == "exact", split=not args.whole,
+                                brevity=args.brevity)
     finally:
         if bar is not None:
             bar.close()
@@ -240,4 +249,5 @@ def register(subparsers) -> None:
                         help="translate every line of PATH (empty lines stay empty)")
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
+    engine_options.add_engine_arguments(parser)
     parser.set_defaults(func=run)

@@ -16,11 +16,14 @@ What is the same as the PyTorch path, and what is not:
   back to ids and decoded by the run's tokenizer.
 * Length rule: each sentence may generate its source length + max_extra tokens, at most max_len.
   CTranslate2 takes one limit per call, so sentences are grouped by source length.
-* Length penalty: clearformer divides a hypothesis' log-probability by ((5 + len) / 6)^alpha (GNMT),
-  CTranslate2 by len^beta. No beta gives the same order for every pair of lengths; the one used,
-  beta = alpha * L / (5 + L) with L the group's source length, has the same slope in log-length at
-  len = L (d/d log len of alpha * log(5 + len) is alpha * len / (5 + len)), so hypotheses near the
-  expected length are ranked as clearformer ranks them. alpha = 0 is exact (beta = 0).
+* Length penalty: clearformer divides a finished hypothesis' log-probability by ((5 + len) / 6)^alpha
+  (GNMT) and stops a sentence once no live beam beats its best finished one; CTranslate2 divides by
+  len^beta and searches until `beam` hypotheses have finished. No beta reproduces the first with the
+  second. Measured on the trained toy translator (docs/ctranslate2.md, "Length penalty"), beta = 0 gives
+  clearformer's beam-4 translations at alpha 0.6, 1 and 2 for all but one test sentence, and every
+  beta > 0 tried (0.5 to 2, and alpha * L / (5 + L), the beta with GNMT's slope in log-length at the
+  source length L) changes several more, for the worse. So the engine runs beta = 0 whatever --alpha
+  says (alpha = 0 is exact: the tests hold the two engines token-identical there).
 * Not in CTranslate2: the brevity penalty (`generate/brevity.py`) and the placeholder constraint,
   which masks logits step by step. For placeholders the engine asks for the n best hypotheses (n =
   the beam; greedy sentences that lose a placeholder are decoded again with beam 4) and keeps the best
@@ -48,6 +51,7 @@ from clearformer.interop.hf import require
 QUANTIZE = ("none", "int8")
 STAMP = "clearformer-export.json"
 RETRY_BEAM = 4  # greedy sentences that lost a placeholder are decoded again with this beam
+LENGTH_PENALTY = 0.0  # CTranslate2's beta, for every --alpha (module docstring: the closest measured)
 
 
 def export_folder(run: Path, quantize: str) -> Path:
@@ -165,7 +169,8 @@ class CTranslate2Engine:
     def translate_ids(self, sources: list[list[int]], beam: int = 1, alpha: float = 0.0, max_extra: int = 50,
                       batch_size: int = 32, placeholders: bool = True,
                       progress: Callable[[int], None] | None = None) -> list[str]:
-        """Like `generate.translate_ids` (an empty source -> ""): one translation per source, in order."""
+        """Like `generate.translate_ids` (an empty source -> ""): one translation per source, in order.
+        `alpha` is accepted for the same call and not used (LENGTH_PENALTY, module docstring)."""
         outputs = [""] * len(sources)
         groups: dict[int, list[int]] = {}
         for index, ids in enumerate(sources):
@@ -177,7 +182,7 @@ class CTranslate2Engine:
             members = groups[length]
             for start in range(0, len(members), batch_size):
                 chunk = members[start: start + batch_size]
-                decoded = self.decode_group([sources[i] for i in chunk], beam, alpha,
+                decoded = self.decode_group([sources[i] for i in chunk], beam,
                                             min(length + max_extra, self.max_len), placeholders)
                 for index, ids in zip(chunk, decoded, strict=True):
                     outputs[index] = self.tokenizer.decode(ids)
@@ -185,19 +190,17 @@ class CTranslate2Engine:
                     progress(len(chunk))
         return outputs
 
-    def decode_group(self, sources: Sequence[list[int]], beam: int, alpha: float, limit: int,
-                     placeholders: bool) -> list[list[int]]:
+    def decode_group(self, sources: Sequence[list[int]], beam: int, limit: int, placeholders: bool) -> list[list[int]]:
         """Sources of one length -> output ids (without <eos>), the best hypothesis that keeps the
         source's placeholder pieces where one of the n best does."""
         check = placeholders and bool(self.placeholder_ids)
-        hypotheses = self.run(sources, beam, length_penalty(alpha, len(sources[0])), limit,
+        hypotheses = self.run(sources, beam, LENGTH_PENALTY, limit,
                               beam if check else 1)
         chosen = [self.pick(source, options, check) for source, options in zip(sources, hypotheses, strict=True)]
         if check and beam == 1:  # greedy has one hypothesis: a sentence that lost a placeholder gets RETRY_BEAM
             lost = [i for i, source in enumerate(sources) if not self.keeps(source, chosen[i])]
             if lost:
-                again = self.run([sources[i] for i in lost], RETRY_BEAM, length_penalty(alpha, len(sources[0])),
-                                 limit, RETRY_BEAM)
+                again = self.run([sources[i] for i in lost], RETRY_BEAM, LENGTH_PENALTY, limit, RETRY_BEAM)
                 for i, options in zip(lost, again, strict=True):
                     better = self.pick(sources[i], options, True)
                     if self.keeps(sources[i], better):
@@ -226,12 +229,6 @@ class CTranslate2Engine:
                 if self.keeps(source, output):
                     return output
         return options[0]
-
-
-def length_penalty(alpha: float, expected_length: int) -> float:
-    """CTranslate2's length_penalty (score / len^beta) closest to clearformer's ((5 + len) / 6)^alpha
-    near len = expected_length: the same slope in log-length there (module docstring)."""
-    return alpha * expected_length / (5.0 + expected_length)
 
 
 def load_engine(run: Path, model, tokenizer, settings: EngineSettings) -> tuple[CTranslate2Engine, bool]:

@@ -17,6 +17,9 @@ import time
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.evaluate import score_corpus
+from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress
+from clearformer.interop.ct2_engine import EngineSettings, export_folder, load_engine
 
 ENGINES = ("pytorch", "ctranslate2")
 
@@ -40,16 +43,12 @@ def check_engine_arguments(args) -> None:
 def engine_settings(args, quantize: str | None = None):
     import torch
 
-    from clearformer.interop.ct2_engine import EngineSettings
-
     threads = args.threads if args.threads is not None else torch.get_num_threads()
     return EngineSettings(quantize=quantize or args.quantize, threads=threads)
 
 
 def open_engine(args, model, tokenizer, directory: Path, command: str, quantize: str | None = None):
     """The run's CTranslate2 engine, exported first if needed (said on stderr)."""
-    from clearformer.interop.ct2_engine import export_folder, load_engine
-
     settings = engine_settings(args, quantize)
     engine, exported = load_engine(Path(directory), model, tokenizer, settings)
     if exported:
@@ -62,8 +61,6 @@ def translate_with_engine(engine, model, tokenizer, sentences: list[str], args,
                           progress=None) -> list[str]:
     """`generate.translate` with CTranslate2 decoding: the same source reading (long inputs split into
     sentences unless --whole, `encode_source`), cut to max_len as `evaluate` does, joined back."""
-    from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress
-
     sources, owners = encode_sources(model, tokenizer, sentences, not args.whole)
     max_len = model.config.max_len
     pieces = engine.translate_ids([ids[:max_len] for ids in sources], beam=args.beam, alpha=args.alpha,
@@ -75,9 +72,6 @@ def translate_with_engine(engine, model, tokenizer, sentences: list[str], args,
 
 def evaluate_engine(engine, model, tokenizer, pairs, args, progress=None):
     """(Evaluation, sources cut to max_len) of the CTranslate2 engine on `pairs`, as `evaluate_model`."""
-    from clearformer.evaluate import score_corpus
-    from clearformer.generate.translate import encode_sources
-
     texts = [source for source, _ in pairs]
     sources, _ = encode_sources(model, tokenizer, texts, not args.whole)
     truncated = sum(len(ids) > model.config.max_len for ids in sources)

@@ -46,7 +46,9 @@ from pathlib import Path
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import WEIGHTS_FILE
 from clearformer.errors import UserError
+from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.hf import require
+from clearformer.interop.marian import check_exportable, export_marian
 
 QUANTIZE = ("none", "int8")
 STAMP = "clearformer-export.json"
@@ -76,9 +78,6 @@ def recorded_digest(folder: Path) -> str | None:
 def ensure_exported(run: Path, model, tokenizer, quantize: str = "none") -> tuple[Path, bool]:
     """(RUN/ctranslate2[-int8], whether it was exported now): reused while its recorded weights hash is
     the run's, else exported into a temporary folder in RUN and renamed into place."""
-    from clearformer.interop.ctranslate2 import convert_marian_folder
-    from clearformer.interop.marian import check_exportable, export_marian
-
     if quantize not in QUANTIZE:
         raise UserError(f"--quantize must be one of {', '.join(QUANTIZE)}, not {quantize!r}")
     folder = export_folder(run, quantize)

@@ -1,10 +1,17 @@
-"""The decoding benchmark's row "clearformer model served by CTranslate2": the clearformer model that
-benchmarks/decode_speed.py times (the `small` size, the same seed, so the same random weights), exported
-with `clearformer export --to ctranslate2`'s own code path (clearformer.interop: Marian folder, then
-CTranslate2's converter) and run by `ctranslate2.Translator`, float32, like the CTranslate2 row.
+"""The decoding benchmark's CTranslate2 rows beyond CTranslate2's own Marian conversion:
 
-decode_speed.py calls `build_runs` from its worker for the system named SYSTEM; the export happens there,
-before the warm-up, and is not timed.
+* "clearformer model served by CTranslate2": the clearformer model that benchmarks/decode_speed.py times
+  (the `small` size, the same seed, so the same random weights), exported with `clearformer export --to
+  ctranslate2`'s own code path (clearformer.interop: Marian folder, then CTranslate2's converter) and run
+  by `ctranslate2.Translator`, float32, like the CTranslate2 row;
+* the same model and CTranslate2's converted Marian at compute_type int8 (CTranslate2 quantizes the
+  weights to int8 as it loads them, as `clearformer translate --engine ctranslate2 --quantize int8` runs).
+
+decode_speed.py calls `prepare` in its main process, where it also converts the Marian model, and
+`build_runs` from the worker of each system in SYSTEMS. Every CTranslate2 worker therefore does the same
+thing: load a converted folder, warm up, time. (The export used to run inside its own worker: that
+worker had built the PyTorch model and run Transformers and the converter before CTranslate2 decoded,
+the Marian worker had not; docs/ctranslate2.md.)
 """
 
 from __future__ import annotations
@@ -14,6 +21,10 @@ from pathlib import Path
 import torch
 
 SYSTEM = "clearformer model served by CTranslate2"
+SYSTEM_INT8 = "clearformer model served by CTranslate2 int8"
+MARIAN_INT8 = "CTranslate2 int8"
+SYSTEMS = [SYSTEM, SYSTEM_INT8, MARIAN_INT8]
+EXPORTED = "clearformer-ct2"
 
 
 def vocabulary_tokenizer(vocab: int):
@@ -23,15 +34,17 @@ def vocabulary_tokenizer(vocab: int):
     from clearformer.tokenize.subword import SentencePieceTokenizer
 
     pieces = SentencePieceTokenizer.train(["a placeholder for the token strings t4 t5 t6"] * 4, vocab_size=300)
-    names = ["<pad>", "<unk>", "<bos>", "<eos>"] + [f"t{i}" for i in range(4, vocab)]
+    names = exported_tokens(vocab)
     return MarianVocabularyTokenizer(pieces.model_proto, pieces.model_proto, {n: i for i, n in enumerate(names)},
                                      pad="<pad>", unk="<unk>", eos="<eos>", start="<bos>")
 
 
-def build_runs(args, batches, directory: Path, ct2_runner) -> dict[tuple[str, int], object]:
-    """{(SYSTEM, beam): run} for greedy and beam 4; `ct2_runner` is decode_speed's CTranslate2 runner."""
-    import ctranslate2
+def exported_tokens(vocab: int) -> list[str]:
+    return ["<pad>", "<unk>", "<bos>", "<eos>"] + [f"t{i}" for i in range(4, vocab)]
 
+
+def prepare(args, directory: Path) -> None:
+    """Export decode_speed's clearformer model to directory/clearformer-ct2 (untimed, in the main process)."""
     from clearformer.config import preset
     from clearformer.interop.ctranslate2 import convert_marian_folder
     from clearformer.interop.marian import export_marian
@@ -44,7 +57,19 @@ def build_runs(args, batches, directory: Path, ct2_runner) -> dict[tuple[str, in
     # source_eos: Marian's tokenizer appends </s>; it changes no weight, and the batches are ids already.
     tokenizer.source_eos = True
     marian = export_marian(model, tokenizer, directory / "clearformer-marian")
-    converted = convert_marian_folder(marian, directory / "clearformer-ct2")
-    translator = ctranslate2.Translator(str(converted), device="cpu", compute_type="float32",
+    convert_marian_folder(marian, directory / EXPORTED)
+
+
+def build_runs(system: str, args, batches, directory: Path, ct2_runner,
+               marian_tokens: list[str]) -> dict[tuple[str, int], object]:
+    """{(system, beam): run} for greedy and beam 4; `ct2_runner` is decode_speed's CTranslate2 runner,
+    `marian_tokens` the converted Marian's token strings by id."""
+    import ctranslate2
+
+    folder, tokens = directory / "ct2", marian_tokens
+    if system in (SYSTEM, SYSTEM_INT8):
+        folder, tokens = directory / EXPORTED, exported_tokens(args.vocab)
+    compute = "float32" if system == SYSTEM else "int8"
+    translator = ctranslate2.Translator(str(folder), device="cpu", compute_type=compute,
                                        intra_threads=args.threads, inter_threads=1)
-    return {(SYSTEM, beam): ct2_runner(translator, tokenizer.itos, batches, beam, args.new_tokens) for beam in (1, 4)}
+    return {(system, beam): ct2_runner(translator, tokens, batches, beam, args.new_tokens) for beam in (1, 4)}

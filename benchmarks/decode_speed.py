@@ -205,8 +205,9 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
         marian = MarianMTModel.from_pretrained(directory / "hf").eval()
         for beam in (1, 4):
             runs[("transformers MarianMTModel.generate", beam)] = hf_runner(marian, batches, beam, new)
-    elif system == ct2_export_row.SYSTEM:  # clearformer's own export, run by CTranslate2
-        runs = ct2_export_row.build_runs(args, batches, directory, ct2_runner)
+    elif system in ct2_export_row.SYSTEMS:  # clearformer's own export, and the int8 rows
+        runs = ct2_export_row.build_runs(system, args, batches, directory, ct2_runner,
+                                         ctranslate2_vocabulary(args.vocab))
     else:
         import ctranslate2
 
@@ -263,8 +264,9 @@ def main() -> None:
     temporary = tempfile.TemporaryDirectory()
     systems = ["clearformer"]
     if not args.skip_peers:
-        systems += ["transformers", "ctranslate2", ct2_export_row.SYSTEM]
+        systems += ["transformers", "ctranslate2", *ct2_export_row.SYSTEMS]
         save_and_convert(marian_model(args.vocab), args.vocab, Path(temporary.name))
+        ct2_export_row.prepare(args, Path(temporary.name))
 
     # Round-robin over the systems, best time of each: a busy machine slows every system alike
     # instead of whichever happened to run during a burst of other work.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from clearformer.commands import engine as engine_options
 from clearformer.commands import options
 from clearformer.commands.translate import (
     add_decoding_options,
@@ -26,6 +27,10 @@ from clearformer.generate import DecodingOptions
 
 def run(args) -> int:
     decoding = DecodingOptions.from_args(args)
+    engine_options.check_engine_arguments(args)
+    if args.engine == "all" and args.output:
+        raise UserError("--output applies to one engine; with --engine all the hypotheses go to "
+                        "CHECKPOINT/hypotheses.SPLIT.ENGINE.txt")
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
     options.apply_threads(args.threads)
@@ -39,19 +44,52 @@ def run(args) -> int:
 
     from tqdm import tqdm
 
+    def run_pytorch(progress=None):
+        return evaluate_model(model, tokenizer, pairs, decoding, progress=progress)
+
+    if args.engine == "all":
+        return report_engines(args, decoding, model, tokenizer, directory, pairs, name, run_pytorch)
+    engine = None
+    if args.engine == "ctranslate2":
+        engine = engine_options.open_engine(args, model, tokenizer, directory, "evaluate")
     with tqdm(total=len(pairs), unit="sentence", desc=f"translating {args.split}", file=sys.stderr,
               disable=None, leave=False) as bar:
-        result, truncated = evaluate_model(model, tokenizer, pairs, decoding, progress=bar.update)
+        if engine is not None:
+            result, truncated = engine_options.evaluate_engine(engine, model, tokenizer, pairs, decoding, bar.update)
+        else:
+            result, truncated = run_pytorch(bar.update)
     if truncated:
         print(f"clearformer evaluate: warning: {truncated} source sentence(s) longer than the model's "
               f"maximum length ({model.config.max_len} tokens) were cut to it", file=sys.stderr)
     output = Path(args.output) if args.output else directory / f"hypotheses.{args.split}.txt"
     write_output(output, "".join(line + "\n" for line in result.hypotheses))
-    print(f"{name}: {len(pairs)} sentences, {decoding.describe()}")
+    described = decoding.describe()
+    if args.engine == "ctranslate2":
+        described += f", engine ctranslate2 ({engine_settings_name(args.quantize)}; no brevity penalty)"
+    print(f"{name}: {len(pairs)} sentences, {described}")
     print(result.bleu_line)
     print(result.chrf_line)
     print(result.summary())
     print(f"hypotheses: {output}")
+    return 0
+
+
+def engine_settings_name(quantize: str) -> str:
+    return "float32" if quantize == "none" else quantize
+
+
+def report_engines(args, decoding, model, tokenizer, directory, pairs, name, run_pytorch) -> int:
+    """`--engine all`: BLEU, chrF, length ratio and placeholders of each engine, one line each."""
+    rows = engine_options.compare_engines(args, decoding, model, tokenizer, directory, pairs, run_pytorch)
+    for engine, result, _ in rows:
+        suffix = "" if engine == "pytorch" else "." + engine.replace(" ", "-")
+        write_output(directory / f"hypotheses.{args.split}{suffix}.txt",
+                     "".join(line + "\n" for line in result.hypotheses))
+    search = "greedy" if decoding.beam == 1 else f"beam {decoding.beam}, alpha {decoding.alpha}"
+    print(f"{name}: {len(pairs)} sentences, {search}, placeholders {decoding.placeholders} "
+          f"(pytorch: brevity {decoding.brevity}, early stop {decoding.stop}; ctranslate2: no brevity penalty)")
+    print(engine_options.comparison_table(rows))
+    print(f"hypotheses: {directory}/hypotheses.{args.split}[.ENGINE].txt")
     return 0
 
 
@@ -67,4 +105,5 @@ def register(subparsers) -> None:
                         help="where to write the hypotheses (default: CHECKPOINT/hypotheses.SPLIT.txt)")
     parser.add_argument("--limit", type=int, metavar="N", help="evaluate only the first N pairs")
     add_decoding_options(parser)
+    engine_options.add_engine_arguments(parser, allow_all=True)
     parser.set_defaults(func=run)

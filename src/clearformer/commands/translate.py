@@ -19,6 +19,7 @@ from pathlib import Path
 from clearformer import safeio
 from clearformer.atomic import atomic_write_text
 from clearformer.checkpoint import load_model
+from clearformer.commands import engine as engine_options
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions, translate
@@ -106,13 +107,19 @@ def warn(message: str) -> None:
 
 def run(args) -> int:
     decoding = DecodingOptions.from_args(args)
+    engine_options.check_engine_arguments(args)
+    if args.ablate and args.engine != "pytorch":
+        raise UserError("--ablate changes clearformer's own decoder; it does not apply to --engine ctranslate2")
     output = check_output_path(args.output)
     check_not_input(output, args.file, "--file")
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
-    model, tokenizer, _, _ = load_translator(args.checkpoint)
+    model, tokenizer, _, directory = load_translator(args.checkpoint)
     changes = interventions_from_args(model, args)  # what-if: --ablate NAME, checked before any work
     check_sentences(model, tokenizer, sentences, name, lines_may_be_empty)
+    engine = None
+    if args.engine == "ctranslate2":
+        engine = engine_options.open_engine(args, model, tokenizer, directory, "translate")
     bar = None
     if args.file:
         from tqdm import tqdm
@@ -120,9 +127,13 @@ def run(args) -> int:
         bar = tqdm(total=len(sentences), unit="sentence", desc="translating", file=sys.stderr,
                    disable=None, leave=False)
     try:
-        with changes:
-            outputs = translate(model, tokenizer, [s.strip() for s in sentences], decoding,
-                                progress=bar.update if bar is not None else None)
+        if engine is not None:
+            outputs = engine_options.translate_with_engine(engine, model, tokenizer, [s.strip() for s in sentences],
+                                                           decoding, progress=bar.update if bar is not None else None)
+        else:
+            with changes:
+                outputs = translate(model, tokenizer, [s.strip() for s in sentences], decoding,
+                                    progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
@@ -189,4 +200,5 @@ def register(subparsers) -> None:
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
     add_ablate_argument(parser)
+    engine_options.add_engine_arguments(parser)
     parser.set_defaults(func=run)

@@ -1,0 +1,236 @@
+"""CTranslate2 as a decoding engine of `clearformer translate` / `evaluate` (`--engine ctranslate2`).
+
+    RUN/ctranslate2/        the run's model converted for CTranslate2 (float32 weights)
+    RUN/ctranslate2-int8/   the same, weights quantized to int8 (`--quantize int8`)
+
+The first use exports the run (`clearformer export --to ctranslate2`'s own path: a Marian folder, then
+CTranslate2's converter) into a temporary folder inside RUN and renames it into place; later uses load
+it. Each exported folder records the SHA-256 of the run's model.safetensors in `clearformer-export.json`:
+when the run's weights change (training resumed, `average`), the next use exports again and replaces
+the folder, which is clearformer's own derived copy and holds nothing else.
+
+What is the same as the PyTorch path, and what is not:
+
+* Tokenization: the source ids are `tokenize.encode_source`'s (the ids clearformer's own encoder reads,
+  <eos> included), handed to CTranslate2 as their vocabulary strings; its output strings are mapped
+  back to ids and decoded by the run's tokenizer.
+* Length rule: each sentence may generate its source length + max_extra tokens, at most max_len.
+  CTranslate2 takes one limit per call, so sentences are grouped by source length.
+* Length penalty: clearformer divides a finished hypothesis' log-probability by ((5 + len) / 6)^alpha
+  (GNMT) and stops a sentence once no live beam beats its best finished one; CTranslate2 divides by
+  len^beta and searches until `beam` hypotheses have finished. No beta reproduces the first with the
+  second. Measured on the trained toy translator (docs/ctranslate2.md, "Length penalty"), beta = 0 gives
+  clearformer's beam-4 translations at alpha 0.6, 1 and 2 for all but one test sentence, and every
+  beta > 0 tried (0.5 to 2, and alpha * L / (5 + L), the beta with GNMT's slope in log-length at the
+  source length L) changes several more, for the worse. So the engine runs beta = 0 whatever --alpha
+  says (alpha = 0 is exact: the tests hold the two engines token-identical there).
+* Not in CTranslate2: the brevity penalty (`generate/brevity.py`) and the placeholder constraint,
+  which masks logits step by step. For placeholders the engine asks for the n best hypotheses (n =
+  the beam; greedy sentences that lose a placeholder are decoded again with beam 4) and keeps the best
+  one whose placeholder pieces are exactly the source's (docs/ctranslate2.md measures it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import shutil
+import tempfile
+import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from clearformer.atomic import atomic_write_text
+from clearformer.checkpoint import WEIGHTS_FILE
+from clearformer.errors import UserError
+from clearformer.interop.ctranslate2 import convert_marian_folder
+from clearformer.interop.hf import require
+from clearformer.interop.marian import check_exportable, export_marian
+
+QUANTIZE = ("none", "int8")
+STAMP = "clearformer-export.json"
+RETRY_BEAM = 4  # greedy sentences that lost a placeholder are decoded again with this beam
+LENGTH_PENALTY = 0.0  # CTranslate2's beta, for every --alpha (module docstring: the closest measured)
+
+
+def export_folder(run: Path, quantize: str) -> Path:
+    return run / ("ctranslate2" if quantize == "none" else f"ctranslate2-{quantize}")
+
+
+def weights_digest(run: Path) -> str:
+    digest = hashlib.sha256()
+    with open(run / WEIGHTS_FILE, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def recorded_digest(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / STAMP).read_text(encoding="utf-8")).get("weights_sha256")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def ensure_exported(run: Path, model, tokenizer, quantize: str = "none") -> tuple[Path, bool]:
+    """(RUN/ctranslate2[-int8], whether it was exported now): reused while its recorded weights hash is
+    the run's, else exported into a temporary folder in RUN and renamed into place."""
+    if quantize not in QUANTIZE:
+        raise UserError(f"--quantize must be one of {', '.join(QUANTIZE)}, not {quantize!r}")
+    folder = export_folder(run, quantize)
+    digest = weights_digest(run)
+    if folder.is_dir() and recorded_digest(folder) == digest:
+        return folder, False
+    try:
+        check_exportable(model.config, tokenizer)
+    except UserError as error:
+        raise UserError(f"--engine ctranslate2: {error}") from None
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=run))
+    except OSError as error:
+        raise UserError(f"cannot write the CTranslate2 export into {run} ({error.strerror or error})") from None
+    try:
+        with tempfile.TemporaryDirectory(prefix="clearformer-marian-") as marian, quiet_transformers():
+            export_marian(model, tokenizer, Path(marian) / "marian")
+            converted = convert_marian_folder(Path(marian) / "marian", staging / "model",
+                                              None if quantize == "none" else quantize)
+        atomic_write_text(converted / STAMP, json.dumps({"weights_sha256": digest, "quantize": quantize}) + "\n")
+        replace_folder(converted, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder, True
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """The converter loads the Marian folder with Transformers: no progress bars or advice on stderr."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        hf_logging.enable_progress_bar()
+
+
+def replace_folder(new: Path, folder: Path) -> None:
+    """Rename `new` to `folder`; a stale `folder` (our own earlier export) is moved aside, then deleted."""
+    old = None
+    if folder.exists():
+        old = new.parent / "stale"
+        folder.rename(old)
+    try:
+        new.rename(folder)
+    except OSError:
+        if recorded_digest(folder) is None:  # not another process's finished export of the same weights
+            raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How the engine runs: quantization (`--quantize`) and CPU threads (`--threads`; 0: CTranslate2's default)."""
+
+    quantize: str = "none"
+    threads: int = 0
+
+    @property
+    def compute_type(self) -> str:
+        return "float32" if self.quantize == "none" else self.quantize
+
+
+class CTranslate2Engine:
+    """A run's exported model in a `ctranslate2.Translator`: source ids in, output ids out."""
+
+    def __init__(self, folder: Path, tokenizer, max_len: int, settings: EngineSettings = EngineSettings()) -> None:
+        ctranslate2 = require("ctranslate2", "--engine ctranslate2")
+        self.translator = ctranslate2.Translator(str(folder), device="cpu", compute_type=settings.compute_type,
+                                                 intra_threads=settings.threads, inter_threads=1)
+        tokens = json.loads((folder / "shared_vocabulary.json").read_text(encoding="utf-8"))
+        if len(tokens) != len(tokenizer):
+            raise UserError(f"{folder}: {len(tokens)} tokens, but the run's tokenizer has {len(tokenizer)}: "
+                            f"delete the folder to export again")
+        self.tokens = tokens
+        self.ids = {token: index for index, token in enumerate(tokens)}
+        self.tokenizer = tokenizer
+        self.max_len = max_len
+        self.placeholder_ids = frozenset(getattr(tokenizer, "placeholder_ids", ()))
+
+    def translate_ids(self, sources: list[list[int]], beam: int = 1, alpha: float = 0.0, max_extra: int = 50,
+                      batch_size: int = 32, placeholders: bool = True,
+                      progress: Callable[[int], None] | None = None) -> list[str]:
+        """Like `generate.translate_ids` (an empty source -> ""): one translation per source, in order.
+        `alpha` is accepted for the same call and not used (LENGTH_PENALTY, module docstring)."""
+        outputs = [""] * len(sources)
+        groups: dict[int, list[int]] = {}
+        for index, ids in enumerate(sources):
+            if ids:
+                groups.setdefault(len(ids), []).append(index)
+            elif progress is not None:
+                progress(1)
+        for length in sorted(groups, reverse=True):
+            members = groups[length]
+            for start in range(0, len(members), batch_size):
+                chunk = members[start: start + batch_size]
+                decoded = self.decode_group([sources[i] for i in chunk], beam,
+                                            min(length + max_extra, self.max_len), placeholders)
+                for index, ids in zip(chunk, decoded, strict=True):
+                    outputs[index] = self.tokenizer.decode(ids)
+                if progress is not None:
+                    progress(len(chunk))
+        return outputs
+
+    def decode_group(self, sources: Sequence[list[int]], beam: int, limit: int, placeholders: bool) -> list[list[int]]:
+        """Sources of one length -> output ids (without <eos>), the best hypothesis that keeps the
+        source's placeholder pieces where one of the n best does."""
+        check = placeholders and bool(self.placeholder_ids)
+        hypotheses = self.run(sources, beam, LENGTH_PENALTY, limit,
+                              beam if check else 1)
+        chosen = [self.pick(source, options, check) for source, options in zip(sources, hypotheses, strict=True)]
+        if check and beam == 1:  # greedy has one hypothesis: a sentence that lost a placeholder gets RETRY_BEAM
+            lost = [i for i, source in enumerate(sources) if not self.keeps(source, chosen[i])]
+            if lost:
+                again = self.run([sources[i] for i in lost], RETRY_BEAM, LENGTH_PENALTY, limit, RETRY_BEAM)
+                for i, options in zip(lost, again, strict=True):
+                    better = self.pick(sources[i], options, True)
+                    if self.keeps(sources[i], better):
+                        chosen[i] = better
+        return chosen
+
+    def run(self, sources: Sequence[list[int]], beam: int, penalty: float, limit: int,
+            hypotheses: int) -> list[list[list[int]]]:
+        """CTranslate2's translate_batch -> per source, its `hypotheses` best outputs as ids."""
+        results = self.translator.translate_batch(
+            [[self.tokens[i] for i in ids] for ids in sources], beam_size=beam, num_hypotheses=hypotheses,
+            length_penalty=penalty, max_decoding_length=limit, min_decoding_length=0,
+            max_batch_size=len(sources), return_scores=False)
+        return [[[self.ids[token] for token in hypothesis] for hypothesis in result.hypotheses]
+                for result in results]
+
+    def placeholder_counts(self, ids: Sequence[int]) -> Counter:
+        return Counter(i for i in ids if i in self.placeholder_ids)
+
+    def keeps(self, source: Sequence[int], output: Sequence[int]) -> bool:
+        return self.placeholder_counts(source) == self.placeholder_counts(output)
+
+    def pick(self, source: list[int], options: list[list[int]], check: bool) -> list[int]:
+        if check:
+            for output in options:
+                if self.keeps(source, output):
+                    return output
+        return options[0]
+
+
+def load_engine(run: Path, model, tokenizer, settings: EngineSettings) -> tuple[CTranslate2Engine, bool]:
+    """(the engine for `run`, whether it was exported now)."""
+    folder, exported = ensure_exported(run, model, tokenizer, settings.quantize)
+    return CTranslate2Engine(folder, tokenizer, model.config.max_len, settings), exported

@@ -16,6 +16,7 @@ pytest.importorskip("ctranslate2")
 from clearformer.checkpoint import WEIGHTS_FILE, atomic_save_tensors, load_model, model_tensors, save_model  # noqa: E402
 from clearformer.cli import main  # noqa: E402
 from clearformer.data.toy import toy_pairs  # noqa: E402
+from clearformer.generate import DecodingOptions  # noqa: E402
 from clearformer.generate.translate import encode_sources, translate_ids  # noqa: E402
 from clearformer.interop.ct2_engine import (  # noqa: E402
     STAMP,
@@ -50,8 +51,8 @@ def test_the_engine_decodes_what_clearformer_decodes(run, beam, max_extra):
     translations as clearformer's greedy / beam search without its brevity penalty, alpha 0 (the engine
     runs CTranslate2's beta 0 at every alpha)."""
     model, tokenizer, engine, sources = ours_and_engine(run)
-    ours = translate_ids(model, tokenizer, sources, beam=beam, alpha=0.0, max_extra=max_extra, brevity=0.0,
-                         placeholders=False)
+    options = DecodingOptions(beam=beam, alpha=0.0, max_extra=max_extra, brevity=0.0, placeholders="free")
+    ours = translate_ids(model, tokenizer, sources, options)
     theirs = engine.translate_ids(sources, beam=beam, alpha=0.0, max_extra=max_extra, placeholders=False)
     assert theirs == ours
     assert len(set(ours)) > 10  # the model translates: the sentences differ

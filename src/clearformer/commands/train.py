@@ -148,6 +148,8 @@ def build_options(args):
     overrides = parse_overrides(args.set)
     if "source_eos" in overrides:  # a tokenization fact, no longer a model config field
         raise UserError("--set source_eos: use --source-eos or --no-source-eos (the tokenizer keeps it)")
+    if "architecture" in overrides:
+        raise UserError("--set architecture: choose the model with --arch transformer|rnn")
     check_overrides(args.preset, arch, overrides)
     if args.source_eos is not None:
         fields["source_eos"] = args.source_eos

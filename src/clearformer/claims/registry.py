@@ -11,7 +11,7 @@ class Claim:
     number: int
     slug: str  # names the result files: claimN-slug[-quick].json / .png
     statement: str
-    sources: str  # the seed documents (/work/shared/seeds) that state it
+    sources: str  # the seed tutorials (the material this project started from) that state it
     module: str
     measures: str
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.generate.options import DecodingOptions
 from clearformer.limits import MAX_SERVER_LM_NEW_TOKENS, SERVER_LM_NEW_TOKENS
 from clearformer.runs import latest_checkpoint, runs_root
 
@@ -40,6 +41,8 @@ def register(subparsers) -> None:
     parser.add_argument("--max-new-tokens", type=int, metavar="N",
                         help=f"a language model: tokens generated (greedy) and explained per prompt "
                              f"(default {SERVER_LM_NEW_TOKENS}, at most {MAX_SERVER_LM_NEW_TOKENS})")
+    # The rules translations follow, as `translate` takes them (the page's beam is chosen per request).
+    DecodingOptions.add_arguments(parser, only=("alpha", "stop", "brevity", "placeholders", "max_extra"))
     parser.add_argument("--claims", metavar="DIR", default=None,
                         help="folder of `clearformer claims` results (JSON + PNG) to link from their steps "
                              "(default ./claims, where `clearformer claims` writes, when it exists)")
@@ -100,7 +103,8 @@ def run(args) -> int:
     claims_dir = Path(args.claims or "claims")
     if args.claims and not claims_dir.is_dir():
         raise UserError(f"--claims {args.claims}: no such folder")
-    app = create_app(loaded, bound_host=args.host, lm_new_tokens=new_tokens, claims_dir=claims_dir)
+    app = create_app(loaded, bound_host=args.host, lm_new_tokens=new_tokens, claims_dir=claims_dir,
+                     decoding=DecodingOptions.from_args(args))
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
     what = "seed examples only (no trained model found)"

@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
+from clearformer.generate.options import DecodingOptions
 from clearformer.limits import MAX_BODY_BYTES, SERVER_CACHE_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
 from clearformer.serve.claim_results import MEDIA_TYPES as RESULT_TYPES
 from clearformer.serve.claim_results import read_claim_results
@@ -61,15 +62,17 @@ def answer_response(answer: tuple[bytes, bytes], accept_encoding: str) -> Respon
 
 
 def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", workers: int = SERVER_WORKERS,
-               queue: int = SERVER_QUEUE, lm_new_tokens: int = SERVER_LM_NEW_TOKENS, claims_dir=None) -> FastAPI:
+               queue: int = SERVER_QUEUE, lm_new_tokens: int = SERVER_LM_NEW_TOKENS, claims_dir=None,
+               decoding: DecodingOptions | None = None) -> FastAPI:
     """The app for a loaded translation model or language model, or for the seed examples only (`loaded` None).
 
     `bound_host` is the address the server listens on (accepted as Host besides the localhost names);
     `workers` explanations run at once and `queue` more may wait, beyond that a request gets 503;
     a language model generates `lm_new_tokens` tokens per explanation.
     `claims_dir`: a folder of `clearformer claims` results, linked from their steps when present.
+    `decoding`: the rules a sentence is translated with (as `translate` takes them; default: its defaults).
     """
-    explainer = Explainer(loaded, lm_new_tokens)
+    explainer = Explainer(loaded, lm_new_tokens, decoding)
     pool = AnswerPool(lambda key: compressed(compute(explainer, key)), workers, queue, SERVER_CACHE_BYTES)
     # The front end's files are read once, into memory: the static route can only ever answer these.
     files = {name: asset(name).encode("utf-8") for name in (STYLE, *LIVE_SCRIPTS)}

@@ -5,9 +5,12 @@
     ~/.cache/clearformer          else
 
 It holds `matmul_peak.json` (this machine's measured matrix-product peak, for `train`'s MFU figure:
-clearformer.mfu) and `matplotlib/` (matplotlib's font cache, which it would otherwise keep in
-~/.cache/matplotlib). Deleting it costs a second of re-measurement. With CLEARFORMER_CACHE=off the peak
-is measured at every start and matplotlib's cache lives in a temporary folder removed at exit.
+clearformer.mfu), `matplotlib/` (matplotlib's font cache, which it would otherwise keep in
+~/.cache/matplotlib) and, once `--compile on` (or a GPU's `auto`) has compiled a step, `inductor/`
+(torch.compile's compiled kernels, which PyTorch would otherwise keep in /tmp/torchinductor_USER;
+kept so that a second run does not compile again). Deleting it costs a second of re-measurement (and a
+recompile). With CLEARFORMER_CACHE=off the peak is measured at every start, and matplotlib's and the
+compiler's caches live in temporary folders removed at exit.
 docs/reliability.md states the rule for users.
 """
 
@@ -43,6 +46,12 @@ def cache_dir(name: str) -> Path:
 
 
 _temporary: list[str] = []
+
+
+def use_for_compiled_code() -> None:
+    """Point torch.compile's on-disk cache (TORCHINDUCTOR_CACHE_DIR) into this cache, unless the user set it."""
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor"))
 
 
 def remove_temporary_folders() -> None:

@@ -26,6 +26,7 @@ import sys
 import torch
 from torch import nn
 
+from clearformer import cache
 from clearformer.batching import Batch
 from clearformer.model.layers import FeedForward
 from clearformer.train.loss import label_smoothed_sums
@@ -129,6 +130,7 @@ class CompiledForward:
     def __init__(self, forward: nn.Module, dynamic: bool | None = True) -> None:
         self.eager = forward
         # Batches change shape every step (token-count batching): dynamic shapes compile once.
+        cache.use_for_compiled_code()  # compiled kernels kept where the README says (clearformer.cache)
         self.compiled = torch.compile(forward, dynamic=dynamic)
         self.failed: str | None = None
 

@@ -244,3 +244,14 @@ def test_brevity_option_reaches_decoding_and_rejects_negative_weights(checkpoint
     code, out, err = run_cli(["translate", "--brevity", "-1", "--checkpoint", str(checkpoint), "I love you"], capsys)
     assert code != 0 and out == ""
     assert err.strip() == "clearformer translate: error: --brevity must be >= 0 (0 = off), not -1.0"
+
+
+def test_device_chooses_where_the_pytorch_engine_decodes(checkpoint, capsys):
+    on_cpu = run_cli(["translate", "--checkpoint", str(checkpoint), "I love you"], capsys)
+    assert run_cli(["translate", "--checkpoint", str(checkpoint), "--device", "cpu", "I love you"], capsys) == on_cpu
+    if torch.cuda.is_available():  # a GPU machine: the same words from the model on the GPU
+        code, out, _ = run_cli(["translate", "--checkpoint", str(checkpoint), "--device", "cuda", "I love you"], capsys)
+        assert code == 0 and out == on_cpu[1]
+    else:
+        code, _, err = run_cli(["translate", "--checkpoint", str(checkpoint), "--device", "cuda", "I love you"], capsys)
+        assert code == 2 and "no CUDA GPU" in err and len(err.strip().splitlines()) == 1

@@ -37,7 +37,7 @@ def run(args) -> int:
     check_output_path(args.output)
     if args.output and args.data:  # the corpus is never replaced by the hypotheses
         check_not_input(Path(args.output), split_file(args.split, args.data, {}), "--data")
-    model, tokenizer, meta, directory = load_translator(args.checkpoint)
+    model, tokenizer, meta, directory = load_translator(args.checkpoint, args.device)
     pairs, name = load_pairs(args.split, args.data, meta)
     if args.limit:
         pairs = pairs[: args.limit]

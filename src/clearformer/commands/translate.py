@@ -29,10 +29,11 @@ from clearformer.limits import MAX_TEXT_FILE_BYTES
 from clearformer.runs import resolve_checkpoint
 
 
-def load_translator(checkpoint: str | None):
-    """(model, tokenizer, meta, directory) of an encoder-decoder checkpoint (--checkpoint or latest run)."""
+def load_translator(checkpoint: str | None, device: str = "cpu"):
+    """(model, tokenizer, meta, directory) of an encoder-decoder checkpoint (--checkpoint or latest run),
+    on `device` (--device: cpu, cuda, cuda:N or auto)."""
     directory = resolve_checkpoint(checkpoint)
-    model, tokenizer, meta = load_model(directory)
+    model, tokenizer, meta = load_model(directory, options.device(device))
     config = model.config
     if config.n_encoder_layers == 0 or not hasattr(model, "encode"):
         raise UserError(f"{directory}: holds a decoder-only language model; translation needs an "
@@ -114,7 +115,7 @@ def run(args) -> int:
     check_not_input(output, args.file, "--file")
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
-    model, tokenizer, _, directory = load_translator(args.checkpoint)
+    model, tokenizer, _, directory = load_translator(args.checkpoint, args.device)
     changes = interventions_from_args(model, args)  # what-if: --ablate NAME, checked before any work
     check_sentences(model, tokenizer, sentences, name, lines_may_be_empty)
     engine = None
@@ -189,6 +190,7 @@ def add_decoding_options(parser) -> None:
     options.add_checkpoint(parser)
     DecodingOptions.add_arguments(parser)
     options.add_threads(parser)
+    options.add_device(parser)  # the PyTorch engine decodes there (CTranslate2 runs on the CPU)
 
 
 def register(subparsers) -> None:

@@ -79,9 +79,16 @@ def make_batches(lengths: list[int], vocab: int, batch: int, seed: int) -> list[
 
 
 def time_once(run) -> float:
+    synchronize()
     start = time.perf_counter()
     run()
+    synchronize()  # a GPU runs asynchronously: wait for its work before reading the clock
     return time.perf_counter() - start
+
+
+def synchronize() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 # ----------------------------------------------------------------------------- the three systems
@@ -89,8 +96,9 @@ def time_once(run) -> float:
 
 def clearformer_runner(model, batches, options: DecodingOptions):
     """The timed run of `options` (with_scores=False: as `translate` calls greedy; Transformers returns
-    no scores either)."""
-    inputs = [pad_batch(b, model.config.pad_id) for b in batches]
+    no scores either), on the model's device."""
+    device = next(model.parameters()).device
+    inputs = [pad_batch(b, model.config.pad_id, device) for b in batches]
     search = greedy_decode if options.beam == 1 else beam_search
 
     def run(warm_up: bool = False, batch: int | None = None):
@@ -120,7 +128,7 @@ def hf_runner(model, batches, beam: int, new_tokens: int):
     pad = model.config.pad_token_id
     inputs = []
     for b in batches:
-        ids = pad_batch(b, pad)
+        ids = pad_batch(b, pad, model.device)
         inputs.append((ids, (ids != pad).long()))
 
     def run(warm_up: bool = False):
@@ -185,7 +193,7 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
     if system == "clearformer":
         torch.manual_seed(args.seed)
         model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
-                                   max_len=512)).eval()
+                                   max_len=512)).eval().to(args.device)
         for beam in (1, 4):
             options = DecodingOptions(beam=beam, alpha=0.6, max_new=new, min_length=new, with_scores=False)
             if args.ab is None:
@@ -202,7 +210,7 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
     elif system == "transformers":
         from transformers import MarianMTModel
 
-        marian = MarianMTModel.from_pretrained(directory / "hf").eval()
+        marian = MarianMTModel.from_pretrained(directory / "hf").eval().to(args.device)
         for beam in (1, 4):
             runs[("transformers MarianMTModel.generate", beam)] = hf_runner(marian, batches, beam, new)
     elif system in ct2_export_row.SYSTEMS:  # clearformer's own export, and the int8 rows
@@ -211,12 +219,17 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
     else:
         import ctranslate2
 
-        translator = ctranslate2.Translator(str(directory / "ct2"), device="cpu", compute_type="float32",
+        translator = ctranslate2.Translator(str(directory / "ct2"), device=ct2_device(args), compute_type="float32",
                                            intra_threads=args.threads, inter_threads=1)
         vocabulary = ctranslate2_vocabulary(args.vocab)
         for beam in (1, 4):
             runs[("CTranslate2 float32", beam)] = ct2_runner(translator, vocabulary, batches, beam, new)
     return runs
+
+
+def ct2_device(args) -> str:
+    """CTranslate2's device for --device (it takes "cpu" or "cuda")."""
+    return "cuda" if args.device.startswith("cuda") else "cpu"
 
 
 def serve_system(connection, system: str, args, directory: str) -> None:
@@ -242,6 +255,9 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=30)
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu",
+                        help="cpu or cuda: every system decodes there (clearformer and Transformers move their "
+                             "models, CTranslate2 opens its translator there)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
@@ -254,6 +270,8 @@ def main() -> None:
                              f"(no names: all of {', '.join(SWITCHES)}). "
                              "Writes its own section of BENCHMARKS.md")
     args = parser.parse_args()
+    if args.device != "cpu" and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: no CUDA GPU is available here")
     if args.ab == []:
         args.ab = list(SWITCHES)
     if args.ab is not None:  # the A/B compares clearformer with itself only
@@ -327,7 +345,11 @@ def main() -> None:
                               "per-round median"], rows))
     print(body)
     if not args.no_write:
-        write_section("decode_speed", "Decoding speed (greedy and beam 4, KV cache, peers)", body)
+        if args.device == "cpu":
+            write_section("decode_speed", "Decoding speed (greedy and beam 4, KV cache, peers)", body)
+        else:  # a GPU's figures go to their own section, naming the card
+            gpu = torch.cuda.get_device_name(torch.device(args.device)) if torch.cuda.is_available() else args.device
+            write_section("decode_speed_cuda", f"Decoding speed on a GPU ({gpu})", body)
 
 
 def start_workers(systems: list[str], args, directory: str):

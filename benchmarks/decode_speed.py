@@ -49,6 +49,7 @@ from benchmarks import ct2_export_row  # noqa: E402
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, greedy_decode, pad_batch  # noqa: E402
+from clearformer.model import linear as linear_module  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
 
 SIZE = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
@@ -94,17 +95,26 @@ def synchronize() -> None:
 # ----------------------------------------------------------------------------- the three systems
 
 
-def clearformer_runner(model, batches, options: DecodingOptions):
+def clearformer_runner(model, batches, options: DecodingOptions, setting: tuple | None = None):
     """The timed run of `options` (with_scores=False: as `translate` calls greedy; Transformers returns
-    no scores either), on the model's device."""
+    no scores either), on the model's device; `setting` (module, name, value): a model setting given that
+    value during the run."""
     device = next(model.parameters()).device
     inputs = [pad_batch(b, model.config.pad_id, device) for b in batches]
     search = greedy_decode if options.beam == 1 else beam_search
 
     def run(warm_up: bool = False, batch: int | None = None):
-        for src in inputs[:1] if warm_up else inputs if batch is None else inputs[batch: batch + 1]:
-            out = search(model, src, options)
-            assert bool((out.lengths == options.max_new).all()), "every sentence must generate new_tokens tokens"
+        if setting is not None:
+            module, name, value = setting
+            saved = getattr(module, name)
+            setattr(module, name, value)
+        try:
+            for src in inputs[:1] if warm_up else inputs if batch is None else inputs[batch: batch + 1]:
+                out = search(model, src, options)
+                assert bool((out.lengths == options.max_new).all()), "every sentence must generate new_tokens tokens"
+        finally:
+            if setting is not None:
+                setattr(module, name, saved)
     return run
 
 
@@ -182,6 +192,8 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
 
 AB_PREFIX = "clearformer, "  # the same runs with one switch of DecodingOptions on ("... on") and off ("... off")
 SWITCHES = {"compile": ("on", "off")}  # DecodingOptions field: (its value "on", its value "off")
+# Model settings (module, name, value "off"): the product layout of `model/linear.py`.
+MODEL_SWITCHES = {"few_rows_layout": (linear_module, "FEW_ROWS", 0)}
 
 
 def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], object]:
@@ -199,6 +211,11 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
             if args.ab is None:
                 runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, options)
             for switch in (args.ab or []):
+                if switch in MODEL_SWITCHES:
+                    runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(model, batches, options)
+                    runs[(f"{AB_PREFIX}{switch} off", beam)] = clearformer_runner(model, batches, options,
+                                                                                  MODEL_SWITCHES[switch])
+                    continue
                 on, off = SWITCHES[switch]
                 runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(model, batches,
                                                                              options.but(**{switch: on}))
@@ -264,16 +281,16 @@ def main() -> None:
     parser.add_argument("--skip-peers", action="store_true",
                         help="clearformer only (no transformers / ctranslate2)")
     parser.add_argument("--skip-uncached", action="store_true", help="leave out the runs without the KV cache")
-    parser.add_argument("--ab", nargs="*", choices=list(SWITCHES), default=None, metavar="SWITCH",
+    parser.add_argument("--ab", nargs="*", choices=[*SWITCHES, *MODEL_SWITCHES], default=None, metavar="SWITCH",
                         help="instead of the comparison with peers: time clearformer with each of these "
                              "decoding switches on against off, batch by batch, alternating "
-                             f"(no names: all of {', '.join(SWITCHES)}). "
+                             f"(no names: all of {', '.join([*SWITCHES, *MODEL_SWITCHES])}). "
                              "Writes its own section of BENCHMARKS.md")
     args = parser.parse_args()
     if args.device != "cpu" and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: no CUDA GPU is available here")
     if args.ab == []:
-        args.ab = list(SWITCHES)
+        args.ab = [*SWITCHES, *MODEL_SWITCHES]
     if args.ab is not None:  # the A/B compares clearformer with itself only
         args.skip_peers = args.skip_uncached = True
 

@@ -30,6 +30,7 @@ from torch import nn
 
 from clearformer import trace
 from clearformer.config import ModelConfig
+from clearformer.model.linear import Linear
 from clearformer.model.rope import RotaryEmbedding
 
 # ----------------------------------------------------------------------------- masks
@@ -193,10 +194,10 @@ class MultiHeadAttention(nn.Module):
         self.d_head = d_model // n_heads
         self.scale = 1.0 / math.sqrt(self.d_head) if config.scale_attention else 1.0  # 1/sqrt(d_k), or 1
         self.dropout = config.dropout
-        self.w_q = nn.Linear(d_model, n_heads * self.d_head, bias=bias)
-        self.w_k = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
-        self.w_v = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
-        self.w_o = nn.Linear(n_heads * self.d_head, d_model, bias=bias)
+        self.w_q = Linear(d_model, n_heads * self.d_head, bias=bias)
+        self.w_k = Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
+        self.w_v = Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
+        self.w_o = Linear(n_heads * self.d_head, d_model, bias=bias)
         rope = config.positional == "rope" and not cross_attention  # positions rotate within one sequence
         self.rotary = RotaryEmbedding(self.d_head, config.max_len, config.rope_base) if rope else None
         self.explicit = False  # force the explicit path even without a recorder

@@ -11,6 +11,7 @@ from torch import nn
 from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import MultiHeadAttention
+from clearformer.model.linear import Linear
 from clearformer.model.variants import build_self_attention
 
 # The hidden layer's non-linearity: the paper's ReLU; GELU (BERT); its tanh approximation (GPT-2's
@@ -23,8 +24,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
         super().__init__()
-        self.linear_1 = nn.Linear(d_model, d_ff)
-        self.linear_2 = nn.Linear(d_ff, d_model)
+        self.linear_1 = Linear(d_model, d_ff)
+        self.linear_2 = Linear(d_ff, d_model)
         self.activation = ACTIVATIONS[activation]()
         self.dropout = nn.Dropout(dropout)
 

@@ -16,6 +16,7 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.cache import DecoderCache
 from clearformer.model.embedding import InputEmbedding
 from clearformer.model.layers import Decoder, Encoder
+from clearformer.model.linear import Linear
 
 
 class OutputProjection(nn.Module):
@@ -26,7 +27,7 @@ class OutputProjection(nn.Module):
 
     def __init__(self, d_model: int, vocab_size: int) -> None:
         super().__init__()
-        self.linear = nn.Linear(d_model, vocab_size)
+        self.linear = Linear(d_model, vocab_size)
         nn.init.normal_(self.linear.weight, std=d_model**-0.5)
         nn.init.zeros_(self.linear.bias)
 

@@ -70,7 +70,7 @@ def build_runs(system: str, args, batches, directory: Path, ct2_runner,
     if system in (SYSTEM, SYSTEM_INT8):
         folder, tokens = directory / EXPORTED, exported_tokens(args.vocab)
     compute = "float32" if system == SYSTEM else "int8"
-    device = "cuda" if args.device.startswith("cuda") else "cpu"  # decode_speed.py --device
+    device = "cuda" if getattr(args, "device", "cpu").startswith("cuda") else "cpu"  # decode_speed.py --device
     translator = ctranslate2.Translator(str(folder), device=device, compute_type=compute,
                                        intra_threads=args.threads, inter_threads=1)
     return {(system, beam): ct2_runner(translator, tokens, batches, beam, args.new_tokens) for beam in (1, 4)}

@@ -246,7 +246,7 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
 
 def ct2_device(args) -> str:
     """CTranslate2's device for --device (it takes "cpu" or "cuda")."""
-    return "cuda" if args.device.startswith("cuda") else "cpu"
+    return "cuda" if getattr(args, "device", "cpu").startswith("cuda") else "cpu"
 
 
 def serve_system(connection, system: str, args, directory: str) -> None:

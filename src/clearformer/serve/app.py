@@ -61,6 +61,19 @@ def answer_response(answer: tuple[bytes, bytes], accept_encoding: str) -> Respon
     return Response(plain, media_type="application/json", headers=headers)
 
 
+async def bounded_body(request: Request) -> bytes | None:
+    """The request's body, or None when it is (declared or streamed) over MAX_BODY_BYTES."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        return None
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    return body
+
+
 def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", workers: int = SERVER_WORKERS,
                queue: int = SERVER_QUEUE, lm_new_tokens: int = SERVER_LM_NEW_TOKENS, claims_dir=None,
                decoding: DecodingOptions | None = None) -> FastAPI:
@@ -135,14 +148,9 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
 
     @app.post("/api/explain")
     async def api_explain(request: Request) -> Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        body = await bounded_body(request)
+        if body is None:
             return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
         kind, value = parse_request(body)
         explainer.check(kind)  # a sentence for a language model (or a prompt for a translator): 400, not queued
         # shield: a client that hangs up must not cancel the computation others may be waiting for.
@@ -151,14 +159,9 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
 
     @app.post("/api/whatif")
     async def api_whatif(request: Request) -> Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        body = await bounded_body(request)
+        if body is None:
             return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
         kind, text, ablate, beam = parse_whatif(body)
         check_whatif(explainer, kind, ablate)  # unknown names: 400 before anything is queued
         answer = await asyncio.shield(asyncio.wrap_future(pool.submit(("whatif", kind, text, ablate, beam))))

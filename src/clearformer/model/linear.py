@@ -23,11 +23,13 @@ FEW_ROWS = 128
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """x W^T + b: x (..., in_features), weight (out_features, in_features) -> (..., out_features).
 
-    For at most FEW_ROWS rows on the CPU computed as (W x^T + b)^T; the result is then that product's
-    transposed view, which the next operation reads as it is.
+    For at most FEW_ROWS rows on the CPU, without gradients, computed as (W x^T + b)^T; the result is
+    then that product's transposed view, which the next operation reads as it is.
     """
     rows = x.numel() // max(x.shape[-1], 1)
-    if not x.is_cpu or x.dim() < 2 or rows > FEW_ROWS or rows == 0:
+    # Only without gradients (decoding): training keeps nn.Linear's own numbers, bit for bit, so a run
+    # resumed from a checkpoint of any release reaches the weights a straight run reaches.
+    if not x.is_cpu or torch.is_grad_enabled() or x.dim() < 2 or rows > FEW_ROWS or rows == 0:
         return F.linear(x, weight, bias)
     flat = x.reshape(rows, x.shape[-1]).t()
     product = torch.mm(weight, flat) if bias is None else torch.addmm(bias[:, None], weight, flat)

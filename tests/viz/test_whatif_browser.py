@@ -9,13 +9,12 @@ import pytest
 import torch
 from live_support import browser_tab, chromium
 from test_viz_browser import click_step, shown
+from test_whatif_server import expected as server_translation  # what the server must answer
 
 from clearformer import trace
 from clearformer.explain.html import write_html
 from clearformer.explain.search import explain_search
-from clearformer.generate import DecodingOptions, search_tokens
-from clearformer.generate.translate import decode_ids
-from clearformer.interventions import parse_interventions
+from clearformer.generate import DecodingOptions
 from clearformer.tokenize import encode_source
 
 HEAD = "decoder.layers.0.cross_attention.head.1"
@@ -29,17 +28,6 @@ def browser():
 @pytest.fixture
 def page(browser):
     yield from browser_tab(browser)
-
-
-def server_translation(tiny_model, sentence: str, names=(), beam: int = 1) -> str:
-    """What the server must answer: translate's call under the interventions, with the server's length bound."""
-    model, tokenizer = tiny_model
-    ids = encode_source(tokenizer, sentence)
-    limit = max(1, min(model.config.max_len - 1, 2 * len(ids) + 8))
-    with trace.Interventions(parse_interventions(model, names)):
-        options = DecodingOptions(beam=beam, max_new=limit, placeholders="free")
-        out = decode_ids(model, torch.tensor([ids]), options, search_tokens(model, tokenizer, options))
-    return tokenizer.decode(out[0])
 
 
 def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):

@@ -23,10 +23,11 @@ from clearformer.commands import engine as engine_options
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions, translate
-from clearformer.generate.source import check_source, has_surrogates
+from clearformer.generate.source import check_source
 from clearformer.interventions import add_ablate_argument, interventions_from_args
 from clearformer.limits import MAX_TEXT_FILE_BYTES
 from clearformer.runs import resolve_checkpoint
+from clearformer.validation import has_surrogates
 
 
 def load_translator(checkpoint: str | None, device: str = "cpu"):

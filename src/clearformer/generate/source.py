@@ -15,16 +15,7 @@ from collections.abc import Callable
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SENTENCE_CHARS
 from clearformer.tokenize import encode_source
-from clearformer.validation import shorten
-
-
-def has_surrogates(text: str) -> bool:
-    """Whether `text` holds lone surrogates: how Python carries bytes that were not UTF-8 (argv, stdin)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+from clearformer.validation import has_surrogates, shorten
 
 
 def check_source(tokenizer, text: str, max_len: int, where: str | None = None,

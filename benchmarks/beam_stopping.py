@@ -18,9 +18,9 @@ import time
 import torch
 
 from benchmarks.report import markdown_table, write_section
-from clearformer.checkpoint import load_model
 from clearformer.evaluate import evaluate_model, load_pairs
 from clearformer.generate import DecodingOptions
+from clearformer.store.checkpoint import load_model
 
 
 def main() -> None:

@@ -44,9 +44,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
-from clearformer.atomic import atomic_write_text  # noqa: E402
 from clearformer.claims import common  # noqa: E402
 from clearformer.claims.registry import claim  # noqa: E402
+from clearformer.store.atomic import atomic_write_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -132,9 +132,9 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
     """GRU against Transformer on en-fr-software at the same CPU budget: {arch: curve and test scores}."""
     from benchmarks.length import ensure_length_ratio
     from benchmarks.quality import CURVE_IN_RUN, quality_options, train_curve
-    from clearformer.checkpoint import load_model
     from clearformer.evaluate import evaluate_model
     from clearformer.generate import DecodingOptions
+    from clearformer.store.checkpoint import load_model
     from clearformer.train.corpus import read_pairs
 
     data = "data/en-fr-software"

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer import devices  # noqa: E402
-from clearformer.checkpoint import load_model  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.evaluate import evaluate_model  # noqa: E402
+from clearformer.store.checkpoint import load_model  # noqa: E402
 from clearformer.train import TrainOptions, train  # noqa: E402
 from clearformer.train.corpus import read_pairs  # noqa: E402
 from clearformer.train.options import preset_defaults  # noqa: E402

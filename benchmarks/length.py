@@ -73,9 +73,9 @@ def train_variant(name: str, args) -> dict:
 
 
 def evaluate_variant(name: str, args, test) -> list[dict]:
-    from clearformer.checkpoint import load_model
     from clearformer.evaluate import evaluate_model
     from clearformer.generate import DecodingOptions
+    from clearformer.store.checkpoint import load_model
 
     model, tokenizer, _ = load_model(Path(args.out) / name)
     rows = []
@@ -131,9 +131,9 @@ def ensure_length_ratio(model, tokenizer, data_dir: str | Path) -> str:
 def decoding_ablation(args, pairs) -> None:
     """Greedy and beam 4 at several length penalties and brevity weights for one trained model
     (`--checkpoint`), on `--split`."""
-    from clearformer.checkpoint import load_model
     from clearformer.evaluate import evaluate_model
     from clearformer.generate import DecodingOptions
+    from clearformer.store.checkpoint import load_model
 
     model, tokenizer, meta = load_model(args.checkpoint)
     ratio_line = ensure_length_ratio(model, tokenizer, args.data)
@@ -191,7 +191,7 @@ def report(args, trained: dict, rows: list[dict], test_count: int, wall: float) 
             f"{wall:.0f} minutes of wall time. Trained: {steps}.\n\n"
             "Length ratio = hypothesis / reference tokens (sacrebleu 13a), overall and by reference length; "
             "placeholders = share of the test sentences with a placeholder in the source whose translation "
-            "holds exactly the source's placeholders (`clearformer.placeholders`).\n\n"
+            "holds exactly the source's placeholders (`clearformer.tokenize.placeholders`).\n\n"
             + markdown_table(["variant", "decoding", "BLEU", "chrF", "ratio", *buckets, "placeholders"], table))
     write_section("length", "Translation length: the ablation (issue 13)", body)
 

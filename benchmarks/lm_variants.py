@@ -25,17 +25,17 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
-from clearformer import mfu  # noqa: E402
 from clearformer.config import (  # noqa: E402
     VARIANTS,
     preset,  # noqa: E402
     variant_overrides,
 )
-from clearformer.lm import data as lm_data  # noqa: E402
-from clearformer.lm.training import LMOptions, train_language_model  # noqa: E402
+from clearformer.data import lm as lm_data  # noqa: E402
 from clearformer.model.cache import kv_cache_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel  # noqa: E402
 from clearformer.tokenize import load_tokenizer  # noqa: E402
+from clearformer.train import mfu  # noqa: E402
+from clearformer.train.lm import LMOptions, train_language_model  # noqa: E402
 
 
 def train_variant(variant: str, args, tokenizer_dir: Path, log_path: Path) -> dict:

@@ -28,11 +28,11 @@ import torch
 
 from benchmarks.length import ensure_length_ratio
 from benchmarks.report import ROOT, markdown_table, write_section
-from clearformer.checkpoint import load_model
 from clearformer.evaluate import evaluate_model, score_corpus
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.generate.brevity import DEFAULT_BREVITY
+from clearformer.store.checkpoint import load_model
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.corpus import read_pairs
 

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 from benchmarks.quality import plot_curves
 from benchmarks.report import ROOT, markdown_table, write_section
-from clearformer.batching import Batch, BatchStream, Example, collate, drop_long, make_batches
+from clearformer.data.batching import Batch, BatchStream, Example, collate, drop_long, make_batches
 from clearformer.evaluate import score_corpus
 from clearformer.train.corpus import build_tokenizer, read_pairs
 from clearformer.train.options import TrainOptions

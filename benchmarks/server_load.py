@@ -32,9 +32,9 @@ from urllib.parse import urlsplit
 import torch
 
 from benchmarks.report import markdown_table, write_section
-from clearformer.checkpoint import save_model
 from clearformer.config import preset
 from clearformer.model.transformer import Transformer
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import SPECIALS, WordTokenizer
 
 WORDS = "I love you the cat Je t' aime le chat".split()

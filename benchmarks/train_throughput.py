@@ -39,11 +39,12 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python benchmarks/train_throughput.py` works too
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
-from clearformer import devices, mfu  # noqa: E402
-from clearformer.batching import BatchStream, drop_long  # noqa: E402
+from clearformer import devices  # noqa: E402
 from clearformer.config import preset  # noqa: E402
+from clearformer.data.batching import BatchStream, drop_long  # noqa: E402
 from clearformer.model.embedding import sinusoidal_table  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
+from clearformer.train import mfu  # noqa: E402
 from clearformer.train.corpus import encode_pairs, read_pairs  # noqa: E402
 from clearformer.train.loss import label_smoothed_sums  # noqa: E402
 from clearformer.train.step import CompiledForward, TrainingForward, TranslationLoss, place_dropout  # noqa: E402
@@ -80,7 +81,7 @@ class TorchPeer(nn.Module):
 
 
 def model_flops(config, batch) -> float:
-    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.mfu)."""
+    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.train.mfu)."""
     return mfu.translation_flops(config, batch.src, batch.tgt_out)
 
 

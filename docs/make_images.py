@@ -92,8 +92,8 @@ def screenshot(loaded, sentence: str, final_layer: int) -> Path:
 
 def main() -> None:
     from clearformer.explain.translation import explain_translation
-    from clearformer.runs import resolve_checkpoint
     from clearformer.serve.explainer import load
+    from clearformer.store.runs import resolve_checkpoint
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", help="checkpoint directory (default: the latest trained)")

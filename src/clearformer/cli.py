@@ -15,10 +15,10 @@ import signal
 import sys
 import threading
 
-from clearformer import runlock
-from clearformer.cache import cache_dir, remove_temporary_folders
 from clearformer.errors import UserError
 from clearformer.limits import check_command_line
+from clearformer.store import lock as runlock
+from clearformer.store.cachedir import cache_dir, remove_temporary_folders
 from clearformer.validation import reject_non_finite
 
 COMMAND_MODULES = [

@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
-from clearformer.safeio import read_json
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.safeio import read_json
 
 
 class ConfigError(UserError, ValueError):

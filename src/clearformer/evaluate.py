@@ -16,7 +16,7 @@ from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress, translate_ids
-from clearformer.placeholders import PlaceholderScore, placeholder_score
+from clearformer.tokenize.placeholders import PlaceholderScore, placeholder_score
 
 DEFAULT_CORPUS = "en-fr-software"
 SPLITS = ("train", "valid", "test")

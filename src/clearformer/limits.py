@@ -34,7 +34,7 @@ SERVER_CACHE_BYTES = 64 * 1024 * 1024
 MAX_CHECK_FILE_BYTES = 1024 * 1024
 
 # ----------------------------------------------------------------------------- files a user hands in
-# Every file or stream is read through clearformer.safeio, which counts bytes while reading (a device,
+# Every file or stream is read through clearformer.store.safeio, which counts bytes while reading (a device,
 # a FIFO or stdin has no size to stat), so going over one of these stops the read at the limit.
 # Sentences to translate (--file, stdin): 2,000 characters a line, tens of thousands of lines.
 MAX_TEXT_FILE_BYTES = 64 * 1024 * 1024

@@ -16,7 +16,7 @@ from clearformer.config import ModelConfig
 from clearformer.generate import DecodingOptions
 from clearformer.generate.greedy import greedy_decode
 from clearformer.model.transformer import Transformer
-from clearformer.trace import Recorder
+from clearformer.record.trace import Recorder
 
 
 def test_claim1_rnn_time_grows_with_length_faster_than_ours():

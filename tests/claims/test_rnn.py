@@ -11,7 +11,7 @@ from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.model.attention import masked_softmax
 from clearformer.model.rnn import RNNSeq2Seq
-from clearformer.trace import Recorder
+from clearformer.record.trace import Recorder
 
 
 def small_model(**fields) -> RNNSeq2Seq:

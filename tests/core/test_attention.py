@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import (
     MultiHeadAttention,
@@ -16,6 +15,7 @@ from clearformer.model.attention import (
     masked_softmax,
     padding_mask,
 )
+from clearformer.record import trace
 
 
 def random_qkv(batch=3, heads=2, q_len=5, k_len=7, d=8, dtype=torch.float32):

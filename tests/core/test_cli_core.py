@@ -9,10 +9,10 @@ import sys
 import pytest
 import torch
 
-from clearformer.checkpoint import save_model
 from clearformer.cli import main
 from clearformer.config import ModelConfig
 from clearformer.model.transformer import Transformer
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import WordTokenizer
 
 

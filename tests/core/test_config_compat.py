@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from clearformer.checkpoint import load_model, save_model
 from clearformer.config import ConfigError, MLAConfig, ModelConfig, preset, variant_overrides
-from clearformer.config_compat import read_config_file, upgrade_config_dict, upgrade_train_options
 from clearformer.errors import UserError
 from clearformer.model.build import build_model
 from clearformer.model.latent import MultiHeadLatentAttention
+from clearformer.store.checkpoint import load_model, save_model
+from clearformer.store.compat import read_config_file, upgrade_config_dict, upgrade_train_options
 from clearformer.tokenize import SPECIALS, WordTokenizer, encode_source, load_tokenizer
 from clearformer.train.options import TrainOptions
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from clearformer.checkpoint import load_model, save_model
 from clearformer.config import ConfigError, ModelConfig, preset
 from clearformer.errors import UserError
 from clearformer.model.transformer import Transformer
+from clearformer.store.checkpoint import load_model, save_model
 from clearformer.tokenize import SPECIALS, WordTokenizer
 
 

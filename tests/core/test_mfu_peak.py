@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from clearformer import mfu
+from clearformer.train import mfu
 
 
 def test_peak_keeps_the_best_measurement(tmp_path, monkeypatch):

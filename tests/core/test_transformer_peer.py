@@ -82,7 +82,7 @@ def test_encoder_and_decoder_equal_torch_transformer(norm_first):
 
 
 def test_recording_path_gives_the_same_logits_as_the_fast_path():
-    from clearformer import trace
+    from clearformer.record import trace
 
     config = ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16, n_heads=2, n_encoder_layers=2,
                          n_decoder_layers=2, d_ff=32)
@@ -106,7 +106,7 @@ def test_recording_path_gives_the_same_logits_as_the_fast_path():
 
 
 def test_nothing_is_recorded_without_a_recorder():
-    from clearformer import trace
+    from clearformer.record import trace
 
     model = Transformer(ModelConfig(d_model=8, n_heads=2, d_ff=16))
     assert trace.active() is None

@@ -7,11 +7,11 @@ import copy
 import pytest
 import torch
 
-from clearformer import trace
 from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.translate import decode_ids, translate
+from clearformer.record import trace
 from clearformer.tokenize import encode_source
 
 SENTENCES = ["I love you", "I love the cat", "the dog sleeps", "we eat bread", "you like music .",

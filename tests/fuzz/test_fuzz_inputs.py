@@ -85,11 +85,11 @@ def test_config_json(tmp_path, changes, raw, junk):
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory, tokenizer):
-    from clearformer.checkpoint import save_model
     from clearformer.config import preset
     from clearformer.model.transformer import Transformer
     from clearformer.serve.app import create_app
     from clearformer.serve.explainer import load
+    from clearformer.store.checkpoint import save_model
 
     config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
                     n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=MAX_LEN)

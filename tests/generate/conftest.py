@@ -6,7 +6,7 @@ import pytest
 import torch
 from gen_helpers import SENTENCES, random_model
 
-from clearformer.checkpoint import save_model
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import WordTokenizer
 
 

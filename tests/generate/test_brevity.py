@@ -8,7 +8,7 @@ import pytest
 import torch
 from gen_helpers import TableModel
 
-from clearformer.batching import Example
+from clearformer.data.batching import Example
 from clearformer.generate import DecodingOptions, SearchTokens, beam_search, greedy_decode, search_tokens
 from clearformer.generate.brevity import BrevityPenalty, eos_bonus, expected_lengths
 from clearformer.tokenize import SPECIALS, WordTokenizer, load_tokenizer

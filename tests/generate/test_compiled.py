@@ -7,9 +7,9 @@ import pytest
 import torch
 from gen_helpers import random_model
 
-from clearformer import trace
 from clearformer.generate import DecodingOptions, beam_search, greedy_decode
 from clearformer.generate import compiled as compiled_module
+from clearformer.record import trace
 
 SRC = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0]])
 

@@ -11,7 +11,7 @@ from torch import nn
 
 from clearformer.config import MLAConfig
 from clearformer.generate import DecodingOptions, beam_search, greedy_decode, length_penalty, pad_batch
-from clearformer.trace import Recorder
+from clearformer.record.trace import Recorder
 
 BOS, EOS, PAD = 2, 3, 0
 

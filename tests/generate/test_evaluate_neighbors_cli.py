@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from clearformer.checkpoint import load_model, save_model
 from clearformer.cli import main
 from clearformer.commands.neighbors import analogy_vector, cosine_neighbors
 from clearformer.config import preset
 from clearformer.evaluate import score_corpus
 from clearformer.generate import DecodingOptions, translate
 from clearformer.model.transformer import Transformer
+from clearformer.store.checkpoint import load_model, save_model
 from clearformer.tokenize import WordTokenizer
 
 PAIRS = [("I love you", "Je t'aime"), ("the dog sleeps", "le chien dort"),

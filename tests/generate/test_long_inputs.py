@@ -1,5 +1,5 @@
 """Long inputs (issue 13): an input of more than 25 words is translated sentence by sentence, as the
-training data were cut (`clearformer.sentences`), and the translations are joined."""
+training data were cut (`clearformer.tokenize.sentences`), and the translations are joined."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from gen_helpers import SENTENCES, random_model
 from clearformer.evaluate import evaluate_model
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.translate import join_pieces, per_input_progress, split_long_sources
-from clearformer.sentences import split_long
 from clearformer.tokenize import WordTokenizer
+from clearformer.tokenize.sentences import split_long
 
 LONG = ("I love the cat. " * 9 + "We eat bread.").strip()  # 31 words, ten sentences
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 from gen_helpers import SENTENCES, random_model
 
-from clearformer import trace
 from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens, translate
 from clearformer.model.attention import shared_kv_attention
 from clearformer.model.cache import DecoderCache
+from clearformer.record import trace
 from clearformer.tokenize import WordTokenizer
 
 VARIANTS = {

@@ -17,7 +17,7 @@ from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.beam import beam_search
 from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.greedy import greedy_decode
-from clearformer.placeholders import find, frequent_placeholders, placeholder_score, same_placeholders
+from clearformer.tokenize.placeholders import find, frequent_placeholders, placeholder_score, same_placeholders
 from clearformer.tokenize.subword import JSON_FILE, SentencePieceTokenizer
 
 

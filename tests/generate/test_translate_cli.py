@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from clearformer.checkpoint import WEIGHTS_FILE, load_model, save_model
 from clearformer.cli import main
 from clearformer.generate import DecodingOptions, translate
+from clearformer.store.checkpoint import WEIGHTS_FILE, load_model, save_model
 
 LINES = ["I love you", "", "the dog sleeps", "   ", "we eat bread .", "I love the cat"]
 
@@ -66,7 +66,7 @@ def test_translate_early_stopping_rule_and_alpha_reach_beam_search(checkpoint, c
 
 
 def test_translate_uses_latest_run_without_checkpoint(checkpoint, tmp_path, capsys, monkeypatch):
-    from clearformer.runs import mark_latest
+    from clearformer.store.runs import mark_latest
 
     monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
     mark_latest(checkpoint)

@@ -124,9 +124,9 @@ def run_copy(toy_run, tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def lm_run(tmp_path_factory) -> Path:
     """A random 2-layer decoder-only language model (a language-model run as `lm train` writes one)."""
-    from clearformer.checkpoint import save_model
     from clearformer.config import preset
     from clearformer.model.lm import LanguageModel
+    from clearformer.store.checkpoint import save_model
     from clearformer.tokenize import SPECIALS, WordTokenizer
 
     tokenizer = WordTokenizer(list(SPECIALS) + "the dog ran a cat sat on mat".split())

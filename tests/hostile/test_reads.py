@@ -16,8 +16,8 @@ from conftest import one_line, run_child, tree_hashes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clearformer import safeio
 from clearformer.errors import UserError
+from clearformer.store import safeio
 
 ZERO = "/dev/zero"
 

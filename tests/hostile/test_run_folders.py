@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import one_line, tree_hashes
 
-from clearformer import runlock as lock
+from clearformer.store import lock
 
 SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]
 

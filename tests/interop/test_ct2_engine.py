@@ -13,7 +13,6 @@ import torch
 pytest.importorskip("transformers")
 pytest.importorskip("ctranslate2")
 
-from clearformer.checkpoint import WEIGHTS_FILE, atomic_save_tensors, load_model, model_tensors, save_model  # noqa: E402
 from clearformer.cli import main  # noqa: E402
 from clearformer.data.toy import toy_pairs  # noqa: E402
 from clearformer.generate import DecodingOptions  # noqa: E402
@@ -25,6 +24,7 @@ from clearformer.interop.ct2_engine import (  # noqa: E402
     ensure_exported,
     load_engine,
 )
+from clearformer.store.checkpoint import WEIGHTS_FILE, atomic_save_tensors, load_model, model_tensors, save_model  # noqa: E402
 
 SENTENCES = [source for source, _ in toy_pairs()[:24]]
 

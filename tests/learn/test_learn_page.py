@@ -8,12 +8,12 @@ import httpx
 import pytest
 from live_support import browser_tab, chromium, serve
 
-from clearformer.checkpoint import load_model
 from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
 from clearformer.explain.translation import explain_translation
 from clearformer.learn.lessons import LESSONS, lesson
 from clearformer.learn.page import lesson_index
+from clearformer.store.checkpoint import load_model
 
 
 def expected_lessons(name: str) -> list[int]:

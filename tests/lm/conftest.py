@@ -27,14 +27,14 @@ def _keep_thread_count():
 @pytest.fixture(autouse=True)
 def _known_peak(monkeypatch):
     """Training logs MFU against a measured matmul peak; tests use a fixed one instead of timing."""
-    monkeypatch.setattr("clearformer.mfu.matmul_peak", lambda device="cpu", refresh=False, dtype=None: 1e10)
+    monkeypatch.setattr("clearformer.train.mfu.matmul_peak", lambda device="cpu", refresh=False, dtype=None: 1e10)
 
 
 @pytest.fixture(scope="session")
 def trained_lm(tmp_path_factory, corpus_file):
     """`clearformer lm train` on the tiny corpus: a checkpoint directory."""
-    from clearformer import mfu
     from clearformer.cli import main
+    from clearformer.train import mfu
 
     out = tmp_path_factory.mktemp("lm") / "run"
     original, threads = mfu.matmul_peak, torch.get_num_threads()

@@ -8,8 +8,8 @@ import pytest
 import torch
 from lm_helpers import tiny_model
 
-from clearformer import trace
 from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.record import trace
 
 CASES = [("mha", None), ("gqa", None), ("mqa", None), ("mla", False), ("mla", True)]
 

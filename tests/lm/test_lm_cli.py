@@ -7,10 +7,10 @@ import json
 import pytest
 import torch
 
-from clearformer.checkpoint import load_model
 from clearformer.cli import main
 from clearformer.model.lm import LanguageModel
-from clearformer.trace import Recorder
+from clearformer.record.trace import Recorder
+from clearformer.store.checkpoint import load_model
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

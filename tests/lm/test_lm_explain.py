@@ -8,11 +8,11 @@ import pytest
 import torch
 from lm_helpers import tiny_model
 
-from clearformer.checkpoint import load_model
 from clearformer.cli import main
+from clearformer.data.lm import prompt_ids
+from clearformer.explain.lm import explain_lm
 from clearformer.generate.sampling import SamplingSettings, generate
-from clearformer.lm.data import prompt_ids
-from clearformer.lm.explain import explain_lm
+from clearformer.store.checkpoint import load_model
 from clearformer.tokenize import SPECIALS, WordTokenizer
 
 PROMPTS = ["the dog", "the cat ran", "a man looked at", "my son", "the king went into the"]

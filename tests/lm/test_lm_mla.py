@@ -10,7 +10,7 @@ import torch
 from clearformer.config import ConfigError, MLAConfig, ModelConfig
 from clearformer.model.attention import causal_mask
 from clearformer.model.latent import MultiHeadLatentAttention
-from clearformer.trace import Recorder, name_modules
+from clearformer.record.trace import Recorder, name_modules
 
 
 def make_mla(q_lora_rank: int = 0, rope: int = 4, dtype=torch.float64, bias: bool = True):

@@ -15,12 +15,12 @@ import pytest
 import torch
 from live_support import assert_bars_show, browser_tab, chromium, serve
 
-import clearformer.lm.explain as lm_explain
-from clearformer import trace
-from clearformer.checkpoint import load_model
+import clearformer.explain.lm as lm_explain
 from clearformer.cli import main
+from clearformer.data.lm import prompt_ids
 from clearformer.generate.sampling import SamplingSettings, generate
-from clearformer.lm.data import prompt_ids
+from clearformer.record import trace
+from clearformer.store.checkpoint import load_model
 
 PROMPT = "the dog ran to"
 LOCAL = "http://127.0.0.1:8000"
@@ -105,7 +105,7 @@ def test_page_refuses_to_overwrite_unless_told(trained_lm, tmp_path, capsys, mon
 
 
 def test_no_overwrite_write_refuses_a_file_that_appears_meanwhile(tmp_path):
-    from clearformer.atomic import atomic_write
+    from clearformer.store.atomic import atomic_write
 
     path = tmp_path / "page.html"
 
@@ -221,11 +221,11 @@ def test_server_new_tokens_option(trained_lm, capsys):
 
 def test_translation_server_refuses_a_prompt(tmp_path):
     pytest.importorskip("fastapi")
-    from clearformer.checkpoint import save_model
     from clearformer.config import preset
     from clearformer.model.transformer import Transformer
     from clearformer.serve.app import create_app
     from clearformer.serve.explainer import load
+    from clearformer.store.checkpoint import save_model
     from clearformer.tokenize import SPECIALS, WordTokenizer
 
     tokenizer = WordTokenizer(list(SPECIALS) + "I love you Je t' aime".split())

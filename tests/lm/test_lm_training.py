@@ -13,11 +13,11 @@ import torch
 from lm_helpers import tiny_config
 from safetensors.torch import load_file
 
-from clearformer import mfu
-from clearformer.checkpoint import load_model
 from clearformer.cli import main
-from clearformer.lm.training import LMOptions, learning_rate
 from clearformer.model.lm import LanguageModel
+from clearformer.store.checkpoint import load_model
+from clearformer.train import mfu
+from clearformer.train.lm import LMOptions, learning_rate
 from clearformer.train.state import step_checkpoints
 
 TRAIN = ["--preset", "lm-tiny", "--tokenizer", "words", "--batch-size", "4", "--block-size", "16",

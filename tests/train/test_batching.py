@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from clearformer.batching import BatchStream, Example, collate, drop_long, make_batches, padded_cost
+from clearformer.data.batching import BatchStream, Example, collate, drop_long, make_batches, padded_cost
 
 PAD, BOS, EOS = 0, 2, 3
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from clearformer import devices
-from clearformer.batching import Example, collate
 from clearformer.config import preset
+from clearformer.data.batching import Example, collate
 from clearformer.errors import UserError
 from clearformer.model.transformer import Transformer
 from clearformer.train import state

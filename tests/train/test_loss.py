@@ -53,8 +53,8 @@ def test_formula_by_hand():
 
 def test_training_step_loss_equals_full_logits_loss():
     """TranslationLoss projects only labelled positions; the loss and gradients are those of all logits."""
-    from clearformer.batching import Example, collate
     from clearformer.config import preset
+    from clearformer.data.batching import Example, collate
     from clearformer.model.transformer import Transformer
     from clearformer.train.step import TranslationLoss, place_dropout
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from clearformer.checkpoint import load_model
 from clearformer.cli import main
+from clearformer.store.checkpoint import load_model
 from clearformer.train.state import step_checkpoints
 
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "runs_v1"

@@ -8,13 +8,13 @@ import pytest
 import torch
 from train_helpers import weights
 
-from clearformer.checkpoint import load_model
 from clearformer.cli import main
 from clearformer.config import ModelConfig
 from clearformer.generate import DecodingOptions
 from clearformer.model import build_model
 from clearformer.model.rnn import RNNSeq2Seq
 from clearformer.model.transformer import Transformer
+from clearformer.store.checkpoint import load_model
 
 # The toy preset's GRU, made tiny: one GRU layer a side of width 16.
 TINY_RNN = ["--arch", "rnn", "--set", "d_model=16", "--set", "n_encoder_layers=1", "--set", "n_decoder_layers=1",

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from train_helpers import tiny_args, weights
 
-from clearformer.atomic import atomic_write_text
-from clearformer.checkpoint import load_model
 from clearformer.cli import main
-from clearformer.runs import runs_root
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.checkpoint import load_model
+from clearformer.store.runs import runs_root
 from clearformer.train.rundir import remove_stale_temporaries
 from clearformer.train.state import step_checkpoints
 
@@ -102,7 +102,7 @@ def test_atomic_temporaries_carry_their_pid(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        from clearformer.atomic import atomic_write
+        from clearformer.store.atomic import atomic_write
 
         atomic_write(target, fail)
     atomic_write_text(target, "{}")

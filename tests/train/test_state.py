@@ -6,12 +6,12 @@ import pytest
 import torch
 from train_helpers import tiny_args, weights
 
-from clearformer.checkpoint import load_model
 from clearformer.cli import main
 from clearformer.config import preset
 from clearformer.errors import UserError
 from clearformer.model.transformer import Transformer
-from clearformer.runs import latest_checkpoint
+from clearformer.store.checkpoint import load_model
+from clearformer.store.runs import latest_checkpoint
 from clearformer.tokenize import WordTokenizer
 from clearformer.train.setup import new_optimizer
 from clearformer.train.state import (

@@ -7,11 +7,11 @@ through the checkpoint API, a greedy loop, and the `translate` command.
 import pytest
 import torch
 
-from clearformer.checkpoint import load_model
 from clearformer.cli import main
 from clearformer.data.toy import SEED_SOURCES, toy_pairs, toy_splits
 from clearformer.generate import DecodingOptions, greedy_decode, search_tokens
-from clearformer.runs import default_run_dir, resolve_checkpoint
+from clearformer.store.checkpoint import load_model
+from clearformer.store.runs import default_run_dir, resolve_checkpoint
 from clearformer.train.corpus import encode_pairs, length_ratio
 from clearformer.train.metrics import MetricsLog
 

@@ -15,9 +15,9 @@ def build_checkpoint(directory: Path, toy_size: bool = False) -> Path:
     """A 1+1-layer, 2-head, d_model 16 Transformer with random weights and a vocabulary for "I love you"
     (`toy_size`: the toy-translate preset's own sizes, 2+2 layers of d_model 64, and <eos> never chosen, so an
     explanation decodes to its length limit: as costly as the trained toy model's, or more)."""
-    from clearformer.checkpoint import save_model
     from clearformer.config import preset
     from clearformer.model.transformer import Transformer
+    from clearformer.store.checkpoint import save_model
     from clearformer.tokenize import SPECIALS, WordTokenizer
 
     tokenizer = WordTokenizer(list(SPECIALS) + WORDS)
@@ -41,7 +41,7 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_checkpoint):
-    from clearformer.checkpoint import load_model
+    from clearformer.store.checkpoint import load_model
 
     model, tokenizer, _ = load_model(tiny_checkpoint)
     return model, tokenizer

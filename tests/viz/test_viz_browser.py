@@ -17,11 +17,11 @@ import pytest
 import torch
 from live_support import assert_bars_show, browser_tab, chromium
 
-from clearformer import trace
 from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
 from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.greedy import greedy_decode
+from clearformer.record import trace
 from clearformer.tokenize import encode_source
 
 MAX_PRESSES = 400

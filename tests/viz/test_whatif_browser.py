@@ -11,10 +11,10 @@ from live_support import browser_tab, chromium
 from test_viz_browser import click_step, shown
 from test_whatif_server import expected as server_translation  # what the server must answer
 
-from clearformer import trace
 from clearformer.explain.html import write_html
 from clearformer.explain.search import explain_search
 from clearformer.generate import DecodingOptions
+from clearformer.record import trace
 from clearformer.tokenize import encode_source
 
 HEAD = "decoder.layers.0.cross_attention.head.1"

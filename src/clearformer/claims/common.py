@@ -20,13 +20,13 @@ from pathlib import Path
 
 import torch
 
-from clearformer.atomic import atomic_write_bytes, atomic_write_text
-from clearformer.batching import BatchStream, Example, collate, drop_long, make_batches
 from clearformer.config import ModelConfig, preset
+from clearformer.data.batching import BatchStream, Example, collate, drop_long, make_batches
 from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
 from clearformer.evaluate import evaluate_model
 from clearformer.model.build import build_model
+from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.tokenize import WordTokenizer, encode_source
 from clearformer.train.loss import label_smoothed_loss
 from clearformer.train.schedule import noam_lr

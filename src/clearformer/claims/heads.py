@@ -19,11 +19,11 @@ import itertools
 
 import torch
 
-from clearformer.batching import collate
 from clearformer.claims.common import machine, new_figure, quick_train, toy_data, toy_transformer, valid_nll
+from clearformer.data.batching import collate
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.transformer import Transformer
-from clearformer.trace import Recorder
+from clearformer.record.trace import Recorder
 
 
 def js_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:

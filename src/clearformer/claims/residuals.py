@@ -18,8 +18,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from clearformer.batching import collate
 from clearformer.claims.common import QuickTrainer, ToyData, batch_loss, machine, new_figure, toy_data, toy_transformer
+from clearformer.data.batching import collate
 from clearformer.model.layers import AddNorm
 from clearformer.model.transformer import Transformer
 

@@ -26,7 +26,6 @@ import math
 
 import torch
 
-from clearformer.batching import collate
 from clearformer.claims.common import (
     QuickTrainer,
     ToyData,
@@ -39,8 +38,9 @@ from clearformer.claims.common import (
     valid_nll,
 )
 from clearformer.config import ModelConfig
+from clearformer.data.batching import collate
 from clearformer.model.attention import MultiHeadAttention, explicit_attention
-from clearformer.trace import Recorder
+from clearformer.record.trace import Recorder
 
 QUICK_DIMS = (4, 8, 16, 32, 64, 128, 256, 512)
 # The training contest: {preset: (steps, QuickTrainer options)}; the full version also caps each run's time.

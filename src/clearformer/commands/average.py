@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clearformer.checkpoint import load_config_and_tokenizer, load_weights_into, save_model
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
-from clearformer.runlock import owned_output
-from clearformer.runs import latest_checkpoint, mark_latest
-from clearformer.safeio import read_json
+from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into, save_model
+from clearformer.store.lock import owned_output
+from clearformer.store.runs import latest_checkpoint, mark_latest
+from clearformer.store.safeio import read_json
 from clearformer.train.state import average_weights, step_checkpoints
 
 

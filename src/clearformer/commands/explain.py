@@ -5,16 +5,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
-from clearformer.checkpoint import load_model
 from clearformer.commands import options, views
 from clearformer.errors import UserError
 from clearformer.explain.examples import run_example
 from clearformer.explain.render import render, to_json
 from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions
-from clearformer.interventions import add_ablate_argument, interventions_from_args
-from clearformer.runs import resolve_checkpoint
+from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.checkpoint import load_model
+from clearformer.store.runs import resolve_checkpoint
 from clearformer.validation import require_utf8
 
 

@@ -14,12 +14,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from clearformer import runlock as lock
-from clearformer.checkpoint import load_model
 from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.marian import check_exportable, export_marian
-from clearformer.runs import resolve_checkpoint
+from clearformer.store import lock
+from clearformer.store.checkpoint import load_model
+from clearformer.store.runs import resolve_checkpoint
 
 
 def register(subparsers) -> None:

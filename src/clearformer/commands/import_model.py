@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from clearformer.interop.marian import import_marian
-from clearformer.runlock import owned_output
-from clearformer.runs import mark_latest
+from clearformer.store.lock import owned_output
+from clearformer.store.runs import mark_latest
 
 
 def register(subparsers) -> None:

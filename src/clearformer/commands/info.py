@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
-from clearformer.checkpoint import load_model
 from clearformer.config import PRESETS, VARIANTS, preset, variant_overrides
 from clearformer.errors import UserError
 from clearformer.model.build import build_model
 from clearformer.model.cache import describe_kv_cache, kv_cache_bytes_per_token
+from clearformer.store.checkpoint import load_model
 
 
 def register(subparsers) -> None:

@@ -13,21 +13,21 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from clearformer.checkpoint import load_model
 from clearformer.commands import options, views
 from clearformer.config import VARIANTS, MLAConfig, preset, variant_overrides
+from clearformer.data import lm as lm_data
+from clearformer.data.lm import prompt_ids
 from clearformer.errors import UserError
+from clearformer.explain.lm import explain_text, focus
 from clearformer.explain.render import render, to_json
 from clearformer.generate.sampling import SamplingSettings, generate
 from clearformer.interop.gpt2 import import_gpt2
-from clearformer.interventions import add_ablate_argument, interventions_from_args
 from clearformer.limits import check_model_size
-from clearformer.lm import data as lm_data
-from clearformer.lm.data import prompt_ids
-from clearformer.lm.explain import explain_text, focus
-from clearformer.lm.training import LMOptions, resume_options, train_language_model
 from clearformer.model.lm import LanguageModel
-from clearformer.runlock import owned_output
+from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.store.checkpoint import load_model
+from clearformer.store.lock import owned_output
+from clearformer.train.lm import LMOptions, resume_options, train_language_model
 from clearformer.validation import require_utf8
 
 DEFAULT_RUN = "runs/lm"

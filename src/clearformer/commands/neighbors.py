@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import torch
 
-from clearformer.checkpoint import load_model
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.runs import resolve_checkpoint
+from clearformer.store.checkpoint import load_model
+from clearformer.store.runs import resolve_checkpoint
 
 
 def embedding_matrix(model, side: str) -> torch.Tensor:

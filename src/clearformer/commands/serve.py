@@ -21,7 +21,7 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
 from clearformer.limits import MAX_SERVER_LM_NEW_TOKENS, SERVER_LM_NEW_TOKENS
-from clearformer.runs import latest_checkpoint, runs_root
+from clearformer.store.runs import latest_checkpoint, runs_root
 
 
 def register(subparsers) -> None:

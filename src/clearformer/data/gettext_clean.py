@@ -23,7 +23,7 @@ import unicodedata
 from collections import Counter
 
 from clearformer.data.mo import MoEntry
-from clearformer.sentences import LONG_PARAGRAPH_WORDS, split_sentences
+from clearformer.tokenize.sentences import LONG_PARAGRAPH_WORDS, split_sentences
 
 TRANSLATOR_CREDITS = {"translator-credits", "translator_credits", "Your names", "Your emails"}
 TRANSLATOR_CONTEXTS = {"NAME OF TRANSLATORS", "EMAIL OF TRANSLATORS"}

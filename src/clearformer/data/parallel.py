@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.limits import MAX_CORPUS_FILE_BYTES
-from clearformer.safeio import read_bytes
+from clearformer.store.safeio import read_bytes
 
 MAX_CHARS = 2_000   # longer than any sentence: a paragraph, a whole file on one line, or binary junk
 MAX_RATIO = 9.0     # a side nine times longer (in characters) than the other is not its translation

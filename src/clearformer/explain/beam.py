@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from clearformer.trace import Record
+from clearformer.record.trace import Record
 
 
 @dataclass

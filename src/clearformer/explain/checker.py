@@ -31,11 +31,11 @@ from pathlib import Path
 
 import torch
 
-from clearformer import safeio
 from clearformer.errors import UserError
 from clearformer.limits import MAX_CHECK_FILE_BYTES, MAX_JSON_DEPTH
 from clearformer.model.attention import causal_mask, masked_softmax
 from clearformer.model.embedding import sinusoidal_table
+from clearformer.store import safeio
 
 STEPS = ("PE", "X", "Q", "K", "V", "scores", "scaled", "weights", "output")
 TOKEN_COLUMNS = {"scores", "scaled", "weights"}  # their columns are the keys (tokens), not dimensions

@@ -19,7 +19,7 @@ residual connection. `{head}` in it stands for the head the page shows.
 from __future__ import annotations
 
 from clearformer.claims.registry import claim
-from clearformer.interventions import POSITION_OWNERS
+from clearformer.record.interventions import POSITION_OWNERS
 
 DOCS = "docs/claims.md"  # relative to the project's root: the page links docs/claims.md#claim-N
 

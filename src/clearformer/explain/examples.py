@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.model.attention import MultiHeadAttention, causal_mask, masked_softmax
 from clearformer.model.embedding import InputEmbedding, SinusoidalPositionalEncoding, TokenEmbedding
+from clearformer.record import trace
 
 # --- seed 002: "I love you" -> "Je t'aime" -----------------------------------------------------------------
 I_LOVE_YOU_VOCAB = ["<START>", "I", "love", "you", "Je", "t'", "aime", "hello", "world", "<END>"]

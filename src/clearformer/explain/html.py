@@ -15,10 +15,10 @@ from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough
 from clearformer.learn.page import lesson_index
+from clearformer.store.atomic import atomic_write_text
 
 # lessons.js: docs/learn.md; beamtree.js and whatif.js: docs/whatif.md
 EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js", "beamtree.js", "whatif.js")

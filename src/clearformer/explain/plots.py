@@ -26,10 +26,10 @@ from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from clearformer.atomic import atomic_write_bytes
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Step, Walkthrough
 from clearformer.model.embedding import sinusoidal_table
+from clearformer.store.atomic import atomic_write_bytes
 
 TOY_WIDTH = 16  # walkthroughs whose matrices are at most this wide get every step as an annotated grid
 ANNOTATE_CELLS = 12  # write the numbers into heatmap cells up to this many rows and columns

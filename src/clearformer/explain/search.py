@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from clearformer import trace
 from clearformer.errors import UserError
 from clearformer.explain.beam import follow_chosen, read_beam_tree
 from clearformer.explain.translation import explain_translation
@@ -25,6 +24,7 @@ from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.generate.translate import decode_ids
+from clearformer.record import trace
 
 MAX_BEAM = 16  # a tree wider than this is no longer readable, on the page or in the terminal
 

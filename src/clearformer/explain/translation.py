@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import torch
 
-from clearformer import trace
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
+from clearformer.record import trace
 
 
 def explain_translation(model, tokenizer, sentence: str, options: DecodingOptions | None = None,

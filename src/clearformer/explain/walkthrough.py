@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 
 from clearformer.explain.claim_links import claim_link
-from clearformer.trace import Record
+from clearformer.record.trace import Record
 
 # name suffix -> (title, formula, one sentence). Longest matching suffix wins.
 CATALOG: dict[str, tuple[str, str, str]] = {

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import torch
 
-from clearformer import trace
 from clearformer.generate.brevity import BrevityPenalty
 from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.greedy import search_setup
 from clearformer.generate.options import DEFAULT_ALPHA, STOP_RULES, DecodingOptions, SearchTokens
 from clearformer.generate.state import Decoded, DecoderState
+from clearformer.record import trace
 
 __all__ = ["DEFAULT_ALPHA", "STOP_RULES", "beam_search", "length_penalty"]
 

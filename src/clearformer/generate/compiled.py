@@ -19,7 +19,8 @@ import weakref
 
 import torch
 
-from clearformer import cache, trace
+from clearformer.record import trace
+from clearformer.store import cachedir as cache
 
 COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its compiled step
 FAILED: weakref.WeakSet = weakref.WeakSet()  # models whose compilation failed: eager from then on
@@ -37,7 +38,7 @@ def decode_step(model, compile: str = "off"):
         return lambda *inputs: eager_step(model, *inputs)
     compiled = COMPILED.get(model)
     if compiled is None:
-        cache.use_for_compiled_code()  # compiled kernels kept where the README says (clearformer.cache)
+        cache.use_for_compiled_code()  # compiled kernels kept where the README says (clearformer.store.cachedir)
         compiled = COMPILED[model] = torch.compile(eager_step, dynamic=True)
 
     def step(*inputs):

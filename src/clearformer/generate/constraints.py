@@ -1,7 +1,7 @@
 """Placeholders copied exactly: a decoding constraint over the tokenizer's placeholder pieces.
 
 A SentencePiece vocabulary trained by clearformer keeps every frequent placeholder of the training
-data (`%s`, `%d`, `{0}`, `%PRODUCTNAME`, `<b>`, ...; see `clearformer.placeholders`) as one piece,
+data (`%s`, `%d`, `{0}`, `%PRODUCTNAME`, `<b>`, ...; see `clearformer.tokenize.placeholders`) as one piece,
 so a placeholder in a source sentence is one token id, and copying it is one decoding choice.
 `PlaceholderConstraint` makes that choice compulsory, row by row:
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import torch
 
-from clearformer import trace
 from clearformer.generate.brevity import BrevityPenalty
 from clearformer.generate.constraints import PlaceholderConstraint
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
+from clearformer.record import trace
 
 
 def search_setup(model, src_ids: torch.Tensor, options: DecodingOptions | None,

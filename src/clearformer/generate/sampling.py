@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from clearformer import trace
 from clearformer.errors import UserError
+from clearformer.record import trace
 
 
 @dataclass

@@ -14,8 +14,8 @@ import torch
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
-from clearformer.sentences import split_long
 from clearformer.tokenize import encode_source
+from clearformer.tokenize.sentences import split_long
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int,
@@ -36,7 +36,7 @@ def decode_ids(model, src_ids: torch.Tensor, options: DecodingOptions, tokens: S
 
 def split_long_sources(sentences: Sequence[str]) -> tuple[list[str], list[int]]:
     """Inputs -> (pieces to translate, the input each piece belongs to): an input of more than 25 words
-    is cut into its sentences, as the training data were (`clearformer.sentences`)."""
+    is cut into its sentences, as the training data were (`clearformer.tokenize.sentences`)."""
     pieces, owners = [], []
     for index, text in enumerate(sentences):
         for piece in split_long(text):

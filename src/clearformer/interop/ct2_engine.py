@@ -43,12 +43,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
-from clearformer.checkpoint import WEIGHTS_FILE
 from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.hf import require
 from clearformer.interop.marian import check_exportable, export_marian
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.checkpoint import WEIGHTS_FILE
 
 QUANTIZE = ("none", "int8")
 STAMP = "clearformer-export.json"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.interop.hf import require
-from clearformer.runlock import is_empty
+from clearformer.store.lock import is_empty
 
 
 def start_token_loader():

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import torch
 
-from clearformer.checkpoint import save_model
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, resolve_folder, take
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
 from clearformer.model.build import build_model
-from clearformer.safeio import decode_utf8, read_bytes
+from clearformer.store.checkpoint import save_model
+from clearformer.store.safeio import decode_utf8, read_bytes
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
 
 FROM_GPT2_ACTIVATION = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",

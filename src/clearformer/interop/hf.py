@@ -13,8 +13,7 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
-from clearformer.jsonfile import read_json_object
-from clearformer.safeio import read_json
+from clearformer.store.safeio import read_json, read_json_object
 
 EXTRA = "pip install 'clearformer[hf]'"
 

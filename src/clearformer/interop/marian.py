@@ -25,16 +25,15 @@ from pathlib import Path
 
 import torch
 
-from clearformer.atomic import atomic_write_bytes, atomic_write_text
-from clearformer.checkpoint import atomic_save_tensors, save_model
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, require, resolve_folder, take
-from clearformer.jsonfile import read_json_object
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
 from clearformer.model.build import build_model
 from clearformer.model.embedding import sinusoidal_table
-from clearformer.safeio import read_bytes
+from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
+from clearformer.store.checkpoint import atomic_save_tensors, save_model
+from clearformer.store.safeio import read_bytes, read_json_object
 from clearformer.tokenize.files import read_vocabulary
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
 

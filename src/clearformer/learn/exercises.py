@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 from clearformer.learn import cases
+from clearformer.store.atomic import atomic_write_text
 
 
 @dataclass

@@ -356,7 +356,7 @@ print("padding mask (batch, 1, 1, keys) =", padding_mask(batch, pad_id=0).int(),
                    "weights) is right: the 'India' row is [2.3151, 1.7958, 3.6214, 3.3451]. Q, K and V are not "
                    "concatenated; the heads' outputs are (seed 004).",
            snippet='''import numpy as np
-from clearformer import trace
+from clearformer.record import trace
 from clearformer.explain.examples import INDIA_X, india_two_head_weights, seed_attention
 
 w = india_two_head_weights()      # seed 001: np.random.seed(1), two heads of d_k = 2, and W_O

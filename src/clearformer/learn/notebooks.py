@@ -14,11 +14,11 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 from clearformer.learn.lessons import LESSONS, Lesson
 from clearformer.learn.snippets import PREAMBLE
 from clearformer.learn.toy import DEFAULT_SENTENCE
+from clearformer.store.atomic import atomic_write_text
 
 KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
 

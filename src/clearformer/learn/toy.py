@@ -11,11 +11,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clearformer.checkpoint import load_model
 from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.learn.lessons import LearnerRun
-from clearformer.runs import default_run_dir
+from clearformer.store.checkpoint import load_model
+from clearformer.store.runs import default_run_dir
 
 TOY_PRESET = "toy-translate"
 DEFAULT_SENTENCE = "I love you"

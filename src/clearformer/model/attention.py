@@ -28,10 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.linear import Linear
 from clearformer.model.rope import RotaryEmbedding
+from clearformer.record import trace
 
 # ----------------------------------------------------------------------------- masks
 

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from clearformer import trace
+from clearformer.record import trace
 
 
 class TokenEmbedding(nn.Module):

@@ -34,10 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import attention, extend_cache, masked_softmax
 from clearformer.model.rope import RotaryEmbedding
+from clearformer.record import trace
 
 
 class RMSNorm(nn.Module):

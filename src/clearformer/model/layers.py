@@ -8,11 +8,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.linear import Linear
 from clearformer.model.variants import build_self_attention
+from clearformer.record import trace
 
 # The hidden layer's non-linearity: the paper's ReLU; GELU (BERT); its tanh approximation (GPT-2's
 # "gelu_new"); SiLU, x * sigmoid(x) (Marian's "swish", used by the opus-mt translators).

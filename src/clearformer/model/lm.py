@@ -13,7 +13,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask
 from clearformer.model.cache import DecoderCache
@@ -21,6 +20,7 @@ from clearformer.model.embedding import InputEmbedding
 from clearformer.model.latent import MultiHeadLatentAttention
 from clearformer.model.layers import Decoder
 from clearformer.model.transformer import OutputProjection
+from clearformer.record import trace
 
 
 class LanguageModel(nn.Module):

@@ -25,11 +25,11 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import masked_softmax, padding_mask
 from clearformer.model.embedding import TokenEmbedding
 from clearformer.model.transformer import OutputProjection
+from clearformer.record import trace
 
 
 class GRUEncoder(nn.Module):

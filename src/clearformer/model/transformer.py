@@ -10,13 +10,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from clearformer import trace
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.cache import DecoderCache
 from clearformer.model.embedding import InputEmbedding
 from clearformer.model.layers import Decoder, Encoder
 from clearformer.model.linear import Linear
+from clearformer.record import trace
 
 
 class OutputProjection(nn.Module):

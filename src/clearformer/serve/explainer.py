@@ -15,15 +15,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from clearformer.checkpoint import load_model
 from clearformer.errors import UserError
 from clearformer.explain.examples import EXAMPLES, run_example
 from clearformer.explain.html import to_json, walk_payload
+from clearformer.explain.lm import explain_text
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import check_source
 from clearformer.limits import MAX_ANSWER_BYTES, MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
-from clearformer.lm.explain import explain_text
+from clearformer.store.checkpoint import load_model
 from clearformer.validation import has_surrogates
 
 SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'

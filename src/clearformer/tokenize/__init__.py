@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clearformer.errors import UserError
-from clearformer.safeio import read_json
+from clearformer.store.safeio import read_json
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
 from clearformer.tokenize.subword import SentencePieceTokenizer

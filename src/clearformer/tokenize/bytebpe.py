@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clearformer.errors import UserError
-from clearformer.safeio import decode_utf8
+from clearformer.store.safeio import decode_utf8
 from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.files import load_files, read_vocabulary, save_files
 

@@ -10,11 +10,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.errors import UserError
-from clearformer.jsonfile import read_json_object
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES
-from clearformer.safeio import loads_json, read_bytes
+from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
+from clearformer.store.safeio import loads_json, read_bytes, read_json_object
 
 JSON_FILE = "tokenizer.json"
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from clearformer.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.errors import UserError
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES
-from clearformer.safeio import read_bytes, read_json_object
+from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
+from clearformer.store.safeio import read_bytes, read_json_object
 from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.words import BOS, EOS, PAD, UNK
 
@@ -39,7 +39,7 @@ class SentencePieceTokenizer(TokenizerFacts):
 
     def __init__(self, model_proto: bytes, placeholders: Iterable[str] = ()) -> None:
         self.model_proto = bytes(model_proto)
-        # Placeholders kept as single pieces (user-defined symbols; see clearformer.placeholders).
+        # Placeholders kept as single pieces (user-defined symbols; see clearformer.tokenize.placeholders).
         self.placeholders = tuple(placeholders)
         self.processor = spm.SentencePieceProcessor(model_proto=self.model_proto)
         self.pad_id = self.processor.pad_id()

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
+from clearformer.store.atomic import atomic_write_text
 from clearformer.tokenize.facts import TokenizerFacts
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"

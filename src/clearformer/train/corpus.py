@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clearformer.batching import Example
+from clearformer.data.batching import Example
 from clearformer.data.parallel import read_parallel
 from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
-from clearformer.placeholders import frequent_placeholders
 from clearformer.tokenize import WordTokenizer, encode_source
+from clearformer.tokenize.placeholders import frequent_placeholders
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.train.options import TrainOptions, is_toy
 
@@ -31,7 +31,7 @@ def read_pairs(paths: tuple[str, ...], skip_bad: bool = False) -> Pairs:
     (or, with skip_bad, is skipped and counted in the log).
     """
     for path in paths:
-        if not Path(path).exists():  # a device or FIFO is read too, bounded (clearformer.safeio)
+        if not Path(path).exists():  # a device or FIFO is read too, bounded (clearformer.store.safeio)
             raise UserError(f"{path}: no such file")
     return [(str(s), str(t)) for s, t in read_parallel(list(paths), skip_bad=skip_bad)]
 

@@ -1,7 +1,7 @@
 """The training loop, for every model: batches -> loss -> optimizer + schedule -> checkpoints.
 
 What is specific to a model (its data, loss, schedule, optimizer, validation) is its task
-(train/task.py: the translation model; clearformer/lm/training.py: the language model).
+(train/task.py: the translation model; clearformer/train/lm.py: the language model).
 
 One optimizer step:
     1. lr = task.learning_rate(step)      (translation: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5))
@@ -13,7 +13,7 @@ One optimizer step:
 Every `eval_every` steps: validation (loss, and BLEU for translation), early stopping, the model
 written to the run directory (the best one, or the newest for tasks with keep_best False). Every
 `save_every` steps: a resumable step checkpoint and the curve PNG. The progress bar and the
-metrics.csv rows carry tokens/s and MFU against this machine's measured matmul peak (clearformer.mfu).
+metrics.csv rows carry tokens/s and MFU against this machine's measured matmul peak (clearformer.train.mfu).
 
 On a GPU (docs/gpu.md): the forward + loss of step 3 runs compiled (`--compile`, train/step.py),
 under bf16 autocast with --bf16, Adam uses fused kernels (devices.optimizer_implementation), batches
@@ -35,13 +35,13 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from clearformer import devices, mfu
-from clearformer import runlock as lock
-from clearformer.atomic import atomic_write_text
-from clearformer.checkpoint import save_model
+from clearformer import devices
 from clearformer.errors import UserError
-from clearformer.runs import mark_latest_if_default
-from clearformer.train import distributed, state
+from clearformer.store import lock
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.checkpoint import save_model
+from clearformer.store.runs import mark_latest_if_default
+from clearformer.train import distributed, mfu, state
 from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
 from clearformer.train.options import TrainOptions
 from clearformer.train.setup import RunSetup, prepare
@@ -78,7 +78,7 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
 
 
 def train(options: TrainOptions, resume: bool = False, progress: bool = True, overwrite: bool = False) -> TrainResult:
-    """Train the translation model (see clearformer.lm.training.train_language_model for the LM)."""
+    """Train the translation model (see clearformer.train.lm.train_language_model for the LM)."""
     try:
         return run_setup(prepare(options, resume, Path(options.run_dir), overwrite), progress)
     finally:

@@ -10,7 +10,7 @@ import csv
 import math
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
+from clearformer.store.atomic import atomic_write_text
 
 COLUMNS = ["step", "epoch", "elapsed_s", "train_loss", "train_ppl", "lr", "tokens_per_s", "mfu", "padding_share",
            "grad_norm", "valid_loss", "valid_ppl", "valid_bleu"]

@@ -10,8 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from clearformer.config import PRESETS, RNN_FIELDS
-from clearformer.config_compat import upgrade_train_options
 from clearformer.errors import UserError
+from clearformer.store.compat import upgrade_train_options
 
 # The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
 # vocabulary, small batches, a short warmup and a fixed number of steps.

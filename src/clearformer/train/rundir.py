@@ -7,7 +7,7 @@
 The run holds DIR's lock while it writes (a second writer gets a one-line error naming it) and marks DIR
 as a run (runlock.py); a folder holding files that are not a run's is refused, with or without
 --overwrite. At every start, temporaries that a killed process left in DIR (step folders being written,
-`checkpoints/.tmp-step-NNNNNNNN-PID/`, and clearformer.atomic's `.<name>.PID-<random>` files of the names
+`checkpoints/.tmp-step-NNNNNNNN-PID/`, and clearformer.store.atomic's `.<name>.PID-<random>` files of the names
 a run writes) are removed when their process is gone. Nothing else, and nothing outside DIR, is touched.
 """
 
@@ -19,8 +19,8 @@ import shutil
 import time
 from pathlib import Path
 
-from clearformer import runlock as lock
 from clearformer.errors import UserError
+from clearformer.store import lock
 
 # Everything a training run (translation or LM) writes into its folder.
 RUN_FILES = ("checkpoints", "model.safetensors", "config.json", "meta.json", "tokenizer.json", "tokenizer.model",
@@ -29,7 +29,7 @@ RUN_FILES = ("checkpoints", "model.safetensors", "config.json", "meta.json", "to
 RUN_MARKERS = ("model.safetensors", "checkpoints", "metrics.csv", "train_state.json")
 
 STEP_TEMPORARY = re.compile(r"^\.(?:tmp|old)-step-\d{8}-(\d+)$")  # train/state.py's step folders in flight
-# clearformer.atomic's temporaries of the files a run writes: .<name>.<pid>-<8 of mkstemp's [a-z0-9_]>
+# clearformer.store.atomic's temporaries of the files a run writes: .<name>.<pid>-<8 of mkstemp's [a-z0-9_]>
 WRITTEN_NAMES = sorted(lock.RUN_ENTRIES | {"optimizer.safetensors", "trainer_state.json"})
 ATOMIC_TEMPORARY = re.compile(r"^\.(?:" + "|".join(re.escape(n) for n in WRITTEN_NAMES) + r"|hypotheses\.\w+\.txt)"
                               r"\.(\d+)-[a-z0-9_]{8}$")

@@ -5,7 +5,7 @@ resumed run (`--resume`) takes the tokenizer, config, weights, optimizer moments
 clock and random generator states from the run's newest step checkpoint instead.
 
 `open_run` is the part every task shares (device, processes, the run folder, the checkpoint to
-resume); `prepare` builds the translation task on it, clearformer.lm.training the LM task.
+resume); `prepare` builds the translation task on it, clearformer.train.lm the LM task.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import torch
 
-from clearformer.batching import drop_long
-from clearformer.checkpoint import load_config_and_tokenizer, load_weights_into
 from clearformer.config import RNN_FIELDS, ConfigError, ModelConfig, preset
+from clearformer.data.batching import drop_long
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
+from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions
 from clearformer.train.step import place_dropout

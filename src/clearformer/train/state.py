@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from clearformer.atomic import atomic_write_text
-from clearformer.checkpoint import atomic_save_tensors, read_weights, save_model
 from clearformer.errors import UserError
-from clearformer.safeio import read_json
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.checkpoint import atomic_save_tensors, read_weights, save_model
+from clearformer.store.safeio import read_json
 
 STEP_DIR = re.compile(r"^step-(\d{8})$")
 OPTIMIZER_FILE = "optimizer.safetensors"

@@ -26,9 +26,9 @@ import sys
 import torch
 from torch import nn
 
-from clearformer import cache
-from clearformer.batching import Batch
+from clearformer.data.batching import Batch
 from clearformer.model.layers import FeedForward
+from clearformer.store import cachedir as cache
 from clearformer.train.loss import label_smoothed_sums
 
 
@@ -130,7 +130,7 @@ class CompiledForward:
     def __init__(self, forward: nn.Module, dynamic: bool | None = True) -> None:
         self.eager = forward
         # Batches change shape every step (token-count batching): dynamic shapes compile once.
-        cache.use_for_compiled_code()  # compiled kernels kept where the README says (clearformer.cache)
+        cache.use_for_compiled_code()  # compiled kernels kept where the README says (clearformer.store.cachedir)
         self.compiled = torch.compile(forward, dynamic=dynamic)
         self.failed: str | None = None
 

@@ -18,7 +18,7 @@ Batches have `.to(device)`, `target_tokens` (labels), `real_tokens` and `padded_
 
 TranslationTask is the paper's recipe: token-count batches of sentence pairs, label smoothing,
 Adam (0.9, 0.98, 1e-9) with the warmup schedule, greedy BLEU at validation. The language model's
-task (nanoGPT's recipe) is clearformer.lm.training.LanguageModelTask.
+task (nanoGPT's recipe) is clearformer.train.lm.LanguageModelTask.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Protocol
 
 import torch
 
-from clearformer import mfu
-from clearformer.batching import BatchStream
+from clearformer.data.batching import BatchStream
 from clearformer.devices import optimizer_implementation
+from clearformer.train import mfu
 from clearformer.train.schedule import noam_lr
 from clearformer.train.step import TranslationLoss
 from clearformer.train.validate import validation_bleu, validation_loss

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from clearformer.batching import Example, collate, make_batches
+from clearformer.data.batching import Example, collate, make_batches
 from clearformer.evaluate import score_corpus
 from clearformer.generate import DecodingOptions, translate
 from clearformer.train.step import TranslationLoss

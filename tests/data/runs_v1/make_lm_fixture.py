@@ -2,10 +2,10 @@
 from pathlib import Path
 
 import torch
-
-from clearformer.config import attention_variant, preset
 from clearformer.lm import data as lm_data
 from clearformer.lm.training import LMTrainSettings, train_lm
+
+from clearformer.config import attention_variant, preset
 from clearformer.model.lm import LanguageModel
 
 root = Path("tests/data/runs_v1")

@@ -4,8 +4,8 @@ import sys
 from pathlib import Path
 
 import torch
-
 from clearformer.checkpoint import save_model
+
 from clearformer.config import preset, variant_overrides
 from clearformer.model.lm import LanguageModel
 from clearformer.tokenize import WordTokenizer

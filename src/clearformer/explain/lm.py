@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import torch
 
+from clearformer.data.lm import prompt_ids
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Matrix, Step, Walkthrough, build_walkthrough
 from clearformer.generate.sampling import SamplingSettings, generate
-from clearformer.lm.data import prompt_ids
 from clearformer.model.cache import kv_cache_bytes_per_token
-from clearformer.trace import Record, Recorder
+from clearformer.record.trace import Record, Recorder
 
 # What the terminal shows by default (--full shows every step).
 FOCUS = ("token_ids", "mask", "scaled", "weights", "probabilities", "chosen", "kv_cache.per_token")

@@ -21,14 +21,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from clearformer import mfu
-from clearformer import runlock as lock
-from clearformer.checkpoint import read_weights
 from clearformer.config import attention_variant
+from clearformer.data import lm as lm_data
 from clearformer.errors import UserError
-from clearformer.lm import data as lm_data
-from clearformer.safeio import read_json
-from clearformer.train import state
+from clearformer.store import lock
+from clearformer.store.checkpoint import read_weights
+from clearformer.store.safeio import read_json
+from clearformer.train import mfu, state
 from clearformer.train.loop import TrainResult, run_setup
 from clearformer.train.options import check_loop_options
 from clearformer.train.setup import RunStart, finish_setup, open_run, restored_model

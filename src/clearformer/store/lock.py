@@ -22,9 +22,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
-from clearformer.safeio import read_json
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.safeio import read_json
 
 LOCK_FILE = ".clearformer-lock"
 MARKER_FILE = ".clearformer-run"

@@ -29,7 +29,7 @@ from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.embedding import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from clearformer.model.latent import MultiHeadLatentAttention
 from clearformer.model.layers import AddNorm
-from clearformer.trace import Intervention, Interventions
+from clearformer.record.trace import Intervention, Interventions
 from clearformer.validation import shorten
 
 # the embedding module of a stack's input -> the stack it feeds (a language model's `embed` feeds its decoder)

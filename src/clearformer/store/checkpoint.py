@@ -17,13 +17,13 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from clearformer.atomic import atomic_write, atomic_write_text
 from clearformer.config import ConfigError
-from clearformer.config_compat import ConfigFile, read_config_file
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
-from clearformer.safeio import read_json
+from clearformer.store.atomic import atomic_write, atomic_write_text
+from clearformer.store.compat import ConfigFile, read_config_file
+from clearformer.store.safeio import read_json
 from clearformer.tokenize import load_tokenizer
 
 CONFIG_FILE = "config.json"

@@ -5,7 +5,7 @@
     ~/.cache/clearformer          else
 
 It holds `matmul_peak.json` (this machine's measured matrix-product peak, for `train`'s MFU figure:
-clearformer.mfu), `matplotlib/` (matplotlib's font cache, which it would otherwise keep in
+clearformer.train.mfu), `matplotlib/` (matplotlib's font cache, which it would otherwise keep in
 ~/.cache/matplotlib) and, once `--compile on` (or a GPU's `auto`) has compiled a step, `inductor/`
 (torch.compile's compiled kernels, which PyTorch would otherwise keep in /tmp/torchinductor_USER;
 kept so that a second run does not compile again). Deleting it costs a second of re-measurement (and a

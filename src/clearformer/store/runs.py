@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clearformer.atomic import atomic_write_text
 from clearformer.errors import UserError
 from clearformer.limits import MAX_POINTER_FILE_BYTES
-from clearformer.safeio import read_text
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.safeio import read_text
 
 
 def runs_root() -> Path:

@@ -9,7 +9,7 @@ Model FLOPs per token (forward + backward = 3 x forward, 2 FLOPs per multiply-ad
 measured with large matrix products on this machine (with the thread count in use), in the dtype
 the products run in (fp32, or bf16 under --bf16 autocast: a GPU's tensor cores run bf16 many times
 faster than fp32), and the best rate ever seen per device and dtype is kept in
-clearformer's cache folder (clearformer.cache: ~/.cache/clearformer/matmul_peak.json unless
+clearformer's cache folder (clearformer.store.cachedir: ~/.cache/clearformer/matmul_peak.json unless
 CLEARFORMER_CACHE says otherwise).
 A peak is a maximum: one measurement taken while something else used the cores reads low (and
 would put MFU above 100%), so a new measurement only ever raises the stored value.
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import torch
 
-from clearformer.atomic import atomic_write_text
-from clearformer.cache import cache_root
 from clearformer.errors import UserError
 from clearformer.limits import MAX_JSON_FILE_BYTES
-from clearformer.safeio import read_json
+from clearformer.store.atomic import atomic_write_text
+from clearformer.store.cachedir import cache_root
+from clearformer.store.safeio import read_json
 
 
 def cache_file() -> Path | None:

@@ -111,7 +111,7 @@ def name_modules(root: nn.Module, prefix: str = "") -> None:
 #   "PE"       a positional encoding's rows, (seq, d_model)
 #   "skip"     an Add & Norm's skip input x of x + Sublayer(x), (batch, seq, d_model)
 #
-# `clearformer.interventions` names them for people (`decoder.layers.0.cross_attention.head.2`) and
+# `clearformer.record.interventions` names them for people (`decoder.layers.0.cross_attention.head.2`) and
 # checks the names against a model.
 
 _interventions: contextvars.ContextVar[dict | None] = contextvars.ContextVar("clearformer_interventions",

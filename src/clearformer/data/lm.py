@@ -17,11 +17,11 @@ from pathlib import Path
 
 import torch
 
-from clearformer import safeio
 from clearformer.data.bible import build_lm
 from clearformer.data.paths import default_data_dir, downloads_dir
 from clearformer.errors import UserError
 from clearformer.limits import MAX_CORPUS_FILE_BYTES
+from clearformer.store import safeio
 from clearformer.tokenize import SentencePieceTokenizer, WordTokenizer
 
 DEFAULT_CORPUS = "en-web"

@@ -92,6 +92,29 @@ def _swap(exercise: str, old: str, new: str) -> str:
     return source.replace(old, new)
 
 
+ATT_OLD = '    if mask is not None:\n        scores = scores.masked_fill(~mask, float("-inf"))\n    weights = torch.softmax(scores, dim=-1)\n'
+ATT_NEW = '    weights = torch.softmax(scores, dim=-1)\n    if mask is not None:\n        weights = weights.masked_fill(~mask, 0.0)\n'
+GREEDY_NO_BOS = '''
+def greedy_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
+    prefix = []
+    for _ in range(max_new_tokens):
+        token = int(next_token_logits(prefix).argmax())
+        prefix.append(token)
+        if token == eos_id:
+            break
+    return prefix
+'''
+BEAM_INSIDE = '''
+import torch
+
+def beam_step(log_probs, beam_scores, beam_size):
+    total = beam_scores[:, None] + log_probs
+    scores, tokens = total.topk(beam_size, dim=-1)           # the best beam_size of each beam
+    beams = torch.arange(total.shape[0])[:, None].expand_as(tokens)
+    return scores.reshape(-1), beams.reshape(-1), tokens.reshape(-1)
+'''
+
+
 BUGS = {
     "positional-encoding": [
         ("sin and cos swapped", _swap("positional-encoding", "pe[:, 0::2] = torch.sin(angle)\n    pe[:, 1::2] = "
@@ -113,10 +136,8 @@ BUGS = {
         ("softmax over the wrong axis", _swap("attention", "torch.softmax(scores, dim=-1)",
                                               "torch.softmax(scores, dim=-2)"), "wrong axis"),
         ("mask inverted", _swap("attention", "masked_fill(~mask,", "masked_fill(mask,"), "inverted"),
-        ("-1e9 fill: uniform weights on a fully masked row", _swap("attention", 'float("-inf")', "-1e9"),
-         "every key blocked"),
-        ("NaN on a fully masked row", _swap("attention", "    weights = torch.nan_to_num(weights, nan=0.0)"
-                                                         "      # a row with no allowed key: all zeros\n", ""), "NaN"),
+        ("mask applied after the softmax", _swap("attention", ATT_OLD, ATT_NEW), "after the softmax"),
+        ("k.T on a 4-D tensor", _swap("attention", "k.transpose(-2, -1)", "k.T"), "k.transpose(-2, -1)"),
         ("(weights, output) order", _swap("attention", "return weights @ v, weights", "return weights, weights @ v"),
          "wrong order"),
     ],
@@ -134,6 +155,9 @@ BUGS = {
         ("strided columns per head", _swap("heads", "x.view(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)",
                                            "x.view(batch, seq, d_model // n_heads, n_heads).permute(0, 3, 1, 2)"),
          "contiguous"),
+        ("merge with .view on a transposed tensor", _swap("heads", "x.transpose(1, 2).reshape(batch, seq, heads * d_head)",
+                                                          "x.transpose(1, 2).view(batch, seq, heads * d_head)"),
+         "contiguous"),
         ("merge without transpose", _swap("heads", "x.transpose(1, 2).reshape(batch, seq, heads * d_head)",
                                           "x.reshape(batch, seq, heads * d_head)"), "transpose(1, 2) before"),
     ],
@@ -146,6 +170,8 @@ BUGS = {
                                              "mean) ** 2).mean(dim=-1, keepdim=True)", "mean = x.mean(dim=-2, "
                                              "keepdim=True)\n    var = ((x - mean) ** 2).mean(dim=-2, keepdim=True)"),
          "over the tokens"),
+        ("E[x^2] for the variance", _swap("layer-norm", "var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)",
+                                          "var = (x ** 2).mean(dim=-1, keepdim=True)"), "E[x²]"),
         ("gamma and beta forgotten", _swap("layer-norm", "return gamma * (x - mean) / torch.sqrt(var + eps) + beta",
                                            "return (x - mean) / torch.sqrt(var + eps)"), "not applied"),
     ],
@@ -158,6 +184,7 @@ BUGS = {
          "<eos> is dropped"),
         ("one token short", _swap("greedy-decode", "range(max_new_tokens)", "range(max_new_tokens - 1)"),
          "too few"),
+        ("the loop starts without <bos>", GREEDY_NO_BOS, "[bos_id]"),
         ("never feeds the choice back", _swap("greedy-decode", "next_token_logits(prefix)",
                                               "next_token_logits([bos_id])"), "same id every step"),
     ],
@@ -169,6 +196,11 @@ BUGS = {
             "uniform = -(log_p.sum(dim=-1) + nll) / (log_p.shape[-1] - 1)"), "vocab - 1"),
         ("raw logits instead of log-probabilities", _swap("label-smoothing", "log_p = torch.log_softmax(logits, "
                                                           "dim=-1)", "log_p = logits"), "log_softmax"),
+        ("log10 for ln", _swap("label-smoothing", "log_p = torch.log_softmax(logits, dim=-1)",
+                               "log_p = torch.log10(torch.softmax(logits, dim=-1))"), "log10"),
+        ("the label's target without its eps/V", _swap("label-smoothing", "uniform = -log_p.mean(dim=-1)",
+                                                       "uniform = -(log_p.sum(dim=-1) + nll) / log_p.shape[-1]"),
+         "without its own share eps/V"),
         ("summed, not averaged", _swap("label-smoothing", "return loss[real].mean()", "return loss[real].sum()"),
          "sum over tokens"),
     ],
@@ -177,8 +209,20 @@ BUGS = {
          "running score"),
         ("beams and tokens swapped", _swap("beam-step", "positions // vocab, positions % vocab",
                                            "positions % vocab, positions // vocab"), "swapped"),
+        ("top-k inside each beam", BEAM_INSIDE, "inside each beam"),
         ("worst first", _swap("beam-step", "scores, positions = total.topk(beam_size)",
                               "scores, positions = total.topk(beam_size)\n    scores, positions = scores.flip(0), "
                               "positions.flip(0)"), "best first"),
+    ],
+}
+
+# Right answers that differ from clearformer only on a row the Transformer never meets (a query with every key
+# blocked): they pass, with a note naming the difference (learn/check.py).
+NOTES = {
+    "attention": [
+        ("-1e9 fill: uniform weights on a fully masked row", _swap("attention", 'float("-inf")', "-1e9"),
+         "every key blocked"),
+        ("NaN on a fully masked row", _swap("attention", "    weights = torch.nan_to_num(weights, nan=0.0)"
+                                                         "      # a row with no allowed key: all zeros\n", ""), "NaN"),
     ],
 }

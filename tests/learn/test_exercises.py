@@ -7,10 +7,11 @@ import re
 
 import pytest
 import torch
-from planted import BUGS, SOLUTIONS
+from planted import BUGS, NOTES, SOLUTIONS
 
 from clearformer.cli import main
 from clearformer.learn import reference
+from clearformer.learn.check import check_here, format_report
 from clearformer.learn.exercises import EXERCISES, exercise
 
 REQUIRED = {"positional-encoding": "positional_encoding(seq_len: int, d_model: int) -> torch.Tensor",
@@ -49,12 +50,18 @@ def test_starters_have_the_issues_signatures_and_are_never_written_twice(tmp_pat
         assert "not implemented yet" in capsys.readouterr().err
 
 
+def checked_here(name: str, source: str, folder) -> tuple[bool, str]:
+    """The checker's verdict and report, run in this process (check_here: the child's own code, no child)."""
+    path = folder / "mine.py"
+    path.write_text(source, encoding="utf-8")
+    report = check_here(exercise(name), path)
+    return report.ok, format_report(report)
+
+
 @pytest.mark.parametrize("name", sorted(SOLUTIONS))
-def test_the_reference_solution_passes_every_case(name, tmp_path, capsys):
-    path = tmp_path / "mine.py"
-    path.write_text(SOLUTIONS[name], encoding="utf-8")
-    assert main(["learn", "check", name, str(path)]) == 0
-    out = capsys.readouterr().out
+def test_the_reference_solution_passes_every_case(name, tmp_path):
+    ok, out = checked_here(name, SOLUTIONS[name], tmp_path)
+    assert ok, out
     assert out.splitlines()[-1].startswith("all right: ")
     assert " ... OK" in out and "WRONG" not in out
 
@@ -62,15 +69,22 @@ def test_the_reference_solution_passes_every_case(name, tmp_path, capsys):
 @pytest.mark.parametrize(("name", "bug", "source", "words"),
                          [(name, bug, source, words) for name, bugs in sorted(BUGS.items())
                           for bug, source, words in bugs])
-def test_each_planted_bug_is_caught_and_named(name, bug, source, words, tmp_path, capsys):
-    path = tmp_path / "mine.py"
-    path.write_text(source, encoding="utf-8")
-    assert main(["learn", "check", name, str(path)]) == 1, bug
-    out = capsys.readouterr().out
+def test_each_planted_bug_is_caught_and_named(name, bug, source, words, tmp_path):
+    ok, out = checked_here(name, source, tmp_path)
+    assert not ok, bug
     assert "... WRONG" in out and out.splitlines()[-1].startswith("wrong: ")
     assert words in out, f"{bug}: the report does not say {words!r}:\n{out}"
     if "first wrong cell" in out:
         assert re.search(r"first wrong cell \[[\d, ]+\]: expected \S+, got \S+", out)
+
+
+@pytest.mark.parametrize(("name", "variant", "source", "words"),
+                         [(name, variant, source, words) for name, items in sorted(NOTES.items())
+                          for variant, source, words in items])
+def test_an_edge_case_the_transformer_never_meets_is_a_note(name, variant, source, words, tmp_path):
+    ok, out = checked_here(name, source, tmp_path)
+    assert ok, out
+    assert "note: " in out and words in out and "does not count against you" in out
 
 
 def test_a_fully_masked_row_gets_zero_weights_and_a_zero_output():

@@ -21,6 +21,7 @@ from clearformer.errors import UserError
 from clearformer.learn.check import check_file, format_report
 from clearformer.learn.exercises import exercise, exercise_list, write_starter
 from clearformer.learn.lessons import LESSONS, lesson
+from clearformer.learn.sandbox import check_timeout
 from clearformer.learn.present import lesson_list, lesson_text
 from clearformer.learn.questions import Question, is_right
 from clearformer.learn.snippets import run_snippet
@@ -41,10 +42,19 @@ def register(subparsers) -> None:
     parser.add_argument("--answer", help="answer the lesson's question without a prompt (exit 0 right, 1 wrong)")
     parser.add_argument("--notebooks", metavar="DIR", help="write one notebook per lesson into DIR")
     parser.add_argument("--overwrite", action="store_true", help="with --notebooks: replace existing notebooks")
-    parser.add_argument("--timeout", type=float, default=60.0,
+    parser.add_argument("--timeout", default="60",
                         help="check: seconds your function may take over all cases (default 60)")
     options.add_checkpoint(parser)
     parser.set_defaults(func=run)
+
+
+def seconds(text: str) -> float:
+    """--timeout: a number of seconds in (0, 3600] (learn/sandbox.py), refused in one line otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"--timeout {text[:40]!r} is not a number of seconds") from None
+    return check_timeout(value)
 
 
 def run(args) -> int:
@@ -81,9 +91,7 @@ def run_exercise_command(args) -> int:
         print(f"wrote {path.name}: implement {item.function}, then run "
               f"`clearformer learn check {item.name} {path.name}`")
         return 0
-    if not args.timeout > 0:
-        raise UserError("--timeout must be a positive number of seconds")
-    report = check_file(item, Path(args.args[1]), timeout=args.timeout)
+    report = check_file(item, Path(args.args[1]), timeout=seconds(args.timeout))
     sys.stdout.write(format_report(report))
     return 0 if report.ok else 1
 

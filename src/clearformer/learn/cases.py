@@ -70,8 +70,12 @@ def attention_cases() -> list[Case]:
                                  (torch.arange(7)[None, :] < torch.tensor([[7], [5]]))[:, None, None, :]))
     full = torch.ones(1, 1, 3, 4, dtype=torch.bool)
     full[0, 0, 1] = False                  # query 1 may attend to nothing
-    cases.append(_attention_case("a fully masked row (query 1 has no key to attend to)", _rand(13, 1, 1, 3, 4),
-                                 _rand(14, 1, 1, 4, 4), _rand(15, 1, 1, 4, 4), full))
+    edge = _attention_case("a fully masked row (query 1 has no key to attend to)", _rand(13, 1, 1, 3, 4),
+                           _rand(14, 1, 1, 4, 4), _rand(15, 1, 1, 4, 4), full)
+    # The Transformer's masks never block every key of a query (a padded source keeps its real tokens
+    # and <eos>, the causal mask keeps the diagonal): this row is compared as a note (learn/check.py).
+    edge.info["rows_with_a_key"] = full.any(dim=-1)
+    cases.append(edge)
     return cases
 
 
@@ -111,8 +115,12 @@ def heads_cases() -> list[Case]:
     cases = []
     for name, x, heads in shapes:
         split = reference.split_heads(x, heads)
-        cases.append(Case(name, (x, heads), (split, x), ("split_heads(x, n_heads)", "merge_heads(split)"),
-                          info={"split": split}))
+        # merge_heads is given what it meets in a model: an attention output (weights @ v), laid out
+        # (batch, heads, seq, d_head) in memory, not split's own transposed view of x.
+        attended = reference.attention(split, split, split)[0].contiguous()
+        cases.append(Case(name, (x, heads), (split, reference.merge_heads(attended)),
+                          ("split_heads(x, n_heads)", "merge_heads(attention output)"),
+                          info={"split": split, "heads": attended}))
     return cases
 
 
@@ -128,9 +136,21 @@ def _tiny_model(seed: int, eos_bias: float) -> Transformer:
     return model
 
 
-def _next_token_logits(model: Transformer, src: torch.Tensor):
+class PrefixError(ValueError):
+    """A greedy loop asked for the scores after a prefix that is not <bos> followed by token ids."""
+
+
+def _next_token_logits(model: Transformer, src: torch.Tensor, bos_id: int = 2):
     def next_token_logits(prefix: list[int]) -> torch.Tensor:
         """The model's scores for the token after `prefix` (<bos> first): (vocab,)."""
+        if isinstance(prefix, torch.Tensor):
+            prefix = prefix.tolist()
+        if not isinstance(prefix, (list, tuple)) or not all(isinstance(t, int) for t in prefix):
+            raise PrefixError(f"next_token_logits takes a list of token ids, got {type(prefix).__name__}")
+        if not prefix or prefix[0] != bos_id:
+            raise PrefixError(f"next_token_logits({list(prefix)[:8]}): the prefix must start with bos_id = {bos_id}")
+        if not all(0 <= t < model.config.tgt_vocab_size for t in prefix):
+            raise PrefixError(f"next_token_logits: ids must be in 0..{model.config.tgt_vocab_size - 1}")
         with torch.no_grad():
             return model(src, torch.tensor([list(prefix)]))[0, -1].clone()
     return next_token_logits

@@ -9,6 +9,7 @@ big, ...). None means no known cause: the report then shows the first wrong cell
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
@@ -94,13 +95,16 @@ def attention(case: Case, got, mismatch) -> str | None:
         if bool((weights[allowed].abs() < 1e-6).all()):
             return "the mask is inverted: True means 'may attend', so the False cells must get weight 0"
         return "blocked cells (mask False) get weight: set them to -inf before the softmax"
+    scores = _scores(case)
+    d_k = case.info["q"].shape[-1]
+    if mask is not None and _close(weights, torch.softmax(scores / math.sqrt(d_k), dim=-1) * allowed):
+        return ("the mask is applied after the softmax (the blocked weights zeroed afterwards, so the rows no "
+                "longer sum to 1): set the blocked scores to -inf before the softmax")
     row_sums = weights.sum(dim=-1)
     if not bool(((row_sums[has_key] - 1).abs() < 1e-5).all()):
         if bool(((weights.sum(dim=-2) - 1).abs() < 1e-5).all()):
             return "row sums of the weights are not 1 but column sums are: softmax over the wrong axis (use dim=-1)"
         return "row sums of the weights are not 1: softmax over the keys (the last axis)?"
-    scores = _scores(case)
-    d_k = case.info["q"].shape[-1]
     heads = case.info["q"].shape[1]
     for scale, text in ((1 / d_k, "divided by d_k instead of √d_k"), (1.0, "no scaling: divide the scores by √d_k"),
                         (1 / math.sqrt(d_k * heads), "divided by √(heads · d_k) = √d_model: a head's d_k is "
@@ -144,6 +148,9 @@ def layer_norm(case: Case, got, mismatch) -> str | None:
     variance = x.var(-1, unbiased=False, keepdim=True)
     if _close(got, gamma * centred / (torch.sqrt(variance) + eps) + beta):
         return "eps is added to the standard deviation: it belongs inside the square root, √(var + eps)"
+    if _close(got, gamma * centred / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) + beta):
+        return ("the variance is E[x²], the mean of the squares without subtracting the mean: var = E[(x - mean)²] "
+                "(or E[x²] - mean²)")
     if _close(got, centred / torch.sqrt(variance + eps)):
         return "gamma and beta are not applied: gamma · normalised + beta"
     if _close(got, beta * centred / torch.sqrt(variance + eps) + gamma):
@@ -172,7 +179,7 @@ def heads(case: Case, got, mismatch) -> str | None:
         if isinstance(split, torch.Tensor) and tuple(split.shape) == (batch, seq, n_heads, d_head):
             return "the shape is (batch, seq, heads, d_head): transpose(1, 2) to put heads before seq"
         return None
-    heads_in = case.info["split"]
+    heads_in = case.info["heads"]
     if _close(merged, heads_in.reshape(batch, seq, d_model)):
         return "merged without moving the heads back next to d_head: transpose(1, 2) before the reshape"
     return None
@@ -213,6 +220,15 @@ def label_smoothing(case: Case, got, mismatch) -> str | None:
     if got.numel() != 1:
         return "return one number (a scalar tensor): the mean over the non-pad labels"
     value = got.reshape(())
+    expected = (per_token * real).sum() / real.sum()
+    for base, name in ((10.0, "log10"), (2.0, "log2")):
+        if _close(value, expected / math.log(base)):
+            return (f"the loss is {expected.item():.6g} / ln {base:g}: {name} where the natural logarithm belongs "
+                    "(torch.log, or log_softmax)")
+    others = -(log_p.sum(-1) - log_p.gather(-1, labels.clamp(0, vocab - 1)[..., None])[..., 0])
+    if eps > 0 and _close(value, (((1 - eps) * nll + eps / vocab * others) * real).sum() / real.sum()):
+        return ("the label's target is 1 - eps, without its own share eps/V: the target is 1 - eps + eps/V on the "
+                "label and eps/V on every other token, so loss = (1 - eps)·(-log p[label]) + eps·mean_k(-log p[k])")
     if _close(value, per_token.mean()):
         return "padding counts: average over the labels that are not pad_id only"
     if _close(value, (per_token * real).sum() / labels.numel()):
@@ -246,9 +262,57 @@ def beam_step(case: Case, got, mismatch) -> str | None:
         return "the order is worst first: return the best first"
     if _close(scores, log_probs.reshape(-1).topk(size).values):
         return "each extension must add its beam's running score: beam_scores[b] + log_probs[b, t]"
+    if isinstance(scores, torch.Tensor) and scores.numel() == log_probs.shape[0] * size and log_probs.shape[0] > 1:
+        inside = (beam_scores[:, None] + log_probs).topk(size, dim=-1).values
+        if _close(scores.reshape(inside.shape), inside) or _close(scores.reshape(-1), inside.reshape(-1)):
+            return (f"top-k inside each beam: {log_probs.shape[0]} beams x {size} = {scores.numel()} candidates came "
+                    f"back; rank all beams x vocab extensions together and keep the best beam_size = {size} overall")
+    if isinstance(scores, torch.Tensor) and scores.shape == total.values.shape and log_probs.shape[0] > 1:
+        inside = (beam_scores[:, None] + log_probs).topk(size, dim=-1).values.reshape(-1)[:size]
+        if _close(scores, inside):
+            return ("top-k inside each beam: the first beam's best extensions came back; rank all beams x vocab "
+                    "extensions together and keep the best beam_size overall")
     per_beam = (beam_scores[:, None] + log_probs).topk(1, dim=-1).values.reshape(-1).sort(descending=True).values
     if isinstance(scores, torch.Tensor) and scores.shape == per_beam[:size].shape and _close(scores, per_beam[:size]):
         return "the best token of each beam: rank all beams x vocab extensions together"
+    return None
+
+
+def edge_note(case: Case, got) -> str:
+    """The note for a case the Transformer's masks never create (a query with every key blocked)."""
+    weights = got[1] if isinstance(got[1], torch.Tensor) else None
+    empty = None if weights is None else weights.detach().to(torch.float64)[~case.info["rows_with_a_key"]]
+    what = "differs there"
+    if empty is not None and bool(torch.isnan(empty).any()):
+        what = "gets NaN there (softmax of a row of -inf)"
+    elif empty is not None and bool(((empty - 1 / empty.shape[-1]).abs() < 1e-9).all()):
+        what = "gets uniform weights 1/k_len there (a finite fill such as -1e9)"
+    return (f"the query with every key blocked {what}; clearformer gives it zero weights and a zero output. The "
+            "Transformer's masks never block every key of a query (padding keeps the real tokens, the causal mask "
+            "the diagonal), so this does not count against you; every other row matches")
+
+
+def diagnose_error(exercise: str, case: Case, error: BaseException, line: str) -> str | None:
+    """What an exception raised in the learner's function most likely means, or None."""
+    text = str(error) if isinstance(error, Exception) else ""
+    if exercise == "heads" and "view size is not compatible" in text:
+        return ("merge_heads got a real attention output, laid out (batch, heads, seq, d_head) in memory: after "
+                "transpose(1, 2) it is not contiguous, so .view() cannot regroup it. Use .reshape(...) or "
+                ".contiguous().view(...)")
+    if re.search(r"\.T\b", line):
+        return ("`.T` reverses every axis of a 4-D tensor (batch, heads, seq, d_k -> d_k, seq, heads, batch): "
+                "transpose the last two only, k.transpose(-2, -1)")
+    if type(error).__name__ == "PrefixError" or "must start with bos_id" in text:
+        return ("the loop must start from the prefix [bos_id] (the decoder's first input is <bos>, and every "
+                "chosen id is appended to it)")
+    if isinstance(error, MemoryError) or "can't allocate memory" in text:
+        return "it ran out of the memory the checker allows (an allocation that grows with a loop?)"
+    if isinstance(error, RecursionError):
+        return "endless recursion: a function that calls itself without an end"
+    if isinstance(error, (SystemExit, KeyboardInterrupt)):
+        return "the function must return its result, not end the program"
+    if "mat1 and mat2 shapes cannot be multiplied" in text or "must match the size of tensor" in text:
+        return "the shapes do not fit: check each tensor's axes against the docstring's shapes"
     return None
 
 

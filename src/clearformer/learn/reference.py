@@ -52,6 +52,12 @@ def split_heads(x, n_heads: int) -> torch.Tensor:
     return encoder_layer(x.shape[-1], n_heads).self_attention.split_heads(x, n_heads)
 
 
+def merge_heads(x) -> torch.Tensor:
+    """(batch, heads, seq, d_head) -> (batch, seq, heads * d_head): MultiHeadAttention.forward's concat line."""
+    batch, heads, seq, d_head = x.shape
+    return x.transpose(1, 2).reshape(batch, seq, heads * d_head)
+
+
 def smoothed_loss(logits, labels, pad_id: int, smoothing: float = 0.1) -> torch.Tensor:
     """The training loss per non-pad token: clearformer's summed loss divided by the token count."""
     total, _, count = label_smoothed_loss(logits, labels, pad_id, smoothing)

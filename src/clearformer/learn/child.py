@@ -1,0 +1,95 @@
+"""The child process of `learn check` and `learn train`: `python -m clearformer.learn.child JOB`.
+
+JOB is a JSON file written by `learn/sandbox.py`: {"kind": "check" | "transformer" | "train", the
+learner's "path", "events": the file this process reports into, "memory": the bytes the learner's code
+may add to the address space}. The events are JSON lines written straight to the file's descriptor
+(whatever the learner does to sys.stdout): "ready" (imports done, cases built, limits set: the
+learner's time starts), "stage", "case" (before each case), "done" (the result, or "unusable" with
+the one-line reason). The process ends with os._exit, so nothing the learner registered (atexit,
+threads) runs after the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+
+from clearformer.errors import UserError
+
+
+class Events:
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+
+    def __call__(self, event: str, **fields) -> None:
+        os.write(self.fd, (json.dumps({"event": event, **fields}) + "\n").encode("utf-8"))
+
+
+def limit_memory(extra: int) -> None:
+    """RLIMIT_AS = the address space in use now (torch imported) + `extra` bytes."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            used = int(handle.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return
+    limit = used + extra
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard if hard != resource.RLIM_INFINITY else limit))
+
+
+def limit_files() -> None:
+    """Files the learner's code writes: at most 64 MiB each (then SIGXFSZ ends the process)."""
+    size = 64 * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+def run_check(job: dict, emit) -> dict:
+    from clearformer.learn.check import load_functions, report_dict, run_cases
+    from clearformer.learn.exercises import exercise
+    from clearformer.learn.sandbox import read_source
+
+    item = exercise(job["exercise"])
+    path = Path(job["path"])
+    source = read_source(path)
+    cases = item.cases()
+    limit_memory(job["memory"])
+    limit_files()
+    emit("ready")
+    emit("stage", stage="import")
+    functions = load_functions(item, path, source)
+    emit("stage", stage="cases")
+    return {"report": report_dict(run_cases(item, functions, path, source, cases, emit))}
+
+
+def run_capstone(job: dict, emit) -> dict:
+    from clearformer.learn import capstone
+
+    return capstone.child_job(job, emit, lambda: (limit_memory(job["memory"]), limit_files()))
+
+
+JOBS = {"check": run_check, "transformer": run_capstone, "train": run_capstone}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    emit = Events(job["events"])
+    try:
+        result = JOBS[job["kind"]](job, emit)
+    except UserError as error:
+        result = {"unusable": str(error)}
+    except BaseException as error:  # clearformer's own failure (not the learner's: that is reported above)
+        result = {"internal": f"{type(error).__name__}: {str(error)[:200]}"}
+    try:
+        emit("done", **result)
+    finally:
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

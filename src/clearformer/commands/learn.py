@@ -6,6 +6,10 @@
     clearformer learn exercises               the exercises
     clearformer learn exercise NAME           write NAME's starter file into the current folder
     clearformer learn check NAME FILE         check your function: 0 all cases match, 1 one does not, 2 unusable
+    clearformer learn solution NAME           write NAME's worked solution (never over a file)
+    clearformer learn exercise transformer    lesson 15: the whole Transformer, from your exercise files
+    clearformer learn check transformer FILE  the toy run's weights in your model: same logits and translations?
+    clearformer learn train FILE              train your model with clearformer's trainer, translate "I love you"
     clearformer learn --notebooks DIR         write one Jupyter notebook per lesson into DIR
 
 Exit 2 for unusable input (no such lesson or exercise, an answer that is not a number or a choice).
@@ -19,7 +23,10 @@ from pathlib import Path
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.learn.check import check_file, format_report
-from clearformer.learn.exercises import exercise, exercise_list, write_starter
+from clearformer.learn.capstone_run import CAPSTONE, CAPSTONE_FILE, check_capstone, train_capstone
+from clearformer.learn.capstone_source import skeleton_text
+from clearformer.learn.exercises import exercise, exercise_list, starter_text, write_new
+from clearformer.learn.solutions import solution_text
 from clearformer.learn.lessons import LESSONS, lesson
 from clearformer.learn.sandbox import check_timeout
 from clearformer.learn.present import lesson_list, lesson_text
@@ -42,8 +49,11 @@ def register(subparsers) -> None:
     parser.add_argument("--answer", help="answer the lesson's question without a prompt (exit 0 right, 1 wrong)")
     parser.add_argument("--notebooks", metavar="DIR", help="write one notebook per lesson into DIR")
     parser.add_argument("--overwrite", action="store_true", help="with --notebooks: replace existing notebooks")
-    parser.add_argument("--timeout", default="60",
-                        help="check: seconds your function may take over all cases (default 60)")
+    parser.add_argument("--timeout", default=None,
+                        help="check: seconds your code may take over all cases (default 60; `learn train`: 1800)")
+    parser.add_argument("--out", metavar="DIR", help="learn train: the run folder (default runs/my-transformer)")
+    parser.add_argument("--steps", type=int, default=None, help="learn train: training steps (default: the toy "
+                                                                  "preset's)")
     options.add_checkpoint(parser)
     parser.set_defaults(func=run)
 
@@ -70,7 +80,7 @@ def run(args) -> int:
     if args.what is None:
         sys.stdout.write(lesson_list())
         return 0
-    if args.what in ("exercises", "exercise", "check"):
+    if args.what in ("exercises", "exercise", "check", "solution", "train"):
         return run_exercise_command(args)
     return run_lesson(args)
 
@@ -81,17 +91,30 @@ def run_exercise_command(args) -> int:
             raise UserError("`learn exercises` takes no arguments")
         sys.stdout.write(exercise_list())
         return 0
-    wanted = 1 if args.what == "exercise" else 2
+    usage = {"exercise": "exercise NAME", "solution": "solution NAME", "check": "check NAME FILE", "train": "train FILE"}
+    wanted = 2 if args.what == "check" else 1
     if len(args.args) != wanted:
-        raise UserError("usage: clearformer learn exercise NAME" if wanted == 1 else
-                        "usage: clearformer learn check NAME FILE")
-    item = exercise(args.args[0])
+        raise UserError(f"usage: clearformer learn {usage[args.what]}")
+    if args.what == "train":
+        return train_capstone(Path(args.args[0]), Path(args.out) if args.out else None,
+                              seconds(args.timeout or "1800"), args.steps, args.overwrite, args.checkpoint)
+    name = args.args[0]
+    item = None if name == CAPSTONE else exercise(name)
     if args.what == "exercise":
-        path = write_starter(item, Path.cwd())
-        print(f"wrote {path.name}: implement {item.function}, then run "
-              f"`clearformer learn check {item.name} {path.name}`")
+        path = write_new(Path.cwd() / CAPSTONE_FILE if item is None else Path.cwd() / item.filename,
+                         skeleton_text() if item is None else starter_text(item), name)
+        print(f"wrote {path.name}: implement " + ("the blocks marked `# yours:`" if item is None else item.function)
+              + f", then run `clearformer learn check {name} {path.name}`")
         return 0
-    report = check_file(item, Path(args.args[1]), timeout=seconds(args.timeout))
+    if args.what == "solution":
+        path = write_new(Path.cwd() / (CAPSTONE_FILE if item is None else item.filename), solution_text(name), name)
+        print(f"wrote {path.name}: a worked solution; `clearformer learn check {name} {path.name}` checks it")
+        return 0
+    timeout = seconds(args.timeout or "60")
+    if item is None:
+        report = check_capstone(Path(args.args[1]), timeout, args.checkpoint)
+    else:
+        report = check_file(item, Path(args.args[1]), timeout=timeout)
     sys.stdout.write(format_report(report))
     return 0 if report.ok else 1
 

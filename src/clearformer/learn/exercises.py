@@ -171,11 +171,15 @@ def starter_text(item: Exercise) -> str:
 
 def write_starter(item: Exercise, folder: Path) -> Path:
     """Write the starter file into `folder`; never over an existing file."""
-    path = folder / item.filename
+    return write_new(folder / item.filename, starter_text(item), item.name)
+
+
+def write_new(path: Path, text: str, name: str) -> Path:
+    """Write `text` at `path` (a starter or a solution); never over an existing file."""
     try:
-        atomic_write_text(path, starter_text(item), overwrite=False)
+        atomic_write_text(path, text, overwrite=False)
     except FileExistsError:
-        raise UserError(f"{path.name} exists in {folder}: check it with `clearformer learn check {item.name} "
+        raise UserError(f"{path.name} exists in {path.parent}: check it with `clearformer learn check {name} "
                         f"{path.name}`, or move it away for a fresh start") from None
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}") from None
@@ -186,4 +190,7 @@ def exercise_list() -> str:
     lines = ["exercises: `clearformer learn exercise NAME` writes NAME's starter file here; "
              "`clearformer learn check NAME FILE` checks it", ""]
     lines += [f"  {e.name:20s} {', '.join(e.functions):40s} (lesson {e.lesson}: {e.title})" for e in EXERCISES]
+    lines += [f"  {'transformer':20s} {'Transformer, translate':40s} (lesson 15: the whole model, from the files "
+              "above; `clearformer learn train FILE` trains it)",
+              "", "`clearformer learn solution NAME` writes a worked solution (never over your file)"]
     return "\n".join(lines) + "\n"

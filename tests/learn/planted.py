@@ -16,8 +16,10 @@ def _swap(exercise: str, old: str, new: str) -> str:
     return source.replace(old, new)
 
 
-ATT_OLD = '    if mask is not None:\n        scores = scores.masked_fill(~mask, float("-inf"))\n    weights = torch.softmax(scores, dim=-1)\n'
-ATT_NEW = '    weights = torch.softmax(scores, dim=-1)\n    if mask is not None:\n        weights = weights.masked_fill(~mask, 0.0)\n'
+ATT_OLD = ('    if mask is not None:\n        scores = scores.masked_fill(~mask, float("-inf"))\n'
+           '    weights = torch.softmax(scores, dim=-1)\n')
+ATT_NEW = ('    weights = torch.softmax(scores, dim=-1)\n    if mask is not None:\n'
+           '        weights = weights.masked_fill(~mask, 0.0)\n')
 GREEDY_NO_BOS = '''
 def greedy_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
     prefix = []
@@ -79,7 +81,8 @@ BUGS = {
         ("strided columns per head", _swap("heads", "x.view(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)",
                                            "x.view(batch, seq, d_model // n_heads, n_heads).permute(0, 3, 1, 2)"),
          "contiguous"),
-        ("merge with .view on a transposed tensor", _swap("heads", "x.transpose(1, 2).reshape(batch, seq, heads * d_head)",
+        ("merge with .view on a transposed tensor", _swap("heads",
+                                                          "x.transpose(1, 2).reshape(batch, seq, heads * d_head)",
                                                           "x.transpose(1, 2).view(batch, seq, heads * d_head)"),
          "contiguous"),
         ("merge without transpose", _swap("heads", "x.transpose(1, 2).reshape(batch, seq, heads * d_head)",

@@ -136,8 +136,8 @@ def test_an_unusable_file_is_one_line_and_exit_2(what, tmp_path, capsys):
 
 
 def test_an_error_in_the_learners_function_is_a_wrong_answer_at_its_line(tmp_path):
-    ok, out = checked_here("attention", dict((bug, source) for bug, source, _ in BUGS["attention"])["k.T on a 4-D tensor"],
-                           tmp_path)
+    planted = dict((bug, source) for bug, source, _ in BUGS["attention"])
+    ok, out = checked_here("attention", planted["k.T on a 4-D tensor"], tmp_path)
     assert not ok and f"{tmp_path / 'mine.py'}:6: scaled_dot_product_attention() raised RuntimeError" in out
     ok, out = checked_here("heads", dict((bug, source) for bug, source, _ in BUGS["heads"])[
         "merge with .view on a transposed tensor"], tmp_path)

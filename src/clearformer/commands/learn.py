@@ -22,16 +22,16 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.learn.check import check_file, format_report
 from clearformer.learn.capstone_run import CAPSTONE, CAPSTONE_FILE, check_capstone, train_capstone
 from clearformer.learn.capstone_source import skeleton_text
+from clearformer.learn.check import check_file, format_report
 from clearformer.learn.exercises import exercise, exercise_list, starter_text, write_new
-from clearformer.learn.solutions import solution_text
 from clearformer.learn.lessons import LESSONS, lesson
-from clearformer.learn.sandbox import check_timeout
 from clearformer.learn.present import lesson_list, lesson_text
 from clearformer.learn.questions import Question, is_right
+from clearformer.learn.sandbox import check_timeout
 from clearformer.learn.snippets import run_snippet
+from clearformer.learn.solutions import solution_text
 from clearformer.learn.toy import DEFAULT_SENTENCE, record_sentence
 
 
@@ -91,7 +91,8 @@ def run_exercise_command(args) -> int:
             raise UserError("`learn exercises` takes no arguments")
         sys.stdout.write(exercise_list())
         return 0
-    usage = {"exercise": "exercise NAME", "solution": "solution NAME", "check": "check NAME FILE", "train": "train FILE"}
+    usage = {"exercise": "exercise NAME", "solution": "solution NAME", "check": "check NAME FILE",
+             "train": "train FILE"}
     wanted = 2 if args.what == "check" else 1
     if len(args.args) != wanted:
         raise UserError(f"usage: clearformer learn {usage[args.what]}")

@@ -254,8 +254,8 @@ def check_learner(job: dict, module, reference, tokenizer, emit) -> dict:
                                 "max_new_tokens)")
             got = translate(learner, src, tokenizer.bos_id, tokenizer.eos_id, MAX_NEW_TOKENS)
             got = got.tolist() if isinstance(got, torch.Tensor) else list(got)
-            words = None if got == expected else (f"ids {got[:12]}, expected {expected[:12]}: "
-                                                  f"{tokenizer.decode(got)!r} instead of {tokenizer.decode(expected)!r}")
+            words = None if got == expected else (f"ids {got[:12]}, expected {expected[:12]}: {tokenizer.decode(got)!r}"
+                                                  f" instead of {tokenizer.decode(expected)!r}")
         except UserError:
             raise
         except BaseException as failure:
@@ -285,6 +285,9 @@ class LearnerAsClearformer(torch.nn.Module):
     def forward(self, src_ids, tgt_ids):
         return self.learner(src_ids, tgt_ids)
 
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
     def state_dict(self, *args, **kwargs):
         return {clearformer_name(name): tensor for name, tensor in self.learner.state_dict(*args, **kwargs).items()}
 
@@ -302,6 +305,8 @@ def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
     path = Path(job["path"])
     parser = _train_parser(register)
     args = parser.parse_args(["train", "--preset", "toy-translate", "--out", job["out"], "--quiet", "--threads", "1",
+                              # BLEU decodes with clearformer's cached search, which this model does not have
+                              "--bleu-sentences", "0",
                               *(["--steps", str(job["steps"])] if job.get("steps") else []),
                               *(["--overwrite"] if job.get("overwrite") else [])])
     options = build_options(args)
@@ -333,7 +338,7 @@ def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
     except BaseException as failure:
         return {"failed": f"{learner_line(failure, path)}: translate() raised {describe(failure)}"}
     return {"trained": {"steps": result.step, "seconds": round(time.monotonic() - began, 1),
-                        "loss": result.last_loss, "run": str(result.run_dir),
+                        "loss": result.train_loss, "valid_loss": result.valid_loss, "run": str(result.run_dir),
                         "translation": tokenizer.decode(ids)}}
 
 

@@ -60,8 +60,11 @@ def train_capstone(path: Path, out: Path | None, timeout: float, steps: int | No
         sys.stdout.write(f"wrong: {done['failed']}\n")
         return 1
     trained = done["trained"]
-    print(f"trained your model for {trained['steps']} steps in {trained['seconds']:g} s (last loss "
-          f"{trained['loss']:.3f}); run in {trained['run']} (`clearformer translate --checkpoint` reads it)")
+    losses = ", ".join(f"{what} loss {trained[key]:.3f}" for what, key in (("training", "loss"),
+                                                                           ("validation", "valid_loss"))
+                       if trained.get(key) is not None)
+    print(f"trained your model for {trained['steps']} steps in {trained['seconds']:g} s ({losses}); run in "
+          f"{trained['run']} (`clearformer translate --checkpoint DIR` reads it)")
     print(f"your model translates 'I love you' as {trained['translation']!r}")
     return 0
 

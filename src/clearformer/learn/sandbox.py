@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clearformer.errors import UserError
-from clearformer.store.safeio import megabytes, read_bytes
+from clearformer.store.safeio import read_bytes
 
 MAX_SOURCE_BYTES = 1024 * 1024          # a learner's file: a few hundred lines; 1 MiB is far above any
 MAX_TIMEOUT_SECONDS = 3600.0            # `--timeout`: (0, one hour]

@@ -20,14 +20,14 @@ from clearformer.store.checkpoint import load_model
 ISSUE_TOPICS = ["token ids and embeddings", "positional encoding", "queries, keys and values",
                 "scaled dot-product attention", "masks", "multi-head attention", "add & norm",
                 "the encoder", "cross-attention", "greedy decoding", "label smoothing", "beam search",
-                "decoder-only", "kv cache"]
+                "decoder-only", "kv cache", "put it together"]
 
 
-def test_the_list_is_the_issues_fourteen_lessons_in_the_seeds_order(capsys):
+def test_the_list_is_the_issues_fifteen_lessons_in_the_seeds_order(capsys):
     assert main(["learn"]) == 0
     listed = [line.split(". ", 1)[1] for line in capsys.readouterr().out.splitlines()
               if re.match(r"\s+\d+\. ", line)]
-    assert len(listed) == len(LESSONS) == 14
+    assert len(listed) == len(LESSONS) == 15
     for title, topic in zip(listed, ISSUE_TOPICS, strict=True):
         assert topic in title.lower()
 
@@ -103,7 +103,7 @@ def test_each_lesson_in_the_terminal_checks_its_answer(toy_runs, number, capsys)
     answer = session.question.shown_answer().split(")")[0]   # a number, or a choice's letter
     assert main(["learn", str(number), "--answer", answer]) == 0
     out = capsys.readouterr().out
-    assert f"Lesson {number} of 14" in out and "See it work" in out and "--- output ---" in out
+    assert f"Lesson {number} of 15" in out and "See it work" in out and "--- output ---" in out
     assert "On your sentence: 'I love you'" in out and "Right:" in out
     wrong = "zzz" if session.question.kind == "choice" else str(float(session.question.answer) + 1)
     if session.question.kind == "choice":
@@ -125,8 +125,11 @@ def _model_scaled(sentence: str, toy_runs):
 @pytest.mark.parametrize("sentence", ["I love you", "the cat sleeps"])
 def test_numbers_in_questions_come_from_the_model_on_any_sentence(toy_runs, sentence):
     recorder, probabilities = _model_scaled(sentence, toy_runs)
-    scaled = recorder.get("encoder.layers.0.self_attention.scaled")[0, 0]
-    assert math.isclose(float(open_lesson(4, sentence).question.answer), float(scaled[0, 1]), abs_tol=1e-5)
+    weight = open_lesson(4, sentence)               # a weight computed from two scaled scores
+    view = weight.views[0]
+    scores = next(s for s in weight.run.walk.steps if s.name == view.name and s.decode_step == view.decode_step)
+    a, b = next(m for m in scores.matrices if m.head == view.head).values[-1]
+    assert math.isclose(float(weight.question.answer), 1 / (1 + math.exp(a - b)), abs_tol=1e-4)
     assert math.isclose(float(open_lesson(10, sentence).question.answer), float(probabilities.max()), abs_tol=1e-5)
     cache = open_lesson(14, sentence)
     last = max(s.decode_step for s in cache.run.walk.steps if s.decode_step is not None)
@@ -136,7 +139,7 @@ def test_numbers_in_questions_come_from_the_model_on_any_sentence(toy_runs, sent
 
 
 def test_unusable_input_is_exit_2(toy_runs, capsys):
-    for argv in (["learn", "0"], ["learn", "15"], ["learn", "two"], ["learn", "4", "--answer", "abc"],
+    for argv in (["learn", "0"], ["learn", "16"], ["learn", "two"], ["learn", "4", "--answer", "abc"],
                  ["learn", "5", "--answer", "z"], ["learn", "4", "--answer", "nan"], ["learn", "4", "extra"],
                  ["learn", "4", "--sentence", " "], ["learn", "4", "--checkpoint", str(toy_runs / "missing")]):
         assert main(argv) == 2, argv
@@ -158,7 +161,7 @@ def test_interactive_prompt_hints_then_retries(toy_runs, monkeypatch, capsys):
     monkeypatch.setattr(builtins, "input", lambda prompt="": next(replies))
     assert main(["learn", "4"]) == 0
     out = capsys.readouterr().out
-    assert "Hint: read the step \"Scaled scores\"" in out and "Right:" in out
+    assert "Hint: " in out and "the step \"Scaled scores\"" in out and "Right:" in out
     replies = iter(["1000", "2000"])
     assert main(["learn", "4"]) == 1
     assert "The answer: " in capsys.readouterr().out
@@ -187,8 +190,9 @@ def test_the_session_checks_answers_as_the_terminal_does(toy_runs, capsys):
     assert session.check(None) is None and "Put your answer" in capsys.readouterr().out
     assert session.check(session.question.answer) is True
     assert session.check(float(session.question.answer) + 0.01) is False
-    assert "Hint: read the step" in capsys.readouterr().out
-    assert [s.name for s in session.steps().steps] == ["encoder.layers.0.self_attention.scores",
+    assert "Hint: " in capsys.readouterr().out
+    assert [s.name for s in session.steps().steps] == ["decoder.layers.0.self_attention.scaled",
+                                                      "decoder.layers.0.self_attention.weights",
                                                       "encoder.layers.0.self_attention.scaled",
                                                       "encoder.layers.0.self_attention.weights"]
     assert "Scaled scores" in session.steps_text()

@@ -26,6 +26,7 @@ from clearformer.learn.capstone_run import CAPSTONE, CAPSTONE_FILE, check_capsto
 from clearformer.learn.capstone_source import skeleton_text
 from clearformer.learn.check import check_file, format_report
 from clearformer.learn.exercises import exercise, exercise_list, starter_text, write_new
+from clearformer.learn.extras import extra_text
 from clearformer.learn.lessons import LESSONS, lesson
 from clearformer.learn.present import lesson_list, lesson_text
 from clearformer.learn.questions import Question, is_right
@@ -144,7 +145,8 @@ def run_lesson(args) -> int:
         raise UserError(f"this model's walkthrough lacks a step the lesson reads ({error.args[0]})") from None
     if args.answer is not None:
         is_right(question, args.answer)  # an unusable answer is exit 2 before anything is printed
-    sys.stdout.write(lesson_text(item, run_snippet(item.snippet), learner, question, views))
+    extra = extra_text(item.extra.get("show"), args.sentence, args.checkpoint)
+    sys.stdout.write(lesson_text(item, run_snippet(item.snippet), learner, question, views, extra))
     sys.stdout.flush()
     if args.answer is not None:
         return judge(question, args.answer)

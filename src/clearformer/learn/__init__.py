@@ -1,6 +1,6 @@
 """Learn the Transformer by doing it: `clearformer learn` (docs/learn.md).
 
-    lessons.py    the 14 lessons in the seeds' order: concept, snippet, question, page steps (one source)
+    lessons.py    the 15 lessons in the seeds' order: concept, snippet, question, page steps (one source)
     snippets.py   runs a lesson's snippet and captures what it prints
     questions.py  questions read off a recorded step, and their checks
     toy.py        the trained toy model the learner's sentence is recorded with (trained on first use)

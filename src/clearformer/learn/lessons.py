@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clearformer.explain.walkthrough import Walkthrough
+from clearformer.generate.options import DEFAULT_ALPHA
 from clearformer.learn.questions import Question, cell, step, where
 
 
@@ -100,8 +101,9 @@ def ask_q(run):
     question = Question(f"Encoder layer 0, head 0: what is the first number (d0) of the query Q of "
                         f"{tokens[position]!r}?", "number", answer, tolerance=5e-4,
                         hint=f"read {where(found, head=0, row=tokens[position], col='d0')}",
-                        why="Q = X · W^Q: one row per token, d_k columns per head.")
-    return question, [StepView("encoder.layers.0.self_attention.Q"), StepView("encoder.layers.0.self_attention.K")]
+                        why="Q = X · W^Q + b^Q: one row per token, d_k columns per head.")
+    return question, [StepView("encoder.layers.0.self_attention.Q"), StepView("encoder.layers.0.self_attention.K"),
+                      StepView("encoder.layers.0.self_attention.V")]
 
 
 def ask_scaled(run):
@@ -115,6 +117,30 @@ def ask_scaled(run):
                              f"(= the score QKᵀ divided by √d_k)",
                         why="Row = the query's token, column = the key's token; scaled = Q·Kᵀ / √d_k.")
     return question, [StepView("encoder.layers.0.self_attention.scores"),
+                      StepView("encoder.layers.0.self_attention.scaled"),
+                      StepView("encoder.layers.0.self_attention.weights")]
+
+
+def ask_weight(run):
+    """Lesson 4: a weight from two scaled scores (decoder self-attention at generation step 2: two keys)."""
+    if _last_step(run) < 1:
+        return ask_scaled(run)
+    scaled = step(run.walk, "decoder.layers.0.self_attention.scaled", 1)
+    weights = step(run.walk, "decoder.layers.0.self_attention.weights", 1)
+    # the head whose weight is least saturated (a trained head is often one-hot: 1.0 / 0.0 teaches little)
+    head = max((m.head for m in weights.matrices), key=lambda h: min(cell(weights, -1, 1, h), 1 - cell(weights, -1, 1, h)))
+    matrix = next(m for m in scaled.matrices if m.head == head)
+    first, second = matrix.col_labels[0], matrix.col_labels[1]
+    answer = cell(weights, -1, 1, head=head)
+    question = Question(f"Generation step 2, decoder layer 0, head {head}: the newest token {matrix.row_labels[-1]!r} "
+                        f"attends to two keys, {first!r} and {second!r}. From their two scaled scores, compute the "
+                        f"attention weight on {second!r}.", "number", answer, tolerance=5e-4,
+                        hint=f"softmax of two scores a, b: e^b / (e^a + e^b) = 1 / (1 + e^(a - b)), with a and b in "
+                             f"{where(scaled, head=head, row=matrix.row_labels[-1])}",
+                        why="The softmax turns each row of scaled scores into weights that sum to 1; only the "
+                            "difference of the scores matters.")
+    return question, [StepView("decoder.layers.0.self_attention.scaled", 1, head=head),
+                      StepView("decoder.layers.0.self_attention.weights", 1, head=head),
                       StepView("encoder.layers.0.self_attention.scaled"),
                       StepView("encoder.layers.0.self_attention.weights")]
 
@@ -179,18 +205,34 @@ def ask_memory(run):
 
 
 def ask_cross(run):
+    """Lesson 9: self-attention, then cross-attention, at the last generation step (its query: the newest target
+    token, whose alignment to the source the trained model shows there)."""
     tokens = _source(run)
+    last = _last_step(run)
     layers = sorted({s.layer for s in run.walk.steps if s.name.endswith("cross_attention.weights")})
-    name = f"decoder.layers.{layers[-1]}.cross_attention.weights"
-    found = step(run.walk, name, 0)
-    row = found.matrices[0].values[-1]
+    # the layer and head where the newest token leans most on a word (not an end marker): the alignment
+    shown = []
+    for layer in layers:
+        for matrix in step(run.walk, f"decoder.layers.{layer}.cross_attention.weights", last).matrices:
+            row = matrix.values[-1]
+            best = max(range(len(row)), key=lambda j: row[j])
+            shown.append((not tokens[best].startswith("<"), row[best], -layer, -matrix.head, layer, matrix.head))
+    *_, layer, head = max(shown)
+    name = f"decoder.layers.{layer}.cross_attention.weights"
+    found = step(run.walk, name, last)
+    matrix = next(m for m in found.matrices if m.head == head)
+    row = matrix.values[-1]
     best = max(range(len(row)), key=lambda j: row[j])
+    query = matrix.row_labels[-1]
     choices = list(dict.fromkeys(tokens))
-    question = Question(f"Generation step 1 (choosing the first word): in decoder layer {layers[-1]}, head 0, "
-                        "which source token gets the largest cross-attention weight?", "choice", tokens[best],
-                        choices=choices, hint=f"find the largest number in {where(found, head=0)}",
-                        why="Cross-attention: queries from the decoder, keys and values from the encoder output.")
-    return question, [StepView(name, 0), StepView(f"decoder.layers.{layers[-1]}.self_attention.weights", 0)]
+    question = Question(f"Generation step {last + 1}: the newest target token {query!r} asks the source. In decoder "
+                        f"layer {layer}, head {head}, which source token gets its largest cross-attention weight?",
+                        "choice", tokens[best], choices=choices,
+                        hint=f"find the largest number in the last row of {where(found, head=head)}",
+                        why="Cross-attention: queries from the decoder, keys and values from the encoder output; "
+                            "trained, it aligns each target word with the source words it translates.")
+    return question, [StepView(f"decoder.layers.{layer}.self_attention.weights", last, head=head),
+                      StepView(name, last, head=head)]
 
 
 def ask_probability(run):
@@ -221,15 +263,14 @@ def ask_smoothing(run):
 def ask_penalty(run):
     generated = run.walk.target_tokens[1:]
     length = len(generated)
-    answer = ((5 + length) / 6) ** 0.6
+    answer = ((5 + length) / 6) ** DEFAULT_ALPHA
     question = Question(f"Your translation is the {length} chosen tokens {' '.join(generated)!r} (an end marker "
-                        "counts). What is the GNMT length penalty lp(n) = ((5 + n) / 6)^α for it, at the paper's "
-                        "α = 0.6?", "number", answer, tolerance=5e-4,
-                        hint=f"n = {length}, the number of steps \"Chosen token\" below",
-                        why="Beam search divides a hypothesis' log-probability by lp(n), so longer ones are not "
-                            "punished for having more factors below 1.")
-    views = [StepView("generate.chosen", t) for t in range(_last_step(run) + 1)]
-    return question, views
+                        f"counts). Beam search divides its log-probability by lp(n) = ((5 + n) / 6)^α. Compute lp(n) "
+                        f"at clearformer's α = {DEFAULT_ALPHA:g}.", "number", answer, tolerance=5e-4,
+                        hint=f"n = {length}; the beam table's header gives the formula and each step's lp(t + 1)",
+                        why="A longer hypothesis has more factors below 1; dividing by lp(n) keeps it from losing "
+                            "for that alone.")
+    return question, [StepView("generate.chosen", _last_step(run))]
 
 
 def ask_decoder_only(run):
@@ -253,6 +294,20 @@ def ask_cache(run):
                         why="The KV cache keeps the keys and values of every earlier position; each step adds one.")
     return question, [StepView("decoder.layers.0.self_attention.Q", last, max_cols=4),
                       StepView("decoder.layers.0.self_attention.K", last, max_cols=4)]
+
+
+def ask_tied(run):
+    """Lesson 15: the one matrix the paper shares (section 3.4), computed from the vocabulary and the width."""
+    found = step(run.walk, "src_embed.X")
+    d_model = len(found.matrices[0].col_labels)
+    vocab = run.tgt_vocab_size
+    question = Question(f"Your model shares one matrix between the source embedding, the target embedding and the "
+                        f"output projection (paper section 3.4). The toy vocabulary has V = {vocab} tokens. How many "
+                        "numbers does that matrix hold?", "number", float(vocab * d_model),
+                        hint=f"V x d_model, with d_model the number of columns of {where(found)}",
+                        why="One row per token of the joint vocabulary, d_model numbers each: the lookup reads a row, "
+                            "the output projection scores every row against the decoder state.")
+    return question, [StepView("src_embed.X", max_cols=6)]
 
 
 # ----------------------------------------------------------------------------- the lessons
@@ -294,10 +349,13 @@ print("X = E[ids] + PE =", X, sep="\\n")
     Lesson(3, "qkv", "Queries, keys and values", seeds="000, 001, 004",
            concept="Every token asks and answers: its query Q says what it looks for, its key K what it offers, its "
                    "value V what it hands over when attended to. All three are linear projections of the same X: "
-                   "Q = X·W^Q, K = X·W^K, V = X·W^V, with W of shape (d_model x d_k) learned in training and shared "
-                   "by all tokens of a layer and head. Seed 001's 'India is great' with its given 4 x 4 weights "
+                   "Q = X·W^Q + b^Q, K = X·W^K + b^K, V = X·W^V + b^V, with W of shape (d_model x d_k) and a bias b "
+                   "(d_k) learned in training and shared by all tokens of a layer and head. The paper writes the "
+                   "projections without b; clearformer's layers, like torch's nn.Linear, add it (ModelConfig.bias), "
+                   "so a Q recomputed from X·W^Q alone misses the recorded one by b^Q. Below, on your sentence: Q, K "
+                   "and V of the first encoder layer; V is what the attention weights will average. Seed 001's 'India is great' with its given 4 x 4 weights "
                    "gives Q[India] = [0.95, 0.27, 0.53, 0.89] (the seed's printout is right).",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.explain.examples import INDIA_W_K, INDIA_W_Q, INDIA_W_V, INDIA_X, seed_attention
 
 X = torch.tensor([INDIA_X], dtype=torch.float64)      # seed 001: (batch 1, 3 tokens, d_model 4)
@@ -314,8 +372,13 @@ print("Q = X W^Q =", Q, "K = X W^K =", K, "V = X W^V =", V, sep="\\n")
                    "the values. Seed 002's 'I love you' (d_k = 4, √d_k = 2): its row 0 is right (scores 0.96, "
                    "4.15, 2.45; weights 0.125, 0.613, 0.262), but rows 1 and 2 are not: the true scores are "
                    "[4.1483, 4.0761, 2.8646] and [2.4467, 2.8646, 1.6323] (the seed prints 3.21, 5.89, 4.12 and "
-                   "2.87, 4.76, 3.54), so 'love' attends 0.401 / 0.387 / 0.211, not 0.16 / 0.60 / 0.25.",
-           snippet='''from clearformer import trace
+                   "2.87, 4.76, 3.54), so 'love' attends 0.401 / 0.387 / 0.211, not 0.16 / 0.60 / 0.25. On your sentence below the trained "
+                   "toy model's weights are close to one-hot: dividing by √d_k keeps the scores of *random* "
+                   "projections at unit variance, but training then grows W^Q and W^K until the scores span tens "
+                   "of units, because sharp weights translate the toy set best; saturation here is learned, not a "
+                   "failure of the scaling. The snippet's last lines show the unsaturated case beside it: random "
+                   "queries and keys of d_k = 64, with and without the division.",
+           snippet='''from clearformer.record import trace
 from clearformer.explain.examples import (I_LOVE_YOU_EMBEDDINGS, I_LOVE_YOU_W_K, I_LOVE_YOU_W_Q,
                                           I_LOVE_YOU_W_V, seed_attention, seed_embedding)
 
@@ -328,7 +391,12 @@ scores, scaled, weights, output = (recorder.get(f"self_attention.{name}")[0, 0]
 print("scores = Q Kᵀ =", scores, "scaled = scores / √4 =", scaled, sep="\\n")
 print("weights = softmax(scaled) =", weights, "output = weights V =", output, sep="\\n")
 print("row sums of the weights:", weights.sum(dim=-1))
-''', ask=ask_scaled, page_steps=(r"(attention|multi_head|masked_example)\.(scores|scaled|weights)$",
+generator = torch.Generator().manual_seed(0)          # untrained: random q, k of d_k = 64
+q, k = torch.randn(4, 64, generator=generator), torch.randn(4, 64, generator=generator)
+for name, scale in (("divided by √64", 1 / 8), ("not divided", 1.0)):
+    w = torch.softmax(q @ k.T * scale, dim=-1)
+    print(f"{name:14s}: score spread {float((q @ k.T * scale).std()):6.2f}, largest weight per row", w.max(-1).values)
+''', ask=ask_weight, page_steps=(r"(attention|multi_head|masked_example)\.(scores|scaled|weights)$",
                                        r"attention\.head_outputs$")),
     Lesson(5, "masks", "Masks: padding and causal", seeds="002, 004",
            concept="A mask says which keys a query may look at (clearformer: True = may attend); blocked cells get "
@@ -375,7 +443,7 @@ print("MultiHead = Concat · W^O =", output, sep="\\n")
                    "(the population variance, dividing by d_model), then scales by γ and shifts by β. The "
                    "feed-forward network FFN(x) = max(0, x·W_1 + b_1)·W_2 + b_2 works on each position alone, "
                    "widening to d_ff (2048 in the paper, 4 x d_model) and back.",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.config import ModelConfig
 from clearformer.explain.examples import INDIA_X
 from clearformer.model.transformer import Transformer
@@ -397,7 +465,7 @@ print("FFN hidden (ReLU) =", recorder.get("encoder.layers.0.feed_forward.hidden"
                    "other word, before and after it, so all positions are computed in parallel (an RNN must wait "
                    "for the previous word). Its output, the memory, has one context-aware d_model vector per source "
                    "token; every decoder layer attends to it.",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.config import ModelConfig
 from clearformer.model.transformer import Transformer
 
@@ -417,8 +485,14 @@ print("layer 1 self-attention weights (unmasked, rows sum to 1) =",
                    "Its masked self-attention lets each position see only itself and earlier words, so training "
                    "on whole sentences cannot cheat. Its cross-attention takes queries from the decoder and keys "
                    "and values from the encoder output: each target word looks at the source words, which learns "
-                   "an alignment ('aime' with 'love'). Then the feed-forward; each sublayer with Add & Norm.",
-           snippet='''from clearformer import trace
+                   "an alignment ('aime' with 'love'). Then the feed-forward; each sublayer with Add & Norm. Data flows in "
+                   "that order: self-attention first, then cross-attention, in every decoder layer. The snippet's "
+                   "model is untrained (random weights): it shows the shapes of both weight matrices, not an "
+                   "alignment. The alignment shows on your sentence below, recorded from the trained toy model at the "
+                   "last generation step, where every target word's row is in view: each row concentrates on the "
+                   "source word(s) it translates (which head and layer shows it best differs from run to run; the "
+                   "question picks the one that does).",
+           snippet='''from clearformer.record import trace
 from clearformer.config import ModelConfig
 from clearformer.model.transformer import Transformer
 
@@ -470,24 +544,33 @@ for step in (1, 1000, 4000, 16000):
                    "paper). At each step every prefix is extended by every word, scored by the sum of its "
                    "log-probabilities, and the best k go on; those ending in <eos> are finished. Because every "
                    "extra word adds a negative log-probability, long hypotheses would lose, so a finished one is "
-                   "scored log p / lp(n) with GNMT's lp(n) = ((5 + n) / 6)^α (α = 0.6 in the paper).",
+                   "scored log p / lp(n) with GNMT's lp(n) = ((5 + n) / 6)^α. The paper uses α = 0.6; clearformer "
+                   "uses α = 2.0 (`--alpha 0.6` gives the paper's): its small models, trained for minutes, end "
+                   "translations too early, and a larger α translated longer and better on a trained model "
+                   "(BENCHMARKS.md, 'Translation length: the length penalty on one trained model'). For the same "
+                   "reason it adds a brevity penalty (generate/brevity.py): ending a hypothesis of t tokens when "
+                   "the training data's length ratio r expects r·m for a source of m tokens costs "
+                   "w·max(0, r·m - t)²/(r·m) on <eos> (w = 2.0, `--brevity 0` turns it off). Below: the real "
+                   "table of `clearformer explain SENTENCE --beam 2` on your sentence.",
            snippet='''from clearformer.explain.examples import I_LOVE_YOU_VOCAB, OUTPUT_LOGITS
 from clearformer.generate.beam import length_penalty
+from clearformer.generate.options import DEFAULT_ALPHA
 
 log_probs = torch.log_softmax(torch.tensor(OUTPUT_LOGITS), dim=-1)   # seed 002's first position
 scores, words = log_probs.topk(4)                                     # the 4 beams after step 1
 for score, word in zip(scores.tolist(), words.tolist()):
     print(f"beam {I_LOVE_YOU_VOCAB[word]:6s} log p = {score:.4f}")
 for n in (1, 2, 5, 10):
-    print(f"lp({n:2d}) at alpha 0.6 = {length_penalty(n, 0.6):.4f}")
-''', ask=ask_penalty, page_steps=(r"generate\.chosen$",)),
+    print(f"lp({n:2d}): paper alpha 0.6 = {length_penalty(n, 0.6):.4f}, clearformer alpha {DEFAULT_ALPHA} = "
+          f"{length_penalty(n, DEFAULT_ALPHA):.4f}")
+''', ask=ask_penalty, page_steps=(r"generate\.chosen$",), extra={"show": "beam"}),
     Lesson(13, "decoder-only", "The decoder-only language model", seeds="004",
            concept="A language model (GPT) is the decoder alone, without cross-attention: it predicts the next token "
                    "at every position at once, each seeing only itself and earlier tokens through the causal mask. "
                    "Seed 004 walks 'life is short eat dessert first' through the mask; its final matrix is "
                    "illustrative, not computed: softmax of its masked row 'is' [0.2, 0.6] is [0.401, 0.599], not "
                    "[0.3, 0.7].",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.config import preset
 from clearformer.model.attention import causal_mask, masked_softmax
 from clearformer.model.lm import LanguageModel
@@ -508,8 +591,9 @@ print("layer 0 weights (head 0) =", recorder.get("decoder.layers.0.self_attentio
                    "cache keeps them, so each step computes Q, K and V for the newest token only and appends. "
                    "The cache costs 2 · n_heads · d_k numbers per token and layer. DeepSeek-V2's Multi-Head Latent "
                    "Attention (MLA) caches one small latent c_KV (d_c numbers) plus a shared RoPE key instead, and "
-                   "rebuilds every head's keys and values from it: 28.1% of MHA's cache for lm-small.",
-           snippet='''from clearformer import trace
+                   "rebuilds every head's keys and values from it: 28.1% of MHA's cache for lm-small. Below, after your "
+                   "sentence's cache: the latent each of its tokens leaves in an MLA layer.",
+           snippet='''from clearformer.record import trace
 from clearformer.config import preset, variant_overrides
 from clearformer.explain.examples import INDIA_W_K, INDIA_W_Q, INDIA_W_V, INDIA_X, seed_attention
 from clearformer.model.attention import causal_mask, explicit_attention
@@ -525,7 +609,37 @@ for variant in ("mha", "mla"):
     config = preset("lm-small", tgt_vocab_size=100, **variant_overrides(variant, 256, 8))
     cache = kv_cache_bytes_per_token(config)
     print(f"{variant}: {cache['bytes_total']} bytes per token ({cache['fraction_of_mha']:.1%} of MHA)")
-''', ask=ask_cache, page_steps=(r"self_attention\.(latent|K_rope)$",)),
+''', ask=ask_cache, page_steps=(r"self_attention\.(latent|K_rope)$",), extra={"show": "mla"}),
+    Lesson(15, "put-it-together", "Put it together: your Transformer", seeds="003 (the plan's last step)",
+           concept="Seed 003's plan ends with complete PyTorch code for a small Transformer. `clearformer learn "
+                   "exercise transformer` writes it, about 160 lines in the paper's order (embeddings and positions, "
+                   "multi-head attention, feed-forward, layer norm, encoder layer, decoder layer, the model, greedy "
+                   "translation), built from your exercise files: positional_encoding.py, attention.py, heads.py, "
+                   "causal_mask.py, layer_norm.py, greedy_decode.py beside it. Fill the blocks marked `# yours:`. "
+                   "`clearformer learn check transformer transformer.py` loads the trained toy run's weights into "
+                   "your model (a mapping of names, printed below: encoder.0.self_attn.w_q is clearformer's "
+                   "encoder.layers.0.self_attention.w_q) and compares, on the toy test sentences, the logits (to "
+                   "1e-5) and the greedy translations, naming the first module whose output differs. `clearformer "
+                   "learn train transformer.py` trains your model with clearformer's own trainer (the paper's Adam, "
+                   "warm-up and label smoothing; about two minutes on a laptop CPU), your modules doing the math, "
+                   "saves it as a clearformer run and translates 'I love you' with it: 'Je t'aime'. What "
+                   "src/clearformer/model/ adds to your file: the KV cache (model/cache.py: keys and values of "
+                   "earlier tokens kept, so each step computes one new row; lesson 14); the fused kernel "
+                   "(model/attention.py's fast_attention: torch's scaled_dot_product_attention, one call instead of "
+                   "matmul, softmax, matmul, when nothing is recorded); GQA and MLA (model/variants.py, "
+                   "model/latent.py: fewer key/value heads, or one small latent per token, for a smaller cache); and "
+                   "the recorder (record/trace.py: every intermediate named and kept, which is how `clearformer "
+                   "explain` and these lessons show your sentence's steps).",
+           snippet='''from clearformer.config import preset
+from clearformer.learn.capstone import clearformer_name
+from clearformer.model.transformer import Transformer
+
+for mine in ["src_embed.table.weight", "encoder.0.self_attn.w_q.weight", "encoder.0.norm1.gamma",
+             "encoder.0.ffn.linear1.bias", "decoder.1.cross_attn.w_o.weight", "decoder.1.norm3.beta", "out.bias"]:
+    print(f"{mine:34s} -> {clearformer_name(mine)}")
+model = Transformer(preset("toy-translate", src_vocab_size=329, tgt_vocab_size=329, tie_embeddings="all"))
+print("parameters of the toy-sized model (the shared matrix counted once):", model.num_parameters())
+''', ask=ask_tied, page_steps=()),
 ]
 
 

@@ -43,7 +43,7 @@ def render_views(run: LearnerRun, views: list[StepView]) -> str:
 
 
 def lesson_text(lesson: Lesson, snippet: SnippetRun, run: LearnerRun, question: Question,
-                views: list[StepView]) -> str:
+                views: list[StepView], extra: str = "") -> str:
     out = [f"Lesson {lesson.number} of {len(LESSONS)}: {lesson.title}   (seeds {lesson.seeds})"]
     out.append(heading("Concept"))
     out.append(textwrap.fill(lesson.concept, WIDTH))
@@ -53,6 +53,9 @@ def lesson_text(lesson: Lesson, snippet: SnippetRun, run: LearnerRun, question: 
     out.append(snippet.output.rstrip())
     out.append(heading(f"On your sentence: {run.sentence!r} -> {run.walk.result!r} (the trained toy model)"))
     out.append(render_views(run, views).rstrip())
+    if extra:  # lesson 12's beam table, lesson 14's latent (learn/extras.py)
+        out.append("")
+        out.append(extra.rstrip())
     out.append(heading("Question"))
     out.append(question.text())
     return "\n".join(out) + "\n"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from clearformer.explain.walkthrough import Walkthrough
+from clearformer.learn.extras import extra_text
 from clearformer.learn.lessons import LearnerRun, Lesson, StepView, lesson
 from clearformer.learn.present import render_views
 from clearformer.learn.questions import Question, is_right, step
@@ -25,6 +26,7 @@ class LessonSession:
     run: LearnerRun
     question: Question
     views: list[StepView]
+    checkpoint: str | Path | None = None
 
     def steps(self) -> Walkthrough:
         """The walkthrough of your sentence limited to the steps this lesson asks about."""
@@ -36,6 +38,12 @@ class LessonSession:
     def steps_text(self) -> str:
         """The same steps as the terminal lesson prints them."""
         return render_views(self.run, self.views)
+
+    def extra(self) -> None:
+        """Lesson 12's beam table, lesson 14's MLA latent, on your sentence (printed); nothing for the others."""
+        text = extra_text(self.lesson.extra.get("show"), self.run.sentence, self.checkpoint)
+        if text:
+            print(text, end="")
 
     def check(self, answer) -> bool | None:
         """Check `answer` (a number or a choice); prints the verdict (and the hint when it is wrong)."""
@@ -54,4 +62,4 @@ def open_lesson(number: int, sentence: str = DEFAULT_SENTENCE, checkpoint: str |
     item = lesson(number)
     run = record_sentence(sentence, checkpoint)
     question, views = item.ask(run)
-    return LessonSession(item, run, question, views)
+    return LessonSession(item, run, question, views, checkpoint)

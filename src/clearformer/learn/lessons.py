@@ -128,7 +128,8 @@ def ask_weight(run):
     scaled = step(run.walk, "decoder.layers.0.self_attention.scaled", 1)
     weights = step(run.walk, "decoder.layers.0.self_attention.weights", 1)
     # the head whose weight is least saturated (a trained head is often one-hot: 1.0 / 0.0 teaches little)
-    head = max((m.head for m in weights.matrices), key=lambda h: min(cell(weights, -1, 1, h), 1 - cell(weights, -1, 1, h)))
+    head = max((m.head for m in weights.matrices),
+               key=lambda h: min(cell(weights, -1, 1, h), 1 - cell(weights, -1, 1, h)))
     matrix = next(m for m in scaled.matrices if m.head == head)
     first, second = matrix.col_labels[0], matrix.col_labels[1]
     answer = cell(weights, -1, 1, head=head)
@@ -353,7 +354,8 @@ print("X = E[ids] + PE =", X, sep="\\n")
                    "(d_k) learned in training and shared by all tokens of a layer and head. The paper writes the "
                    "projections without b; clearformer's layers, like torch's nn.Linear, add it (ModelConfig.bias), "
                    "so a Q recomputed from X·W^Q alone misses the recorded one by b^Q. Below, on your sentence: Q, K "
-                   "and V of the first encoder layer; V is what the attention weights will average. Seed 001's 'India is great' with its given 4 x 4 weights "
+                   "and V of the first encoder layer; V is what the attention weights will average. Seed 001's 'India "
+                   "is great' with its given 4 x 4 weights "
                    "gives Q[India] = [0.95, 0.27, 0.53, 0.89] (the seed's printout is right).",
            snippet='''from clearformer.record import trace
 from clearformer.explain.examples import INDIA_W_K, INDIA_W_Q, INDIA_W_V, INDIA_X, seed_attention
@@ -372,7 +374,8 @@ print("Q = X W^Q =", Q, "K = X W^K =", K, "V = X W^V =", V, sep="\\n")
                    "the values. Seed 002's 'I love you' (d_k = 4, √d_k = 2): its row 0 is right (scores 0.96, "
                    "4.15, 2.45; weights 0.125, 0.613, 0.262), but rows 1 and 2 are not: the true scores are "
                    "[4.1483, 4.0761, 2.8646] and [2.4467, 2.8646, 1.6323] (the seed prints 3.21, 5.89, 4.12 and "
-                   "2.87, 4.76, 3.54), so 'love' attends 0.401 / 0.387 / 0.211, not 0.16 / 0.60 / 0.25. On your sentence below the trained "
+                   "2.87, 4.76, 3.54), so 'love' attends 0.401 / 0.387 / 0.211, not 0.16 / 0.60 / 0.25. On your "
+                   "sentence below the trained "
                    "toy model's weights are close to one-hot: dividing by √d_k keeps the scores of *random* "
                    "projections at unit variance, but training then grows W^Q and W^K until the scores span tens "
                    "of units, because sharp weights translate the toy set best; saturation here is learned, not a "
@@ -485,7 +488,9 @@ print("layer 1 self-attention weights (unmasked, rows sum to 1) =",
                    "Its masked self-attention lets each position see only itself and earlier words, so training "
                    "on whole sentences cannot cheat. Its cross-attention takes queries from the decoder and keys "
                    "and values from the encoder output: each target word looks at the source words, which learns "
-                   "an alignment ('aime' with 'love'). Then the feed-forward; each sublayer with Add & Norm. Data flows in "
+                   "an alignment ('aime' with 'love'). Then the feed-forward; each sublayer with Add & Norm. "
+                   "Data flows "
+                   "in "
                    "that order: self-attention first, then cross-attention, in every decoder layer. The snippet's "
                    "model is untrained (random weights): it shows the shapes of both weight matrices, not an "
                    "alignment. The alignment shows on your sentence below, recorded from the trained toy model at the "
@@ -591,7 +596,9 @@ print("layer 0 weights (head 0) =", recorder.get("decoder.layers.0.self_attentio
                    "cache keeps them, so each step computes Q, K and V for the newest token only and appends. "
                    "The cache costs 2 · n_heads · d_k numbers per token and layer. DeepSeek-V2's Multi-Head Latent "
                    "Attention (MLA) caches one small latent c_KV (d_c numbers) plus a shared RoPE key instead, and "
-                   "rebuilds every head's keys and values from it: 28.1% of MHA's cache for lm-small. Below, after your "
+                   "rebuilds every head's keys and values from it: 28.1% of MHA's cache for lm-small. Below, "
+                   "after your "
+                   ""
                    "sentence's cache: the latent each of its tokens leaves in an MLA layer.",
            snippet='''from clearformer.record import trace
 from clearformer.config import preset, variant_overrides

@@ -4,7 +4,8 @@
 generated files, and a test holds them equal to what this module generates, then executes every
 one with nbclient. Each notebook: the concept, the snippet (the same source the terminal lesson
 runs), the lesson's steps on your sentence (a Walkthrough, shown inline as the offline page) and the
-question with a cell that checks your answer.
+question with a cell that checks your answer, then the lesson's exercise (its starter in a cell, checked in
+place by `learn check`'s own checker); lesson 15's builds, checks and trains your Transformer.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from clearformer.errors import UserError
+from clearformer.learn.capstone_run import CAPSTONE, CAPSTONE_FILE
+from clearformer.learn.capstone_source import skeleton_text
+from clearformer.learn.exercises import EXERCISES, starter_text
 from clearformer.learn.lessons import LESSONS, Lesson
 from clearformer.learn.snippets import PREAMBLE
 from clearformer.learn.toy import DEFAULT_SENTENCE
 from clearformer.store.atomic import atomic_write_text
 
+CAPSTONE_LESSON = 15
 KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 
@@ -45,10 +50,42 @@ def build_notebook(item: Lesson) -> nbformat.NotebookNode:
         new_code_cell("print(lesson.question.text())"),
         new_code_cell("answer = None  # your answer: a number, or a choice's letter\nlesson.check(answer)"),
     ]
+    if item.extra.get("show"):   # lesson 12's beam table, lesson 14's MLA latent (learn/extras.py)
+        cells.append(new_code_cell("lesson.extra()"))
+    cells += exercise_cells(item)
     for index, cell in enumerate(cells):
         cell["id"] = f"lesson-{item.number:02d}-{index}"
     notebook = new_notebook(cells=cells, metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}})
     return notebook
+
+
+def exercise_cells(item: Lesson) -> list:
+    """The lesson's exercise, last: its starter in a cell (written to its file), checked in place by the same
+    checker as `clearformer learn check`. Lesson 15: the skeleton, the check, then training your model."""
+    if item.number == CAPSTONE_LESSON:
+        return [
+            new_markdown_cell("## Exercise: your Transformer\n\nThe cell below is `transformer.py`, built from your "
+                              "exercise files of the earlier lessons. The next cell writes the worked solution of any "
+                              "exercise file that is missing here (yours are kept). Fill the blocks marked "
+                              "`# yours:`, run the cell, then check it against the toy run and train it."),
+            new_code_cell("from clearformer.learn.session import check_exercise, train_exercise, "
+                          "write_missing_solutions\n\nwrite_missing_solutions()"),
+            new_code_cell("%%writefile " + CAPSTONE_FILE + "\n" + skeleton_text()),
+            new_code_cell(f"check_exercise({CAPSTONE!r}, {CAPSTONE_FILE!r})"),
+            new_code_cell(f"train_exercise({CAPSTONE_FILE!r})   # about two minutes; then it translates 'I love you'"),
+        ]
+    cells = []
+    for exercise in [e for e in EXERCISES if e.lesson == item.number]:
+        cells += [
+            new_markdown_cell(f"## Exercise: {exercise.title}\n\nWrite it yourself: the cell below is "
+                              f"`{exercise.filename}`. Run it to save the file, then run the next cell: the same "
+                              f"check as `clearformer learn check {exercise.name} {exercise.filename}`. Stuck? "
+                              f"`clearformer learn solution {exercise.name}` writes a worked solution."),
+            new_code_cell(f"%%writefile {exercise.filename}\n" + starter_text(exercise)),
+            new_code_cell("from clearformer.learn.session import check_exercise\n\n"
+                          f"check_exercise({exercise.name!r}, {exercise.filename!r})"),
+        ]
+    return cells
 
 
 def notebook_text(item: Lesson) -> str:

@@ -63,3 +63,54 @@ def open_lesson(number: int, sentence: str = DEFAULT_SENTENCE, checkpoint: str |
     run = record_sentence(sentence, checkpoint)
     question, views = item.ask(run)
     return LessonSession(item, run, question, views, checkpoint)
+
+
+# ----------------------------------------------------------------------------- exercises in a notebook
+
+
+def check_exercise(name: str, path: str | Path, timeout: float = 60.0) -> bool | None:
+    """The notebook's exercise cell: `clearformer learn check NAME PATH` (the same checker, in a child process),
+    its report printed; True when every case matches, None when the file cannot be used (the reason printed)."""
+    from clearformer.errors import UserError
+    from clearformer.learn.capstone_run import CAPSTONE, check_capstone
+    from clearformer.learn.check import check_file, format_report
+    from clearformer.learn.exercises import exercise
+
+    try:
+        report = (check_capstone(Path(path), timeout) if name == CAPSTONE
+                  else check_file(exercise(name), Path(path), timeout))
+    except UserError as error:
+        print(f"cannot check it: {error}")
+        return None
+    print(format_report(report), end="")
+    return report.ok
+
+
+def write_missing_solutions(folder: str | Path = ".") -> list[str]:
+    """Lesson 15's notebook: the worked solution of every exercise file not yet in `folder` (never over a file)."""
+    from clearformer.learn.exercises import EXERCISES
+    from clearformer.learn.solutions import solution_text
+    from clearformer.store.atomic import atomic_write_text
+
+    written = []
+    for item in EXERCISES:
+        path = Path(folder) / item.filename
+        if not path.exists():
+            atomic_write_text(path, solution_text(item.name), overwrite=False)
+            written.append(item.filename)
+    print("wrote the worked solutions of: " + ", ".join(written) if written else
+          "every exercise file is here already (yours are kept)")
+    return written
+
+
+def train_exercise(path: str | Path = "transformer.py", out: str | Path | None = None, steps: int | None = None,
+                   overwrite: bool = False) -> int:
+    """Lesson 15's notebook: `clearformer learn train PATH` (clearformer's trainer on your model, in a child)."""
+    from clearformer.errors import UserError
+    from clearformer.learn.capstone_run import train_capstone
+
+    try:
+        return train_capstone(Path(path), Path(out) if out else None, 1800.0, steps, overwrite)
+    except UserError as error:
+        print(f"cannot train it: {error}")
+        return 2

@@ -10,6 +10,7 @@ import torch
 from planted import BUGS, NOTES, SOLUTIONS
 
 from clearformer.cli import main
+from clearformer.errors import UserError
 from clearformer.learn import reference
 from clearformer.learn.check import check_here, format_report
 from clearformer.learn.exercises import EXERCISES, exercise
@@ -45,9 +46,11 @@ def test_starters_have_the_issues_signatures_and_are_never_written_twice(tmp_pat
         err = capsys.readouterr().err
         assert "exists" in err and err.count("\n") == 1
         assert (tmp_path / item.filename).read_bytes() == before
-        # The untouched starter is unusable (not implemented): exit 2, one line.
-        assert main(["learn", "check", item.name, item.filename]) == 2
-        assert "not implemented yet" in capsys.readouterr().err
+        # The untouched starter is unusable (not implemented): exit 2, one line (the child's own verdict, here).
+        with pytest.raises(UserError, match="not implemented yet"):
+            check_here(item, tmp_path / item.filename)
+    assert main(["learn", "check", "attention", "attention.py"]) == 2     # once through the command and its child
+    assert "not implemented yet" in capsys.readouterr().err
 
 
 def checked_here(name: str, source: str, folder) -> tuple[bool, str]:

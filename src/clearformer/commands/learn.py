@@ -43,9 +43,11 @@ def register(subparsers) -> None:
                     "(concept, a snippet run on the seeds' data, the same step on your sentence recorded from the "
                     "trained toy model, one checked question). `learn exercises`, `learn exercise NAME`, "
                     "`learn check NAME FILE`: write a piece yourself and check it.")
-    parser.add_argument("what", nargs="?", metavar="N|exercises|exercise|check",
-                        help="a lesson number, or one of: exercises, exercise NAME, check NAME FILE")
-    parser.add_argument("args", nargs="*", metavar="ARG", help="NAME (exercise), NAME FILE (check)")
+    parser.add_argument("what", nargs="?", metavar="N|exercises|exercise|check|solution|train",
+                        help="a lesson number, or one of: exercises, exercise NAME, check NAME FILE, solution NAME, "
+                             "train FILE (NAME `transformer`: lesson 15's whole model)")
+    parser.add_argument("args", nargs="*", metavar="ARG",
+                        help="NAME (exercise, solution), NAME FILE (check), FILE (train)")
     parser.add_argument("--sentence", default=DEFAULT_SENTENCE, help=f"your sentence (default {DEFAULT_SENTENCE!r})")
     parser.add_argument("--answer", help="answer the lesson's question without a prompt (exit 0 right, 1 wrong)")
     parser.add_argument("--notebooks", metavar="DIR", help="write one notebook per lesson into DIR")

@@ -157,3 +157,6 @@ def check_model_size(config, where: str = "config") -> None:
     if needed > MAX_MEMORY_SHARE * available:
         raise UserError(f"{where}: the model's weights need about {needed / 2**30:,.1f} GiB, more than "
                         f"{MAX_MEMORY_SHARE:.0%} of this machine's {available / 2**30:,.1f} GiB of memory")
+# `clearformer learn check` / `learn train`: a learner's exercise file (a few hundred lines at most), read
+# before any child process starts (learn/sandbox.py).
+MAX_LEARNER_SOURCE_BYTES = 1024 * 1024

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.limits import MAX_LEARNER_SOURCE_BYTES
 from clearformer.store.safeio import read_bytes
 
-MAX_SOURCE_BYTES = 1024 * 1024          # a learner's file: a few hundred lines; 1 MiB is far above any
+MAX_SOURCE_BYTES = MAX_LEARNER_SOURCE_BYTES   # a learner's file: a few hundred lines; 1 MiB is far above any
 MAX_TIMEOUT_SECONDS = 3600.0            # `--timeout`: (0, one hour]
 LEARNER_MEMORY_BYTES = 2 * 1024**3      # address space the learner's code may add to the child's
 STARTUP_SECONDS = 300.0                 # importing torch and building the cases (a loaded laptop)

@@ -110,7 +110,7 @@ def run_claim(number: int, minutes: float, points: int, out: Path) -> str:
     results["command"] = "python -m benchmarks.claims " + " ".join(sys.argv[1:])
     json_path, png_path = common.result_paths(out, number, entry.slug, quick=False)
     common.write_result(json_path, png_path, results, module.figure(results))
-    lines = [f"### {number}. \"{entry.statement}\"", "", "```", *module.summary(results), "```", ""]
+    lines = [f"#### {number}. \"{entry.statement}\"", "", "```", *module.summary(results), "```", ""]
     if builders:
         contest = results["training_contest"]
         curve_png = png_path.with_name(png_path.stem + "-bleu.png")

@@ -193,7 +193,7 @@ def report(args, trained: dict, rows: list[dict], test_count: int, wall: float) 
             "placeholders = share of the test sentences with a placeholder in the source whose translation "
             "holds exactly the source's placeholders (`clearformer.tokenize.placeholders`).\n\n"
             + markdown_table(["variant", "decoding", "BLEU", "chrF", "ratio", *buckets, "placeholders"], table))
-    write_section("length", "Translation length: the ablation (issue 13)", body)
+    write_section("length", "Translation length: the ablation", body)
 
 
 def main() -> None:

@@ -16,10 +16,9 @@ import sys
 import threading
 
 from clearformer.errors import UserError
-from clearformer.limits import check_command_line
+from clearformer.options import reject_non_finite
 from clearformer.store import lock as runlock
 from clearformer.store.cachedir import cache_dir, remove_temporary_folders
-from clearformer.validation import reject_non_finite
 
 COMMAND_MODULES = [
     "clearformer.commands.info",
@@ -117,7 +116,6 @@ def run(argv: list[str] | None) -> int:
         return 2
     try:
         reject_non_finite(args)
-        check_command_line(args)
         return int(args.func(args) or 0)
     except UserError as error:
         print(f"clearformer {args.command}: error: {error}", file=sys.stderr)

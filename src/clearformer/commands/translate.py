@@ -21,13 +21,12 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.source import check_source
-from clearformer.limits import MAX_TEXT_FILE_BYTES
+from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.record.interventions import add_ablate_argument, interventions_from_args
 from clearformer.store import safeio
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.checkpoint import load_model
 from clearformer.store.runs import resolve_checkpoint
-from clearformer.validation import has_surrogates
 
 
 def load_translator(checkpoint: str | None, device: str = "cpu"):

@@ -82,7 +82,7 @@ def build_options(args) -> TrainOptions:
             raise UserError(f"{run_dir}: a run of --arch {saved.model.arch}; --resume continues it as it was trained")
         hardware = {name: given[name] for name in ("device", "bf16", "compile") if name in given}
         return saved.with_values(**hardware, run_dir=str(run_dir))
-    values = {**preset_defaults(preset_name), **given}
+    values = {**preset_defaults(preset_name), **given, "preset": preset_name}
     if "minutes" in given and "steps" not in given:
         values["steps"] = None  # a time budget alone replaces the preset's step count
     if "batch_tokens" not in given and not preset_name.startswith("toy"):
@@ -95,7 +95,7 @@ def build_options(args) -> TrainOptions:
     if "architecture" in overrides:
         raise UserError("--set architecture: choose the model with --arch transformer|rnn")
     check_overrides(preset_name, arch, overrides)
-    return TrainOptions.from_values(**values, overrides=overrides, run_dir=str(run_dir))
+    return TrainOptions.for_preset(**values, overrides=overrides, run_dir=str(run_dir))
 
 
 def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, default: int) -> int:

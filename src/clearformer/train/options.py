@@ -173,6 +173,12 @@ class TrainOptions(Options):
     loop: LoopOptions = part(LoopOptions)
     hardware: Hardware = part(Hardware)
 
+    @classmethod
+    def for_preset(cls, preset: str = "toy-translate", **values) -> TrainOptions:
+        """The options `clearformer train --preset PRESET` starts from (the preset's recipe, `preset_defaults`),
+        with flat field `values` over them (not checked: `train` checks)."""
+        return cls.from_values(**{**preset_defaults(preset), "preset": preset, **values})
+
     @property
     def preset(self) -> str:
         """The model preset (what the trainer's log and meta.json name the run by)."""

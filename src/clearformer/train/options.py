@@ -133,11 +133,11 @@ class LoopOptions(Options):
                                    above=0.0)
     patience: int = option(10, "--patience", "stop after N validations without progress (0: never)",
                            metavar="N", at_least=0)
+    eval_every: int = option(500, "--eval-every", "validation every N steps", metavar="N", at_least=1)
     run_dir: str = option("", "--out", "run directory (default: runs/<preset>)", metavar="DIR")
     save_every: int = option(500, "--save-every", "write a resumable checkpoint every N steps", metavar="N",
                              at_least=1)
     keep: int = option(5, "--keep", "step checkpoints kept for `clearformer average`", metavar="N", at_least=1)
-    eval_every: int = option(500, "--eval-every", "validation every N steps", metavar="N", at_least=1)
     log_every: int = option(10, "--log-every", "a metrics.csv row every N steps", metavar="N", at_least=1)
     accum: int = option(1, "--accum", "batches accumulated per optimizer step (and per process)", at_least=1)
     clip: float = option(1.0, "--clip", "max gradient norm (0 = no clipping; default 1)", at_least=0.0)

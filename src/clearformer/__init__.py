@@ -16,8 +16,6 @@ command line's start-up) imports neither torch nor anything else until a name is
 
 from __future__ import annotations
 
-import importlib
-
 # The one place the version is written: pyproject.toml reads it (`dynamic = ["version"]`).
 __version__ = "0.1.0"
 
@@ -43,6 +41,8 @@ __all__ = ["__version__", *PUBLIC]
 def __getattr__(name: str):
     if name not in PUBLIC:
         raise AttributeError(f"module 'clearformer' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(PUBLIC[name]), ALIASES.get(name, name))
     globals()[name] = value  # later lookups skip this function
     return value

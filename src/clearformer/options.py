@@ -257,11 +257,3 @@ class Options:
             part = part_class(known[name])
             chosen[name] = part.from_dict(value, f"{where}.{name}") if part is not None else value
         return cls(**chosen)
-
-
-def reject_non_finite(args: argparse.Namespace) -> None:
-    """A UserError naming the first float on a parsed command line that is NaN or infinite: the net under
-    flags no options object holds (argparse's `float` accepts "nan" and "inf")."""
-    for name, value in sorted(vars(args).items()):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise UserError(f"--{name.replace('_', '-')} must be a finite number, not {value}")

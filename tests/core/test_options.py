@@ -106,7 +106,8 @@ def test_the_issue_cases():
 
 
 def test_check_value_words():
-    cases = [(dict(at_least=1), 0, "x must be at least 1, not 0"), (dict(at_most=2.5), 3.0, "x must be at most 2.5, not 3"),
+    cases = [(dict(at_least=1), 0, "x must be at least 1, not 0"),
+             (dict(at_most=2.5), 3.0, "x must be at most 2.5, not 3"),
              (dict(above=0.0), 0.0, "x must be greater than 0, not 0"),
              (dict(at_least=0.0, below=1.0), 1.0, "x must be in [0, 1), not 1"),
              (dict(above=0.0, at_most=1.0), 1.5, "x must be in (0, 1], not 1.5"),

@@ -30,14 +30,14 @@ class SamplingOptions(Options):
     temperature > 0; top_k = 0 keeps every token; top_p in (0, 1], 1 keeps every token; greedy = always
     the most probable token (temperature, top-k and top-p are then ignored); seed: None = a fresh one."""
 
-    temperature: float = option(1.0, "--temperature", "softmax(logits / T): lower is sharper",
+    temperature: float = option(1.0, "--temperature", "softmax(logits / T): lower is sharper (default %(default)s)",
                                 at_least=MIN_TEMPERATURE, at_most=MAX_TEMPERATURE,
                                 hint=" (use --greedy for the most probable token)")
-    top_k: int = option(0, "--top-k", "keep the k most probable tokens (0 = off)", at_least=0)
-    top_p: float = option(1.0, "--top-p", "nucleus: keep tokens up to this mass (1 = off)", above=0.0,
+    top_k: int = option(0, "--top-k", "keep the k most probable tokens (0 = off; default %(default)s)", at_least=0)
+    top_p: float = option(1.0, "--top-p", "nucleus: keep tokens up to this mass (1 = off; default %(default)s)", above=0.0,
                           at_most=1.0)
     greedy: bool = option(False, "--greedy", "always the most probable token", action="store_true")
-    seed: int | None = option(None, "--seed", "random seed", metavar="N", at_least=0, at_most=MAX_SEED)
+    seed: int | None = option(None, "--seed", "random seed (default %(default)s)", metavar="N", at_least=0, at_most=MAX_SEED)
 
 
 def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:

@@ -47,8 +47,7 @@ def test_the_readme_python_example_runs(tmp_path):
 
 def test_import_is_cheap_and_names_load_on_use(tmp_path):
     code = ("import sys, clearformer; assert 'torch' not in sys.modules, 'torch imported'; "
-            "print(clearformer.__version__); clearformer.DecodingOptions; assert 'torch' not in sys.modules; "
-            "clearformer.translate; assert 'torch' in sys.modules")
+            "print(clearformer.__version__); clearformer.translate; assert 'torch' in sys.modules")
     done = subprocess.run([sys.executable, "-c", code], env=child_env(tmp_path), capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr

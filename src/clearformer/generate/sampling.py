@@ -34,10 +34,11 @@ class SamplingOptions(Options):
                                 at_least=MIN_TEMPERATURE, at_most=MAX_TEMPERATURE,
                                 hint=" (use --greedy for the most probable token)")
     top_k: int = option(0, "--top-k", "keep the k most probable tokens (0 = off; default %(default)s)", at_least=0)
-    top_p: float = option(1.0, "--top-p", "nucleus: keep tokens up to this mass (1 = off; default %(default)s)", above=0.0,
-                          at_most=1.0)
+    top_p: float = option(1.0, "--top-p", "nucleus: keep tokens up to this mass (1 = off; default %(default)s)",
+                          above=0.0, at_most=1.0)
     greedy: bool = option(False, "--greedy", "always the most probable token", action="store_true")
-    seed: int | None = option(None, "--seed", "random seed (default %(default)s)", metavar="N", at_least=0, at_most=MAX_SEED)
+    seed: int | None = option(None, "--seed", "random seed (default %(default)s)", metavar="N", at_least=0,
+                              at_most=MAX_SEED)
 
 
 def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:

@@ -62,7 +62,7 @@ def train_variant(name: str, args) -> dict:
     from clearformer.train import TrainOptions, train
 
     settings = VARIANTS[name]
-    options = TrainOptions(preset="small", data_dir=args.data, run_dir=str(Path(args.out) / name),
+    options = TrainOptions.from_values(preset="small", data_dir=args.data, run_dir=str(Path(args.out) / name),
                            tokenizer="sentencepiece", vocab_size=8000, batch_tokens=2048, warmup=400,
                            placeholder_pieces=settings["placeholder_pieces"],
                            source_eos=settings["source_eos"], seed=args.seed,

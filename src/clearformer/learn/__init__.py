@@ -9,3 +9,5 @@
     exercises.py  starter files;  cases.py  the cases;  reference.py  clearformer's modules they are checked
                   against;  check.py  import and compare a learner's file;  diagnose.py  what differs, in words
 """
+
+from clearformer.learn import page as _page  # noqa: F401, E402 - the lessons beside every page's steps (notebooks too)

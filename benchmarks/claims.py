@@ -110,7 +110,7 @@ def run_claim(number: int, minutes: float, points: int, out: Path) -> str:
     results["command"] = "python -m benchmarks.claims " + " ".join(sys.argv[1:])
     json_path, png_path = common.result_paths(out, number, entry.slug, quick=False)
     common.write_result(json_path, png_path, results, module.figure(results))
-    lines = [f"### {number}. \"{entry.statement}\"", "", "```", *module.summary(results), "```", ""]
+    lines = [f"#### {number}. \"{entry.statement}\"", "", "```", *module.summary(results), "```", ""]
     if builders:
         contest = results["training_contest"]
         curve_png = png_path.with_name(png_path.stem + "-bleu.png")
@@ -136,6 +136,7 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
     from clearformer.generate import DecodingOptions
     from clearformer.store.checkpoint import load_model
     from clearformer.train.corpus import read_pairs
+    from clearformer.train.options import TrainOptions
 
     data = "data/en-fr-software"
     valid = read_pairs((f"{data}/valid.tsv",), skip_bad=True)[:300]
@@ -145,14 +146,15 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
         options = quality_options(runs / arch, data=data, arch=arch)
         if arch == "transformer" and reuse is not None:
             run = reuse
-            used = json.loads((run / "meta.json").read_text(encoding="utf-8"))["options"]
-            differ = [k for k in EN_FR_SAME if used.get(k) != getattr(options, k)]
+            recorded = json.loads((run / "meta.json").read_text(encoding="utf-8"))["options"]
+            used = TrainOptions.from_dict(recorded).values()
+            differ = [k for k in EN_FR_SAME if used.get(k) != options.values()[k]]
             saved = json.loads((run / CURVE_IN_RUN).read_text(encoding="utf-8"))
             points, step = saved["points"], saved["steps"]
             if differ or used.get("arch") != "transformer" or abs(points[-1]["minutes"] - minutes) > 1e-6:
                 sys.exit(f"--reuse-transformer {run}: not the same settings and minutes ({differ or 'minutes'})")
         else:
-            run = Path(options.run_dir)
+            run = Path(options.loop.run_dir)
             points, step = train_curve(options, minutes, every, valid)
         model, tokenizer, meta = load_model(run / "checkpoints" / f"step-{step:08d}")
         ensure_length_ratio(model, tokenizer, data)  # a reused run from before the length ratio was measured

@@ -40,11 +40,11 @@ def run_options(args, device: torch.device) -> TrainOptions:
     if args.batch_tokens is None and device.type == "cuda":
         config = preset(args.preset, src_vocab_size=args.vocab_size, tgt_vocab_size=args.vocab_size)
         batch_tokens = devices.gpu_batch_tokens(config, devices.free_gpu_bytes(device))
-    return TrainOptions(preset=args.preset, data_dir=args.data, run_dir=str(args.out), tokenizer="sentencepiece",
-                        vocab_size=args.vocab_size, batch_tokens=batch_tokens,
-                        warmup=args.warmup or defaults["warmup"], steps=None, minutes=args.minutes, patience=0,
-                        eval_every=args.eval_every, save_every=args.eval_every, bleu_sentences=0, keep=2,
-                        device=str(device), bf16=args.bf16, compile=args.compile)
+    return TrainOptions.from_values(
+        preset=args.preset, data_dir=args.data, run_dir=str(args.out), tokenizer="sentencepiece",
+        vocab_size=args.vocab_size, batch_tokens=batch_tokens, warmup=args.warmup or defaults["warmup"], steps=None,
+        minutes=args.minutes, patience=0, eval_every=args.eval_every, save_every=args.eval_every, bleu_sentences=0,
+        keep=2, device=str(device), bf16=args.bf16, compile=args.compile)
 
 
 def parse_args():

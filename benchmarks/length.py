@@ -62,7 +62,7 @@ def train_variant(name: str, args) -> dict:
     from clearformer.train import TrainOptions, train
 
     settings = VARIANTS[name]
-    options = TrainOptions(preset="small", data_dir=args.data, run_dir=str(Path(args.out) / name),
+    options = TrainOptions.from_values(preset="small", data_dir=args.data, run_dir=str(Path(args.out) / name),
                            tokenizer="sentencepiece", vocab_size=8000, batch_tokens=2048, warmup=400,
                            placeholder_pieces=settings["placeholder_pieces"],
                            source_eos=settings["source_eos"], seed=args.seed,
@@ -193,7 +193,7 @@ def report(args, trained: dict, rows: list[dict], test_count: int, wall: float) 
             "placeholders = share of the test sentences with a placeholder in the source whose translation "
             "holds exactly the source's placeholders (`clearformer.tokenize.placeholders`).\n\n"
             + markdown_table(["variant", "decoding", "BLEU", "chrF", "ratio", *buckets, "placeholders"], table))
-    write_section("length", "Translation length: the ablation (issue 13)", body)
+    write_section("length", "Translation length: the ablation", body)
 
 
 def main() -> None:

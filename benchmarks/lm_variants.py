@@ -51,7 +51,7 @@ def train_variant(variant: str, args, tokenizer_dir: Path, log_path: Path) -> di
     torch.manual_seed(args.seed)
     model = LanguageModel(config)
     run_dir = Path(tempfile.mkdtemp(prefix=f"lm-{variant}-"))
-    options = LMOptions(preset=args.preset, corpus=args.corpus, steps=args.steps, batch_size=args.batch,
+    options = LMOptions.from_values(preset=args.preset, corpus=args.corpus, steps=args.steps, batch_size=args.batch,
                         block_size=args.block, lr=args.lr, eval_every=args.steps, save_every=args.steps,
                         eval_batches=args.eval_batches, log_every=args.log_every, seed=args.seed,
                         minutes=args.minutes or None, run_dir=str(run_dir))

@@ -70,7 +70,7 @@ def quality_options(run_dir: Path, preset: str = "small", data: str = "data/en-f
                     arch: str = "transformer") -> TrainOptions:
     """The run's training options (also `benchmarks/claims.py`'s GRU against Transformer on this data):
     no evaluation or checkpoint inside the budget; the curve is measured between segments."""
-    return TrainOptions(preset=preset, data_dir=data, run_dir=str(run_dir), tokenizer="sentencepiece",
+    return TrainOptions.from_values(preset=preset, data_dir=data, run_dir=str(run_dir), tokenizer="sentencepiece",
                         vocab_size=vocab_size, batch_tokens=batch_tokens, warmup=warmup, lr_factor=lr_factor,
                         arch=arch, steps=None, minutes=None, patience=0, eval_every=10**9, save_every=10**9,
                         bleu_sentences=0, keep=2)
@@ -78,17 +78,17 @@ def quality_options(run_dir: Path, preset: str = "small", data: str = "data/en-f
 
 def train_curve(options: TrainOptions, minutes: float, every: float, valid: list[tuple[str, str]]
                 ) -> tuple[list[dict], int]:
-    """Train `options` (a new run in options.run_dir) for `minutes` of training time, in segments of
+    """Train `options` (a new run in options.loop.run_dir) for `minutes` of training time, in segments of
     `every` minutes; after each, outside the budget, translate `valid` greedily for the BLEU curve.
     Returns the curve's points and the last step; the points are also kept in the run folder
     (CURVE_IN_RUN), so that `--final-only` finds them."""
-    out, points, budget, step = Path(options.run_dir), [], 0.0, 0
+    out, points, budget, step = Path(options.loop.run_dir), [], 0.0, 0
     while budget < minutes - 1e-9:
         budget = min(minutes, budget + every)
         if points:
             options = resume_options(out, minutes=budget)
         else:
-            options.minutes = budget
+            options.loop.minutes = budget
         # The first segment replaces an earlier run in the folder (train/rundir.py); the others continue it.
         result = train(options, resume=bool(points), progress=False, overwrite=not points)
         model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{result.step:08d}")

@@ -49,7 +49,7 @@ from benchmarks.report import ROOT, markdown_table, write_section
 from clearformer.data.batching import Batch, BatchStream, Example, collate, drop_long, make_batches
 from clearformer.evaluate import score_corpus
 from clearformer.train.corpus import build_tokenizer, read_pairs
-from clearformer.train.options import TrainOptions
+from clearformer.train.options import Vocabulary
 from clearformer.train.schedule import noam_lr
 
 CURVE = ROOT / "benchmarks" / "quality_marian_curve.json"
@@ -169,8 +169,8 @@ def main() -> None:
     curve_pairs = valid_pairs[: args.curve_sentences]
 
     # clearformer's own call, so the vocabulary is exactly the one `clearformer train` would learn.
-    tokenizer = build_tokenizer(TrainOptions(tokenizer="sentencepiece", vocab_size=args.vocab_size,
-                                             seed=args.seed), train_pairs)
+    tokenizer = build_tokenizer(Vocabulary(tokenizer="sentencepiece", vocab_size=args.vocab_size), train_pairs,
+                                args.seed)
     pad, eos = tokenizer.pad_id, tokenizer.eos_id
     limit = min(MAX_LEN, args.batch_tokens)
     train, dropped = drop_long(marian_examples(tokenizer, train_pairs), limit)

@@ -19,7 +19,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "BENCHMARKS.md"
-HEADER = "# Benchmarks\n\nEvery number below was measured by a script in `benchmarks/`; each section says how.\n"
+HEADER = "# Benchmarks\n\n<!-- contents -->\n<!-- /contents -->\n"
 
 
 def machine() -> str:
@@ -46,8 +46,59 @@ def invocation() -> str:
     return os.path.relpath(sys.argv[0], ROOT)
 
 
+# Topics of BENCHMARKS.md, in order, and which sections belong to each (by the section's NAME prefix).
+# A section not listed goes to "Around the model".
+TOPICS = {
+    "Translation quality": ("quality", "gpu_bleu", "placeholder"),
+    "Translation length": ("length", "beam_stopping"),
+    "Decoding speed": ("decode", "ct2"),
+    "Training throughput": ("train_throughput", "gpu-check"),
+    "Language model": ("lm-", "kv-cache"),
+    "The tutorials' claims": ("claims",),
+    "Around the model": (),
+}
+
+
+def topic_of(name: str) -> str:
+    for topic, prefixes in TOPICS.items():
+        if any(name.startswith(prefix) for prefix in prefixes):
+            return topic
+    return "Around the model"
+
+
+def anchor(title: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+def rebuild_contents(text: str) -> str:
+    """The contents between `<!-- contents -->` and `<!-- /contents -->`: every topic with its sections."""
+    lines, topic = [], None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            topic = line[3:].strip()
+            lines.append(f"- {topic}")
+        elif line.startswith("### ") and topic:
+            title = line[4:].strip()
+            lines.append(f"  - [{title}](#{anchor(title)})")
+    body = "\n".join(lines)
+    return re.sub(r"<!-- contents -->.*?<!-- /contents -->", lambda _: f"<!-- contents -->\n{body}\n<!-- /contents -->",
+                  text, flags=re.S)
+
+
+def insert_in_topic(text: str, topic: str, section: str) -> str:
+    """`section` at the end of `topic` (before the next topic's heading); a missing topic goes at the end."""
+    heading = f"## {topic}\n"
+    if heading not in text:
+        return text.rstrip() + f"\n\n## {topic}\n\n" + section + "\n"
+    start = text.index(heading) + len(heading)
+    following = re.search(r"^## ", text[start:], flags=re.M)
+    end = start + following.start() if following else len(text)
+    return text[:end].rstrip() + "\n\n" + section + "\n\n" + text[end:].lstrip()
+
+
 def write_section(name: str, title: str, body: str, command: str | None = None, where: str | None = None) -> None:
-    """Replace (or append) section `name` of BENCHMARKS.md with `body` (markdown).
+    """Replace section `name` of BENCHMARKS.md with `body` (markdown), or add it at the end of its topic.
 
     `where` describes the machine when the numbers were measured elsewhere (a lent GPU machine).
     """
@@ -55,11 +106,15 @@ def write_section(name: str, title: str, body: str, command: str | None = None, 
     # Markdown: a command holding a backtick needs a longer fence (and spaces inside it).
     shown = f"`` {command} ``" if "`" in command else f"`{command}`"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    section = (f"<!-- begin {name} -->\n## {title}\n\n- Machine: {where or machine()}\n- Date: {stamp}\n"
+    section = (f"<!-- begin {name} -->\n### {title}\n\n- Machine: {where or machine()}\n- Date: {stamp}\n"
                f"- Command: {shown}\n\n{body.strip()}\n<!-- end {name} -->")
     text = BENCHMARKS.read_text(encoding="utf-8") if BENCHMARKS.exists() else HEADER
     pattern = re.compile(rf"<!-- begin {re.escape(name)} -->.*?<!-- end {re.escape(name)} -->", re.S)
-    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section, text)
+    else:
+        text = insert_in_topic(text, topic_of(name), section)
+    text = rebuild_contents(text)
     tmp = BENCHMARKS.with_suffix(".md.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, BENCHMARKS)

@@ -10,27 +10,26 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import signal
 import sys
 import threading
 
 from clearformer.errors import UserError
-from clearformer.limits import check_command_line
 from clearformer.store import lock as runlock
 from clearformer.store.cachedir import cache_dir, remove_temporary_folders
-from clearformer.validation import reject_non_finite
 
 COMMAND_MODULES = [
     "clearformer.commands.info",
     "clearformer.commands.explain",
-    "clearformer.explain.checker",
+    "clearformer.commands.check",
     "clearformer.commands.train",
     "clearformer.commands.translate",
     "clearformer.commands.evaluate",
     "clearformer.commands.neighbors",
     "clearformer.commands.average",
-    "clearformer.data.cli",
+    "clearformer.commands.data",
     "clearformer.commands.lm",
     "clearformer.commands.serve",
     "clearformer.commands.export",
@@ -117,7 +116,6 @@ def run(argv: list[str] | None) -> int:
         return 2
     try:
         reject_non_finite(args)
-        check_command_line(args)
         return int(args.func(args) or 0)
     except UserError as error:
         print(f"clearformer {args.command}: error: {error}", file=sys.stderr)
@@ -130,6 +128,15 @@ def run(argv: list[str] | None) -> int:
         # `clearformer ... | head` closed the pipe: not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def reject_non_finite(args: argparse.Namespace) -> None:
+    """A UserError naming the first float on a parsed command line that is NaN or infinite: the net under
+    flags no options object holds (argparse's `float` accepts "nan" and "inf"; an options object's own
+    check says the same words: clearformer/options.py)."""
+    for name, value in sorted(vars(args).items()):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(f"--{name.replace('_', '-')} must be a finite number, not {value}")
 
 
 def use_cache_folder() -> None:

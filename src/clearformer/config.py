@@ -13,7 +13,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.store.atomic import atomic_write_text
-from clearformer.store.safeio import read_json
+from clearformer.store.safeio import read_json_object
 
 
 class ConfigError(UserError, ValueError):
@@ -107,8 +107,7 @@ class ModelConfig:
             RNN_FIELDS.
 
     How sources are tokenized (`source_eos`) and the length ratio measured on the training data
-    live with the tokenizer (tokenize/facts.py); config.json files written before the split are
-    read by config_compat.py.
+    live with the tokenizer (tokenize/facts.py).
     """
 
     src_vocab_size: int = 10
@@ -207,31 +206,44 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> ModelConfig:
-        """A config from its JSON object as `to_dict` writes it (config_compat.py reads older ones)."""
+        """A config from its JSON object as `to_dict` writes it."""
         fields = _checked_fields(cls, data)
         if fields.get("mla") is not None:
             fields["mla"] = MLAConfig.from_dict(fields["mla"])
         return cls(**fields)
 
     def save(self, path: str | Path) -> None:
-        atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2) + "\n")
+        """config.json: the format version first, then the fields."""
+        data = {"format_version": FORMAT_VERSION, **self.to_dict()}
+        atomic_write_text(Path(path), json.dumps(data, indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> ModelConfig:
-        """The config of a config.json in this release's format (a run folder of any release loads
-        through checkpoint.load_config_and_tokenizer, which converts older ones: config_compat.py)."""
-        return cls.from_dict(read_json_object(path))
+        """The config of a config.json of this format (`check_format_version`), or a one-line ConfigError."""
+        try:
+            data = read_json_object(path)  # bounded in size and nesting depth (safeio.py)
+        except UserError as error:
+            raise ConfigError(f"not a readable JSON config ({error})") from None
+        return cls.from_dict(check_format_version(data, path))
 
 
-def read_json_object(path: str | Path) -> dict:
-    """The JSON object in a config file, or a one-line ConfigError naming the file."""
-    try:
-        data = read_json(path)  # bounded in size and nesting depth (safeio.py)
-    except UserError as error:
-        raise ConfigError(f"not a readable JSON config ({error})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a config must be a JSON object")
-    return data
+# The format of a run folder, written in its config.json as "format_version" by every save and checked by
+# every load (the step checkpoints' config.json included). Format 1 came with the first release; the
+# folders written before it (no format_version) are refused in one line naming their format, 0, rather
+# than converted: no release ever wrote them (docs/reliability.md, "Formats").
+FORMAT_VERSION = 1
+
+
+def check_format_version(data: dict, path: str | Path) -> dict:
+    """A config.json object's fields without "format_version", or a ConfigError naming the format found."""
+    version = data.get("format_version")
+    if version is None:
+        raise ConfigError(f"{path}: a run of format 0 (written before clearformer 0.1.0, without format_version); "
+                          f"this release reads format {FORMAT_VERSION}: train it again (--overwrite)")
+    if version != FORMAT_VERSION:
+        raise ConfigError(f"{path}: format_version {json.dumps(version, default=str)[:20]}, but this clearformer "
+                          f"reads format {FORMAT_VERSION} (written by another release?)")
+    return {name: value for name, value in data.items() if name != "format_version"}
 
 
 JSON_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "None": (type(None),),

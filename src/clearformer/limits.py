@@ -2,6 +2,8 @@
 
 Each limit is far above any honest input and far below what would hang a laptop; going over one is
 a one-line error (a `UserError` on the command line, a 413 from the server), never a slow death.
+The numbers live here; the options objects check their fields against them (clearformer/options.py).
+Besides the numbers: the model-size and memory checks, and how an error quotes a user's text.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from clearformer.errors import UserError
 # A sentence to translate or explain, in characters (checked before tokenizing; the model's own
 # max_len, in tokens, is checked after). A sentence is a line, not a paragraph.
 MAX_SENTENCE_CHARS = 2_000
+# `clearformer learn check` / `learn train`: a learner's exercise file (a few hundred lines at most), read
+# before any child process starts (learn/sandbox.py).
+MAX_LEARNER_SOURCE_BYTES = 1024 * 1024
 # An error message quotes at most this many characters of the user's text, then an ellipsis.
 MAX_QUOTED_CHARS = 200
 # The server: a request body is one JSON object holding one sentence.
@@ -53,7 +58,10 @@ MAX_TOKENIZER_FILE_BYTES = 64 * 1024 * 1024
 MAX_POINTER_FILE_BYTES = 4096
 
 # ----------------------------------------------------------------------------- numbers on the command line
+# Each is the bound of an options field (clearformer/options.py: `check()` refuses it in code and on the
+# command line alike) or of a command's own flag (commands/options.py: --threads).
 MAX_BEAM = 64              # the paper uses 4; each beam is one more decoder row per step
+MAX_BEAM_SHOWN = 16        # `explain --beam`: a search tree wider than this is no longer readable
 MAX_THREADS = 1024         # torch aborts (libgomp) or crashes far above any machine's core count
 MAX_BATCH_SIZE = 4096      # sentences (or windows) per batch
 MAX_NEW_TOKENS = 4096      # tokens generated or added past the source (--max-new-tokens, --max-extra)
@@ -75,39 +83,6 @@ MAX_LEN = 1_048_576
 # A model whose float32 weights (and position table) would take more than this share of the machine's
 # memory is refused, naming both figures.
 MAX_MEMORY_SHARE = 0.8
-
-
-def check_range(name: str, value, low, high, hint: str = "") -> None:
-    """A UserError unless low <= value <= high (low None: only the upper bound is checked here)."""
-    def shown(number) -> str:
-        return f"{number:g}" if isinstance(number, float) else str(number)
-
-    if value is None:
-        return
-    if low is not None and value < low:
-        raise UserError(f"{name} must be at least {shown(low)}, not {shown(value)}{hint}")
-    if value > high:
-        raise UserError(f"{name} must be at most {shown(high)}, not {shown(value)}{hint}")
-
-
-# Option (argparse dest) -> (lowest, highest). A lowest of None: the command checks it with its own message.
-COMMAND_LINE_LIMITS = {"beam": (None, MAX_BEAM), "threads": (None, MAX_THREADS), "batch_size": (None, MAX_BATCH_SIZE),
-                       "max_new_tokens": (None, MAX_NEW_TOKENS), "max_extra": (None, MAX_NEW_TOKENS),
-                       "seed": (0, MAX_SEED), "alpha": (0.0, MAX_ALPHA),
-                       "temperature": (MIN_TEMPERATURE, MAX_TEMPERATURE)}
-
-
-def check_command_line(args) -> None:
-    """Every option that sizes an allocation or feeds torch, against the limits above, before any work.
-
-    Run on every parsed command line (cli.main): the option names are the same in every command
-    (commands/options.py), so one check covers translate, evaluate, explain, lm generate, train..."""
-    values = vars(args)
-    for dest, (low, high) in COMMAND_LINE_LIMITS.items():
-        value = values.get(dest)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            hint = " (use --greedy for the most probable token)" if dest == "temperature" else ""
-            check_range("--" + dest.replace("_", "-"), value, low, high, hint)
 
 
 def parameter_bytes(config) -> int:
@@ -157,6 +132,28 @@ def check_model_size(config, where: str = "config") -> None:
     if needed > MAX_MEMORY_SHARE * available:
         raise UserError(f"{where}: the model's weights need about {needed / 2**30:,.1f} GiB, more than "
                         f"{MAX_MEMORY_SHARE:.0%} of this machine's {available / 2**30:,.1f} GiB of memory")
-# `clearformer learn check` / `learn train`: a learner's exercise file (a few hundred lines at most), read
-# before any child process starts (learn/sandbox.py).
-MAX_LEARNER_SOURCE_BYTES = 1024 * 1024
+
+
+# ----------------------------------------------------------------------------- a user's text in a message
+
+
+def shorten(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    """`text` if short, else its first `limit` characters and an ellipsis saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters in all)"
+
+
+def has_surrogates(text: str) -> bool:
+    """Whether `text` holds lone surrogates: how Python carries bytes that were not UTF-8 (argv, stdin)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def require_utf8(name: str, text: str | None) -> None:
+    """A UserError when a text argument (a sentence, a prompt) was not UTF-8 on the command line."""
+    if text is not None and has_surrogates(text):
+        raise UserError(f"{name}: not UTF-8 text")

@@ -13,7 +13,7 @@ from fuzz_helpers import one_line
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clearformer.config import ModelConfig
+from clearformer.config import FORMAT_VERSION, ModelConfig
 from clearformer.errors import UserError
 from clearformer.generate.source import check_source
 from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
@@ -73,6 +73,7 @@ def test_config_json(tmp_path, changes, raw, junk):
     """ModelConfig.load on edited configs and on junk: a config that validates, or a one-line ConfigError."""
     base = ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, n_encoder_layers=1,
                        n_decoder_layers=1, d_ff=32, max_len=12).to_dict()
+    base["format_version"] = FORMAT_VERSION
     path = tmp_path / "config.json"
     path.write_bytes(junk if raw else json.dumps({**base, **changes}).encode())
     try:

@@ -99,7 +99,7 @@ def test_rules_in_words():
 
 def test_explain_beam_refuses_bad_options(checkpoint, capsys):
     for extra, message in ((["--beam", "0"], "--beam must be at least 1"),
-                           (["--beam", "17"], "--beam must be between 1 and 16"),
+                           (["--beam", "17"], "--beam must be at most 16 to explain, not 17"),
                            (["--example", "i-love-you", "--beam", "2"], "not --example"),
                            (["--ablate", "decoder.layers.9.cross_attention.head.0"], "is not a part of this model")):
         args = ["explain", "--checkpoint", str(checkpoint)] + ([] if "--example" in extra else ["I love you"]) + extra

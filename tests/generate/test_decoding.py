@@ -223,5 +223,5 @@ def test_stopping_rules_agree_without_length_penalty_and_bound_never_scores_lowe
 def test_unknown_stopping_rule_is_a_user_error():
     from clearformer.errors import UserError
 
-    with pytest.raises(UserError, match="early-stopping rule"):
+    with pytest.raises(UserError, match="--early-stop must be one of current, bound, not 'never'"):
         beam_search(BigramModel(), torch.tensor([[4]]), DecodingOptions(beam=2, stop="never"))

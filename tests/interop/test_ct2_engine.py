@@ -15,14 +15,17 @@ pytest.importorskip("ctranslate2")
 
 from clearformer.cli import main  # noqa: E402
 from clearformer.data.toy import toy_pairs  # noqa: E402
+from clearformer.errors import UserError  # noqa: E402
 from clearformer.generate import DecodingOptions  # noqa: E402
 from clearformer.generate.translate import encode_sources, translate_ids  # noqa: E402
 from clearformer.interop.ct2_engine import (  # noqa: E402
     STAMP,
     CTranslate2Engine,
     EngineSettings,
+    check_options,
     ensure_exported,
     load_engine,
+    with_engine_defaults,
 )
 from clearformer.store.checkpoint import WEIGHTS_FILE, atomic_save_tensors, load_model, model_tensors, save_model  # noqa: E402
 
@@ -53,7 +56,7 @@ def test_the_engine_decodes_what_clearformer_decodes(run, beam, max_extra):
     model, tokenizer, engine, sources = ours_and_engine(run)
     options = DecodingOptions(beam=beam, alpha=0.0, max_extra=max_extra, brevity=0.0, placeholders="free")
     ours = translate_ids(model, tokenizer, sources, options)
-    theirs = engine.translate_ids(sources, beam=beam, alpha=0.0, max_extra=max_extra, placeholders=False)
+    theirs = engine.translate_ids(sources, options)
     assert theirs == ours
     assert len(set(ours)) > 10  # the model translates: the sentences differ
 
@@ -79,8 +82,9 @@ def test_exported_once_reused_and_redone_when_the_weights_change(run):
 def test_int8_translates_close_to_float32(run):
     model, tokenizer, engine, sources = ours_and_engine(run, "int8")
     assert (run / "ctranslate2-int8" / STAMP).exists()
-    float32 = ours_and_engine(run)[2].translate_ids(sources, beam=4)
-    int8 = engine.translate_ids(sources, beam=4)
+    beam4 = with_engine_defaults(DecodingOptions(beam=4))
+    float32 = ours_and_engine(run)[2].translate_ids(sources, beam4)
+    int8 = engine.translate_ids(sources, beam4)
     assert all(int8)
     assert sum(a == b for a, b in zip(int8, float32, strict=True)) >= 0.75 * len(SENTENCES)
 
@@ -93,6 +97,31 @@ def test_placeholders_choose_the_best_hypothesis_that_keeps_them():
     assert engine.pick(source, hypotheses, True) == [9, 8, 7]  # the best one with exactly 7 and 8 once
     assert engine.pick(source, hypotheses, False) == [9, 7, 7]
     assert engine.pick(source, [[1], [2]], True) == [1]  # none keeps them: the best
+
+
+@pytest.mark.parametrize("changes, says", [
+    (dict(beam=4, alpha=0.6), "--alpha 0.6: the CTranslate2 engine has no GNMT length penalty"),
+    (dict(brevity=1.0), "--brevity 1: the CTranslate2 engine has no brevity penalty"),
+    (dict(min_length=3), "min_length 3: the CTranslate2 engine does not take it"),
+    (dict(compile="on"), "--compile on: compiles clearformer's own decoder"),
+    (dict(beam=500), "--beam must be at most 64, not 500"),
+])
+def test_the_engine_refuses_by_name_what_it_cannot_honour(changes, says):
+    options = DecodingOptions(**{"alpha": 0.0, "brevity": 0.0, **changes})
+    with pytest.raises(UserError) as error:
+        CTranslate2Engine.__new__(CTranslate2Engine).translate_ids([[5, 3]], options)
+    assert says in str(error.value) and "\n" not in str(error.value)
+
+
+def test_what_the_engine_honours_passes_and_its_defaults_fill_what_was_not_chosen():
+    for options in (DecodingOptions(beam=1, alpha=2.0, brevity=0.0),  # greedy: no length penalty to apply
+                    DecodingOptions(beam=4, alpha=0.0, brevity=0.0, stop="bound", placeholders="free"),
+                    DecodingOptions(alpha=0.0, brevity=0.0, max_new=5, compile="off")):
+        assert check_options(options) is options
+    chosen = with_engine_defaults(DecodingOptions(beam=4, alpha=0.6), given={"beam", "alpha"})
+    assert (chosen.alpha, chosen.brevity) == (0.6, 0.0)
+    assert (with_engine_defaults(DecodingOptions(beam=4)).alpha, with_engine_defaults(DecodingOptions()).brevity) == \
+        (0.0, 0.0)
 
 
 def one_line_error(capsys, argv, says: str) -> None:
@@ -120,6 +149,10 @@ def test_translate_and_evaluate_with_the_engine(run, capsys):
 def test_command_line_errors(run, tmp_path, capsys):
     one_line_error(capsys, ["translate", "--checkpoint", str(run), "--quantize", "int8", "hi"],
                    "--quantize int8 applies only to --engine ctranslate2")
+    for flags, says in ((["--beam", "4", "--alpha", "0.6"], "--alpha 0.6: the CTranslate2 engine has no GNMT"),
+                        (["--brevity", "2"], "--brevity 2: the CTranslate2 engine has no brevity penalty")):
+        one_line_error(capsys, ["translate", "--checkpoint", str(run), "--engine", "ctranslate2", *flags, "hi"], says)
+        one_line_error(capsys, ["evaluate", "--checkpoint", str(run), "--engine", "all", *flags], says)
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
         main(["translate", "--checkpoint", str(run), "--engine", "ctranslate2", "--quantize", "int4", "hi"])

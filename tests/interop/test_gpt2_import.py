@@ -13,7 +13,7 @@ pytest.importorskip("tokenizers")
 from interop_helpers import gpt2_folder  # noqa: E402
 
 from clearformer.errors import UserError  # noqa: E402
-from clearformer.generate.sampling import SamplingSettings, generate  # noqa: E402
+from clearformer.generate.sampling import SamplingOptions, generate  # noqa: E402
 from clearformer.interop.gpt2 import import_gpt2, load_gpt2  # noqa: E402
 
 TEXTS = ["the cat sat on the mat", "We read a book today, in the park!", "é ü — 42"]
@@ -62,7 +62,7 @@ def test_greedy_generation_gives_gpt2s_tokens(pair):
         with torch.no_grad():
             expected = theirs.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=15, min_new_tokens=15,
                                        pad_token_id=tokenizer.eos_id)[0, len(prompt):].tolist()
-        got = generate(ours, prompt, 15, SamplingSettings(greedy=True))
+        got = generate(ours, prompt, 15, SamplingOptions(greedy=True))
         assert got == expected
 
 

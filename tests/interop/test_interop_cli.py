@@ -134,7 +134,7 @@ def test_import_errors_are_one_line(tmp_path, capsys):
 
 def test_lm_generate_and_explain_on_an_imported_gpt2(tmp_path, capsys):
     pytest.importorskip("tokenizers")
-    from clearformer.generate.sampling import SamplingSettings, generate
+    from clearformer.generate.sampling import SamplingOptions, generate
     from clearformer.interop.gpt2 import load_gpt2
 
     folder, _ = gpt2_folder(tmp_path / "gpt2")
@@ -143,7 +143,7 @@ def test_lm_generate_and_explain_on_an_imported_gpt2(tmp_path, capsys):
     capsys.readouterr()
     model, tokenizer = load_gpt2(str(folder))
     prompt = [tokenizer.eos_id] + tokenizer.encode("the cat")
-    new = generate(model, prompt, 8, SamplingSettings(greedy=True))
+    new = generate(model, prompt, 8, SamplingOptions(greedy=True))
     assert main(["lm", "generate", "the cat", "--checkpoint", str(run), "--greedy", "--max-new-tokens", "8"]) == 0
     from clearformer.commands.lm import decode_lines
 

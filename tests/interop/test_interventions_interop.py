@@ -13,7 +13,7 @@ from interop_helpers import TEST_SOURCES, gpt2_folder, marian_folder, padded  # 
 
 from clearformer.cli import main  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, encode_source, search_tokens  # noqa: E402
-from clearformer.generate.sampling import SamplingSettings, generate  # noqa: E402
+from clearformer.generate.sampling import SamplingOptions, generate  # noqa: E402
 from clearformer.interop.gpt2 import import_gpt2, load_gpt2  # noqa: E402
 from clearformer.interop.marian import load_marian  # noqa: E402
 from clearformer.record import trace  # noqa: E402
@@ -121,7 +121,7 @@ def test_lm_generate_ablate(gpt2, tmp_path, capsys):
     out = capsys.readouterr().out
     prompt = [tokenizer.eos_id] + tokenizer.encode("the cat")
     with trace.Interventions(parse_interventions(ours, [name])):
-        new = generate(ours, prompt, 8, SamplingSettings(greedy=True))
+        new = generate(ours, prompt, 8, SamplingOptions(greedy=True))
     assert out == tokenizer.decode(prompt[1:] + new) + "\n"
     assert main(["lm", "generate", "the cat", "--checkpoint", str(run), "--ablate", "encoder.positions"]) == 2
     err = capsys.readouterr().err

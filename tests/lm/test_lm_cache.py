@@ -8,7 +8,7 @@ import pytest
 import torch
 from lm_helpers import tiny_model
 
-from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.record import trace
 
 CASES = [("mha", None), ("gqa", None), ("mqa", None), ("mla", False), ("mla", True)]
@@ -39,8 +39,8 @@ def test_cached_steps_equal_the_forward(variant, absorb, overrides):
 @pytest.mark.parametrize("variant,absorb", CASES)
 def test_generate_chooses_the_same_tokens_with_and_without_a_recorder(variant, absorb):
     model = model_for(variant, absorb)
-    greedy = SamplingSettings(greedy=True)
-    sampled = SamplingSettings(temperature=0.8, top_k=10, seed=3)
+    greedy = SamplingOptions(greedy=True)
+    sampled = SamplingOptions(temperature=0.8, top_k=10, seed=3)
     plain = [generate(model, [5, 9, 7], 12, s) for s in (greedy, sampled)]
     with trace.Recorder() as recorder:
         recorded = [generate(model, [5, 9, 7], 12, s) for s in (greedy, sampled)]

@@ -11,7 +11,7 @@ from lm_helpers import tiny_model
 from clearformer.cli import main
 from clearformer.data.lm import prompt_ids
 from clearformer.explain.lm import explain_lm
-from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.store.checkpoint import load_model
 from clearformer.tokenize import SPECIALS, WordTokenizer
 
@@ -27,7 +27,7 @@ def test_lm_explain_chooses_the_tokens_lm_generate_greedy_chooses(trained_lm):
     for prompt in PROMPTS:
         ids = prompt_ids(tokenizer, prompt)
         walk = explain_lm(model, tokenizer, ids, max_new_tokens=4)
-        expected = generate(model, ids, 4, SamplingSettings(greedy=True))
+        expected = generate(model, ids, 4, SamplingOptions(greedy=True))
         assert chosen_ids(walk) == expected and len(expected) == 4
         assert walk.target_tokens == [tokenizer.id_to_token(i) for i in ids + expected]
 
@@ -53,7 +53,7 @@ def test_every_generation_step_records_one_new_query_row_against_every_key(varia
     for absorb in paths:
         model.set_mla_path(absorb)
         walk = explain_lm(model, tokenizer, ids, max_new_tokens=3)
-        assert chosen_ids(walk) == generate(model, ids, 3, SamplingSettings(greedy=True))
+        assert chosen_ids(walk) == generate(model, ids, 3, SamplingOptions(greedy=True))
         for t in range(3):
             scaled = walk.find("self_attention.scaled" if absorb is not True else "absorbed.scaled", t)[0]
             assert len(scaled.matrices[0].values) == (len(ids) if t == 0 else 1)

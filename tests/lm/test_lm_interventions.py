@@ -10,7 +10,7 @@ import pytest
 import torch
 from lm_helpers import tiny_model
 
-from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.record import trace
 from clearformer.record.interventions import parse_interventions
 
@@ -50,14 +50,14 @@ def test_uniform_weights_under_the_causal_mask(absorb):
 def test_generate_under_an_intervention_then_without():
     model = tiny_model("mha", positional="learned")
     prompt = IDS[0].tolist()
-    plain = generate(model, prompt, 6, SamplingSettings(greedy=True))
+    plain = generate(model, prompt, 6, SamplingOptions(greedy=True))
     edited = copy.deepcopy(model)
     with torch.no_grad():
         edited.embed.positions.weight.zero_()
     with trace.Interventions(parse_interventions(model, ["decoder.positions"])):
-        assert generate(model, prompt, 6, SamplingSettings(greedy=True)) == \
-            generate(edited, prompt, 6, SamplingSettings(greedy=True))
-    assert generate(model, prompt, 6, SamplingSettings(greedy=True)) == plain
+        assert generate(model, prompt, 6, SamplingOptions(greedy=True)) == \
+            generate(edited, prompt, 6, SamplingOptions(greedy=True))
+    assert generate(model, prompt, 6, SamplingOptions(greedy=True)) == plain
 
 
 def test_server_reruns_a_prompt_with_a_head_off(trained_lm):
@@ -76,7 +76,7 @@ def test_server_reruns_a_prompt_with_a_head_off(trained_lm):
     answer = client.post("/api/whatif", json={"prompt": "The dog", "ablate": [name]}).json()
     ids = prompt_ids(tokenizer, "The dog")
     with trace.Interventions(parse_interventions(model, [name])):
-        new = generate(model, ids, 3, SamplingSettings(greedy=True))
+        new = generate(model, ids, 3, SamplingOptions(greedy=True))
     chosen = [int(s["matrices"][0]["values"][0][0]) for s in answer["steps"] if s["name"] == "generate.chosen"]
     assert chosen == new and answer["ablated"] == [name] and answer["sentence"] == "The dog"
     refused = client.post("/api/whatif", json={"prompt": "The dog", "beam": 4})

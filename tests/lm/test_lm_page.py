@@ -18,7 +18,7 @@ from live_support import assert_bars_show, browser_tab, chromium, serve
 import clearformer.explain.lm as lm_explain
 from clearformer.cli import main
 from clearformer.data.lm import prompt_ids
-from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.record import trace
 from clearformer.store.checkpoint import load_model
 
@@ -41,7 +41,7 @@ def greedy(run: Path, prompt: str, tokens: int = 3) -> tuple[list[int], list[int
     """(prompt ids, the ids `lm generate --greedy` adds, the tokenizer), from the run's files."""
     model, tokenizer, _ = load_model(run)
     ids = prompt_ids(tokenizer, prompt)
-    return ids, generate(model, ids, tokens, SamplingSettings(greedy=True)), tokenizer
+    return ids, generate(model, ids, tokens, SamplingOptions(greedy=True)), tokenizer
 
 
 def generate_cli(run: Path, prompt: str, capsys, tokens: int = 3) -> str:
@@ -334,7 +334,7 @@ def recorded_self_attention(run: Path, prompt: str, layer: int) -> tuple[list[in
     model, tokenizer, _ = load_model(run)
     ids = prompt_ids(tokenizer, prompt)
     with trace.Recorder() as recorder:
-        new = generate(model, ids, 3, SamplingSettings(greedy=True))
+        new = generate(model, ids, 3, SamplingOptions(greedy=True))
     name = f"decoder.layers.{layer}.self_attention.weights"
     rows = [recorder.get(name, t)[0] for t in range(3)]  # (heads, rows_t, keys_t)
     keys = rows[-1].shape[-1]

@@ -30,7 +30,7 @@ def fresh_model(variant="mha"):
 
 
 def test_schedule_warms_up_then_decays_to_the_floor():
-    o = LMOptions(steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1)
+    o = LMOptions.from_values(steps=100, warmup=10, lr=1.0, min_lr_ratio=0.1).check()
     assert learning_rate(0, o) == pytest.approx(0.1) and learning_rate(9, o) == pytest.approx(1.0)
     assert learning_rate(55, o) == pytest.approx(0.55) and learning_rate(100, o) == pytest.approx(0.1)
 

@@ -1,127 +1,106 @@
-"""Run folders written by the code before the one trainer (tests/data/runs_v1, see its README) still load,
-translate / generate, and --resume to the very weights the old code reached."""
+"""Run folders carry their format: config.json says `format_version` (written by every save, checked by
+every load). A folder of another format (format 0: written before 0.1.0, without the field; or a number
+this release does not read) is refused in one line naming the format, by every command that opens it:
+translate, train --resume, lm generate, lm train --resume. Pre-release folders are not converted: no
+release ever wrote them (docs/reliability.md, "Formats")."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-import torch
-from safetensors.torch import load_file
 
 from clearformer.cli import main
+from clearformer.config import FORMAT_VERSION, ModelConfig
+from clearformer.errors import UserError
 from clearformer.store.checkpoint import load_model
 from clearformer.train.state import step_checkpoints
+from tests.train.train_helpers import tiny_args
 
-FIXTURES = Path(__file__).resolve().parent.parent / "data" / "runs_v1"
-EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(autouse=True)
-def _two_threads():
-    """The expected digests were taken with 2 torch threads; a float sum's order (and so the last bit
-    of a trained weight) depends on the thread count, e.g. under OMP_NUM_THREADS=1."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
+LM_TINY = ["--preset", "lm-tiny", "--tokenizer", "words", "--vocab-size", "64", "--block-size", "16",
+           "--batch-size", "4", "--eval-every", "2", "--threads", "1", "--quiet"]
 
 
-def digest(path: Path) -> str:
-    """sha256 over sorted names and raw bytes, as tests/data/runs_v1/README.md says."""
-    tensors = load_file(str(path))
-    h = hashlib.sha256()
-    for name in sorted(tensors):
-        h.update(name.encode())
-        h.update(tensors[name].contiguous().numpy().tobytes())
-    return h.hexdigest()
+@pytest.fixture(scope="module")
+def translation_run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("formats") / "translate"
+    assert main(tiny_args(run, "--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences",
+                          "2")) == 0
+    return run
 
 
-def copy(name: str, tmp_path: Path) -> Path:
-    target = tmp_path / name
-    shutil.copytree(FIXTURES / name, target)
+@pytest.fixture(scope="module")
+def lm_run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("formats-lm")
+    corpus = folder / "corpus.txt"
+    corpus.write_text("\n".join(f"the dog ran to the house number {i} and back" for i in range(60)) + "\n",
+                      encoding="utf-8")
+    run = folder / "lm"
+    assert main(["lm", "train", "--corpus", str(corpus), "--out", str(run), "--steps", "2", *LM_TINY]) == 0
+    return run
+
+
+def set_format(run: Path, version) -> None:
+    """Rewrite every config.json of a run (the folder's and its step checkpoints') with `version`
+    (None: without the field, as format 0 wrote them)."""
+    for path in [run / "config.json", *(step / "config.json" for step in step_checkpoints(run))]:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data.pop("format_version", None)
+        if version is not None:
+            data = {"format_version": version, **data}
+        path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def copy_of(run: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / run.name
+    shutil.copytree(run, target)
     return target
 
 
-def test_old_translation_run_translates_and_resumes_exactly(tmp_path, capsys):
-    run = copy("translate", tmp_path)
-    assert main(["translate", "--checkpoint", str(run), "I love you"]) == 0
-    assert capsys.readouterr().out.strip()  # an untrained toy model, but a translation
-    assert main(["train", "--out", str(run), "--resume", "--steps", "12", "--quiet"]) == 0
-    final = step_checkpoints(run)[-1]
-    assert final.name == "step-00000012"
-    assert digest(final / "model.safetensors") == EXPECTED["translate_resumed_to_12"]
-    header = (run / "metrics.csv").read_text(encoding="utf-8").splitlines()[0]
-    assert "mfu" in header.split(",")  # the old CSV was rewritten under the new columns, not mixed
+def one_line_error(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
 
 
-def test_old_lm_run_generates_and_resumes(tmp_path, capsys):
-    run = copy("lm", tmp_path)
-    shutil.copy(FIXTURES / "lm-corpus.txt", tmp_path / "lm-corpus.txt")
-    for option in ("--checkpoint", "--model"):
-        assert main(["lm", "generate", "the dog", option, str(run), "--max-new-tokens", "3", "--greedy"]) == 0
-        assert capsys.readouterr().out.strip().startswith("the dog")
-    assert main(["lm", "train", "--out", str(run), "--resume", "--steps", "9", "--quiet",
-                 "--corpus", str(tmp_path / "lm-corpus.txt")]) == 0
-    model, _, meta = load_model(run)
-    assert meta["step"] == 9 and meta["kind"] == "lm"
-    assert [p.name for p in step_checkpoints(run)][-1] == "step-00000009"
-    old = load_file(str(FIXTURES / "lm" / "model.safetensors"))
-    moved = [name for name, tensor in model.state_dict().items() if name in old and not torch.equal(tensor, old[name])]
-    assert moved  # it trained on from the old weights
-    assert digest(run / "model.safetensors") == EXPECTED["lm_resumed_to_9"]  # the weights the old loop reached
+def test_every_save_writes_the_format_and_every_load_reads_it(translation_run, tmp_path):
+    for path in [translation_run / "config.json", *(s / "config.json" for s in step_checkpoints(translation_run))]:
+        assert json.loads(path.read_text(encoding="utf-8"))["format_version"] == FORMAT_VERSION
+    config = ModelConfig(d_model=8, n_heads=2)
+    config.save(tmp_path / "config.json")
+    assert ModelConfig.load(tmp_path / "config.json") == config
+    assert load_model(translation_run)[0].config.d_model == 16
 
 
-V2 = FIXTURES.parent / "runs_v2"  # written by the release whose config.json was one flat object (README there)
-EXPECTED_V2 = json.loads((V2 / "expected.json").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("version, says", [(None, "a run of format 0 (written before clearformer 0.1.0"),
+                                           (2, "format_version 2, but this clearformer reads format 1"),
+                                           ("1", "format_version \"1\", but this clearformer reads format 1")])
+def test_a_translation_run_of_another_format_is_refused_in_one_line(translation_run, tmp_path, capsys, version,
+                                                                    says):
+    run = copy_of(translation_run, tmp_path)
+    set_format(run, version)
+    assert says in one_line_error(capsys, ["translate", "--checkpoint", str(run), "I love you"])
+    assert says in one_line_error(capsys, ["train", "--out", str(run), "--resume", "--steps", "4", "--quiet"])
+    with pytest.raises(UserError, match="format"):
+        load_model(run)
 
 
-@pytest.mark.parametrize("case", ["translate_greedy", "translate_beam4"])
-def test_v2_translation_run_translates_as_that_release_did(tmp_path, capsys, case):
-    run = tmp_path / "translate"
-    shutil.copytree(V2 / "translate", run)
-    assert main(["translate", "--checkpoint", str(run), *EXPECTED_V2[case]["args"]]) == 0
-    assert capsys.readouterr().out.strip() == EXPECTED_V2[case]["out"]
+def test_a_language_model_run_of_format_0_is_refused_in_one_line(lm_run, tmp_path, capsys):
+    run = copy_of(lm_run, tmp_path)
+    set_format(run, None)
+    says = "a run of format 0 (written before clearformer 0.1.0, without format_version)"
+    assert says in one_line_error(capsys, ["lm", "generate", "the dog", "--checkpoint", str(run), "--greedy"])
+    assert says in one_line_error(capsys, ["lm", "train", "--out", str(run), "--resume", "--steps", "4", "--quiet"])
 
 
-def test_v2_translation_run_keeps_its_tokenizer_facts_and_resumes_exactly(tmp_path):
-    run = tmp_path / "translate"
-    shutil.copytree(V2 / "translate", run)
-    old_config = json.loads((run / "config.json").read_text(encoding="utf-8"))
-    model, tokenizer, _ = load_model(run)
-    assert tokenizer.source_eos is old_config["source_eos"] is True  # from the old config.json
-    assert tokenizer.length_ratio == old_config["length_ratio"] > 0
-    assert main(["train", "--out", str(run), "--resume", "--steps", "12", "--quiet", "--threads", "2"]) == 0
-    final = step_checkpoints(run)[-1]
-    assert final.name == "step-00000012"
-    assert digest(final / "model.safetensors") == EXPECTED_V2["translate_resumed_to_12"]
-    # The resumed run is written in the current format: the facts now live in tokenizer.json.
-    written = json.loads((final / "config.json").read_text(encoding="utf-8"))
-    assert "source_eos" not in written and "length_ratio" not in written and "extra" not in written
-    facts = json.loads((final / "tokenizer.json").read_text(encoding="utf-8"))
-    assert facts["source_eos"] is True and facts["length_ratio"] == old_config["length_ratio"]
-    assert load_model(final)[1].source_eos is True
-
-
-def test_v2_mla_language_model_loads_its_flat_sizes_and_generates_as_before(tmp_path, capsys):
-    run = tmp_path / "lm-mla"
-    shutil.copytree(V2 / "lm-mla", run)
-    old = json.loads((run / "config.json").read_text(encoding="utf-8"))
-    model, _, _ = load_model(run)
-    assert model.config.attention == "mla"
-    assert {name: getattr(model.config.mla, name) for name in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
-                                                              "qk_rope_head_dim", "v_head_dim")} == \
-        {name: old[name] for name in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-                                      "v_head_dim")}
-    assert main(["lm", "generate", "--checkpoint", str(run), *EXPECTED_V2["lm_mla_greedy"]["args"]]) == 0
-    assert capsys.readouterr().out.strip() == EXPECTED_V2["lm_mla_greedy"]["out"]
-
-
-def test_info_shows_the_facts_an_old_config_carried(capsys):
-    assert main(["info", "--checkpoint", str(V2 / "translate"), "--format", "json"]) == 0
-    info = json.loads(capsys.readouterr().out)
-    assert info["tokenizer"] == {"kind": "words", "vocab_size": 329, "source_eos": True, "length_ratio": 1.0531}
-    assert "source_eos" not in info["config"] and info["config"]["mla"] is None
+def test_runs_of_this_format_resume(translation_run, lm_run, tmp_path):
+    run = copy_of(translation_run, tmp_path)
+    assert main(["train", "--out", str(run), "--resume", "--steps", "3", "--quiet"]) == 0
+    assert step_checkpoints(run)[-1].name == "step-00000003"
+    lm = copy_of(lm_run, tmp_path)
+    assert main(["lm", "train", "--out", str(lm), "--resume", "--steps", "3", "--quiet", "--threads", "1"]) == 0
+    assert load_model(lm)[2]["step"] == 3

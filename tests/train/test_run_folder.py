@@ -54,7 +54,7 @@ def test_train_into_a_run_folder_needs_resume_or_overwrite(tmp_path, capsys):
     with open(run / "metrics.csv", encoding="utf-8") as stream:
         steps = [int(r["step"]) for r in csv.DictReader(stream) if r["train_loss"]]
     assert steps == [1, 2, 3]
-    assert json.loads((run / "meta.json").read_text())["options"]["seed"] == 7
+    assert json.loads((run / "meta.json").read_text())["options"]["loop"]["seed"] == 7
 
 
 def test_resume_and_overwrite_exclude_each_other(tmp_path, capsys):

@@ -20,7 +20,13 @@ from clearformer.errors import UserError
 from clearformer.evaluate import score_corpus
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress
-from clearformer.interop.ct2_engine import EngineSettings, export_folder, load_engine
+from clearformer.interop.ct2_engine import (
+    EngineSettings,
+    check_options,
+    export_folder,
+    load_engine,
+    with_engine_defaults,
+)
 
 ENGINES = ("pytorch", "ctranslate2")
 
@@ -30,8 +36,8 @@ def add_engine_arguments(parser, allow_all: bool = False) -> None:
     also = "; 'all': each of pytorch, ctranslate2 and ctranslate2 int8, side by side" if allow_all else ""
     parser.add_argument("--engine", choices=choices, default="pytorch",
                         help="who decodes: 'pytorch' (default, clearformer's own decoder) or 'ctranslate2' (the "
-                             "run exported once into RUN/ctranslate2; no brevity penalty, placeholders kept by "
-                             f"choosing among the n best){also}")
+                             "run exported once into RUN/ctranslate2; alpha 0 and no brevity penalty, placeholders "
+                             f"kept by choosing among the n best){also}")
     parser.add_argument("--quantize", choices=("none", "int8"), default="none",
                         help="--engine ctranslate2: 'int8' runs int8 weights (RUN/ctranslate2-int8); default none")
 
@@ -39,6 +45,12 @@ def add_engine_arguments(parser, allow_all: bool = False) -> None:
 def check_engine_arguments(args) -> None:
     if args.quantize != "none" and args.engine != "ctranslate2":
         raise UserError(f"--quantize {args.quantize} applies only to --engine ctranslate2")
+
+
+def engine_decoding(args, decoding: DecodingOptions) -> DecodingOptions:
+    """The options CTranslate2 decodes by: the user's, with the engine's alpha and brevity (0) where the
+    command line gave none; a one-line error naming a choice the engine cannot honour (ct2_engine.py)."""
+    return check_options(with_engine_defaults(decoding, set(DecodingOptions.given(args))))
 
 
 def engine_settings(args, quantize: str | None = None):
@@ -64,9 +76,7 @@ def translate_with_engine(engine, model, tokenizer, sentences: list[str], decodi
     sentences unless --whole, `encode_source`), cut to max_len as `evaluate` does, joined back."""
     sources, owners = encode_sources(model, tokenizer, sentences, decoding.split)
     max_len = model.config.max_len
-    pieces = engine.translate_ids([ids[:max_len] for ids in sources], beam=decoding.beam, alpha=decoding.alpha,
-                                  max_extra=decoding.max_extra, batch_size=decoding.batch_size,
-                                  placeholders=decoding.placeholders == "exact",
+    pieces = engine.translate_ids([ids[:max_len] for ids in sources], decoding,
                                   progress=per_input_progress(progress, len(sentences), len(sources)))
     return join_pieces(pieces, owners, len(sentences))
 
@@ -88,6 +98,7 @@ def compare_engines(args, decoding: DecodingOptions, model, tokenizer, directory
     start = time.perf_counter()
     result, _ = pytorch_run()
     rows.append(("pytorch", result, time.perf_counter() - start))
+    decoding = engine_decoding(args, decoding)
     for quantize in ("none", "int8"):
         engine = open_engine(args, model, tokenizer, directory, "evaluate", quantize)
         start = time.perf_counter()

@@ -28,6 +28,10 @@ from clearformer.generate import DecodingOptions
 def run(args) -> int:
     decoding = DecodingOptions.from_args(args)
     engine_options.check_engine_arguments(args)
+    if args.engine != "pytorch":
+        engine_options.engine_decoding(args, decoding)  # a choice CTranslate2 cannot honour, before any work
+    if args.engine == "ctranslate2":
+        decoding = engine_options.engine_decoding(args, decoding)
     if args.engine == "all" and args.output:
         raise UserError("--output applies to one engine; with --engine all the hypotheses go to "
                         "CHECKPOINT/hypotheses.SPLIT.ENGINE.txt")
@@ -65,7 +69,7 @@ def run(args) -> int:
     write_output(output, "".join(line + "\n" for line in result.hypotheses))
     described = decoding.describe()
     if args.engine == "ctranslate2":
-        described += f", engine ctranslate2 ({engine_settings_name(args.quantize)}; no brevity penalty)"
+        described += f", engine ctranslate2 ({engine_settings_name(args.quantize)})"
     print(f"{name}: {len(pairs)} sentences, {described}")
     print(result.bleu_line)
     print(result.chrf_line)
@@ -87,7 +91,8 @@ def report_engines(args, decoding, model, tokenizer, directory, pairs, name, run
                      "".join(line + "\n" for line in result.hypotheses))
     search = "greedy" if decoding.beam == 1 else f"beam {decoding.beam}, alpha {decoding.alpha}"
     print(f"{name}: {len(pairs)} sentences, {search}, placeholders {decoding.placeholders} "
-          f"(pytorch: brevity {decoding.brevity}, early stop {decoding.stop}; ctranslate2: no brevity penalty)")
+          f"(pytorch: brevity {decoding.brevity}, early stop {decoding.stop}; ctranslate2: "
+          f"{engine_options.engine_decoding(args, decoding).describe()})")
     print(engine_options.comparison_table(rows))
     print(f"hypotheses: {directory}/hypotheses.{args.split}[.ENGINE].txt")
     return 0

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -20,15 +19,15 @@ from clearformer.data.lm import prompt_ids
 from clearformer.errors import UserError
 from clearformer.explain.lm import explain_text, focus
 from clearformer.explain.render import render, to_json
-from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.interop.gpt2 import import_gpt2
-from clearformer.limits import check_model_size
+from clearformer.limits import MAX_NEW_TOKENS, check_model_size, require_utf8
 from clearformer.model.lm import LanguageModel
+from clearformer.options import check_value
 from clearformer.record.interventions import add_ablate_argument, interventions_from_args
 from clearformer.store.checkpoint import load_model
 from clearformer.store.lock import owned_output
 from clearformer.train.lm import LMOptions, resume_options, train_language_model
-from clearformer.validation import require_utf8
 
 DEFAULT_RUN = "runs/lm"
 
@@ -43,11 +42,11 @@ def register(subparsers) -> None:
     parser.set_defaults(func=show_help)
 
     train = commands.add_parser("train", help="train a GPT-style language model on a text corpus")
-    train.add_argument("--corpus", help="a text file (one passage per line) or a directory with train.txt "
-                                        "and valid.txt (default: data/en-web, the World English Bible, "
-                                        "built from its package if missing)")
-    train.add_argument("--out", default=DEFAULT_RUN, help=f"run directory (default {DEFAULT_RUN})")
-    train.add_argument("--preset", default="lm-small", help="lm-tiny, lm-small (default) or lm-base")
+    # The run's options (train/lm.py LMOptions: the recipe, and the loop and hardware `train` has too).
+    LMOptions.add_arguments(train)
+    # --save-every defaults to --eval-every, and --minutes alone lifts the default step count.
+    train.set_defaults(save_every=None, steps=None)
+    # What the model is made of (read once, when the run starts).
     train.add_argument("--attention", choices=VARIANTS, default="mha",
                        help="attention variant (default mha)")
     train.add_argument("--kv-heads", type=int, help="key/value heads for gqa (default n_heads/4, at least 2)")
@@ -56,38 +55,20 @@ def register(subparsers) -> None:
         train.add_argument(f"--{name}", type=int, help="MLA size (default: DeepSeek-V2's proportions)")
     train.add_argument("--tokenizer", choices=["sentencepiece", "words"], default="sentencepiece")
     train.add_argument("--vocab-size", type=int, default=4000, help="tokenizer vocabulary (default 4000)")
-    train.add_argument("--steps", type=int,
-                       help="optimizer steps (default 1000: about 4.5 passes over en-web)")
-    train.add_argument("--minutes", type=float,
-                       help="stop after this much training time (validation and checkpoints not counted)")
-    train.add_argument("--batch-size", type=int, default=32)
-    train.add_argument("--block-size", type=int, default=128, help="tokens per training window (default 128)")
-    train.add_argument("--lr", type=float, default=2e-3)
-    train.add_argument("--accum", type=int, default=1, help="batches per optimizer step (and per process)")
-    train.add_argument("--warmup", type=int, default=100, help="warmup steps before the cosine decay (default 100)")
-    train.add_argument("--eval-every", type=int, default=250, help="validation every N steps (default 250)")
-    train.add_argument("--save-every", type=int, help="a resumable checkpoint every N steps (default: --eval-every)")
-    options.add_seed(train, 0)
     options.add_threads(train)
-    options.add_device(train)
-    train.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     train.add_argument("--resume", action="store_true", help="continue the run in --out (SIGKILL-safe)")
     train.add_argument("--overwrite", action="store_true",
                        help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
-    train.add_argument("--slow-down", type=float, default=0.0, help=argparse.SUPPRESS)
+    options.add_test_knobs(train)
     train.set_defaults(func=run_train)
 
     gen = commands.add_parser("generate", help="continue a prompt with a trained language model")
     gen.add_argument("prompt")
     options.add_checkpoint(gen, DEFAULT_RUN, model_alias=True)
-    gen.add_argument("--max-new-tokens", type=int, default=80)
-    gen.add_argument("--temperature", type=float, default=0.8)
-    gen.add_argument("--top-k", type=int, default=0, help="keep the k most probable tokens (0 = off)")
-    gen.add_argument("--top-p", type=float, default=0.95,
-                     help="nucleus: keep tokens up to this mass (1 = off)")
-    gen.add_argument("--greedy", action="store_true", help="always the most probable token")
-    options.add_seed(gen, 0)
+    gen.add_argument("--max-new-tokens", type=int, default=80, metavar="N", help="tokens to generate (default 80)")
+    SamplingOptions.add_arguments(gen)
+    gen.set_defaults(temperature=0.8, top_p=0.95, seed=0)  # the command's defaults: a little sharper than p
     gen.add_argument("--stop-at-eos", action="store_true", help="stop at the end of the first line")
     options.add_device(gen)
     options.add_threads(gen)
@@ -156,17 +137,20 @@ def build_config(args, vocab_size: int):
 
 
 def run_train(args) -> int:
+    options.apply_test_knobs(args)
     options.apply_threads(args.threads)
+    given = LMOptions.given(args)
+    if given["save_every"] is None:
+        given["save_every"] = given["eval_every"]
     if args.resume:
-        run_options = resume_options(Path(args.out), args.steps, args.minutes, args.device, args.corpus)
+        changed = {name: given[name] for name in ("steps", "minutes", "device", "corpus") if given[name]}
+        run_options = resume_options(Path(args.out), **changed)
     else:
-        corpus = Path(args.corpus) if args.corpus else lm_data.default_corpus()
-        steps = 1000 if args.steps is None and args.minutes is None else args.steps
-        run_options = LMOptions(
-            preset=args.preset, corpus=str(corpus), steps=steps, minutes=args.minutes, run_dir=args.out,
-            save_every=args.save_every or args.eval_every, eval_every=args.eval_every, device=args.device,
-            bf16=args.bf16, seed=args.seed, slow_down=args.slow_down, batch_size=args.batch_size,
-            block_size=args.block_size, lr=args.lr, warmup=args.warmup, accum=args.accum)
+        if given["steps"] is None and given["minutes"] is None:
+            given["steps"] = 1000  # about 4.5 passes over en-web
+        run_options = LMOptions.from_values(**given).check()
+        if not run_options.corpus:
+            run_options.corpus = str(lm_data.default_corpus())
         if args.vocab_size <= 0:
             raise UserError(f"--vocab-size must be positive, not {args.vocab_size}")
         build_config(args, 16)  # option mistakes (MLA sizes, --kv-heads) before reading the corpus
@@ -179,7 +163,7 @@ def run_train(args) -> int:
               f"lines; training a {args.tokenizer} tokenizer ({args.vocab_size} tokens)", flush=True)
         tokenizer = lm_data.train_tokenizer(train_lines, args.vocab_size, args.tokenizer)
         config = build_config(args, len(tokenizer))
-        torch.manual_seed(run_options.seed)
+        torch.manual_seed(run_options.loop.seed)
         return tokenizer, LanguageModel(config), train_lines, valid_lines
 
     result = train_language_model(run_options, resume=args.resume, progress=not args.quiet,
@@ -214,10 +198,8 @@ def decode_lines(tokenizer, ids: list[int]) -> str:
 
 
 def run_generate(args) -> int:
-    settings = SamplingSettings(args.temperature, args.top_k, args.top_p, args.greedy, args.seed)
-    settings.check()
-    if args.max_new_tokens <= 0:
-        raise UserError(f"--max-new-tokens must be positive, not {args.max_new_tokens}")
+    settings = SamplingOptions.from_args(args)
+    check_value("--max-new-tokens", args.max_new_tokens, at_least=1, at_most=MAX_NEW_TOKENS)
     require_utf8("the prompt", args.prompt)
     options.apply_threads(args.threads)
     model, tokenizer, _ = load_lm(args.checkpoint, args.device)
@@ -238,6 +220,7 @@ def run_generate(args) -> int:
 def run_explain(args) -> int:
     views.check_views(args)
     require_utf8("the text", args.text)
+    check_value("--max-new-tokens", args.max_new_tokens, at_least=0, at_most=MAX_NEW_TOKENS)
     model, tokenizer, _ = load_lm(args.checkpoint)
     if not 0 <= args.decimals <= 12:
         raise UserError("--decimals must be between 0 and 12")

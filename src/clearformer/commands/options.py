@@ -4,7 +4,9 @@
                        lm generate, lm explain; `--model DIR` is a hidden alias kept for old scripts)
     --device NAME      cpu, cuda, cuda:N or auto (train, lm train, lm generate)
     --threads N        at most N CPU threads for torch, N >= 1 (default: torch's choice)
-    --seed N           the random seed (train, lm train, lm generate)
+
+The options of one concern (decoding, sampling, a training run's loop...) are options objects that make
+their own flags (clearformer/options.py); these are the flags of no object.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import argparse
 
 from clearformer.devices import resolve_device
-from clearformer.errors import UserError
+from clearformer.limits import MAX_THREADS
+from clearformer.options import check_value
 
 
 def add_checkpoint(parser, default: str | None = None, model_alias: bool = False) -> None:
@@ -31,14 +34,21 @@ def add_threads(parser) -> None:
     parser.add_argument("--threads", type=int, metavar="N", help="at most N CPU threads (default: torch's choice)")
 
 
-def add_seed(parser, default: int | None) -> None:
-    shown = f" (default {default})" if default is not None else ""
-    parser.add_argument("--seed", type=int, default=default, metavar="N", help=f"random seed{shown}")
+def add_test_knobs(parser) -> None:
+    """The hidden flags of the tests (not options of a run, never saved): --slow-down S sleeps S seconds
+    after every training step, so a test can kill a run that is still going."""
+    parser.add_argument("--slow-down", type=float, default=0.0, help=argparse.SUPPRESS)
+
+
+def apply_test_knobs(args) -> None:
+    from clearformer.train import loop
+
+    check_value("--slow-down", args.slow_down, at_least=0.0)
+    loop.TEST_STEP_DELAY_S = args.slow_down
 
 
 def check_threads(threads: int | None) -> None:
-    if threads is not None and threads < 1:
-        raise UserError(f"--threads must be at least 1, not {threads}")
+    check_value("--threads", threads, at_least=1, at_most=MAX_THREADS)
 
 
 def apply_threads(threads: int | None) -> None:

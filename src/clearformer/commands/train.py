@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -16,12 +15,9 @@ from clearformer.store.safeio import loads_json
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.options import preset_defaults
 
-# Options a resumed run may change; every other option comes from the checkpoint.
-RESUMABLE = ("steps", "minutes", "device", "bf16", "compile")
-TUNABLE = ("tokenizer", "vocab_size", "placeholder_pieces", "batch_tokens", "accum", "lr_factor", "warmup",
-           "label_smoothing", "clip", "dropout", "attention_dropout", "ffn_dropout", "seed", "patience",
-           "save_every", "keep", "eval_every", "bleu_sentences", "log_every", "tie", "device", "bf16", "compile",
-           "slow_down")
+# Options a resumed run may change; every other option comes from the checkpoint (--preset and --arch
+# only name the run folder, and --arch must match it).
+RESUMABLE = ("steps", "minutes", "device", "bf16", "compile", "run_dir", "preset", "arch")
 
 
 def register(subparsers) -> None:
@@ -30,64 +26,16 @@ def register(subparsers) -> None:
         description="Train an encoder-decoder Transformer with the paper's recipe: label smoothing, Adam "
                     "with warmup, dropout, clipping, token-count batches; validation loss and BLEU; "
                     "checkpoints that --resume continues. Without options: the toy English->French model.")
-    p.add_argument("--preset", default="toy-translate", help="model size (toy-translate, small, base, big)")
-    p.add_argument("--arch", choices=["transformer", "rnn"], default=None,
-                   help="transformer (default), or rnn: the GRU encoder-decoder with attention the paper replaced "
-                        "(model/rnn.py), with the preset's width, depth and dropout, trained by the same recipe "
-                        "(default --out runs/<preset>-rnn)")
-    data = p.add_argument_group("data (default: the built-in phrase set for toy presets, "
-                                "data/en-fr-software otherwise)")
-    data.add_argument("--data", dest="data_dir", metavar="DIR", help="corpus folder: train/valid/test.tsv")
-    data.add_argument("--tsv", metavar="FILE", help="your corpus as source<TAB>target lines (2%% held out)")
-    data.add_argument("--src", metavar="FILE", help="your source sentences, one a line (with --tgt)")
-    data.add_argument("--tgt", metavar="FILE", help="their translations, line by line")
-    data.add_argument("--skip-bad", action="store_true", default=None,
-                      help="skip malformed corpus lines (counted in the log) instead of stopping")
-    length = p.add_argument_group("how long")
-    length.add_argument("--steps", type=int, help="stop after N optimizer steps")
-    length.add_argument("--minutes", type=float, help="stop after N minutes of training (validation and "
-                        "checkpoints not counted; whichever of --steps/--minutes comes first)")
-    length.add_argument("--patience", type=int, help="stop after N validations without progress (0: never)")
-    run = p.add_argument_group("run directory and checkpoints")
-    run.add_argument("--out", metavar="DIR", help="run directory (default: runs/<preset>)")
-    run.add_argument("--resume", action="store_true", help="continue the run in --out (SIGKILL-safe)")
-    run.add_argument("--overwrite", action="store_true",
-                     help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
-    run.add_argument("--save-every", type=int, metavar="N", help="write a resumable checkpoint every N steps")
-    run.add_argument("--keep", type=int, metavar="N", help="step checkpoints kept for `clearformer average`")
-    run.add_argument("--eval-every", type=int, metavar="N", help="validation loss and BLEU every N steps")
-    run.add_argument("--bleu-sentences", type=int, metavar="N", help="validation sentences decoded for BLEU")
-    run.add_argument("--log-every", type=int, metavar="N", help="a metrics.csv row every N steps (10)")
-    recipe = p.add_argument_group("recipe")
-    recipe.add_argument("--tokenizer", choices=["words", "sentencepiece"], help="vocabulary kind (joint)")
-    recipe.add_argument("--vocab-size", type=int, help="SentencePiece vocabulary size (default 8000)")
-    recipe.add_argument("--placeholder-pieces", action=argparse.BooleanOptionalAction, default=None,
-                        help="keep frequent placeholders (%%s, {0}, <b>, ...) as single SentencePiece pieces, "
-                             "which decoding then copies exactly (default on)")
-    recipe.add_argument("--tie", choices=["none", "decoder", "all"], help="shared embeddings (default all)")
-    recipe.add_argument("--batch-tokens", type=int, help="padded tokens per batch (and per process)")
-    recipe.add_argument("--accum", type=int, help="batches accumulated per optimizer step")
-    recipe.add_argument("--lr-factor", type=float, help="multiplies the paper's learning-rate schedule")
-    recipe.add_argument("--warmup", type=int, help="warmup steps of the schedule")
-    recipe.add_argument("--label-smoothing", type=float, help="epsilon of label smoothing (default 0.1)")
-    recipe.add_argument("--clip", type=float, help="max gradient norm (0 = no clipping; default 1)")
-    recipe.add_argument("--dropout", type=float, help="residual + embedding dropout (default: the preset's)")
-    recipe.add_argument("--attention-dropout", type=float, help="dropout on attention weights (default 0)")
-    recipe.add_argument("--ffn-dropout", type=float, help="dropout in the feed-forward layer (default 0)")
-    options.add_seed(recipe, None)
-    recipe.add_argument("--source-eos", action=argparse.BooleanOptionalAction, default=None,
-                        help="append <eos> to every source sentence (kept by the tokenizer; default on)")
-    recipe.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a model config field, e.g. --set d_model=128 (repeatable)")
-    hardware = p.add_argument_group("hardware")
-    options.add_device(hardware, None)
-    hardware.add_argument("--bf16", action="store_true", default=None, help="bfloat16 autocast")
-    hardware.add_argument("--compile", choices=["auto", "on", "off"], default=None,
-                          help="compile the training step with torch.compile (default auto: on CUDA only; "
-                               "falls back to eager with a warning if compiling fails)")
-    options.add_threads(hardware)
+    # Every option of the run, by concern (train/options.py); a flag not given leaves the preset's default.
+    TrainOptions.add_arguments(p, defaults=False)
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a model config field, e.g. --set d_model=128 (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out (SIGKILL-safe)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
+    options.add_threads(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--slow-down", type=float, help=argparse.SUPPRESS)
+    options.add_test_knobs(p)
     p.set_defaults(func=run_train)
 
 
@@ -116,44 +64,38 @@ def check_overrides(preset_name: str, arch: str, overrides: dict) -> None:
     check_model_size(config, "--set")
 
 
-def build_options(args):
-    arch = args.arch or "transformer"
-    run_dir = Path(args.out) if args.out else default_run_dir(args.preset + ("-rnn" if arch == "rnn" else ""))
+def build_options(args) -> TrainOptions:
+    """The run's options: the preset's defaults and the flags given; on --resume, the saved ones with a new
+    length, device, bf16 or compile."""
+    given = TrainOptions.given(args)
+    preset_name, arch = given.get("preset", "toy-translate"), given.get("arch", "transformer")
+    run_dir = Path(given.pop("run_dir")) if "run_dir" in given else \
+        default_run_dir(preset_name + ("-rnn" if arch == "rnn" else ""))
     if args.resume and args.overwrite:
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if args.resume:
-        changed = [name for name in TUNABLE if name not in RESUMABLE and getattr(args, name) is not None]
-        if changed or args.set or args.data_dir or args.tsv or args.src or args.skip_bad or args.source_eos is not None:
+        if set(given) - set(RESUMABLE) or args.set:
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
                             "--device, --bf16 and --compile may change")
-        options = resume_options(run_dir, args.steps, args.minutes)
-        if args.arch is not None and args.arch != options.arch:
-            raise UserError(f"{run_dir}: a run of --arch {options.arch}; --resume continues it as it was trained")
-        for name in ("device", "bf16", "compile"):
-            if getattr(args, name) is not None:
-                setattr(options, name, getattr(args, name))
-        options.run_dir = str(run_dir)
-        return options
-    fields = preset_defaults(args.preset)
-    for name in TUNABLE + ("steps", "minutes", "data_dir", "tsv", "src", "tgt", "skip_bad"):
-        value = getattr(args, name)
-        if value is not None:
-            fields[name] = value
-    if args.minutes is not None and args.steps is None:
-        fields["steps"] = None  # a time budget alone replaces the preset's step count
-    if args.batch_tokens is None and not args.preset.startswith("toy"):
+        saved = resume_options(run_dir, given.get("steps"), given.get("minutes"))
+        if "arch" in given and given["arch"] != saved.model.arch:
+            raise UserError(f"{run_dir}: a run of --arch {saved.model.arch}; --resume continues it as it was trained")
+        hardware = {name: given[name] for name in ("device", "bf16", "compile") if name in given}
+        return saved.with_values(**hardware, run_dir=str(run_dir))
+    values = {**preset_defaults(preset_name), **given, "preset": preset_name}
+    if "minutes" in given and "steps" not in given:
+        values["steps"] = None  # a time budget alone replaces the preset's step count
+    if "batch_tokens" not in given and not preset_name.startswith("toy"):
         # On a GPU the CPU's batch leaves it idle: size it to the GPU's free memory (devices.gpu_batch_tokens).
-        fields["batch_tokens"] = gpu_batch_tokens_for(args.preset, fields.get("device") or "cpu",
-                                                      fields.get("vocab_size", 8000), fields["batch_tokens"])
+        values["batch_tokens"] = gpu_batch_tokens_for(preset_name, values.get("device", "cpu"),
+                                                      values.get("vocab_size", 8000), values["batch_tokens"])
     overrides = parse_overrides(args.set)
-    if "source_eos" in overrides:  # a tokenization fact, no longer a model config field
+    if "source_eos" in overrides:  # a tokenization fact, no model config field
         raise UserError("--set source_eos: use --source-eos or --no-source-eos (the tokenizer keeps it)")
     if "architecture" in overrides:
         raise UserError("--set architecture: choose the model with --arch transformer|rnn")
-    check_overrides(args.preset, arch, overrides)
-    if args.source_eos is not None:
-        fields["source_eos"] = args.source_eos
-    return TrainOptions(preset=args.preset, arch=arch, overrides=overrides, run_dir=str(run_dir), **fields)
+    check_overrides(preset_name, arch, overrides)
+    return TrainOptions.for_preset(**values, overrides=overrides, run_dir=str(run_dir))
 
 
 def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, default: int) -> int:
@@ -173,12 +115,13 @@ def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, de
 def run_train(args) -> int:
     import torch
 
+    options.apply_test_knobs(args)
     if args.threads is not None:
         options.apply_threads(args.threads)
-    elif args.preset.startswith("toy"):
+    elif getattr(args, "preset", "toy-translate").startswith("toy"):
         # A toy model's matrices are so small that a second thread costs more in synchronisation than
         # it saves (and on a busy machine, far more).
         torch.set_num_threads(1)
-    run_options = build_options(args)
+    run_options = build_options(args).check()
     train(run_options, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite)
     return 0

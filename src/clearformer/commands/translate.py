@@ -21,13 +21,12 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.source import check_source
-from clearformer.limits import MAX_TEXT_FILE_BYTES
+from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.record.interventions import add_ablate_argument, interventions_from_args
 from clearformer.store import safeio
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.checkpoint import load_model
 from clearformer.store.runs import resolve_checkpoint
-from clearformer.validation import has_surrogates
 
 
 def load_translator(checkpoint: str | None, device: str = "cpu"):
@@ -110,6 +109,8 @@ def warn(message: str) -> None:
 def run(args) -> int:
     decoding = DecodingOptions.from_args(args)
     engine_options.check_engine_arguments(args)
+    if args.engine == "ctranslate2":
+        decoding = engine_options.engine_decoding(args, decoding)
     if args.ablate and args.engine != "pytorch":
         raise UserError("--ablate changes clearformer's own decoder; it does not apply to --engine ctranslate2")
     output = check_output_path(args.output)
@@ -189,7 +190,7 @@ def write_output(path: Path, text: str) -> None:
 def add_decoding_options(parser) -> None:
     """--checkpoint, every `DecodingOptions` flag (shared with `evaluate`), --threads."""
     options.add_checkpoint(parser)
-    DecodingOptions.add_arguments(parser)
+    DecodingOptions.add_arguments(parser, defaults=False)  # what was given matters to --engine ctranslate2
     options.add_threads(parser)
     options.add_device(parser)  # the PyTorch engine decodes there (CTranslate2 runs on the CPU)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.explain.html import check_page_path, write_html
+from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
 
 
 def add_view_options(parser, what: str = "every recorded step") -> None:

@@ -1,4 +1,5 @@
-"""`clearformer check FILE`: recompute a hand-worked self-attention example, point at the wrong cells.
+"""Recompute a hand-worked self-attention example and point at the wrong cells (`clearformer check FILE`,
+registered by commands/check.py).
 
 The file (JSON) gives the inputs and claims any subset of the steps
 
@@ -21,7 +22,6 @@ rounded value computed from the given inputs is right as well: printouts of full
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import numbers
@@ -371,23 +371,3 @@ def format_text(result: CheckResult, source: str) -> str:
         lines.append(f"wrong: {cells} cell{'s' if cells != 1 else ''} in {len(bad)} of {len(result.steps)} "
                      f"claimed steps ({', '.join(s.step for s in bad)})")
     return "\n".join(lines)
-
-
-def run(args: argparse.Namespace) -> int:
-    result = check_example(args.file)
-    if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        print(format_text(result, args.file))
-    return 0 if result.ok else 1
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "check", help="check a hand-worked self-attention example, step by step",
-        description="Recompute every step of a worked self-attention example (JSON) and print OK or each "
-                    "wrong cell with the claimed and the expected value. Exit 0: all right; 1: something is "
-                    "wrong; 2: the file is unusable. Examples: examples/seed-*.json.")
-    parser.add_argument("file", metavar="FILE", help="the example, JSON (see examples/)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    parser.set_defaults(func=run)

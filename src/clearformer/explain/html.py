@@ -11,13 +11,13 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Callable
 from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Walkthrough
-from clearformer.learn.page import lesson_index
 from clearformer.store.atomic import atomic_write_text
 
 # lessons.js: docs/learn.md; beamtree.js and whatif.js: docs/whatif.md
@@ -26,6 +26,15 @@ LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
 STYLE = "walkthrough.css"
 TEMPLATE = "walkthrough.html"
 MARKERS = ("<!--clearformer:style-->", "<!--clearformer:script-->", "<!--clearformer:data-->")
+# What the page shows beside the steps, provided by the floors above explain/ (which it never imports):
+# learn/page.py adds "lessons" when it is imported (commands/views.py, serve/app.py, the notebooks'
+# learn.session). An empty list until then: the page then shows no lesson panel.
+PAGE_SECTIONS: dict[str, Callable[[], object]] = {}
+
+
+def add_page_section(name: str, provide: Callable[[], object]) -> None:
+    """Embed `provide()` under `name` in the data of every page rendered from now on."""
+    PAGE_SECTIONS[name] = provide
 
 
 def asset(name: str) -> str:
@@ -66,7 +75,8 @@ def render_page(data: dict, live: bool = False, inline: bool = True) -> str:
     inline=True puts the CSS and JavaScript into the page (the offline export); otherwise the page
     links them from `static/` (the live server). live=True adds the sentence form's script."""
     scripts = LIVE_SCRIPTS if live else EXPORT_SCRIPTS
-    data = {**data, "lessons": lesson_index()}  # lessons.js: the lesson text beside the steps it explains
+    # lessons.js: the lesson text beside the steps it explains (PAGE_SECTIONS, filled by learn/page.py)
+    data = {"lessons": [], **data, **{name: provide() for name, provide in PAGE_SECTIONS.items()}}
     if inline:
         style = f"<style>\n{asset(STYLE)}</style>"
         sources = [asset(name) for name in scripts]

@@ -17,7 +17,7 @@ import torch
 from clearformer.data.lm import prompt_ids
 from clearformer.errors import UserError
 from clearformer.explain.walkthrough import Matrix, Step, Walkthrough, build_walkthrough
-from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.model.cache import kv_cache_bytes_per_token
 from clearformer.record.trace import Record, Recorder
 
@@ -77,7 +77,7 @@ def kv_cache_step(config) -> Step:
 def explain_lm(model, tokenizer, ids: list[int], max_new_tokens: int = 3, top: int = 10) -> Walkthrough:
     """Greedy continuation of the prompt `ids` by `max_new_tokens` tokens under a recorder -> the walkthrough."""
     with Recorder() as recorder:
-        new = generate(model, ids, max_new_tokens, SamplingSettings(greedy=True))
+        new = generate(model, ids, max_new_tokens, SamplingOptions(greedy=True))
     labels = token_labels(tokenizer, ids + new)
     prompt = len(ids)
     # Pass t feeds the prompt (t = 0) or the t-th new token; the keys run over everything fed so far.

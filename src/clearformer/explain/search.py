@@ -24,15 +24,16 @@ from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.generate.translate import decode_ids
+from clearformer.limits import MAX_BEAM_SHOWN
 from clearformer.record import trace
-
-MAX_BEAM = 16  # a tree wider than this is no longer readable, on the page or in the terminal
 
 
 def check_explainable(options: DecodingOptions) -> DecodingOptions:
-    """The search options `explain` can show: a beam no wider than MAX_BEAM."""
-    if not 1 <= options.beam <= MAX_BEAM:
-        raise UserError(f"--beam must be between 1 and {MAX_BEAM} to explain, not {options.beam}")
+    """The search options `explain` can show: checked, and a beam no wider than MAX_BEAM_SHOWN (a wider
+    tree is no longer readable, on the page or in the terminal)."""
+    options.check()
+    if options.beam > MAX_BEAM_SHOWN:
+        raise UserError(f"--beam must be at most {MAX_BEAM_SHOWN} to explain, not {options.beam}")
     return options
 
 

@@ -14,10 +14,10 @@ that same step. Under a `trace.Recorder` the same code runs and every intermedia
 from clearformer.generate.beam import beam_search, length_penalty
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
-from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 from clearformer.generate.translate import decode_ids, encode_source, pad_batch, translate, translate_ids
 
-__all__ = ["Decoded", "DecoderState", "DecodingOptions", "SamplingSettings", "SearchTokens", "beam_search",
+__all__ = ["Decoded", "DecoderState", "DecodingOptions", "SamplingOptions", "SearchTokens", "beam_search",
            "decode_ids", "encode_source", "generate", "greedy_decode", "length_penalty", "max_new_tokens",
            "pad_batch", "search_tokens", "translate", "translate_ids"]

@@ -2,9 +2,10 @@
 
 `DecodingOptions` is built once (from the command line by `from_args`, or in code) and passed whole
 through translate, evaluate, explain, serve, the benchmarks and down to `greedy_decode` and
-`beam_search`. Each field carries its own command-line definition (flag, help) in its metadata, so
-`add_arguments` generates the flags: a new decoding option touches this dataclass and the code that
-uses it, and no signature in between.
+`beam_search`. Each field carries its own command-line definition (flag, help, range) in its metadata
+(clearformer/options.py), so `add_arguments` generates the flags and `check` refuses what the command
+line refuses: a new decoding option touches this dataclass and the code that uses it, and no
+signature in between.
 
 `SearchTokens` holds what a search needs to know about the vocabulary and the data: <bos>, <eos>,
 <pad>, the placeholder pieces, whether sources end in <eos>, and the training pairs' length ratio
@@ -13,14 +14,14 @@ uses it, and no signature in between.
 
 from __future__ import annotations
 
-import argparse
-import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass
 
-from clearformer.errors import UserError
+from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKENS
+from clearformer.options import Options, option
 
 STOP_RULES = ("current", "bound")
 COMPILE_CHOICES = ("auto", "on", "off")
+PLACEHOLDER_RULES = ("exact", "free")
 # The paper's length penalty is alpha = 0.6; a larger alpha translated longer and better on the
 # trained en-fr-software model (BENCHMARKS.md, "Translation length: the length penalty on one
 # trained model"). `--alpha 0.6` gives the paper's.
@@ -32,108 +33,44 @@ DEFAULT_BOS_ID = 2  # the WordTokenizer's order: <pad> <unk> <bos> <eos>
 DEFAULT_EOS_ID = 3
 
 
-def cli(flag: str, help: str, inverted: bool = False, **argparse_kwargs) -> dict:
-    """A field's command-line definition, kept in the dataclass field's metadata. The parsed value
-    sits under the flag's own name (args.early_stop for --early-stop); `inverted`: a store_true flag
-    that sets the field to False (--whole: split=False)."""
-    return {"flag": flag, "help": help, "inverted": inverted, **argparse_kwargs}
-
-
-def dest(flag: str) -> str:
-    """Where argparse keeps a flag's value: --early-stop -> early_stop."""
-    return flag.lstrip("-").replace("-", "_")
-
-
 @dataclass
-class DecodingOptions:
-    """How to decode: the search, its limits and rules, and how sentences are batched."""
+class DecodingOptions(Options):
+    """How to decode: the search, its limits and rules, and how sentences are batched. Every range is
+    checked by `check()` (clearformer/options.py), so code and the command line refuse the same values."""
 
-    beam: int = field(default=1, metadata=cli("--beam", "beam size (default 1: greedy decoding; the paper uses 4)",
-                                              metavar="N"))
-    alpha: float = field(default=DEFAULT_ALPHA, metadata=cli(
-        "--alpha", f"beam search length penalty ((5+len)/6)^alpha (default {DEFAULT_ALPHA})"))
-    stop: str = field(default="current", metadata=cli(
-        "--early-stop", "when beam search stops a sentence: 'current' (default) once no beam scored at the "
-        "current length beats its best finished translation; 'bound' once none can at any allowed length "
-        "(exact; slower, slightly better BLEU)", choices=STOP_RULES))
-    brevity: float = field(default=DEFAULT_BREVITY, metadata=cli(
-        "--brevity", f"penalty on ending a translation shorter than the training data's length ratio expects: "
-        f"-W * (expected - length)^2 / expected on <eos> (default {DEFAULT_BREVITY}; 0 = off)", metavar="W"))
-    placeholders: str = field(default="exact", metadata=cli(
-        "--placeholders", "'exact' (default): every placeholder piece of a source (%%s, {0}, ...) comes out "
-        "exactly as often as it went in; 'free': no constraint", choices=("exact", "free")))
-    max_extra: int = field(default=50, metadata=cli(
-        "--max-extra", "stop at source length + N tokens (default 50, as in the paper)", metavar="N"))
-    max_new: int | None = None  # a fixed token budget instead of max_extra (benchmarks; no flag)
-    min_length: int = 0  # <eos> forbidden before this many tokens (benchmarks; no flag)
-    split: bool = field(default=True, metadata=cli(
-        "--whole", "translate an input of more than 25 words in one pass (default: sentence by sentence, "
-        "as the training data were cut)", inverted=True, action="store_true"))
-    batch_size: int = field(default=32, metadata=cli("--batch-size", "sentences per batch (default 32)",
-                                                     metavar="N"))
+    beam: int = option(1, "--beam", "beam size (default 1: greedy decoding; the paper uses 4)", metavar="N",
+                       at_least=1, at_most=MAX_BEAM)
+    alpha: float = option(DEFAULT_ALPHA, "--alpha", f"beam search length penalty ((5+len)/6)^alpha "
+                          f"(default {DEFAULT_ALPHA})", at_least=0.0, at_most=MAX_ALPHA)
+    stop: str = option("current", "--early-stop", "when beam search stops a sentence: 'current' (default) once "
+                       "no beam scored at the current length beats its best finished translation; 'bound' once "
+                       "none can at any allowed length (exact; slower, slightly better BLEU)", choices=STOP_RULES)
+    brevity: float = option(DEFAULT_BREVITY, "--brevity", f"penalty on ending a translation shorter than the "
+                            f"training data's length ratio expects: -W * (expected - length)^2 / expected on <eos> "
+                            f"(default {DEFAULT_BREVITY}; 0 = off)", metavar="W", at_least=0.0)
+    placeholders: str = option("exact", "--placeholders", "'exact' (default): every placeholder piece of a "
+                               "source (%%s, {0}, ...) comes out exactly as often as it went in; 'free': no "
+                               "constraint", choices=PLACEHOLDER_RULES)
+    max_extra: int = option(50, "--max-extra", "stop at source length + N tokens (default 50, as in the paper)",
+                            metavar="N", at_least=0, at_most=MAX_NEW_TOKENS)
+    # A fixed token budget instead of max_extra, and <eos> forbidden before min_length tokens (benchmarks).
+    max_new: int | None = option(None, at_least=1, at_most=MAX_NEW_TOKENS)
+    min_length: int = option(0, at_least=0, at_most=MAX_NEW_TOKENS)
+    split: bool = option(True, "--whole", "translate an input of more than 25 words in one pass (default: "
+                         "sentence by sentence, as the training data were cut)", inverted=True, action="store_true")
+    batch_size: int = option(32, "--batch-size", "sentences per batch (default 32)", metavar="N", at_least=1,
+                             at_most=MAX_BATCH_SIZE)
     use_cache: bool = True  # False: the whole prefix again every step (tests prove the cache changes nothing)
     with_scores: bool = True  # greedy: also sum the log-probabilities (a pass over the vocabulary per step)
-    compile: str = field(default="auto", metadata=cli(
-        "--compile", "compile the decoder's one-token step with torch.compile: 'on', or 'off'; 'auto' "
-        "(default) runs it eagerly (compiling did not pay on the CPU: BENCHMARKS.md)", choices=COMPILE_CHOICES))
-
-    def check(self) -> DecodingOptions:
-        """Raise a one-line UserError for a value out of range; return self."""
-        if self.beam < 1:
-            raise UserError(f"--beam must be at least 1, not {self.beam}")
-        for name in ("alpha", "brevity"):
-            if not math.isfinite(getattr(self, name)):
-                raise UserError(f"--{name} must be a finite number, not {getattr(self, name)}")
-        if self.brevity < 0:
-            raise UserError(f"--brevity must be >= 0 (0 = off), not {self.brevity}")
-        if self.stop not in STOP_RULES:
-            raise UserError(f"unknown early-stopping rule {self.stop!r}: choose one of {', '.join(STOP_RULES)}")
-        if self.placeholders not in ("exact", "free"):
-            raise UserError(f"--placeholders must be 'exact' or 'free', not {self.placeholders!r}")
-        if self.max_extra < 0:
-            raise UserError(f"--max-extra must be >= 0, not {self.max_extra}")
-        if self.max_new is not None and self.max_new < 1:
-            raise UserError(f"max_new must be at least 1, not {self.max_new}")
-        if self.min_length < 0:
-            raise UserError(f"min_length must be >= 0, not {self.min_length}")
-        if self.batch_size < 1:
-            raise UserError(f"--batch-size must be at least 1, not {self.batch_size}")
-        if self.compile not in COMPILE_CHOICES:
-            raise UserError(f"--compile must be one of {', '.join(COMPILE_CHOICES)}, not {self.compile!r}")
-        return self
-
-    def but(self, **changes) -> DecodingOptions:
-        """A copy with `changes` applied (checked)."""
-        return replace(self, **changes).check()
+    compile: str = option("auto", "--compile", "compile the decoder's one-token step with torch.compile: 'on', "
+                          "or 'off'; 'auto' (default) runs it eagerly (compiling did not pay on the CPU: "
+                          "BENCHMARKS.md)", choices=COMPILE_CHOICES)
 
     def describe(self) -> str:
         """One line for a report: the search and the rules that shape its output."""
         search = "greedy" if self.beam == 1 else f"beam {self.beam}, alpha {self.alpha}, early stop {self.stop}"
         whole = ", long inputs whole" if not self.split else ""
         return f"{search}, brevity {self.brevity}, placeholders {self.placeholders}{whole}"
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
-        """Add the flag of every field that has one (or of the fields named in `only`)."""
-        for item in fields(cls):
-            spec = dict(item.metadata)
-            if not spec or (only is not None and item.name not in only):
-                continue
-            flag, _ = spec.pop("flag"), spec.pop("inverted")
-            if spec.get("action") is None:
-                spec.setdefault("type", type(item.default))
-                spec.setdefault("default", item.default)
-            parser.add_argument(flag, **spec)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace, **overrides) -> DecodingOptions:
-        """The options the command line chose (fields without a flag keep their defaults), checked."""
-        chosen = {}
-        for item in fields(cls):
-            if item.metadata and hasattr(args, dest(item.metadata["flag"])):
-                value = getattr(args, dest(item.metadata["flag"]))
-                chosen[item.name] = not value if item.metadata["inverted"] else value
-        return cls(**{**chosen, **overrides}).check()
 
 
 @dataclass(frozen=True)

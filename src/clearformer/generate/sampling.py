@@ -17,28 +17,28 @@ from dataclasses import dataclass
 import torch
 
 from clearformer.errors import UserError
+from clearformer.limits import MAX_SEED, MAX_TEMPERATURE, MIN_TEMPERATURE
+from clearformer.options import Options, option
 from clearformer.record import trace
 
 
 @dataclass
-class SamplingSettings:
-    """temperature > 0; top_k = 0 keeps every token; top_p in (0, 1], 1 keeps every token;
-    greedy = always the most probable token (temperature, top-k and top-p are then ignored)."""
+class SamplingOptions(Options):
+    """How a language model picks its next token: the same mechanism as DecodingOptions
+    (clearformer/options.py: flags, ranges and messages from the fields).
 
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    greedy: bool = False
-    seed: int | None = None
+    temperature > 0; top_k = 0 keeps every token; top_p in (0, 1], 1 keeps every token; greedy = always
+    the most probable token (temperature, top-k and top-p are then ignored); seed: None = a fresh one."""
 
-    def check(self) -> None:
-        """Raise a one-line UserError for settings that cannot describe a distribution."""
-        if not self.temperature > 0:
-            raise UserError(f"temperature must be > 0, not {self.temperature} (use --greedy for argmax)")
-        if self.top_k < 0:
-            raise UserError(f"top-k must be >= 0 (0 = off), not {self.top_k}")
-        if not 0.0 < self.top_p <= 1.0:
-            raise UserError(f"top-p must be in (0, 1], not {self.top_p}")
+    temperature: float = option(1.0, "--temperature", "softmax(logits / T): lower is sharper (default %(default)s)",
+                                at_least=MIN_TEMPERATURE, at_most=MAX_TEMPERATURE,
+                                hint=" (use --greedy for the most probable token)")
+    top_k: int = option(0, "--top-k", "keep the k most probable tokens (0 = off; default %(default)s)", at_least=0)
+    top_p: float = option(1.0, "--top-p", "nucleus: keep tokens up to this mass (1 = off; default %(default)s)",
+                          above=0.0, at_most=1.0)
+    greedy: bool = option(False, "--greedy", "always the most probable token", action="store_true")
+    seed: int | None = option(None, "--seed", "random seed (default %(default)s)", metavar="N", at_least=0,
+                              at_most=MAX_SEED)
 
 
 def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
@@ -60,7 +60,7 @@ def filter_logits(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> t
     return logits
 
 
-def next_token_distribution(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
+def next_token_distribution(logits: torch.Tensor, settings: SamplingOptions) -> torch.Tensor:
     """logits (batch, vocab) -> the probabilities the next token is drawn from, (batch, vocab)."""
     if settings.greedy:
         return torch.nn.functional.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
@@ -68,7 +68,7 @@ def next_token_distribution(logits: torch.Tensor, settings: SamplingSettings) ->
     return torch.softmax(filtered, dim=-1)
 
 
-def sample_next(logits: torch.Tensor, settings: SamplingSettings,
+def sample_next(logits: torch.Tensor, settings: SamplingOptions,
                 generator: torch.Generator | None = None) -> torch.Tensor:
     """logits (batch, vocab) -> next token ids (batch,)."""
     if settings.greedy:
@@ -78,7 +78,7 @@ def sample_next(logits: torch.Tensor, settings: SamplingSettings,
 
 
 @torch.no_grad()
-def generate(model, prompt_ids: list[int], max_new_tokens: int, settings: SamplingSettings,
+def generate(model, prompt_ids: list[int], max_new_tokens: int, settings: SamplingOptions,
              stop_id: int | None = None) -> list[int]:
     """Continue `prompt_ids` by up to `max_new_tokens` tokens, never past the model's context.
 

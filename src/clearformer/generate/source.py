@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from clearformer.errors import UserError
-from clearformer.limits import MAX_SENTENCE_CHARS
+from clearformer.limits import MAX_SENTENCE_CHARS, has_surrogates, shorten
 from clearformer.tokenize import encode_source
-from clearformer.validation import has_surrogates, shorten
 
 
 def check_source(tokenizer, text: str, max_len: int, where: str | None = None,

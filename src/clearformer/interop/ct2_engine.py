@@ -22,12 +22,18 @@ What is the same as the PyTorch path, and what is not:
   second. Measured on the trained toy translator (docs/ctranslate2.md, "Length penalty"), beta = 0 gives
   clearformer's beam-4 translations at alpha 0.6, 1 and 2 for all but one test sentence, and every
   beta > 0 tried (0.5 to 2, and alpha * L / (5 + L), the beta with GNMT's slope in log-length at the
-  source length L) changes several more, for the worse. So the engine runs beta = 0 whatever --alpha
-  says (alpha = 0 is exact: the tests hold the two engines token-identical there).
+  source length L) changes several more, for the worse. So the engine runs beta = 0, which is
+  clearformer's alpha = 0 exactly (the tests hold the two engines token-identical there; without a
+  length penalty a score only falls as a hypothesis grows, so both stop rules are the same rule).
 * Not in CTranslate2: the brevity penalty (`generate/brevity.py`) and the placeholder constraint,
   which masks logits step by step. For placeholders the engine asks for the n best hypotheses (n =
   the beam; greedy sentences that lose a placeholder are decoded again with beam 4) and keeps the best
   one whose placeholder pieces are exactly the source's (docs/ctranslate2.md measures it).
+
+The engine takes the DecodingOptions object and refuses, by name and in one line, a choice it cannot
+honour (`check_options`): --alpha other than 0 with a beam, --brevity other than 0, min_length, and
+--compile on (which compiles clearformer's own decoder). The commands decode with the engine's own
+alpha 0 and brevity 0 unless the user gave them (`with_engine_defaults`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.generate.options import DecodingOptions
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.hf import require
 from clearformer.interop.marian import check_exportable, export_marian
@@ -53,7 +60,33 @@ from clearformer.store.checkpoint import WEIGHTS_FILE
 QUANTIZE = ("none", "int8")
 STAMP = "clearformer-export.json"
 RETRY_BEAM = 4  # greedy sentences that lost a placeholder are decoded again with this beam
-LENGTH_PENALTY = 0.0  # CTranslate2's beta, for every --alpha (module docstring: the closest measured)
+LENGTH_PENALTY = 0.0  # CTranslate2's beta: clearformer's alpha = 0 (module docstring: the closest measured)
+# What the engine decodes by where the user chose nothing: the only alpha and brevity it honours.
+ENGINE_DEFAULTS = {"alpha": 0.0, "brevity": 0.0}
+
+
+def with_engine_defaults(options: DecodingOptions, given: set[str] | frozenset[str] = frozenset()) -> DecodingOptions:
+    """`options` with the engine's alpha and brevity (ENGINE_DEFAULTS) for the fields not in `given`
+    (the ones the user chose: those are kept, and `check_options` refuses them if the engine cannot)."""
+    return options.but(**{name: value for name, value in ENGINE_DEFAULTS.items() if name not in given})
+
+
+def check_options(options: DecodingOptions) -> DecodingOptions:
+    """`options`, checked, or a one-line UserError naming the first choice CTranslate2 cannot honour."""
+    options.check()
+    if options.beam > 1 and options.alpha != 0:
+        raise UserError(f"--alpha {options.alpha:g}: the CTranslate2 engine has no GNMT length penalty (it "
+                        f"decodes as --alpha 0); give --alpha 0, or --engine pytorch")
+    if options.brevity != 0:
+        raise UserError(f"--brevity {options.brevity:g}: the CTranslate2 engine has no brevity penalty; give "
+                        f"--brevity 0, or --engine pytorch")
+    if options.min_length:
+        raise UserError(f"min_length {options.min_length}: the CTranslate2 engine does not take it; use the "
+                        f"PyTorch engine")
+    if options.compile == "on":
+        raise UserError("--compile on: compiles clearformer's own decoder, which the CTranslate2 engine does "
+                        "not run; leave it at auto, or --engine pytorch")
+    return options
 
 
 def export_folder(run: Path, quantize: str) -> Path:
@@ -165,11 +198,13 @@ class CTranslate2Engine:
         self.max_len = max_len
         self.placeholder_ids = frozenset(getattr(tokenizer, "placeholder_ids", ()))
 
-    def translate_ids(self, sources: list[list[int]], beam: int = 1, alpha: float = 0.0, max_extra: int = 50,
-                      batch_size: int = 32, placeholders: bool = True,
+    def translate_ids(self, sources: list[list[int]], options: DecodingOptions | None = None,
                       progress: Callable[[int], None] | None = None) -> list[str]:
         """Like `generate.translate_ids` (an empty source -> ""): one translation per source, in order.
-        `alpha` is accepted for the same call and not used (LENGTH_PENALTY, module docstring)."""
+        options: default DecodingOptions() with the engine's alpha and brevity; a choice the engine cannot
+        honour is a one-line UserError (`check_options`)."""
+        options = check_options(options if options is not None else with_engine_defaults(DecodingOptions()))
+        beam, placeholders, batch_size = options.beam, options.placeholders == "exact", options.batch_size
         outputs = [""] * len(sources)
         groups: dict[int, list[int]] = {}
         for index, ids in enumerate(sources):
@@ -181,8 +216,9 @@ class CTranslate2Engine:
             members = groups[length]
             for start in range(0, len(members), batch_size):
                 chunk = members[start: start + batch_size]
-                decoded = self.decode_group([sources[i] for i in chunk], beam,
-                                            min(length + max_extra, self.max_len), placeholders)
+                limit = options.max_new if options.max_new is not None else length + options.max_extra
+                decoded = self.decode_group([sources[i] for i in chunk], beam, max(1, min(limit, self.max_len)),
+                                            placeholders)
                 for index, ids in zip(chunk, decoded, strict=True):
                     outputs[index] = self.tokenizer.decode(ids)
                 if progress is not None:

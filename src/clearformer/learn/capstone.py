@@ -311,7 +311,7 @@ def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
                               *(["--overwrite"] if job.get("overwrite") else [])])
     options = build_options(args)
     try:
-        setup = prepare(options, resume=False, run_dir=Path(options.run_dir), overwrite=bool(job.get("overwrite")))
+        setup = prepare(options, resume=False, run_dir=Path(options.loop.run_dir), overwrite=bool(job.get("overwrite")))
         learner, error = _model_or_error(module, setup.model, path)
         if error is None:
             problems = load_into_learner(learner, setup.model)   # clearformer's initial weights
@@ -328,7 +328,7 @@ def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
         except BaseException as failure:
             return {"failed": f"{learner_line(failure, path)}: training your model raised {describe(failure)}"}
     finally:
-        lock.release(options.run_dir)
+        lock.release(options.loop.run_dir)
     emit("case", index=2, name="translating 'I love you'")
     learner.eval()
     src = torch.tensor([encode_source(tokenizer, "I love you")])

@@ -375,8 +375,8 @@ print("Q = X W^Q =", Q, "K = X W^K =", K, "V = X W^V =", V, sep="\\n")
                    "4.15, 2.45; weights 0.125, 0.613, 0.262), but rows 1 and 2 are not: the true scores are "
                    "[4.1483, 4.0761, 2.8646] and [2.4467, 2.8646, 1.6323] (the seed prints 3.21, 5.89, 4.12 and "
                    "2.87, 4.76, 3.54), so 'love' attends 0.401 / 0.387 / 0.211, not 0.16 / 0.60 / 0.25. On your "
-                   "sentence below the trained "
-                   "toy model's weights are close to one-hot: dividing by √d_k keeps the scores of *random* "
+                   "sentence below the trained toy model's weights are close to one-hot: dividing by √d_k keeps "
+                   "the scores of *random* "
                    "projections at unit variance, but training then grows W^Q and W^K until the scores span tens "
                    "of units, because sharp weights translate the toy set best; saturation here is learned, not a "
                    "failure of the scaling. The snippet's last lines show the unsaturated case beside it: random "
@@ -489,9 +489,8 @@ print("layer 1 self-attention weights (unmasked, rows sum to 1) =",
                    "on whole sentences cannot cheat. Its cross-attention takes queries from the decoder and keys "
                    "and values from the encoder output: each target word looks at the source words, which learns "
                    "an alignment ('aime' with 'love'). Then the feed-forward; each sublayer with Add & Norm. "
-                   "Data flows "
-                   "in "
-                   "that order: self-attention first, then cross-attention, in every decoder layer. The snippet's "
+                   "Data flows in that order: self-attention first, then cross-attention, in every decoder layer. "
+                   "The snippet's "
                    "model is untrained (random weights): it shows the shapes of both weight matrices, not an "
                    "alignment. The alignment shows on your sentence below, recorded from the trained toy model at the "
                    "last generation step, where every target word's row is in view: each row concentrates on the "
@@ -597,9 +596,7 @@ print("layer 0 weights (head 0) =", recorder.get("decoder.layers.0.self_attentio
                    "The cache costs 2 · n_heads · d_k numbers per token and layer. DeepSeek-V2's Multi-Head Latent "
                    "Attention (MLA) caches one small latent c_KV (d_c numbers) plus a shared RoPE key instead, and "
                    "rebuilds every head's keys and values from it: 28.1% of MHA's cache for lm-small. Below, "
-                   "after your "
-                   ""
-                   "sentence's cache: the latent each of its tokens leaves in an MLA layer.",
+                   "after your sentence's cache: the latent each of its tokens leaves in an MLA layer.",
            snippet='''from clearformer.record import trace
 from clearformer.config import preset, variant_overrides
 from clearformer.explain.examples import INDIA_W_K, INDIA_W_Q, INDIA_W_V, INDIA_X, seed_attention

@@ -25,12 +25,12 @@ from collections.abc import Iterable
 from torch import nn
 
 from clearformer.errors import UserError
+from clearformer.limits import shorten
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.embedding import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from clearformer.model.latent import MultiHeadLatentAttention
 from clearformer.model.layers import AddNorm
 from clearformer.record.trace import Intervention, Interventions
-from clearformer.validation import shorten
 
 # the embedding module of a stack's input -> the stack it feeds (a language model's `embed` feeds its decoder)
 POSITION_OWNERS = {"src_embed": "encoder", "tgt_embed": "decoder", "embed": "decoder"}

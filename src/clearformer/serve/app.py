@@ -32,6 +32,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
 from clearformer.generate.options import DecodingOptions
+from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
 from clearformer.limits import MAX_BODY_BYTES, SERVER_CACHE_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
 from clearformer.serve.claim_results import MEDIA_TYPES as RESULT_TYPES
 from clearformer.serve.claim_results import read_claim_results

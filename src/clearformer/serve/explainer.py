@@ -22,9 +22,14 @@ from clearformer.explain.lm import explain_text
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import check_source
-from clearformer.limits import MAX_ANSWER_BYTES, MAX_BODY_BYTES, MAX_SENTENCE_CHARS, SERVER_LM_NEW_TOKENS
+from clearformer.limits import (
+    MAX_ANSWER_BYTES,
+    MAX_BODY_BYTES,
+    MAX_SENTENCE_CHARS,
+    SERVER_LM_NEW_TOKENS,
+    has_surrogates,
+)
 from clearformer.store.checkpoint import load_model
-from clearformer.validation import has_surrogates
 
 SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'
 FIELDS = ("sentence", "prompt", "example")

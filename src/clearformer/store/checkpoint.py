@@ -1,7 +1,7 @@
 """Checkpoints: a directory of `config.json` + `model.safetensors` + the tokenizer, written atomically.
 
-`load_model` builds the model with `model.build.build_model`; folders written by earlier releases
-load through config_compat.py.
+`load_model` builds the model with `model.build.build_model`. config.json carries the folder's
+`format_version` (config.py: written by every save, checked by every load).
 
 Loading never unpickles anything: weights come from safetensors, everything else from JSON.
 Every way a checkpoint can be wrong (missing, damaged, of another config) raises a `UserError`
@@ -17,12 +17,11 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from clearformer.config import ConfigError
+from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
 from clearformer.store.atomic import atomic_write, atomic_write_text
-from clearformer.store.compat import ConfigFile, read_config_file
 from clearformer.store.safeio import read_json
 from clearformer.tokenize import load_tokenizer
 
@@ -95,28 +94,24 @@ def check_finite_weight(name: str, tensor: torch.Tensor, expected: torch.Tensor,
         raise UserError(f"{path}: {name} holds NaN or infinite values")
 
 
-def read_config(directory: Path) -> ConfigFile:
-    """A checkpoint's config.json (of this release or an earlier one: config_compat.py), or a UserError."""
-    config_path = directory / CONFIG_FILE
+def read_config(directory: Path) -> ModelConfig:
+    """A checkpoint's config.json (of this format: config.FORMAT_VERSION), or a UserError naming it."""
+    config_path = Path(directory) / CONFIG_FILE
     if not config_path.exists():
         raise UserError(f"{config_path}: missing (not a clearformer checkpoint?)")
     try:
-        return read_config_file(config_path)
+        return ModelConfig.load(config_path)
     except ConfigError as error:
         message = str(error)
         raise UserError(message if message.startswith(str(config_path)) else f"{config_path}: {message}") from None
 
 
 def load_config_and_tokenizer(directory: str | Path):
-    """(config, tokenizer) of a checkpoint directory. A folder written before the tokenizer kept
-    source_eos and length_ratio has them in config.json: the tokenizer gets them from there."""
+    """(config, tokenizer) of a checkpoint directory."""
     directory = Path(directory)
     if not directory.is_dir():
         raise UserError(f"{directory}: no such checkpoint directory")
-    found = read_config(directory)
-    tokenizer = load_tokenizer(directory)
-    tokenizer.set_facts(found.tokenizer_facts)
-    return found.config, tokenizer
+    return read_config(directory), load_tokenizer(directory)
 
 
 def load_model(directory: str | Path, device: str | torch.device = "cpu"):

@@ -114,7 +114,9 @@ def read_json(path: str | Path, limit: int = MAX_JSON_FILE_BYTES, missing: str =
     return loads_json(read_bytes(path, limit, missing), str(path))
 
 
-def read_json_object(path: str | Path, limit: int = MAX_JSON_FILE_BYTES, missing: str = "no such file") -> dict:
+def read_json_object(path: str | Path, missing: str = "no such file", *, limit: int = MAX_JSON_FILE_BYTES) -> dict:
+    """The JSON object in the file at `path` (bounded, as `read_json`); "`path`: <missing>" if absent, and a
+    one-line error naming the file for anything that is not a JSON object. The one function of the name."""
     data = read_json(path, limit, missing)
     if not isinstance(data, dict):
         raise UserError(f"{path}: must be a JSON object")

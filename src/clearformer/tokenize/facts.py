@@ -11,8 +11,7 @@ translations run in its tokens. Saved in tokenizer.json by every tokenizer class
                    source token. 0 = not measured (imported models, language models): no rule.
 
 Both are facts about this tokenizer's tokens on the run's data, not about the architecture, and
-the tokenizer is at hand wherever text is encoded or decoded. A tokenizer.json written before
-they lived here gets them from its folder's config.json (config_compat.py).
+the tokenizer is at hand wherever text is encoded or decoded.
 """
 
 from __future__ import annotations

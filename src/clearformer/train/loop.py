@@ -60,6 +60,12 @@ class TrainResult:
     mfu: float | None = None  # of the measured matmul peak
 
 
+# Seconds of sleep after every step: a test-only knob (the kill -9 and SIGTERM tests need a run that is
+# still going when they strike). Not an option, never saved with a run: the hidden `--slow-down` flag of
+# `train` and `lm train` sets it (commands/options.py, add_test_knobs).
+TEST_STEP_DELAY_S = 0.0
+
+
 def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None) -> TrainOptions:
     """The options of the run being resumed (from its newest checkpoint), with a new length if given."""
     checkpoints = state.step_checkpoints(run_dir)
@@ -69,20 +75,20 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
     if saved.get("task", "translate") != "translate":
         raise UserError(f"{run_dir}: a language-model run; continue it with `clearformer lm train --resume --out "
                         f"{run_dir}`")
-    options = TrainOptions.from_dict(saved["options"])
+    options = TrainOptions.from_dict(saved["options"], f"{checkpoints[-1]}/trainer_state.json options")
     if steps is not None:
-        options.steps = steps
+        options.loop.steps = steps
     if minutes is not None:
-        options.minutes = minutes
+        options.loop.minutes = minutes
     return options
 
 
 def train(options: TrainOptions, resume: bool = False, progress: bool = True, overwrite: bool = False) -> TrainResult:
     """Train the translation model (see clearformer.train.lm.train_language_model for the LM)."""
     try:
-        return run_setup(prepare(options, resume, Path(options.run_dir), overwrite), progress)
+        return run_setup(prepare(options, resume, Path(options.loop.run_dir), overwrite), progress)
     finally:
-        lock.release(options.run_dir)  # the run folder's lock (runlock.py), taken by prepare
+        lock.release(options.loop.run_dir)  # the run folder's lock (runlock.py), taken by prepare
 
 
 def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:
@@ -96,7 +102,9 @@ def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:
 class Trainer:
     def __init__(self, setup: RunSetup, progress: bool = True) -> None:
         self.s = setup
-        self.o = setup.options
+        self.options = setup.options
+        self.o = setup.options.loop  # the loop's part, the same class for every task (train/options.py)
+        self.hardware = setup.options.hardware
         self.world = setup.world
         self.model = setup.model
         self.task = setup.task
@@ -116,12 +124,12 @@ class Trainer:
         self.progress = progress and self.world.is_main
         if self.world.is_main and setup.resumed_from is not None:
             self.metrics.truncate_after(self.step)
-        self.autocast_dtype = devices.autocast_dtype(setup.device, self.o.bf16)
+        self.autocast_dtype = devices.autocast_dtype(setup.device, self.hardware.bf16)
         self.autocast = self._autocast_factory()
         if setup.device.type == "cuda":
             # fp32 matrix products (all of them without --bf16) on tensor cores, as TF32.
             torch.set_float32_matmul_precision("high")
-        self.compiled = devices.use_compile(getattr(self.o, "compile", "off"), setup.device)
+        self.compiled = devices.use_compile(self.hardware.compile, setup.device)
         self.forward = compile_forward(TrainingForward(self.network, setup.device.type, self.autocast_dtype),
                                        self.compiled)
         self.interval = self.empty_interval()
@@ -163,10 +171,10 @@ class Trainer:
 
     def meta(self) -> dict:
         return {
-            "preset": self.o.preset, "step": self.step, **self.task.meta(),
+            "preset": self.options.preset, "step": self.step, **self.task.meta(),
             "valid_loss": self.last_valid[0], "valid_bleu": self.last_valid[1],
             "best_step": self.best_step, "parameters": self.model.num_parameters(),
-            "options": self.o.to_dict(),
+            "options": self.options.to_dict(),
         }
 
     # -- one optimizer step -------------------------------------------------------------------
@@ -227,8 +235,8 @@ class Trainer:
                 self.validate(bar)
             if self.step % self.o.save_every == 0:
                 self.save()
-            if self.o.slow_down:
-                time.sleep(self.o.slow_down)
+            if TEST_STEP_DELAY_S:
+                time.sleep(TEST_STEP_DELAY_S)
             reason = self.should_stop()
         bar.close()
         if self.interval["steps"]:
@@ -249,7 +257,7 @@ class Trainer:
         s = self.s
         where = f"resuming from {s.resumed_from}" if s.resumed_from else f"writing to {s.run_dir}"
         processes = f", {self.world.size} processes" if self.world.distributed else ""
-        print(f"clearformer train: preset {self.o.preset}, {self.model.num_parameters():,} parameters, "
+        print(f"clearformer train: preset {self.options.preset}, {self.model.num_parameters():,} parameters, "
               f"{self.task.describe()}; device {s.device}{processes}{self.step_kind()} "
               f"(measured {self.peak_kind}matmul peak {self.peak / 1e9:.1f} GFLOP/s); {where}", flush=True)
         saved_world = s.trainer_state.get("world_size", self.world.size)
@@ -379,7 +387,7 @@ class Trainer:
                 "best_step": self.best_step,
                 "bad_validations": self.bad_validations, "last_valid_loss": self.last_valid[0],
                 "last_valid_bleu": self.last_valid[1], "world_size": self.world.size,
-                "options": self.o.to_dict()}
+                "options": self.options.to_dict()}
             state.save_step_checkpoint(self.s.run_dir, self.step, self.model, self.s.tokenizer, self.meta(),
                                        self.s.optimizer, rng, trainer_state, self.o.keep)
             if self.best_step is None or not self.task.keep_best:  # the newest model is the run's model
@@ -389,7 +397,7 @@ class Trainer:
 
     def plot(self) -> None:
         plot_curves(self.metrics.read(), self.s.run_dir / "curve.png",
-                    f"clearformer {self.o.preset}: loss and learning rate")
+                    f"clearformer {self.options.preset}: loss and learning rate")
 
     def finish(self, reason: str) -> None:
         if not self.world.is_main:

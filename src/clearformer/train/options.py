@@ -1,17 +1,29 @@
-"""Every knob of a training run, with per-preset defaults and range checks.
+"""Every knob of a training run, by concern, with per-preset defaults and range checks.
 
-`TrainOptions` is plain data (saved as JSON in every checkpoint's trainer_state.json), so a
-resumed run uses exactly the options of the run it continues.
+    TrainOptions            a translation run: its parts
+      .model   ModelChoice      preset, arch, tie, overrides (--set)
+      .data    DataOptions      data_dir / tsv / src + tgt, skip_bad
+      .vocabulary Vocabulary    tokenizer, vocab_size, placeholder_pieces, source_eos
+      .recipe  Recipe           batch_tokens, lr_factor, warmup, label_smoothing, dropouts, bleu_sentences
+      .loop    LoopOptions      steps, minutes, patience, run_dir, checkpoints, logging, accum, clip, seed
+      .hardware Hardware        device, bf16, compile
+
+The loop and the hardware are the one trainer's (train/loop.py), shared with the language model's run
+(train/lm.py LMOptions). Every field makes its own flag and checks its own range (clearformer/options.py).
+The options are plain data (saved as JSON in every checkpoint's trainer_state.json), so a resumed run
+uses exactly the options of the run it continues.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import argparse
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from clearformer.config import PRESETS, RNN_FIELDS
 from clearformer.errors import UserError
-from clearformer.store.compat import upgrade_train_options
+from clearformer.limits import MAX_SEED, MAX_VOCAB
+from clearformer.options import Options, option, part
 
 # The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
 # vocabulary, small batches, a short warmup and a fixed number of steps.
@@ -20,146 +32,186 @@ TOY_DEFAULTS = dict(tokenizer="words", batch_tokens=600, warmup=100, lr_factor=1
 # The paper's recipe scaled to a CPU: subwords, 4k-token batches, 4000 warmup steps.
 REAL_DEFAULTS = dict(tokenizer="sentencepiece", batch_tokens=4096, warmup=4000, lr_factor=1.0, steps=None,
                      eval_every=500, save_every=500, patience=10, bleu_sentences=200)
+ARCHITECTURES = ("transformer", "rnn")
+TIES = ("none", "decoder", "all")
+TOKENIZERS = ("words", "sentencepiece")
+COMPILE_CHOICES = ("auto", "on", "off")
 
 
 @dataclass
-class TrainOptions:
-    """What to train, on what, for how long, and how.
+class ModelChoice(Options):
+    """Which model: a preset (config.PRESETS), its architecture, shared embeddings, config overrides.
 
-    model: preset (a name in config.PRESETS), overrides (ModelConfig fields), tie ("none",
-        "decoder", "all": shared embeddings; "all" needs the joint vocabulary), arch ("transformer",
-        or "rnn": the GRU encoder-decoder with attention of model/rnn.py, with the preset's width,
-        depth, dropout and max_len; runs saved before the field existed are Transformers).
-    data: data_dir (train/valid/test.tsv), or tsv / src + tgt (a user corpus; 2% held out for
-        validation), skip_bad (skip malformed lines instead of stopping at the first).
-    tokenizer: "words" or "sentencepiece", vocab_size (subwords only), joint vocabulary always;
-        source_eos: <eos> appended to every source (kept by the tokenizer: tokenize/facts.py);
-        placeholder_pieces: the placeholders frequent in the training sources (`%s`, `{0}`, ...)
-        become single SentencePiece pieces, which decoding copies exactly (generate/constraints.py).
-    recipe: batch_tokens (padded tokens per batch and process), accum (batches per update),
-        lr_factor and warmup (the schedule), label_smoothing, clip (max gradient norm, 0 = off),
-        dropout (residual + embedding dropout; None = the preset's), attention_dropout and ffn_dropout
-        (on attention weights / the feed-forward hidden layer; 0 as in the paper), seed.
-    length: steps and/or minutes (whichever ends first), patience (validations without a better
-        validation loss before stopping, 0 = never stop early).
-    checkpoints: run_dir, save_every (steps), keep (last N step checkpoints kept for averaging).
-    validation: eval_every (steps), bleu_sentences (validation sentences decoded for BLEU, 0 = no BLEU).
-    device: "cpu", "cuda", "cuda:1", "auto"; bf16 autocast; compile ("auto", "on", "off": the
-        training step through torch.compile; auto = on CUDA only, see devices.use_compile).
-    """
+    arch: "transformer", or "rnn": the GRU encoder-decoder with attention of model/rnn.py, with the
+    preset's width, depth, dropout and max_len; tie: "all" needs the joint vocabulary; overrides:
+    ModelConfig fields (`--set FIELD=VALUE`, parsed by the command)."""
 
-    preset: str = "toy-translate"
-    arch: str = "transformer"
+    title: ClassVar[str] = "model"
+    preset: str = option("toy-translate", "--preset", "model size (toy-translate, small, base, big)")
+    arch: str = option("transformer", "--arch", "transformer (default), or rnn: the GRU encoder-decoder with "
+                       "attention the paper replaced (model/rnn.py), with the preset's width, depth and dropout, "
+                       "trained by the same recipe (default --out runs/<preset>-rnn)", choices=ARCHITECTURES)
+    tie: str = option("all", "--tie", "shared embeddings (default all)", choices=TIES)
     overrides: dict = field(default_factory=dict)
-    tie: str = "all"
-    data_dir: str | None = None
-    tsv: str | None = None
-    src: str | None = None
-    tgt: str | None = None
-    skip_bad: bool = False
-    tokenizer: str = "words"
-    vocab_size: int = 8000
-    placeholder_pieces: bool = True
-    source_eos: bool = True
-    batch_tokens: int = 4096
-    accum: int = 1
-    lr_factor: float = 1.0
-    warmup: int = 4000
-    label_smoothing: float = 0.1
-    clip: float = 1.0
-    dropout: float | None = None
-    attention_dropout: float = 0.0
-    ffn_dropout: float = 0.0
-    seed: int = 1
-    steps: int | None = None
-    minutes: float | None = None
-    patience: int = 10
-    run_dir: str = ""
-    save_every: int = 500
-    keep: int = 5
-    eval_every: int = 500
-    bleu_sentences: int = 200
-    log_every: int = 10
-    device: str = "cpu"
-    bf16: bool = False
-    compile: str = "auto"
-    slow_down: float = 0.0  # seconds of sleep per step; only the kill -9 resume test uses it
 
-    def validate(self) -> None:
-        def need(ok: bool, message: str) -> None:
-            if not ok:
-                raise UserError(message)
 
-        need(self.preset in PRESETS, f"unknown preset {self.preset!r}; choose one of: {', '.join(PRESETS)}")
-        need(not PRESETS[self.preset].get("n_encoder_layers", 1) == 0,
-             f"preset {self.preset!r} is a decoder-only language model: train it with `clearformer lm`")
-        need(self.tie in ("none", "decoder", "all"), f"--tie must be none, decoder or all, not {self.tie!r}")
-        need(self.arch in ("transformer", "rnn"), f"--arch must be transformer or rnn, not {self.arch!r}")
-        need("architecture" not in self.overrides, "--set architecture: choose the model with --arch transformer|rnn")
-        if self.arch == "rnn":
-            check_rnn_options(self)
-        need(self.tokenizer in ("words", "sentencepiece"),
-             f"--tokenizer must be words or sentencepiece, not {self.tokenizer!r}")
-        need(self.vocab_size >= 16, f"--vocab-size must be at least 16, not {self.vocab_size}")
-        need(self.batch_tokens >= 8, f"--batch-tokens must be at least 8, not {self.batch_tokens}")
-        need(self.lr_factor > 0, f"--lr-factor must be positive, not {self.lr_factor}")
-        need(self.warmup >= 1, f"--warmup must be at least 1, not {self.warmup}")
-        need(0.0 <= self.label_smoothing < 1.0,
-             f"--label-smoothing must be in [0, 1), not {self.label_smoothing}")
-        need(self.dropout is None or 0.0 <= self.dropout < 1.0,
-             f"--dropout must be in [0, 1), not {self.dropout}")
-        for name in ("attention_dropout", "ffn_dropout"):
-            value = getattr(self, name)
-            need(0.0 <= value < 1.0, f"--{name.replace('_', '-')} must be in [0, 1), not {value}")
-        need(self.compile in ("auto", "on", "off"), f"--compile must be auto, on or off, not {self.compile!r}")
-        need(self.bleu_sentences >= 0, f"--bleu-sentences must be >= 0, not {self.bleu_sentences}")
-        sources = [self.data_dir is not None, self.tsv is not None,
-                   self.src is not None or self.tgt is not None]
-        need(sum(sources) <= 1, "give one corpus: --data DIR, --tsv FILE, or --src FILE --tgt FILE")
-        need((self.src is None) == (self.tgt is None), "--src and --tgt go together")
-        check_loop_options(self)
+@dataclass
+class DataOptions(Options):
+    """The corpus: a folder with train/valid/test.tsv, or the user's files (2% held out for validation)."""
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    title: ClassVar[str] = "data (default: the built-in phrase set for toy presets, data/en-fr-software otherwise)"
+    data_dir: str | None = option(None, "--data", "corpus folder: train/valid/test.tsv", metavar="DIR")
+    tsv: str | None = option(None, "--tsv", "your corpus as source<TAB>target lines (2%% held out)",
+                             metavar="FILE")
+    src: str | None = option(None, "--src", "your source sentences, one a line (with --tgt)", metavar="FILE")
+    tgt: str | None = option(None, "--tgt", "their translations, line by line", metavar="FILE")
+    skip_bad: bool = option(False, "--skip-bad", "skip malformed corpus lines (counted in the log) instead of "
+                            "stopping", action="store_true")
+
+    def check(self) -> DataOptions:
+        super().check()
+        if sum([self.data_dir is not None, self.tsv is not None, self.src is not None or self.tgt is not None]) > 1:
+            raise UserError("give one corpus: --data DIR, --tsv FILE, or --src FILE --tgt FILE")
+        if (self.src is None) != (self.tgt is None):
+            raise UserError("--src and --tgt go together")
+        return self
+
+
+@dataclass
+class Vocabulary(Options):
+    """The tokenizer (joint vocabulary always) and the tokenization facts it keeps (tokenize/facts.py).
+
+    source_eos: <eos> appended to every source; placeholder_pieces: the placeholders frequent in the
+    training sources (`%s`, `{0}`, ...) become single SentencePiece pieces, which decoding copies
+    exactly (generate/constraints.py)."""
+
+    title: ClassVar[str] = "vocabulary"
+    tokenizer: str = option("words", "--tokenizer", "vocabulary kind (joint)", choices=TOKENIZERS)
+    vocab_size: int = option(8000, "--vocab-size", "SentencePiece vocabulary size (default 8000)", at_least=16,
+                             at_most=MAX_VOCAB)
+    placeholder_pieces: bool = option(True, "--placeholder-pieces", "keep frequent placeholders (%%s, {0}, <b>, "
+                                      "...) as single SentencePiece pieces, which decoding then copies exactly "
+                                      "(default on)", action=argparse.BooleanOptionalAction)
+    source_eos: bool = option(True, "--source-eos", "append <eos> to every source sentence (kept by the "
+                              "tokenizer; default on)", action=argparse.BooleanOptionalAction)
+
+
+@dataclass
+class Recipe(Options):
+    """The paper's recipe for translation: token-count batches, the warmup schedule, label smoothing,
+    dropout; and how much validation decodes for BLEU (0 = no BLEU)."""
+
+    title: ClassVar[str] = "recipe"
+    batch_tokens: int = option(4096, "--batch-tokens", "padded tokens per batch (and per process)", at_least=8)
+    lr_factor: float = option(1.0, "--lr-factor", "multiplies the paper's learning-rate schedule", above=0.0)
+    warmup: int = option(4000, "--warmup", "warmup steps of the schedule", at_least=1)
+    label_smoothing: float = option(0.1, "--label-smoothing", "epsilon of label smoothing (default 0.1)",
+                                    at_least=0.0, below=1.0)
+    dropout: float | None = option(None, "--dropout", "residual + embedding dropout (default: the preset's)",
+                                   at_least=0.0, below=1.0)
+    attention_dropout: float = option(0.0, "--attention-dropout", "dropout on attention weights (default 0)",
+                                      at_least=0.0, below=1.0)
+    ffn_dropout: float = option(0.0, "--ffn-dropout", "dropout in the feed-forward layer (default 0)",
+                                at_least=0.0, below=1.0)
+    bleu_sentences: int = option(200, "--bleu-sentences", "validation sentences decoded for BLEU (0 = none)",
+                                 metavar="N", at_least=0)
+
+
+@dataclass
+class LoopOptions(Options):
+    """The one trainer's loop (train/loop.py), for translation and the language model alike.
+
+    Length: steps and/or minutes (whichever ends first), patience (validations without a better
+    validation loss before stopping, 0 = never early). Checkpoints: run_dir, save_every (steps), keep
+    (last N step checkpoints kept for averaging). eval_every, log_every (metrics.csv rows); accum
+    (batches per optimizer step), clip (max gradient norm, 0 = off), seed."""
+
+    title: ClassVar[str] = "the training loop: how long, checkpoints, logging"
+    steps: int | None = option(None, "--steps", "stop after N optimizer steps", metavar="N", at_least=1)
+    minutes: float | None = option(None, "--minutes", "stop after N minutes of training (validation and "
+                                   "checkpoints not counted; whichever of --steps/--minutes comes first)",
+                                   above=0.0)
+    patience: int = option(10, "--patience", "stop after N validations without progress (0: never)",
+                           metavar="N", at_least=0)
+    eval_every: int = option(500, "--eval-every", "validation every N steps", metavar="N", at_least=1)
+    run_dir: str = option("", "--out", "run directory (default: runs/<preset>)", metavar="DIR")
+    save_every: int = option(500, "--save-every", "write a resumable checkpoint every N steps", metavar="N",
+                             at_least=1)
+    keep: int = option(5, "--keep", "step checkpoints kept for `clearformer average`", metavar="N", at_least=1)
+    log_every: int = option(10, "--log-every", "a metrics.csv row every N steps", metavar="N", at_least=1)
+    accum: int = option(1, "--accum", "batches accumulated per optimizer step (and per process)", at_least=1)
+    clip: float = option(1.0, "--clip", "max gradient norm (0 = no clipping; default 1)", at_least=0.0)
+    seed: int = option(1, "--seed", "random seed", metavar="N", at_least=0, at_most=MAX_SEED)
+
+    def check(self) -> LoopOptions:
+        super().check()
+        if self.steps is None and self.minutes is None and self.patience == 0:
+            raise UserError("say how long to train: --steps N, --minutes N or --patience N (early stopping)")
+        return self
+
+
+@dataclass
+class Hardware(Options):
+    """Where the run computes: device ("cpu", "cuda", "cuda:1", "auto"), bf16 autocast, and compile
+    ("auto", "on", "off": the training step through torch.compile; auto = on CUDA only, devices.use_compile)."""
+
+    title: ClassVar[str] = "hardware"
+    device: str = option("cpu", "--device", "cpu, cuda, cuda:N or auto (default cpu)")
+    bf16: bool = option(False, "--bf16", "bfloat16 autocast", action="store_true")
+    compile: str = option("auto", "--compile", "compile the training step with torch.compile (default auto: on "
+                          "CUDA only; falls back to eager with a warning if compiling fails)", choices=COMPILE_CHOICES)
+
+
+@dataclass
+class TrainOptions(Options):
+    """What to train, on what, for how long, and how: one part per concern (the module docstring)."""
+
+    model: ModelChoice = part(ModelChoice)
+    data: DataOptions = part(DataOptions)
+    vocabulary: Vocabulary = part(Vocabulary)
+    recipe: Recipe = part(Recipe)
+    loop: LoopOptions = part(LoopOptions)
+    hardware: Hardware = part(Hardware)
 
     @classmethod
-    def from_dict(cls, data: dict) -> TrainOptions:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in upgrade_train_options(data).items() if k in known})
+    def for_preset(cls, preset: str = "toy-translate", **values) -> TrainOptions:
+        """The options `clearformer train --preset PRESET` starts from (the preset's recipe, `preset_defaults`),
+        with flat field `values` over them (not checked: `train` checks)."""
+        return cls.from_values(**{**preset_defaults(preset), "preset": preset, **values})
+
+    @property
+    def preset(self) -> str:
+        """The model preset (what the trainer's log and meta.json name the run by)."""
+        return self.model.preset
+
+    def check(self) -> TrainOptions:
+        """Every part's ranges, then what relates the model to the rest; return self."""
+        model = self.model
+        if model.preset not in PRESETS:
+            raise UserError(f"unknown preset {model.preset!r}; choose one of: {', '.join(PRESETS)}")
+        if PRESETS[model.preset].get("n_encoder_layers", 1) == 0:
+            raise UserError(f"preset {model.preset!r} is a decoder-only language model: train it with "
+                            f"`clearformer lm`")
+        super().check()
+        if "architecture" in model.overrides:
+            raise UserError("--set architecture: choose the model with --arch transformer|rnn")
+        if model.arch == "rnn":
+            check_rnn_options(self)
+        return self
 
 
 def check_rnn_options(o: TrainOptions) -> None:
     """--arch rnn: a one-line error for an option the GRU baseline has nothing to apply to."""
-    foreign = [name for name in o.overrides if name not in RNN_FIELDS]
+    foreign = [name for name in o.model.overrides if name not in RNN_FIELDS]
     if foreign:
         raise UserError(f"--set {foreign[0]}: does not apply to --arch rnn (the GRU encoder-decoder has no heads, "
                         f"feed-forward layers, positions or norms; it reads "
                         f"{', '.join(n for n in RNN_FIELDS if n != 'architecture')})")
     for name in ("attention_dropout", "ffn_dropout"):
-        if getattr(o, name):
+        if getattr(o.recipe, name):
             raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch rnn "
                             f"(the GRU baseline has no {'attention-weight' if name[0] == 'a' else 'feed-forward'} "
                             f"dropout; --dropout sets its embedding and layer dropout)")
-
-
-def check_loop_options(o) -> None:
-    """The checks of the options every task's run has (TrainOptions, lm.training.LMOptions): one-line errors."""
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise UserError(message)
-
-    need(o.steps is None or o.steps >= 1, f"--steps must be at least 1, not {o.steps}")
-    need(o.minutes is None or o.minutes > 0, f"--minutes must be positive, not {o.minutes}")
-    need(o.patience >= 0, f"--patience must be >= 0, not {o.patience}")
-    need(o.save_every >= 1, f"--save-every must be at least 1, not {o.save_every}")
-    need(o.keep >= 1, f"--keep must be at least 1, not {o.keep}")
-    need(o.eval_every >= 1, f"--eval-every must be at least 1, not {o.eval_every}")
-    need(o.log_every >= 1, f"--log-every must be at least 1, not {o.log_every}")
-    need(o.accum >= 1, f"--accum must be at least 1, not {o.accum}")
-    need(o.clip >= 0, f"--clip must be >= 0 (0 = no clipping), not {o.clip}")
-    need(o.slow_down >= 0, "--slow-down must be >= 0")
-    need(o.steps is not None or o.minutes is not None or o.patience > 0,
-         "say how long to train: --steps N, --minutes N or --patience N (early stopping)")
 
 
 def is_toy(preset: str) -> bool:

@@ -16,15 +16,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.store import lock
 
-# Everything a training run (translation or LM) writes into its folder.
-RUN_FILES = ("checkpoints", "model.safetensors", "config.json", "meta.json", "tokenizer.json", "tokenizer.model",
-             "metrics.csv", "curve.png", "summary.json", "train_state.json", "train_state.safetensors")
 # The files whose presence means "a run lives here".
 RUN_MARKERS = ("model.safetensors", "checkpoints", "metrics.csv", "train_state.json")
 
@@ -33,9 +29,6 @@ STEP_TEMPORARY = re.compile(r"^\.(?:tmp|old)-step-\d{8}-(\d+)$")  # train/state.
 WRITTEN_NAMES = sorted(lock.RUN_ENTRIES | {"optimizer.safetensors", "trainer_state.json"})
 ATOMIC_TEMPORARY = re.compile(r"^\.(?:" + "|".join(re.escape(n) for n in WRITTEN_NAMES) + r"|hypotheses\.\w+\.txt)"
                               r"\.(\d+)-[a-z0-9_]{8}$")
-LEGACY_ATOMIC = re.compile(r"^\.(?:" + "|".join(re.escape(n) for n in RUN_FILES) + r"|optimizer\.safetensors)"
-                           r"\.[A-Za-z0-9_]{8}$")  # before temporaries carried their PID
-LEGACY_AGE_S = 600  # a PID-less temporary this old belongs to no live write
 
 
 def holds_run(run_dir: Path) -> bool:
@@ -84,12 +77,11 @@ def remove_stale_temporaries(run_dir: Path) -> list[Path]:
     if checkpoints.is_dir():
         folders += [p for p in checkpoints.iterdir() if p.is_dir() and not p.name.startswith(".")]
     removed = []
-    now = time.time()
     for folder in folders:
         if not folder.is_dir():
             continue
         for path in folder.iterdir():
-            if _stale(path, folder == checkpoints, now):
+            if _stale(path, folder == checkpoints):
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path, ignore_errors=True)
                 else:
@@ -98,7 +90,7 @@ def remove_stale_temporaries(run_dir: Path) -> list[Path]:
     return removed
 
 
-def _stale(path: Path, in_checkpoints: bool, now: float) -> bool:
+def _stale(path: Path, in_checkpoints: bool) -> bool:
     name = path.name
     if in_checkpoints and (match := STEP_TEMPORARY.match(name)):
         return path.is_dir() and not process_alive(int(match.group(1)))
@@ -106,9 +98,4 @@ def _stale(path: Path, in_checkpoints: bool, now: float) -> bool:
         return False
     if match := ATOMIC_TEMPORARY.match(name):
         return not process_alive(int(match.group(1)))
-    if LEGACY_ATOMIC.match(name):
-        try:
-            return now - path.stat().st_mtime > LEGACY_AGE_S
-        except OSError:
-            return False
     return False

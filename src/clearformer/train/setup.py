@@ -58,22 +58,21 @@ class RunSetup:
     trainer_state: dict = field(default_factory=dict)
 
 
-def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False, legacy: bool = False) -> RunStart:
-    """Device, processes, the run folder (claimed, see train/rundir.py) and the checkpoint to resume
-    (legacy: the caller reads an older format itself)."""
+def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False) -> RunStart:
+    """Device, processes, the run folder (claimed, see train/rundir.py) and the checkpoint to resume."""
     # Under torchrun each process takes the GPU of its LOCAL_RANK (when --device names none).
-    device = resolve_device(options.device, int(os.environ.get("LOCAL_RANK", "0")))
+    device = resolve_device(options.hardware.device, int(os.environ.get("LOCAL_RANK", "0")))
     if int(os.environ.get("RANK", "0")) == 0:  # one process owns the folder (before the others wait for it)
         rundir.claim(run_dir, resume, overwrite)
     world = distributed.setup(device)
     start = RunStart(device, world, Path(run_dir))
-    if resume and not legacy:
+    if resume:
         checkpoints = state.step_checkpoints(run_dir)
         if not checkpoints:
             raise UserError(f"{Path(run_dir) / 'checkpoints'}: no checkpoint to resume from")
         start.resumed_from = checkpoints[-1]
         start.weights, start.extra, start.trainer_state = state.load_step_checkpoint(start.resumed_from)
-    torch.manual_seed(options.seed + world.rank)
+    torch.manual_seed(options.loop.seed + world.rank)
     return start
 
 
@@ -93,7 +92,7 @@ def finish_setup(start: RunStart, options, tokenizer, model, task) -> RunSetup:
 
 
 def restored_model(start: RunStart):
-    """The tokenizer and model of the checkpoint being resumed (of any release: config_compat.py)."""
+    """The tokenizer and model of the checkpoint being resumed."""
     config, tokenizer = load_config_and_tokenizer(start.resumed_from)
     check_model_size(config, str(start.resumed_from / "config.json"))
     model = build_model(config)
@@ -104,15 +103,16 @@ def restored_model(start: RunStart):
 def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelConfig:
     """The preset's config with the run's overrides; for --arch rnn only the fields the GRU reads
     (config.RNN_FIELDS: the preset's width, depth, dropout and max_len), the rest left at their defaults."""
-    fields = dict(options.overrides)
-    if options.dropout is not None:
-        fields["dropout"] = options.dropout
-    sizes = dict(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, tie_embeddings=options.tie, pad_id=pad_id)
+    choice = options.model
+    fields = dict(choice.overrides)
+    if options.recipe.dropout is not None:
+        fields["dropout"] = options.recipe.dropout
+    sizes = dict(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, tie_embeddings=choice.tie, pad_id=pad_id)
     try:
-        if options.arch == "rnn":
-            rnn = {name: value for name, value in preset(options.preset).to_dict().items() if name in RNN_FIELDS}
+        if choice.arch == "rnn":
+            rnn = {name: value for name, value in preset(choice.preset).to_dict().items() if name in RNN_FIELDS}
             return ModelConfig(**{**rnn, **sizes, **fields, "architecture": "rnn"})
-        return preset(options.preset, **sizes, **fields)
+        return preset(choice.preset, **sizes, **fields)
     except TypeError as error:
         raise UserError(f"--set: {error}") from None
     except ConfigError as error:
@@ -121,19 +121,19 @@ def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelCo
 
 def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool = False) -> RunSetup:
     """Build (or restore) a translation run; raises UserError for anything the user can fix."""
-    options.validate()
+    options.check()
     start = open_run(options, resume, run_dir, overwrite)
-    splits, source, data_record = corpus.load_splits(options)
+    splits, source, data_record = corpus.load_splits(options.data, options.model.preset)
     if resume:
         tokenizer, model = restored_model(start)
     else:
-        tokenizer = corpus.build_tokenizer(options, splits["train"])
+        tokenizer = corpus.build_tokenizer(options.vocabulary, splits["train"], options.loop.seed)
         config = model_config(options, len(tokenizer), tokenizer.pad_id)
         check_model_size(config, "the model config (--preset, --set)")  # before allocating (clearformer.limits)
         model = build_model(config)
-    place_dropout(model, options.attention_dropout, options.ffn_dropout)
+    place_dropout(model, options.recipe.attention_dropout, options.recipe.ffn_dropout)
     model.to(start.device).train()
-    limit = min(model.config.max_len, options.batch_tokens)
+    limit = min(model.config.max_len, options.recipe.batch_tokens)
     train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)
     valid_pairs = splits["valid"]
     valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs), limit)

@@ -23,7 +23,7 @@ import torch
 
 from clearformer.errors import UserError
 from clearformer.store.atomic import atomic_write_text
-from clearformer.store.checkpoint import atomic_save_tensors, read_weights, save_model
+from clearformer.store.checkpoint import atomic_save_tensors, read_config, read_weights, save_model
 from clearformer.store.safeio import read_json
 
 STEP_DIR = re.compile(r"^step-(\d{8})$")
@@ -122,6 +122,7 @@ def _fsync_dir(folder: Path) -> None:
 def load_step_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict]:
     """(model weights, optimizer + RNG tensors, trainer state) of a step checkpoint; UserError if damaged."""
     path = Path(path)
+    read_config(path)  # a folder of another format is refused first, naming its format_version
     weights = read_weights(path / "model.safetensors")
     extra = read_weights(path / OPTIMIZER_FILE)
     state_path = path / STATE_FILE

@@ -77,13 +77,13 @@ class TranslationTask:
 
     def __init__(self, options, tokenizer, config, train, valid, valid_pairs, source: str, data_record: dict,
                  dropped: int = 0) -> None:
-        self.o = options
+        self.o = options.recipe
         self.config = config
         self.tokenizer = tokenizer
         self.train, self.valid, self.valid_pairs = train, valid, valid_pairs
         self.source, self.data_record, self.dropped = source, data_record, dropped
-        self.stream = BatchStream(train, options.batch_tokens, options.seed, tokenizer.pad_id, tokenizer.bos_id,
-                                  tokenizer.eos_id)
+        self.stream = BatchStream(train, options.recipe.batch_tokens, options.loop.seed, tokenizer.pad_id,
+                                  tokenizer.bos_id, tokenizer.eos_id)
 
     @property
     def can_validate(self) -> bool:

@@ -297,7 +297,7 @@ print("X = E[ids] + PE =", X, sep="\\n")
                    "Q = X·W^Q, K = X·W^K, V = X·W^V, with W of shape (d_model x d_k) learned in training and shared "
                    "by all tokens of a layer and head. Seed 001's 'India is great' with its given 4 x 4 weights "
                    "gives Q[India] = [0.95, 0.27, 0.53, 0.89] (the seed's printout is right).",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.explain.examples import INDIA_W_K, INDIA_W_Q, INDIA_W_V, INDIA_X, seed_attention
 
 X = torch.tensor([INDIA_X], dtype=torch.float64)      # seed 001: (batch 1, 3 tokens, d_model 4)
@@ -315,7 +315,7 @@ print("Q = X W^Q =", Q, "K = X W^K =", K, "V = X W^V =", V, sep="\\n")
                    "4.15, 2.45; weights 0.125, 0.613, 0.262), but rows 1 and 2 are not: the true scores are "
                    "[4.1483, 4.0761, 2.8646] and [2.4467, 2.8646, 1.6323] (the seed prints 3.21, 5.89, 4.12 and "
                    "2.87, 4.76, 3.54), so 'love' attends 0.401 / 0.387 / 0.211, not 0.16 / 0.60 / 0.25.",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.explain.examples import (I_LOVE_YOU_EMBEDDINGS, I_LOVE_YOU_W_K, I_LOVE_YOU_W_Q,
                                           I_LOVE_YOU_W_V, seed_attention, seed_embedding)
 
@@ -375,7 +375,7 @@ print("MultiHead = Concat · W^O =", output, sep="\\n")
                    "(the population variance, dividing by d_model), then scales by γ and shifts by β. The "
                    "feed-forward network FFN(x) = max(0, x·W_1 + b_1)·W_2 + b_2 works on each position alone, "
                    "widening to d_ff (2048 in the paper, 4 x d_model) and back.",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.config import ModelConfig
 from clearformer.explain.examples import INDIA_X
 from clearformer.model.transformer import Transformer
@@ -397,7 +397,7 @@ print("FFN hidden (ReLU) =", recorder.get("encoder.layers.0.feed_forward.hidden"
                    "other word, before and after it, so all positions are computed in parallel (an RNN must wait "
                    "for the previous word). Its output, the memory, has one context-aware d_model vector per source "
                    "token; every decoder layer attends to it.",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.config import ModelConfig
 from clearformer.model.transformer import Transformer
 
@@ -418,7 +418,7 @@ print("layer 1 self-attention weights (unmasked, rows sum to 1) =",
                    "on whole sentences cannot cheat. Its cross-attention takes queries from the decoder and keys "
                    "and values from the encoder output: each target word looks at the source words, which learns "
                    "an alignment ('aime' with 'love'). Then the feed-forward; each sublayer with Add & Norm.",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.config import ModelConfig
 from clearformer.model.transformer import Transformer
 
@@ -487,7 +487,7 @@ for n in (1, 2, 5, 10):
                    "Seed 004 walks 'life is short eat dessert first' through the mask; its final matrix is "
                    "illustrative, not computed: softmax of its masked row 'is' [0.2, 0.6] is [0.401, 0.599], not "
                    "[0.3, 0.7].",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.config import preset
 from clearformer.model.attention import causal_mask, masked_softmax
 from clearformer.model.lm import LanguageModel
@@ -509,7 +509,7 @@ print("layer 0 weights (head 0) =", recorder.get("decoder.layers.0.self_attentio
                    "The cache costs 2 · n_heads · d_k numbers per token and layer. DeepSeek-V2's Multi-Head Latent "
                    "Attention (MLA) caches one small latent c_KV (d_c numbers) plus a shared RoPE key instead, and "
                    "rebuilds every head's keys and values from it: 28.1% of MHA's cache for lm-small.",
-           snippet='''from clearformer import trace
+           snippet='''from clearformer.record import trace
 from clearformer.config import preset, variant_overrides
 from clearformer.explain.examples import INDIA_W_K, INDIA_W_Q, INDIA_W_V, INDIA_X, seed_attention
 from clearformer.model.attention import causal_mask, explicit_attention

@@ -7,6 +7,7 @@
     clearformer learn exercise NAME           write NAME's starter file into the current folder
     clearformer learn check NAME FILE         check your function: 0 all cases match, 1 one does not, 2 unusable
     clearformer learn --notebooks DIR         write one Jupyter notebook per lesson into DIR
+    clearformer learn --vocab                 the words the toy model knows (others become <unk>)
 
 Exit 2 for unusable input (no such lesson or exercise, an answer that is not a number or a choice).
 """
@@ -24,7 +25,7 @@ from clearformer.learn.lessons import LESSONS, lesson
 from clearformer.learn.present import lesson_list, lesson_text
 from clearformer.learn.questions import Question, is_right
 from clearformer.learn.snippets import run_snippet
-from clearformer.learn.toy import DEFAULT_SENTENCE, record_sentence
+from clearformer.learn.toy import DEFAULT_SENTENCE, known_words, load_toy_model, record_sentence
 
 
 def register(subparsers) -> None:
@@ -41,6 +42,8 @@ def register(subparsers) -> None:
     parser.add_argument("--answer", help="answer the lesson's question without a prompt (exit 0 right, 1 wrong)")
     parser.add_argument("--notebooks", metavar="DIR", help="write one notebook per lesson into DIR")
     parser.add_argument("--overwrite", action="store_true", help="with --notebooks: replace existing notebooks")
+    parser.add_argument("--vocab", action="store_true",
+                        help="list the words the toy model (or --checkpoint) knows; others become <unk>")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="check: seconds your function may take over all cases (default 60)")
     options.add_checkpoint(parser)
@@ -57,12 +60,27 @@ def run(args) -> int:
         written = write_notebooks(Path(args.notebooks), overwrite=args.overwrite)
         print(f"wrote {len(written)} notebooks into {args.notebooks}")
         return 0
+    if args.vocab:
+        return show_vocabulary(args.checkpoint)
     if args.what is None:
         sys.stdout.write(lesson_list())
         return 0
     if args.what in ("exercises", "exercise", "check"):
         return run_exercise_command(args)
     return run_lesson(args)
+
+
+def show_vocabulary(checkpoint) -> int:
+    """`learn --vocab`: the source words the lessons' model knows, fitted to the terminal's width."""
+    from rich.console import Console
+
+    model, tokenizer, path = load_toy_model(checkpoint)
+    words = known_words(tokenizer)
+    console = Console(highlight=False, soft_wrap=False)
+    console.print(f"The model in {path} knows these {len(words)} words; any other word (also in another case, "
+                  "and punctuation) becomes <unk>:", markup=False)
+    console.print("  ".join(words), markup=False)
+    return 0
 
 
 def run_exercise_command(args) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
+from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
 from clearformer.store.cachedir import cache_dir
 from clearformer.store.checkpoint import load_model
@@ -84,14 +85,37 @@ def train_toy_model(run_dir: Path, command: str) -> None:
         shutil.rmtree(partial, ignore_errors=True)
 
 
-def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | None = None) -> LearnerRun:
-    """Translate `sentence` with the toy model under the recorder (exactly as `clearformer explain` does)."""
+def load_toy_model(checkpoint: str | Path | None = None):
+    """(model, tokenizer, path) of the lessons' translator (`ensure_toy_model`), a Transformer translator."""
     path = ensure_toy_model(checkpoint)
     model, tokenizer, _ = load_model(path)
     if model.config.n_encoder_layers == 0 or model.config.architecture != "transformer":
         raise UserError(f"{path}: the lessons read a Transformer translator (a run of `clearformer train`), "
                         "not a language model or the GRU baseline")
+    return model, tokenizer, path
+
+
+def known_words(tokenizer) -> list[str]:
+    """The source words the model knows: its vocabulary's words found in the toy phrase set's English side
+    (every token but the specials for a model trained on other data)."""
+    from clearformer.data.toy import toy_pairs
+
+    tokens = [tokenizer.id_to_token(i) for i in range(len(tokenizer))]
+    tokens = [t for t in tokens if not (t.startswith("<") and t.endswith(">"))]
+    english = {word for source, _ in toy_pairs() for word in tokenizer.tokenize(source)}
+    shown = [t for t in tokens if t in english] or tokens
+    return sorted(shown, key=lambda word: (word.lower(), word))
+
+
+def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | None = None) -> LearnerRun:
+    """Translate `sentence` with the toy model under the recorder (exactly as `clearformer explain` does).
+    Words the model does not know are named in one warning line on standard error (they become <unk>)."""
+    model, tokenizer, _ = load_toy_model(checkpoint)
     walk = explain_translation(model, tokenizer, sentence)
+    unknown = getattr(tokenizer, "unknown_words", lambda text: [])(sentence)
+    if unknown:
+        print(f"clearformer learn: warning: {unknown_words_line(unknown)} "
+              f"(`clearformer learn --vocab` lists the words the model knows)", file=sys.stderr)
     return LearnerRun(sentence, walk, model.config.tgt_vocab_size)
 
 

@@ -22,12 +22,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from clearformer.data.toy import toy_pairs
 from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
 from clearformer.store.cachedir import cache_dir
 from clearformer.store.checkpoint import load_model
+from clearformer.train import TrainOptions, train
+from clearformer.train.options import preset_defaults
 
 TOY_PRESET = "toy-translate"
 DEFAULT_SENTENCE = "I love you"
@@ -98,8 +101,6 @@ def load_toy_model(checkpoint: str | Path | None = None):
 def known_words(tokenizer) -> list[str]:
     """The source words the model knows: its vocabulary's words found in the toy phrase set's English side
     (every token but the specials for a model trained on other data)."""
-    from clearformer.data.toy import toy_pairs
-
     tokens = [tokenizer.id_to_token(i) for i in range(len(tokenizer))]
     tokens = [t for t in tokens if not (t.startswith("<") and t.endswith(">"))]
     english = {word for source, _ in toy_pairs() for word in tokenizer.tokenize(source)}
@@ -123,9 +124,6 @@ def main(argv: list[str]) -> int:
     """The child: train the toy preset, as `clearformer train --preset toy-translate --quiet` does, into
     argv[0], with the TrainOptions fields of the JSON object argv[1] changed."""
     import torch
-
-    from clearformer.train import TrainOptions, train
-    from clearformer.train.options import preset_defaults
 
     torch.set_num_threads(1)  # the toy model's matrices are too small for a second thread (commands/train.py)
     try:

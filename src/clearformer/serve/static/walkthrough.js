@@ -225,8 +225,11 @@
     box.appendChild(document.createTextNode(`“${claim.statement}” — run `));
     box.appendChild(el("code", "", claim.command));
     box.appendChild(document.createTextNode("; the result and its figure: "));
-    const link = el("a", "", claim.docs);
-    link.href = claim.docs;
+    // docs/claims.md where the page can reach it (CF.config.docs: the server's copy, or the checkout's file for
+    // an exported page); otherwise the section is named without a link, never a broken one.
+    const docs = CF.config && CF.config.docs;
+    const link = el(docs ? "a" : "code", "", claim.docs);
+    if (docs) link.href = docs + claim.docs.slice(claim.docs.indexOf("#"));
     box.appendChild(link);
     const measured = (CF.config && CF.config.claims || {})[String(claim.number)];
     if (!measured) return;  // the live server found this claim's results (`clearformer claims N`)

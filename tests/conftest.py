@@ -58,6 +58,11 @@ def pytest_configure(config):
     if _sandbox:
         return
     folder = Path(tempfile.mkdtemp(prefix="clearformer-tests-"))
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:  # compiled kernels stay in the user's cache (outside the
+        from clearformer.store.cachedir import cache_dir  # checkout): a fresh one would recompile every session
+
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor"))
+        _sandbox["inductor"] = True
     _sandbox.update(folder=folder, saved={name: os.environ.get(name) for name in SANDBOX_VARIABLES},
                     before=checkout_state())
     for name, sub in SANDBOX_VARIABLES.items():
@@ -79,6 +84,8 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_unconfigure(config):
     if not _sandbox:
         return
+    if _sandbox.pop("inductor", False):
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
     for name, value in _sandbox.pop("saved").items():
         if value is None:
             os.environ.pop(name, None)

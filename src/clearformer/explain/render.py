@@ -111,5 +111,5 @@ def render(walk: Walkthrough, decimals: int = 4, layer: int | None = None, head:
         console.print()
     if walk.result:
         console.rule(Text("RESULT", style="bold magenta"))
-        console.print(Text(walk.result, style="bold"))
+        console.print(Text(walk.result, style="bold"), soft_wrap=True)  # one line, for scripts
     return buffer.getvalue()

@@ -174,5 +174,5 @@ def render_beam(tree: dict, decimals: int = 3, width: int | None = None, color: 
     for rank, done in enumerate(tree["ranking"], start=1):
         console.print(f"{rank}. {number(done['score'])}  {' '.join(done['words'])}" + ("   ← the translation"
                                                                                        if done["best"] else ""))
-    console.print(Text(f"result: {tree['result']}", style="bold green"))
+    console.print(Text(f"result: {tree['result']}", style="bold green"), soft_wrap=True)  # one line, for scripts
     return buffer.getvalue()

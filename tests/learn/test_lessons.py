@@ -228,3 +228,27 @@ def test_the_session_checks_answers_as_the_terminal_does(toy_runs, capsys):
                                                       "encoder.layers.0.self_attention.scaled",
                                                       "encoder.layers.0.self_attention.weights"]
     assert "Scaled scores" in session.steps_text()
+
+
+def test_learn_names_unknown_words_and_lists_the_vocabulary(toy_runs, capsys):
+    assert main(["learn", "--vocab"]) == 0
+    out = capsys.readouterr().out
+    assert "knows these" in out and " love " in f" {out} " and "<unk>" in out.splitlines()[0] + out.splitlines()[1]
+    assert main(["learn", "4", "--sentence", "i love quantum", "--answer", "0"]) in (0, 1)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "unknown word(s) translated as <unk>: i, quantum" in warnings[0]
+
+
+def test_a_lesson_fits_an_80_column_terminal_and_numbers_its_steps(toy_runs, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["learn", "4", "--answer", "0"]) in (0, 1)
+    out = capsys.readouterr().out
+    ruled = [line for line in out.splitlines() if line.startswith(("==", "─"))]
+    assert ruled and all(len(line) <= 80 for line in ruled)
+    question = out.split("== Question")[1].splitlines()[1:]
+    assert all(len(line) <= 80 for line in question)
+    numbers = re.findall(r"^Step (\d+)\. ", out, re.MULTILINE)
+    assert len(numbers) >= 2 and len(set(numbers)) == len(numbers)  # each step keeps its own number
+    walk = open_lesson(4, "I love you").run.walk
+    scaled = next(i for i, s in enumerate(walk.steps, start=1) if s.name.endswith("layers.0.self_attention.scaled"))
+    assert f"Step {scaled}. Scaled scores" in out  # the number the page shows for that step

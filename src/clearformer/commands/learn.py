@@ -15,6 +15,7 @@ Exit 2 for unusable input (no such lesson or exercise, an answer that is not a n
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 from clearformer.commands import options
@@ -22,7 +23,7 @@ from clearformer.errors import UserError
 from clearformer.learn.check import check_file, format_report
 from clearformer.learn.exercises import exercise, exercise_list, write_starter
 from clearformer.learn.lessons import LESSONS, lesson
-from clearformer.learn.present import lesson_list, lesson_text
+from clearformer.learn.present import lesson_list, lesson_text, terminal_width
 from clearformer.learn.questions import Question, is_right
 from clearformer.learn.snippets import run_snippet
 from clearformer.learn.toy import DEFAULT_SENTENCE, known_words, load_toy_model, record_sentence
@@ -139,11 +140,16 @@ def run_lesson(args) -> int:
     return 0
 
 
+def say(text: str) -> None:
+    """A line of the lesson's dialogue, wrapped at words to the terminal's width."""
+    print(textwrap.fill(text, terminal_width(), break_long_words=False, break_on_hyphens=False))
+
+
 def judge(question: Question, answer: str) -> int:
     if is_right(question, answer):
-        print(f"Right: {question.shown_answer()}. {question.why}")
+        say(f"Right: {question.shown_answer()}. {question.why}")
         return 0
-    print(f"Not quite. Hint: {question.hint}.")
+    say(f"Not quite. Hint: {question.hint}.")
     return 1
 
 
@@ -161,9 +167,9 @@ def interact(question: Question) -> int:
             print(f"({error}.)")
             right = False
         if right:
-            print(f"Right: {question.shown_answer()}. {question.why}")
+            say(f"Right: {question.shown_answer()}. {question.why}")
             return 0
         if attempt == 1:
-            print(f"Not quite. Hint: {question.hint}.")
-    print(f"The answer: {question.shown_answer()}. {question.why}")
+            say(f"Not quite. Hint: {question.hint}.")
+    say(f"The answer: {question.shown_answer()}. {question.why}")
     return 1

@@ -112,7 +112,7 @@ def run(args) -> int:
                      decoding=DecodingOptions.from_args(args))
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
-    what = "seed examples only (no trained model found)"
+    what = "seed examples only (--seeds-only)"
     if loaded:
         what = f"{'language model' if loaded.kind == 'lm' else 'model'} {loaded.path}"
     print(f"clearformer serve: {url}  ({what}; Ctrl+C stops)", file=sys.stderr, flush=True)

@@ -60,7 +60,7 @@ def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions) ->
 
 def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10) -> SearchWalkthrough:
     """Beam search of `sentence` under a recorder -> the winner's walkthrough with the whole tree."""
-    ids = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False).sources[0]
+    ids = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False, allow_empty=False).sources[0]
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()
@@ -100,7 +100,7 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
     `max_new(source length)` caps the tokens the shown sentence generates (the server's bound on a
     walkthrough's size; the whole translation keeps `translate`'s limits)."""
     check_explainable(options)
-    pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, options.split)
+    pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, options.split, allow_empty=False)
     total = len(pieces.texts)
     if not 1 <= piece <= total:
         raise UserError(f"--piece {piece}: this input has {total} sentence{'s' if total > 1 else ''} "
@@ -125,9 +125,10 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
     if walk.ablated:
         model.eval()
         with torch.inference_mode():
-            plain = translate_ids(model, tokenizer, pieces.sources, options)
             output = run_search(model, tokenizer, torch.tensor([pieces.sources[piece - 1]],
-                                                               device=next(model.parameters()).device), options)
+                                                               device=next(model.parameters()).device), shown)
+            plain = ([tokenizer.decode(output)] if total == 1 else
+                     translate_ids(model, tokenizer, pieces.sources, options))
         walk.original = {"result": join_pieces(plain, pieces.owners, 1)[0],
                          "target_tokens": [tokenizer.id_to_token(i) for i in [tokenizer.bos_id, *output]]}
         walk.title += " with --ablate " + " ".join(walk.ablated)

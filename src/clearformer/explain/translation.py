@@ -30,7 +30,8 @@ def explain_translation(model, tokenizer, sentence: str, options: DecodingOption
     `translate`'s (source length + max_extra, within the model's max_len)."""
     options = (options or DecodingOptions()).but(with_scores=False)
     tokens = search_tokens(model, tokenizer, options)
-    ids = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False).sources[0]  # one sentence
+    ids = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False,
+                          allow_empty=False).sources[0]  # one sentence
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()

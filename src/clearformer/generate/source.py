@@ -93,19 +93,20 @@ def piece_label(where: str | None, number: int, total: int) -> str | None:
 
 def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool = True, check: bool = True,
                     where: Callable[[int], str | None] | None = None,
-                    warn: Callable[[str], None] | None = None) -> Pieces:
+                    warn: Callable[[str], None] | None = None, allow_empty: bool = True) -> Pieces:
     """Inputs -> their `Pieces` (see the module docstring): split, encoded once, each piece checked.
 
     `check`: every non-empty piece through `check_source` (a one-line UserError naming `where(index)` and
-    the piece); an empty (blank) input is one empty piece, which translates to "". `warn(line)` is told
-    once per input of the words the model does not know."""
+    the piece); an empty (blank) input is one empty piece, which translates to "" (with `allow_empty` off,
+    an "empty sentence" error: `explain` has nothing to show). `warn(line)` is told once per input of the
+    words the model does not know."""
     pieces = Pieces(count=len(inputs))
     unknown_words = getattr(tokenizer, "unknown_words", None)
     for index, text in enumerate(inputs):
         parts = split_long(text) if split else [text]
         name = where(index) if where else None
         for number, part in enumerate(parts, start=1):
-            if check and part.strip():
+            if check and (part.strip() or not allow_empty):
                 ids = check_source(tokenizer, part, max_len, piece_label(name, number, len(parts)))
             else:
                 ids = encode_source(tokenizer, part)

@@ -28,9 +28,9 @@ from clearformer.validation import has_surrogates
 SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'
 FIELDS = ("sentence", "prompt", "example")
 
-NO_MODEL_NOTICE = ("No trained model found, so only the seed examples are available. Train the toy model "
-                   "with `clearformer train --preset toy-translate`, "
-                   "then run `clearformer serve` again.")
+NO_MODEL_NOTICE = ("No trained model is loaded (--seeds-only), so only the seed examples are available. Without "
+                   "--seeds-only, `clearformer serve` loads your latest run (train one with `clearformer train "
+                   "--preset toy-translate`), or else the lessons' toy model, trained once on first use.")
 
 
 class RequestError(Exception):

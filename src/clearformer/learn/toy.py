@@ -53,6 +53,8 @@ def ensure_toy_model(checkpoint: str | Path | None = None, command: str = "learn
         return run_dir
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     lock = os.open(run_dir.parent / f"{TOY_PRESET}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    # The child trains holding it too (pass_fds): a parent killed mid-training leaves the lock held until the
+    # child ends, so no next try removes the folder the child is writing.
     try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -63,13 +65,13 @@ def ensure_toy_model(checkpoint: str | Path | None = None, command: str = "learn
         os.ftruncate(lock, 0)
         os.pwrite(lock, f"PID {os.getpid()}".encode(), 0)
         if not (run_dir / "model.safetensors").exists():  # another process may have finished it meanwhile
-            train_toy_model(run_dir, command)
+            train_toy_model(run_dir, command, lock)
     finally:
         os.close(lock)  # also drops the flock
     return run_dir
 
 
-def train_toy_model(run_dir: Path, command: str) -> None:
+def train_toy_model(run_dir: Path, command: str, lock: int | None = None) -> None:
     """Train the toy preset into `run_dir` in a child process (`python -m clearformer.learn.toy DIR`)."""
     partial = run_dir.with_name(run_dir.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)  # what an interrupted earlier try left
@@ -77,7 +79,8 @@ def train_toy_model(run_dir: Path, command: str) -> None:
           file=sys.stderr, flush=True)
     try:
         code = subprocess.run([sys.executable, "-m", "clearformer.learn.toy", str(partial),
-                               json.dumps(TOY_TRAINING)], stdin=subprocess.DEVNULL).returncode
+                               json.dumps(TOY_TRAINING)], stdin=subprocess.DEVNULL,
+                              pass_fds=() if lock is None else (lock,)).returncode
         if code != 0 or not (partial / "model.safetensors").exists():
             raise UserError(f"training the toy model into {run_dir} failed (exit {code}); nothing was kept: "
                             f"run `clearformer learn 1` to try again, or pass --checkpoint DIR")

@@ -77,10 +77,14 @@ def train_toy_model(run_dir: Path, command: str, lock: int | None = None) -> Non
     shutil.rmtree(partial, ignore_errors=True)  # what an interrupted earlier try left
     print(f"clearformer {command}: no toy model yet; training one into {run_dir} (once, about half a minute)",
           file=sys.stderr, flush=True)
+    try:  # the child's progress goes where our messages go (standard error), never into a lesson's output
+        err = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a notebook kernel's stream: the child keeps its own
+        err = None
     try:
         code = subprocess.run([sys.executable, "-m", "clearformer.learn.toy", str(partial),
                                json.dumps(TOY_TRAINING)], stdin=subprocess.DEVNULL,
-                              pass_fds=() if lock is None else (lock,)).returncode
+                              stdout=err, pass_fds=() if lock is None else (lock,)).returncode
         if code != 0 or not (partial / "model.safetensors").exists():
             raise UserError(f"training the toy model into {run_dir} failed (exit {code}); nothing was kept: "
                             f"run `clearformer learn 1` to try again, or pass --checkpoint DIR")

@@ -1,19 +1,119 @@
-"""Shared fixtures: the golden values of the seeds' examples (the true numbers, not the seeds' printed ones)."""
+"""Shared fixtures: the golden values of the seeds' examples (the true numbers, not the seeds' printed ones),
+and the sandbox every test runs in.
+
+The sandbox: for the whole session CLEARFORMER_RUNS, CLEARFORMER_DATA and CLEARFORMER_CACHE point into one
+temporary folder (set before collection, so every test, every child process started with the environment
+and every notebook kernel sees it), and the checkout is compared before and after the suite: a file
+created, changed or removed under the repository (.git, .venv, caches and __pycache__ aside) fails the
+session with the list of what changed. The toy model the lessons read is trained once per session into
+the sandbox's cache, where `learn` looks for it (`toy_model`).
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
 GOLDEN = Path(__file__).parent / "golden" / "seed_examples.json"
+REPOSITORY = Path(__file__).resolve().parents[1]
+SANDBOX_VARIABLES = {"CLEARFORMER_RUNS": "runs", "CLEARFORMER_DATA": "data", "CLEARFORMER_CACHE": "cache"}
+NOT_WATCHED = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints"}
+# The lessons' toy model, small enough to train in a few seconds (the explain tests' sizes, 150 steps).
+TINY = ["--set", "d_model=32", "--set", "n_heads=2", "--set", "d_ff=64", "--set", "n_encoder_layers=1",
+        "--set", "n_decoder_layers=2", "--batch-tokens", "200", "--warmup", "20", "--threads", "1", "--quiet",
+        "--steps", "150"]
+
+_sandbox: dict = {}
+
+
+def checkout_state(root: Path = REPOSITORY) -> dict[str, tuple[int, int]]:
+    """Every file under the checkout (but NOT_WATCHED folders) -> (size, modification time in ns)."""
+    state = {}
+    for folder, folders, files in os.walk(root):
+        folders[:] = [name for name in folders if name not in NOT_WATCHED and not name.endswith(".egg-info")]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            state[os.path.relpath(path, root)] = (info.st_size, info.st_mtime_ns)
+    return state
+
+
+def checkout_changes(before: dict, after: dict) -> list[str]:
+    added = [f"added {p}" for p in sorted(set(after) - set(before))]
+    removed = [f"removed {p}" for p in sorted(set(before) - set(after))]
+    changed = [f"changed {p}" for p in sorted(set(before) & set(after)) if before[p] != after[p]]
+    return added + removed + changed
+
+
+def pytest_configure(config):
+    if _sandbox:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="clearformer-tests-"))
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:  # compiled kernels stay in the user's cache (outside the
+        from clearformer.store.cachedir import cache_dir  # checkout): a fresh one would recompile every session
+
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor"))
+        _sandbox["inductor"] = True
+    _sandbox.update(folder=folder, saved={name: os.environ.get(name) for name in SANDBOX_VARIABLES},
+                    before=checkout_state())
+    for name, sub in SANDBOX_VARIABLES.items():
+        os.environ[name] = str(folder / sub)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _sandbox or "before" not in _sandbox:
+        return
+    changes = checkout_changes(_sandbox.pop("before"), checkout_state())
+    if changes:
+        shown = "\n  ".join(changes[:20]) + (f"\n  ... and {len(changes) - 20} more" if len(changes) > 20 else "")
+        message = f"FAILED: the test suite changed the checkout {REPOSITORY}:\n  {shown}"
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line(message, red=True) if reporter else print(message)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config):
+    if not _sandbox:
+        return
+    if _sandbox.pop("inductor", False):
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    for name, value in _sandbox.pop("saved").items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(_sandbox.pop("folder"), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def golden() -> dict:
     return json.loads(GOLDEN.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def toy_model() -> Path:
+    """The lessons' toy model, trained once per session (small) into the sandbox's cache, where `learn`,
+    the notebooks and the page look for it (`learn.toy.toy_run_dir`)."""
+    from clearformer.cli import main
+    from clearformer.learn.toy import toy_run_dir
+
+    run = toy_run_dir()
+    if not (run / "model.safetensors").exists():
+        threads = torch.get_num_threads()
+        try:
+            assert main(["train", "--preset", "toy-translate", "--out", str(run), *TINY]) == 0
+        finally:
+            torch.set_num_threads(threads)
+    return run
 
 
 @pytest.fixture(autouse=True)

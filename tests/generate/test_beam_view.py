@@ -29,7 +29,8 @@ def test_explain_beam_ends_in_translates_result(checkpoint, capsys, beam):
     assert walk["result"] + "\n" == out
     assert walk["beam"]["result"] == walk["result"]
     code, table, _ = run_cli(["explain", "--checkpoint", str(checkpoint), "--beam", str(beam), "I love you"], capsys)
-    assert code == 0 and "step 0" in table and table.rstrip().endswith(f"result: {walk['result']}")
+    assert code == 0 and "step 1 " in table and "step 0" not in table  # counted from 1 (docs/learn.md)
+    assert table.rstrip().endswith(f"result: {walk['result']}")
 
 
 @pytest.mark.parametrize("sentence", SENTENCES)

@@ -3,8 +3,10 @@ training data were cut (`clearformer.tokenize.sentences`), and the translations 
 
 from __future__ import annotations
 
+import pytest
 from gen_helpers import SENTENCES, random_model
 
+from clearformer.errors import UserError
 from clearformer.evaluate import evaluate_model
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.translate import join_pieces, per_input_progress, split_long_sources
@@ -34,10 +36,10 @@ def test_pieces_go_back_to_their_input():
 def test_translate_and_evaluate_join_the_sentences_translations():
     tokenizer = WordTokenizer.build(SENTENCES)
     model = random_model(len(tokenizer), seed=2)
-    whole = translate(model, tokenizer, [LONG], DecodingOptions(split=False))[0]
+    with pytest.raises(UserError, match="longer than the model's maximum length"):  # whole: checked, refused
+        translate(model, tokenizer, [LONG], DecodingOptions(split=False))
     by_sentence = translate(model, tokenizer, [LONG])[0]
     one_by_one = translate(model, tokenizer, ["I love the cat.", "We eat bread."])
     assert by_sentence == " ".join(t for t in [one_by_one[0]] * 9 + [one_by_one[1]] if t)
     evaluation, _ = evaluate_model(model, tokenizer, [(LONG, "x"), ("I love you", "y")])
     assert evaluation.hypotheses[0] == by_sentence
-    assert isinstance(whole, str)

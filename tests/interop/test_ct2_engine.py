@@ -166,3 +166,21 @@ def test_command_line_errors(run, tmp_path, capsys):
     one_line_error(capsys, ["translate", "--checkpoint", str(tmp_path / "pre-norm"), "--engine", "ctranslate2",
                             "I love you"], "--engine ctranslate2: cannot export to Marian: norm_first=True")
     assert not (tmp_path / "pre-norm" / "ctranslate2").exists()
+
+
+@pytest.mark.parametrize("count", [2, 7, 20])
+def test_a_paragraph_reads_the_same_pieces_through_the_engine(run, count, capsys):
+    """One input path (issue 32): the command cuts a paragraph into its sentences for the engine as for
+    clearformer's own decoder, and both translate it alike."""
+    from clearformer.generate.source import prepare_sources
+
+    per = 30 // (3 * count) + 1  # toy sentences joined by "and": more than 25 words in all, so it is cut
+    text = " ".join(" and ".join(SENTENCES[(i * per + j) % len(SENTENCES)] for j in range(per)) + "."
+                    for i in range(count))
+    model, tokenizer, _ = load_model(run)
+    assert len(prepare_sources(tokenizer, [text], model.config.max_len).texts) == count
+    rules = ["--brevity", "0", "--placeholders", "free"]  # what the engine decodes as clearformer does
+    assert main(["translate", "--checkpoint", str(run), *rules, text]) == 0
+    ours = capsys.readouterr().out
+    assert main(["translate", "--checkpoint", str(run), *rules, "--engine", "ctranslate2", text]) == 0
+    assert capsys.readouterr().out == ours

@@ -18,7 +18,7 @@ from clearformer.generate import DecodingOptions
 
 @pytest.fixture(autouse=True)
 def _runs_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))  # `import marian` marks its run the latest
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))  # `import marian` marks a run in runs/ the latest
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,20 @@ def imported_marian(tmp_path_factory):
     run = folder.parent / "run"
     assert main(["import", "marian", str(folder), "--out", str(run)]) == 0
     return run, theirs
+
+
+def test_import_marks_latest_only_for_a_run_inside_runs(imported_marian, tmp_path, capsys):
+    """Issue 32: `--out` outside runs/ writes nothing else (runs/LATEST stays the user's run)."""
+    folder = imported_marian[0].parent / "folder"
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "LATEST").write_text("/my/run\n", encoding="utf-8")
+    assert main(["import", "marian", str(folder), "--out", str(tmp_path / "elsewhere")]) == 0
+    assert (runs / "LATEST").read_text(encoding="utf-8") == "/my/run\n"
+    assert main(["import", "marian", str(folder), "--out", str(runs / "marian")]) == 0
+    assert (runs / "LATEST").read_text(encoding="utf-8").strip() == str((runs / "marian").resolve())
+    assert sorted(p.name for p in runs.iterdir()) == ["LATEST", "marian"]
+    capsys.readouterr()
 
 
 def one_line_error(capsys, argv, says: str) -> None:

@@ -1,8 +1,6 @@
-"""The trained toy model the lessons read, trained once per session into a temporary runs/ folder.
-
-A small model (the explain tests' sizes, 150 steps: a few seconds) stands in for `runs/toy-translate`:
-CLEARFORMER_RUNS points at the temporary folder during the tests that use it (and in the notebooks'
-kernel), so the lessons and `clearformer learn` find it where they look for the real one.
+"""The trained toy model the lessons read: the session's (tests/conftest.py `toy_model`, small, trained once into
+the sandbox's cache, where `learn` looks for it). `toy_runs` is the folder that holds it (toy_runs /
+"toy-translate"). A first training the tests start themselves is made as small (`quick_toy_training`).
 """
 
 from __future__ import annotations
@@ -15,30 +13,21 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))  # planted.py
 
-TINY = ["--set", "d_model=32", "--set", "n_heads=2", "--set", "d_ff=64", "--set", "n_encoder_layers=1",
-        "--set", "n_decoder_layers=2", "--batch-tokens", "200", "--warmup", "20", "--threads", "1", "--quiet",
-        "--steps", "150"]
+QUICK = {"steps": 5, "overrides": {"d_model": 16, "n_heads": 2, "d_ff": 32}, "eval_every": 5, "bleu_sentences": 0}
 
 
 @pytest.fixture(scope="session")
-def toy_runs(tmp_path_factory) -> Path:
-    """A runs/ folder holding toy-translate (trained once per session)."""
-    from clearformer.cli import main
-
-    runs = tmp_path_factory.mktemp("learn") / "runs"
-    threads = torch.get_num_threads()
-    try:
-        assert main(["train", "--preset", "toy-translate", "--out", str(runs / "toy-translate"), *TINY]) == 0
-    finally:
-        torch.set_num_threads(threads)
-    return runs
+def toy_runs(toy_model) -> Path:
+    """The folder holding toy-translate (trained once per session)."""
+    return toy_model.parent
 
 
-@pytest.fixture(autouse=True)
-def _runs_env(request, monkeypatch):
-    """CLEARFORMER_RUNS points at the toy runs/ folder during each test that uses it (and only then)."""
-    if "toy_runs" in request.fixturenames:
-        monkeypatch.setenv("CLEARFORMER_RUNS", str(request.getfixturevalue("toy_runs")))
+@pytest.fixture
+def quick_toy_training(monkeypatch):
+    """A first training of the toy model that `learn` starts (in its child) made a few steps long."""
+    import clearformer.learn.toy
+
+    monkeypatch.setattr(clearformer.learn.toy, "TOY_TRAINING", QUICK)
 
 
 @pytest.fixture(autouse=True)

@@ -167,22 +167,58 @@ def test_interactive_prompt_hints_then_retries(toy_runs, monkeypatch, capsys):
     assert "The answer: " in capsys.readouterr().out
 
 
-def test_the_toy_model_is_trained_on_first_use(tmp_path, monkeypatch, capsys):
-    import clearformer.cli
-
-    real_main = clearformer.cli.main
-    calls = []
-
-    def quick(argv):  # the lesson's own `train --preset toy-translate` call, made short for the test
-        calls.append(list(argv))
-        return real_main([*argv, "--steps", "5", "--threads", "1", "--set", "d_model=16", "--set", "d_ff=32"])
-
+def test_the_toy_model_is_trained_on_first_use_in_a_child(tmp_path, monkeypatch, capsys, quick_toy_training):
+    """From an empty folder with no model: trained once (in a child process, whatever this process's gradient
+    mode), into the cache, never under runs/ (runs/LATEST of the user's own run stays where it was)."""
+    monkeypatch.setenv("CLEARFORMER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
-    monkeypatch.setattr(clearformer.cli, "main", quick)
-    assert real_main(["learn", "1", "--sentence", "I love you"]) == 0
-    assert calls == [["train", "--preset", "toy-translate", "--quiet"]]
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "LATEST").write_text("/my/own/run\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with torch.no_grad():
+        assert main(["learn", "1", "--sentence", "I love you"]) == 0
     assert "no toy model yet; training one into" in capsys.readouterr().err
-    assert (tmp_path / "runs" / "toy-translate" / "model.safetensors").exists()
+    assert (tmp_path / "cache" / "toy-translate" / "model.safetensors").exists()
+    assert not (tmp_path / "cache" / "toy-translate.partial").exists()
+    assert (tmp_path / "runs" / "LATEST").read_text(encoding="utf-8") == "/my/own/run\n"
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["LATEST"]
+    assert main(["learn", "1", "--sentence", "I love you"]) == 0  # the second time: no training
+    assert "training" not in capsys.readouterr().err
+
+
+def test_a_failed_first_training_blocks_nothing_and_its_advice_works(tmp_path, monkeypatch, capsys,
+                                                                     quick_toy_training):
+    import clearformer.learn.toy as toy
+
+    monkeypatch.setenv("CLEARFORMER_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "toy-translate.partial").mkdir(parents=True)  # what a killed try leaves
+    (tmp_path / "cache" / "toy-translate.partial" / "config.json").write_text("{", encoding="utf-8")
+    quick = toy.TOY_TRAINING
+    monkeypatch.setattr(toy, "TOY_TRAINING", {**quick, "steps": -1})  # the child fails
+    assert main(["learn", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "failed" in err and "nothing was kept" in err and "Traceback" not in err.splitlines()[-1]
+    assert not (tmp_path / "cache" / "toy-translate.partial").exists()
+    advice = err.splitlines()[-1].split("run `")[1].split("`")[0]  # "clearformer learn 1"
+    monkeypatch.setattr(toy, "TOY_TRAINING", quick)
+    assert main(advice.split()[1:]) == 0
+
+
+def test_a_second_learn_during_the_first_training_says_in_use(tmp_path, monkeypatch, capsys):
+    import fcntl
+    import os
+
+    monkeypatch.setenv("CLEARFORMER_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    holder = os.open(tmp_path / "cache" / "toy-translate.lock", os.O_RDWR | os.O_CREAT)
+    os.write(holder, b"PID 4242")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        assert main(["learn", "1"]) == 2
+    finally:
+        os.close(holder)
+    err = capsys.readouterr().err
+    assert "in use" in err and "PID 4242" in err and "--resume" not in err
 
 
 def test_the_session_checks_answers_as_the_terminal_does(toy_runs, capsys):
@@ -196,3 +232,27 @@ def test_the_session_checks_answers_as_the_terminal_does(toy_runs, capsys):
                                                       "encoder.layers.0.self_attention.scaled",
                                                       "encoder.layers.0.self_attention.weights"]
     assert "Scaled scores" in session.steps_text()
+
+
+def test_learn_names_unknown_words_and_lists_the_vocabulary(toy_runs, capsys):
+    assert main(["learn", "--vocab"]) == 0
+    out = capsys.readouterr().out
+    assert "knows these" in out and " love " in f" {out} " and "<unk>" in out.splitlines()[0] + out.splitlines()[1]
+    assert main(["learn", "4", "--sentence", "i love quantum", "--answer", "0"]) in (0, 1)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "unknown word(s) translated as <unk>: i, quantum" in warnings[0]
+
+
+def test_a_lesson_fits_an_80_column_terminal_and_numbers_its_steps(toy_runs, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["learn", "4", "--answer", "0"]) in (0, 1)
+    out = capsys.readouterr().out
+    ruled = [line for line in out.splitlines() if line.startswith(("==", "─"))]
+    assert ruled and all(len(line) <= 80 for line in ruled)
+    question = out.split("== Question")[1].splitlines()[1:]
+    assert all(len(line) <= 80 for line in question)
+    numbers = re.findall(r"^Step (\d+)\. ", out, re.MULTILINE)
+    assert len(numbers) >= 2 and len(set(numbers)) == len(numbers)  # each step keeps its own number
+    walk = open_lesson(4, "I love you").run.walk
+    scaled = next(i for i, s in enumerate(walk.steps, start=1) if s.name.endswith("layers.0.self_attention.scaled"))
+    assert f"Step {scaled}. Scaled scores" in out  # the number the page shows for that step

@@ -63,11 +63,32 @@ def test_a_walkthrough_renders_inline_from_the_pages_own_code_offline():
 def kernel(toy_runs, tmp_path_factory):
     from jupyter_client.manager import KernelManager
 
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(cwd=str(tmp_path_factory.mktemp("kernel")),
-                         env={**os.environ, "CLEARFORMER_RUNS": str(toy_runs)})
+    manager = KernelManager(kernel_name="python3")  # the session's sandbox (CLEARFORMER_CACHE: the toy model)
+    manager.start_kernel(cwd=str(tmp_path_factory.mktemp("kernel")), env=dict(os.environ))
     yield manager
     manager.shutdown_kernel(now=True)
+
+
+def test_a_notebook_executes_from_an_empty_folder_with_no_model(tmp_path):
+    """As a newcomer opens one: the kernel starts in an empty folder, no toy model anywhere; the notebook
+    trains it (in a child process: the kernel's gradients are off) into the cache and runs to its end."""
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    (tmp_path / "here").mkdir()
+    env = {**os.environ, "CLEARFORMER_CACHE": str(tmp_path / "cache"), "CLEARFORMER_RUNS": str(tmp_path / "runs")}
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(cwd=str(tmp_path / "here"), env=env)
+    try:
+        notebook = nbformat.reads(notebook_text(LESSONS[3]), as_version=4)
+        NotebookClient(notebook, km=manager, timeout=300, kernel_name="python3").execute()
+    finally:
+        manager.shutdown_kernel(now=True)
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not any(o.output_type == "error" for o in outputs)
+    assert "training one into" in "".join(o.get("text", "") for o in outputs)
+    assert (tmp_path / "cache" / "toy-translate" / "model.safetensors").exists()
+    assert not (tmp_path / "runs").exists() and list((tmp_path / "here").iterdir()) == []
 
 
 def test_every_notebook_executes(kernel):

@@ -11,7 +11,7 @@ from clearformer.config import preset
 from clearformer.errors import UserError
 from clearformer.model.transformer import Transformer
 from clearformer.store.checkpoint import load_model
-from clearformer.store.runs import latest_checkpoint
+from clearformer.store.runs import latest_checkpoint, runs_root
 from clearformer.tokenize import WordTokenizer
 from clearformer.train.setup import new_optimizer
 from clearformer.train.state import (
@@ -104,6 +104,7 @@ def test_average_is_the_mean(tmp_path):
 
 
 def test_average_command(tmp_path, capsys):
+    tmp_path = runs_root()  # a run in its default place: the average in it becomes the latest (issue 32)
     first, optimizer = trained_model(seed=0, steps=1)
     save(tmp_path / "run", 1, first, optimizer)
     second, _ = trained_model(seed=0, steps=3)
@@ -118,6 +119,8 @@ def test_average_command(tmp_path, capsys):
     assert main(["average", str(tmp_path / "run"), "--last", "3"]) == 2
     assert "only 2 checkpoint(s)" in capsys.readouterr().err
     assert json.loads((out / "meta.json").read_text())["step"] == 2
+    assert main(["average", str(tmp_path / "run"), "--last", "2", "--out", str(tmp_path.parent / "avg")]) == 0
+    assert latest_checkpoint() == out.resolve()  # an --out outside runs/ leaves LATEST alone
 
 
 def test_early_stopping(tmp_path):

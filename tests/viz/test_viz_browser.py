@@ -17,6 +17,7 @@ import pytest
 import torch
 from live_support import assert_bars_show, browser_tab, chromium
 
+from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
 from clearformer.generate import DecodingOptions, search_tokens
@@ -211,7 +212,9 @@ def claim_shown(tab) -> tuple[str | None, str | None, str]:
     box = tab.locator("#cf-claim")
     if not box.is_visible():
         return None, None, ""
-    return box.get_attribute("data-claim"), box.locator("a").get_attribute("href"), box.inner_text()
+    docs = box.locator("a:not(.cf-claim-result)")  # none where the page cannot reach docs/claims.md
+    href = docs.first.get_attribute("href") if docs.count() else None
+    return box.get_attribute("data-claim"), href, box.inner_text()
 
 
 CLAIM_STEPS = {"src_embed.positions.PE": "3", "encoder.layers.0.self_attention.scaled": "2",
@@ -232,7 +235,7 @@ def test_exported_translation_links_each_claim_from_its_step(page, tiny_model, t
         shown_number, href, text = claim_shown(page)
         assert shown_number == number, name
         if number:
-            assert href == f"docs/claims.md#claim-{number}"
+            assert href == f"{claims_doc().as_uri()}#claim-{number}"  # the checkout's file (issue 32)
             assert f"Claim {number} measured" in text and f"clearformer claims {number} --quick" in text
 
 
@@ -262,3 +265,53 @@ def test_a_claims_measured_results_are_linked_when_the_server_has_them(page, tmp
     assert links == ["claims/claim2-scaling-quick.png", "claims/claim2-scaling-quick.json"]
     click_step(page, "embedding.positions.PE")  # claim 3 was not run: its docs link only
     assert claim_shown(page)[0] == "3" and page.locator("#cf-claim a.cf-claim-result").count() == 0
+
+
+# --- no broken link (issue 32) ------------------------------------------------------------------------------
+
+def every_link(tab) -> set[str]:
+    """The absolute target of every link the page shows on any of its steps (each step shown in turn)."""
+    count = tab.evaluate("window.Clearformer.state.walk.steps.length")
+    links: set[str] = set()
+    for index in range(int(count or 0)):
+        tab.evaluate(f"window.Clearformer.show({index})")
+        links |= set(tab.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"))
+    return links
+
+
+def assert_reachable(tab, links: set[str]) -> None:
+    from urllib.parse import unquote, urlsplit
+
+    for link in sorted(links):
+        parts = urlsplit(link)
+        if parts.scheme == "file":
+            target = Path(unquote(parts.path))
+            assert target.is_file(), link
+            text = target.read_text(encoding="utf-8")
+        elif parts.scheme in ("http", "https"):
+            answer = tab.request.get(link)
+            assert answer.status < 400, f"{link}: {answer.status}"
+            text = answer.text()
+        else:
+            assert parts.scheme in ("data", "javascript", "mailto") or link.startswith("about:"), link
+            continue
+        if parts.fragment:  # the section the link names is there
+            assert f'id="{parts.fragment}"' in text, link
+
+
+def test_no_link_of_the_served_or_exported_page_is_broken(page, live_server, tiny_model, tmp_path):
+    from clearformer.explain.translation import explain_translation
+
+    page.goto(live_server)
+    page.wait_for_selector("#cf-view[data-step-name]")
+    served = every_link(page)
+    assert any(link.endswith("docs/claims.md#claim-2") for link in served)  # the seed example's claim link
+    assert_reachable(page, served)
+    model, tokenizer = tiny_model
+    path = write_html(explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=2)),
+                      tmp_path / "t.html")
+    page.goto(path.as_uri())
+    page.wait_for_selector("#cf-view[data-step-name]")
+    exported = every_link(page)
+    assert any("claims.md#claim-" in link for link in exported)
+    assert_reachable(page, exported)

@@ -46,7 +46,7 @@ def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
     chosen = page.eval_on_selector_all('#cf-beam .cf-beam-node[data-chosen="true"]', "n => n.map(x => x.dataset.id)")
     assert chosen[: len(tree["chosen_path"])] == tree["chosen_path"] and len(chosen) == len(tree["chosen_path"]) + 1
     # Step by step: the later steps are faded, each step's table lists its hypotheses' candidates.
-    assert page.inner_text("#cf-beam-step") == f"step 0 of {len(tree['steps']) - 1}"
+    assert page.inner_text("#cf-beam-step") == f"step 1 of {len(tree['steps'])}"
     assert page.locator("#cf-beam .cf-beam-node.cf-future").count() == hypotheses + finished - 1 - (
         len(tree["steps"][0]["finished"]))
     for t, step in enumerate(tree["steps"]):

@@ -9,7 +9,7 @@ from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
 from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into, save_model
 from clearformer.store.lock import owned_output
-from clearformer.store.runs import latest_checkpoint, mark_latest
+from clearformer.store.runs import latest_checkpoint, mark_latest_if_default
 from clearformer.store.safeio import read_json
 from clearformer.train.state import average_weights, step_checkpoints
 
@@ -70,6 +70,6 @@ def run_average(args) -> int:
     meta["averaged"] = [str(p) for p in chosen]
     with owned_output(out, args.overwrite, "average"):  # locked; never replaces a run without --overwrite
         save_model(out, model, tokenizer, meta)
-    mark_latest(out)
+    mark_latest_if_default(out)  # only a run inside runs/: --out elsewhere writes nothing else
     print(f"averaged {len(chosen)} checkpoints ({', '.join(p.name for p in chosen)}) into {out}")
     return 0

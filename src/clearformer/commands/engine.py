@@ -19,6 +19,7 @@ from pathlib import Path
 from clearformer.errors import UserError
 from clearformer.evaluate import score_corpus
 from clearformer.generate.options import DecodingOptions
+from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress
 from clearformer.interop.ct2_engine import (
     EngineSettings,
@@ -70,15 +71,22 @@ def open_engine(args, model, tokenizer, directory: Path, command: str, quantize:
     return engine
 
 
-def translate_with_engine(engine, model, tokenizer, sentences: list[str], decoding: DecodingOptions,
-                          progress=None) -> list[str]:
-    """`generate.translate` with CTranslate2 decoding: the same source reading (long inputs split into
-    sentences unless --whole, `encode_source`), cut to max_len as `evaluate` does, joined back."""
-    sources, owners = encode_sources(model, tokenizer, sentences, decoding.split)
+def translate_with_engine(engine, model, pieces: Pieces, decoding: DecodingOptions, progress=None) -> list[str]:
+    """`generate.translate_pieces` with CTranslate2 decoding: the pieces every entry point reads
+    (`generate.source.prepare_sources`: long inputs split into sentences unless --whole, `encode_source`),
+    cut to max_len as `evaluate` does (checked pieces already fit), joined back into one per input."""
     max_len = model.config.max_len
-    pieces = engine.translate_ids([ids[:max_len] for ids in sources], decoding,
-                                  progress=per_input_progress(progress, len(sentences), len(sources)))
-    return join_pieces(pieces, owners, len(sentences))
+    outputs = engine.translate_ids([ids[:max_len] for ids in pieces.sources], decoding,
+                                   progress=per_input_progress(progress, pieces.count, len(pieces.sources)))
+    return join_pieces(outputs, pieces.owners, pieces.count)
+
+
+def translate_texts_with_engine(engine, model, tokenizer, sentences: list[str], decoding: DecodingOptions,
+                                check: bool = True, progress=None) -> list[str]:
+    """Texts through `prepare_sources` (checked, as `translate` reads them; unchecked for a scored corpus),
+    then `translate_with_engine`."""
+    pieces = prepare_sources(tokenizer, sentences, model.config.max_len, decoding.split, check=check)
+    return translate_with_engine(engine, model, pieces, decoding, progress)
 
 
 def evaluate_engine(engine, model, tokenizer, pairs, decoding: DecodingOptions, progress=None):
@@ -86,7 +94,8 @@ def evaluate_engine(engine, model, tokenizer, pairs, decoding: DecodingOptions, 
     texts = [source for source, _ in pairs]
     sources, _ = encode_sources(model, tokenizer, texts, decoding.split)
     truncated = sum(len(ids) > model.config.max_len for ids in sources)
-    hypotheses = translate_with_engine(engine, model, tokenizer, texts, decoding, progress)
+    hypotheses = translate_texts_with_engine(engine, model, tokenizer, texts, decoding, check=False,
+                                             progress=progress)
     return score_corpus(hypotheses, [target for _, target in pairs], texts), truncated
 
 

@@ -11,6 +11,7 @@ from clearformer.explain.examples import run_example
 from clearformer.explain.render import render, to_json
 from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions
+from clearformer.generate.source import unknown_words_line
 from clearformer.limits import require_utf8
 from clearformer.record.interventions import add_ablate_argument, interventions_from_args
 from clearformer.store.atomic import atomic_write_text
@@ -38,6 +39,9 @@ def register(subparsers) -> None:
                         help="comma-separated step names to print (e.g. weights,probabilities,chosen); a "
                              "translation prints the attention weights, distributions and choices by default")
     parser.add_argument("--all", action="store_true", help="print every recorded step of a translation")
+    parser.add_argument("--piece", type=int, default=1, metavar="N",
+                        help="a text of more than 25 words is translated sentence by sentence, as `translate` "
+                             "does: show sentence N (default 1)")
     # --beam K and translate's rules: explain records the very search translate runs
     DecodingOptions.add_arguments(parser, only=("beam", "alpha", "stop", "brevity", "placeholders", "max_extra"))
     add_ablate_argument(parser)  # what-if: --ablate NAME
@@ -63,7 +67,7 @@ def build(args):
                         f"`clearformer lm explain TEXT --checkpoint {directory}`")
     check_layer_and_head(model.config, args.layer, args.head)
     return explain_search(model, tokenizer, args.sentence, DecodingOptions.from_args(args), args.top,
-                          interventions_from_args(model, args))
+                          interventions_from_args(model, args), piece=args.piece)
 
 
 def check_layer_and_head(config, layer: int | None, head: int | None) -> None:
@@ -103,6 +107,16 @@ def shown_steps(walk, args):
     return shown
 
 
+def pieces_header(walk) -> str:
+    """Which sentence of a paragraph the walkthrough shows, and every sentence's translation."""
+    lines = [f"Your text has {len(walk.pieces)} sentences; like `translate`, explain translates them one by one "
+             f"and shows sentence {walk.piece} (--piece N shows another):"]
+    for number, piece in enumerate(walk.pieces, start=1):
+        mark = "▶" if number == walk.piece else " "
+        lines.append(f" {mark} {number}. {piece['text']}  →  {piece['translation']}")
+    return "\n".join(lines) + "\n\n"
+
+
 def run(args) -> int:
     if args.decimals < 0 or args.decimals > 12:
         raise UserError("--decimals must be between 0 and 12")
@@ -117,6 +131,10 @@ def run(args) -> int:
     else:
         text = render(shown_steps(walk, args), args.decimals, args.layer, args.head, args.max_cols, args.max_rows,
                       color=color)
+    if getattr(walk, "unknown", None):
+        print(f"clearformer explain: warning: {unknown_words_line(walk.unknown)}", file=sys.stderr)
+    if getattr(walk, "pieces", None) and args.format != "json":
+        text = pieces_header(walk) + text + f"translation of the whole text: {walk.result}\n"
     if getattr(walk, "original", None):
         text += (f"without --ablate: {walk.original['result']}\n"
                  f"with --ablate {' '.join(walk.ablated)}: {walk.result}\n")

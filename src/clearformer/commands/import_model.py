@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clearformer.interop.marian import import_marian
 from clearformer.store.lock import owned_output
-from clearformer.store.runs import mark_latest
+from clearformer.store.runs import mark_latest_if_default
 
 
 def register(subparsers) -> None:
@@ -40,6 +40,6 @@ def register(subparsers) -> None:
 def run_import_marian(args) -> int:
     with owned_output(Path(args.out), args.overwrite, "import marian"):
         out = import_marian(args.source, Path(args.out))
-    mark_latest(out)
+    mark_latest_if_default(out)  # only a run inside runs/: --out elsewhere writes nothing else
     print(f"imported {args.source} into {out}; try: clearformer translate \"Hello\" --checkpoint {out}")
     return 0

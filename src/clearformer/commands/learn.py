@@ -11,6 +11,7 @@
     clearformer learn check transformer FILE  the toy run's weights in your model: same logits and translations?
     clearformer learn train FILE              train your model with clearformer's trainer, translate "I love you"
     clearformer learn --notebooks DIR         write one Jupyter notebook per lesson into DIR
+    clearformer learn --vocab                 the words the toy model knows (others become <unk>)
 
 Exit 2 for unusable input (no such lesson or exercise, an answer that is not a number or a choice).
 """
@@ -18,6 +19,7 @@ Exit 2 for unusable input (no such lesson or exercise, an answer that is not a n
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 from clearformer.commands import options
@@ -28,12 +30,12 @@ from clearformer.learn.check import check_file, format_report
 from clearformer.learn.exercises import exercise, exercise_list, starter_text, write_new
 from clearformer.learn.extras import extra_text
 from clearformer.learn.lessons import LESSONS, lesson
-from clearformer.learn.present import lesson_list, lesson_text
+from clearformer.learn.present import lesson_list, lesson_text, terminal_width
 from clearformer.learn.questions import Question, is_right
 from clearformer.learn.sandbox import check_timeout
 from clearformer.learn.snippets import run_snippet
 from clearformer.learn.solutions import solution_text
-from clearformer.learn.toy import DEFAULT_SENTENCE, record_sentence
+from clearformer.learn.toy import DEFAULT_SENTENCE, known_words, load_toy_model, record_sentence
 
 
 def register(subparsers) -> None:
@@ -52,6 +54,8 @@ def register(subparsers) -> None:
     parser.add_argument("--answer", help="answer the lesson's question without a prompt (exit 0 right, 1 wrong)")
     parser.add_argument("--notebooks", metavar="DIR", help="write one notebook per lesson into DIR")
     parser.add_argument("--overwrite", action="store_true", help="with --notebooks: replace existing notebooks")
+    parser.add_argument("--vocab", action="store_true",
+                        help="list the words the toy model (or --checkpoint) knows; others become <unk>")
     parser.add_argument("--timeout", default=None,
                         help="check: seconds your code may take over all cases (default 60; `learn train`: 1800)")
     parser.add_argument("--out", metavar="DIR", help="learn train: the run folder (default runs/my-transformer)")
@@ -80,12 +84,27 @@ def run(args) -> int:
         written = write_notebooks(Path(args.notebooks), overwrite=args.overwrite)
         print(f"wrote {len(written)} notebooks into {args.notebooks}")
         return 0
+    if args.vocab:
+        return show_vocabulary(args.checkpoint)
     if args.what is None:
         sys.stdout.write(lesson_list())
         return 0
     if args.what in ("exercises", "exercise", "check", "solution", "train"):
         return run_exercise_command(args)
     return run_lesson(args)
+
+
+def show_vocabulary(checkpoint) -> int:
+    """`learn --vocab`: the source words the lessons' model knows, fitted to the terminal's width."""
+    from rich.console import Console
+
+    model, tokenizer, path = load_toy_model(checkpoint)
+    words = known_words(tokenizer)
+    console = Console(highlight=False, soft_wrap=False)
+    console.print(f"The model in {path} knows these {len(words)} words; any other word (also in another case, "
+                  "and punctuation) becomes <unk>:", markup=False)
+    console.print("  ".join(words), markup=False)
+    return 0
 
 
 def run_exercise_command(args) -> int:
@@ -157,11 +176,16 @@ def run_lesson(args) -> int:
     return 0
 
 
+def say(text: str) -> None:
+    """A line of the lesson's dialogue, wrapped at words to the terminal's width."""
+    print(textwrap.fill(text, terminal_width(), break_long_words=False, break_on_hyphens=False))
+
+
 def judge(question: Question, answer: str) -> int:
     if is_right(question, answer):
-        print(f"Right: {question.shown_answer()}. {question.why}")
+        say(f"Right: {question.shown_answer()}. {question.why}")
         return 0
-    print(f"Not quite. Hint: {question.hint}.")
+    say(f"Not quite. Hint: {question.hint}.")
     return 1
 
 
@@ -179,9 +203,9 @@ def interact(question: Question) -> int:
             print(f"({error}.)")
             right = False
         if right:
-            print(f"Right: {question.shown_answer()}. {question.why}")
+            say(f"Right: {question.shown_answer()}. {question.why}")
             return 0
         if attempt == 1:
-            print(f"Not quite. Hint: {question.hint}.")
-    print(f"The answer: {question.shown_answer()}. {question.why}")
+            say(f"Not quite. Hint: {question.hint}.")
+    say(f"The answer: {question.shown_answer()}. {question.why}")
     return 1

@@ -1,6 +1,7 @@
 """`clearformer serve`: the interactive walkthrough in the browser, on a local web server.
 
-    clearformer serve                       the latest trained model (or the seed examples only)
+    clearformer serve                       the latest trained model (with none: the lessons' toy model, trained
+                                            on first use into the cache folder: learn/toy.py)
     clearformer serve --checkpoint DIR      a given checkpoint: a translator, or a language model (`lm train`,
                                             `lm import gpt2`): type a prompt, see it continued token by token
     clearformer serve --open                and open the page in the default browser
@@ -13,6 +14,7 @@ run in a bounded worker pool (limits.SERVER_WORKERS, SERVER_QUEUE); a full queue
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import sys
 from pathlib import Path
@@ -20,6 +22,7 @@ from pathlib import Path
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
+from clearformer.learn.toy import ensure_toy_model
 from clearformer.limits import MAX_SERVER_LM_NEW_TOKENS, SERVER_LM_NEW_TOKENS
 from clearformer.store.runs import latest_checkpoint, runs_root
 
@@ -30,8 +33,9 @@ def register(subparsers) -> None:
         description="Start a local web server with the interactive walkthrough: type a sentence and step "
                     "through every intermediate of its translation (embeddings, attention, probabilities, "
                     "the words generated one by one), or, with a language model, a prompt and its greedy "
-                    "continuation (as `lm explain`). Without --checkpoint it uses the latest trained model; "
-                    "the seed examples are always there.")
+                    "continuation (as `lm explain`). Without --checkpoint it uses the latest trained model, "
+                    "or with none the lessons' toy model (trained once on first use); the seed examples are "
+                    "always there.")
     options.add_checkpoint(parser)
     parser.add_argument("--seeds-only", action="store_true", help="seed examples only, load no model")
     parser.add_argument("--host", default="127.0.0.1",
@@ -50,15 +54,16 @@ def register(subparsers) -> None:
 
 
 def choose_checkpoint(args) -> Path | None:
-    """--checkpoint DIR, else the latest trained run, else None (seed examples only)."""
+    """--checkpoint DIR, else the latest trained run, else the lessons' toy model (trained on first use, in a
+    child process, into the cache folder; runs/LATEST untouched); None with --seeds-only."""
     if args.seeds_only:
         if args.checkpoint:
             raise UserError("give either --checkpoint or --seeds-only, not both")
         return None
     if args.checkpoint:
         return Path(args.checkpoint)
-    if not (runs_root() / "LATEST").exists():
-        return None
+    if not os.path.lexists(runs_root() / "LATEST"):
+        return ensure_toy_model(command="serve")
     return latest_checkpoint()  # a marker pointing to a deleted run is an error, not a silent fallback
 
 
@@ -107,7 +112,7 @@ def run(args) -> int:
                      decoding=DecodingOptions.from_args(args))
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
-    what = "seed examples only (no trained model found)"
+    what = "seed examples only (--seeds-only)"
     if loaded:
         what = f"{'language model' if loaded.kind == 'lm' else 'model'} {loaded.path}"
     print(f"clearformer serve: {url}  ({what}; Ctrl+C stops)", file=sys.stderr, flush=True)

@@ -5,9 +5,11 @@
     clearformer translate --file sentences.txt --beam 4 --output translations.txt
 
 Greedy decoding (stop at <eos>) by default; `--beam N` for beam search. Input lines keep their
-order; empty lines stay empty. Every sentence is checked before any is translated: an empty
-sentence (given as an argument), one of only unknown words, or one longer than the model's
-maximum length is a one-line error naming the file and line.
+order; empty lines stay empty. Inputs are read as every entry point reads them
+(`generate.source.prepare_sources`): an input of more than 25 words is cut into its sentences, and every
+piece is checked before any is translated: an empty sentence (given as an argument), one of only unknown
+words, or one longer than the model's maximum length is a one-line error naming the file, the line and
+the sentence.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from pathlib import Path
 from clearformer.commands import engine as engine_options
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.generate import DecodingOptions, translate
-from clearformer.generate.source import check_source
+from clearformer.generate import DecodingOptions
+from clearformer.generate.source import Pieces, prepare_sources
+from clearformer.generate.translate import translate_pieces
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.record.interventions import add_ablate_argument, interventions_from_args
 from clearformer.store import safeio
@@ -93,13 +96,18 @@ def gather_input(args) -> tuple[list[str], str, bool]:
     return read_stdin(), "<stdin>", True
 
 
-def check_sentences(model, tokenizer, sentences: list[str], name: str, lines_may_be_empty: bool) -> None:
-    """Every sentence through `check_source` before any is translated (unknown words: one warning line)."""
-    for number, text in enumerate(sentences, start=1):
-        if lines_may_be_empty and not text.strip():
-            continue
-        where = None if name == "argument" else f"{name}:{number}"
-        check_source(tokenizer, text, model.config.max_len, where, warn=warn)
+def read_sentences(model, tokenizer, sentences: list[str], name: str, lines_may_be_empty: bool,
+                   split: bool) -> Pieces:
+    """Every sentence read and checked piece by piece before any is translated (unknown words: one warning
+    line per input), by the one input path (`prepare_sources`)."""
+    if not lines_may_be_empty and not any(text.strip() for text in sentences):  # an empty argument
+        raise UserError("empty sentence (nothing to translate)")
+
+    def where(index: int) -> str | None:
+        return None if name == "argument" else f"{name}:{index + 1}"
+
+    return prepare_sources(tokenizer, [s.strip() for s in sentences], model.config.max_len, split, where=where,
+                           warn=warn)
 
 
 def warn(message: str) -> None:
@@ -119,7 +127,7 @@ def run(args) -> int:
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, directory = load_translator(args.checkpoint, args.device)
     changes = interventions_from_args(model, args)  # what-if: --ablate NAME, checked before any work
-    check_sentences(model, tokenizer, sentences, name, lines_may_be_empty)
+    pieces = read_sentences(model, tokenizer, sentences, name, lines_may_be_empty, decoding.split)
     engine = None
     if args.engine == "ctranslate2":
         engine = engine_options.open_engine(args, model, tokenizer, directory, "translate")
@@ -131,12 +139,12 @@ def run(args) -> int:
                    disable=None, leave=False)
     try:
         if engine is not None:
-            outputs = engine_options.translate_with_engine(engine, model, tokenizer, [s.strip() for s in sentences],
-                                                           decoding, progress=bar.update if bar is not None else None)
+            outputs = engine_options.translate_with_engine(engine, model, pieces, decoding,
+                                                           progress=bar.update if bar is not None else None)
         else:
             with changes:
-                outputs = translate(model, tokenizer, [s.strip() for s in sentences], decoding,
-                                    progress=bar.update if bar is not None else None)
+                outputs = translate_pieces(model, tokenizer, pieces, decoding,
+                                           progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()

@@ -18,10 +18,20 @@ residual connection. `{head}` in it stands for the head the page shows.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from clearformer.claims.registry import claim
 from clearformer.record.interventions import POSITION_OWNERS
 
 DOCS = "docs/claims.md"  # relative to the project's root: the page links docs/claims.md#claim-N
+
+
+def claims_doc() -> Path | None:
+    """docs/claims.md of the checkout clearformer runs from, or None (an installed package has no docs/): the
+    server answers it at /docs/claims.md and an exported page links its file; without it the page names the
+    section without a link (never a broken one)."""
+    path = Path(__file__).resolve().parents[3] / DOCS
+    return path if path.is_file() else None
 
 # (claim number, test on the recorded name); the first rule that matches wins.
 RULES: tuple[tuple[int, object], ...] = (

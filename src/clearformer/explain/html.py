@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.walkthrough import Walkthrough
 from clearformer.store.atomic import atomic_write_text
 
@@ -111,7 +112,8 @@ def write_html(walk: Walkthrough, path: Path, overwrite: bool = True) -> Path:
 
     overwrite=False refuses (UserError) a file that exists, also one that appeared while the page was written."""
     path = Path(path)
-    page = render_page({"config": {"live": False}, "walk": walk_payload(walk)})
+    doc = claims_doc()
+    page = render_page({"config": {"live": False, "docs": doc.as_uri() if doc else None}, "walk": walk_payload(walk)})
     try:
         atomic_write_text(path, page, overwrite)
     except FileExistsError:

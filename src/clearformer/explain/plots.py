@@ -155,7 +155,7 @@ def positional_encoding_figure(walk: Walkthrough) -> Figure | None:
 def _attention_title(step: Step) -> tuple[str, str]:
     """(title, file stem) of an attention-weights step."""
     layer = f", layer {step.layer}" if step.layer is not None else ""
-    at = f" (generation step {step.decode_step}: whole prefix)" if step.decode_step is not None else ""
+    at = f" (generation step {step.decode_step + 1}: whole prefix)" if step.decode_step is not None else ""
     if ".cross_attention." in step.name:  # the GRU baseline's one attention has no layer number
         stem = "attention_cross" + (f"_layer{step.layer}" if step.layer is not None else "")
         return f"Cross-attention alignment{layer}{at}", stem
@@ -219,7 +219,7 @@ def distribution_figure(walk: Walkthrough, step: Step) -> Figure:
     axes.set_xlim(0, max(1e-9, float(np.nanmax(values))) * 1.18)
     axes.set_xlabel("probability p = softmax(logits)")
     axes.set_ylabel("next word" + (f" ({matrix.note})" if matrix.note else ""))
-    when = f"Generation step {step.decode_step}" if step.decode_step is not None else "Output layer"
+    when = f"Generation step {step.decode_step + 1}" if step.decode_step is not None else "Output layer"
     after = " ".join(matrix.row_labels)
     axes.set_title(f"{when}: next word after '{after}'  →  chosen: {chosen!r}", fontsize=10)
     axes.grid(axis="x", alpha=0.3)

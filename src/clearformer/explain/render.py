@@ -70,8 +70,11 @@ def step_heading(step: Step) -> str:
 
 
 def render(walk: Walkthrough, decimals: int = 4, layer: int | None = None, head: int | None = None,
-           max_cols: int = 10, max_rows: int = 12, width: int = 120, color: bool | None = None) -> str:
-    """The whole walkthrough as terminal text."""
+           max_cols: int = 10, max_rows: int = 12, width: int | None = None, color: bool | None = None,
+           start: int = 1) -> str:
+    """The whole walkthrough as terminal text, `width` columns wide (default: the terminal's, at most 120);
+    steps are numbered from `start` (a step shown alone keeps its number in the walkthrough, as on the page)."""
+    width = width or min(Console().width, 120)
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
                       highlight=False)
@@ -79,7 +82,7 @@ def render(walk: Walkthrough, decimals: int = 4, layer: int | None = None, head:
     if walk.source_tokens:
         console.print(f"tokens: {walk.source_tokens}")
     stage = None
-    number = 0
+    number = start - 1
     for step in walk.steps:
         if layer is not None and step.layer is not None and step.layer != layer:
             continue
@@ -108,5 +111,5 @@ def render(walk: Walkthrough, decimals: int = 4, layer: int | None = None, head:
         console.print()
     if walk.result:
         console.rule(Text("RESULT", style="bold magenta"))
-        console.print(Text(walk.result, style="bold"))
+        console.print(Text(walk.result, style="bold"), soft_wrap=True)  # one line, for scripts
     return buffer.getvalue()

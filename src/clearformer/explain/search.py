@@ -10,6 +10,7 @@ tensor, `follow_chosen`), so the page shows the numbers that chose each of its w
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -22,8 +23,8 @@ from clearformer.explain.beam import follow_chosen, read_beam_tree
 from clearformer.explain.translation import explain_translation
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.options import DecodingOptions, search_tokens
-from clearformer.generate.source import check_source
-from clearformer.generate.translate import decode_ids
+from clearformer.generate.source import prepare_sources
+from clearformer.generate.translate import decode_ids, join_pieces, translate_ids
 from clearformer.limits import MAX_BEAM_SHOWN
 from clearformer.record import trace
 
@@ -46,6 +47,11 @@ class SearchWalkthrough(Walkthrough):
     ablated: list[str] = field(default_factory=list)
     original: dict | None = None
     sentence: str = ""  # what was translated (the page reruns it with other interventions)
+    # An input cut into sentences (more than 25 words, as `translate` cuts it): each piece and its translation,
+    # the number (from 1) of the one shown, and `result` the whole input's translation, `translate`'s.
+    pieces: list[dict] = field(default_factory=list)
+    piece: int = 1
+    unknown: list[str] = field(default_factory=list)  # the words the model did not know (translated as <unk>)
 
 
 def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions) -> list[int]:
@@ -55,7 +61,7 @@ def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions) ->
 
 def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10) -> SearchWalkthrough:
     """Beam search of `sentence` under a recorder -> the winner's walkthrough with the whole tree."""
-    ids = check_source(tokenizer, sentence, model.config.max_len)
+    ids = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False, allow_empty=False).sources[0]
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()
@@ -74,32 +80,57 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
     walk = build_walkthrough(follow_chosen(recorder.records, tree), f"Translating {sentence!r} (beam {options.beam})",
                              source_tokens, labels[:1], vocab=vocab,
                              target_by_step={t: labels[: t + 1] for t in range(len(generated) - 1)}, top=top)
+    for step in walk.find("chosen"):  # chosen by the search, not by argmax
+        step.formula = (f"next = the word of the best of the {options.beam} hypotheses kept "
+                        f"(beam search: score = log p / lp(n))")
+        step.explanation = ("Beam search keeps the best hypotheses by score at every step; this is the word the "
+                            "finally chosen hypothesis took here, which need not be this step's most probable one.")
     return SearchWalkthrough(**{**walk.__dict__, "target_tokens": labels, "result": tree.result},
                              beam=tree.to_dict())
 
 
 def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10,
-                   interventions: trace.Interventions | None = None,
-                   max_new_greedy: int | None = None) -> SearchWalkthrough:
+                   interventions: trace.Interventions | None = None, piece: int = 1,
+                   max_new: Callable[[int], int] | None = None) -> SearchWalkthrough:
     """The walkthrough of `translate`'s search (greedy or beam) on `sentence`, under `interventions` if given;
-    with interventions, `original` holds the translation without them."""
+    with interventions, `original` holds the translation without them.
+
+    `sentence` is read as `translate` reads it (`prepare_sources`): an input of more than 25 words is cut into
+    its sentences; the walkthrough shows sentence `piece` (from 1), its title says which, `pieces` lists every
+    sentence with its translation and `result` is the whole input's translation, `translate`'s own.
+    `max_new(source length)` caps the tokens the shown sentence generates (the server's bound on a
+    walkthrough's size; the whole translation keeps `translate`'s limits)."""
     check_explainable(options)
+    pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, options.split, allow_empty=False)
+    total = len(pieces.texts)
+    if not 1 <= piece <= total:
+        raise UserError(f"--piece {piece}: this input has {total} sentence{'s' if total > 1 else ''} "
+                        f"(choose 1 to {total})")
+    text = pieces.texts[piece - 1]
+    shown = options if max_new is None else options.but(max_new=max_new(len(pieces.sources[piece - 1])))
     changes = interventions or trace.Interventions([])
     with changes:
         if options.beam > 1:
-            walk = explain_beam(model, tokenizer, sentence, options, top)
+            walk = explain_beam(model, tokenizer, text, shown, top)
         else:
-            plain = explain_translation(model, tokenizer, sentence, options, top=top)
-            walk = SearchWalkthrough(**plain.__dict__)
+            walk = SearchWalkthrough(**explain_translation(model, tokenizer, text, shown, top=top).__dict__)
+        translations = translate_ids(model, tokenizer, pieces.sources, options) if total > 1 else [walk.result]
     walk.ablated = changes.names()
-    walk.sentence = sentence
+    walk.sentence = text
+    walk.unknown = pieces.unknown.get(0, [])
+    if total > 1:
+        walk.pieces = [{"text": t, "translation": out} for t, out in zip(pieces.texts, translations, strict=True)]
+        walk.piece = piece
+        walk.title += f" (sentence {piece} of {total} of your text)"
+        walk.result = join_pieces(translations, pieces.owners, 1)[0]
     if walk.ablated:
-        ids = check_source(tokenizer, sentence, model.config.max_len)
-        src = torch.tensor([ids], device=next(model.parameters()).device)
         model.eval()
         with torch.inference_mode():
-            output = run_search(model, tokenizer, src, options)
-        walk.original = {"result": tokenizer.decode(output),
+            output = run_search(model, tokenizer, torch.tensor([pieces.sources[piece - 1]],
+                                                               device=next(model.parameters()).device), shown)
+            plain = ([tokenizer.decode(output)] if total == 1 else
+                     translate_ids(model, tokenizer, pieces.sources, options))
+        walk.original = {"result": join_pieces(plain, pieces.owners, 1)[0],
                          "target_tokens": [tokenizer.id_to_token(i) for i in [tokenizer.bos_id, *output]]}
         walk.title += " with --ablate " + " ".join(walk.ablated)
     return walk
@@ -108,10 +139,11 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
 # ----------------------------------------------------------------------------- the terminal
 
 
-def render_beam(tree: dict, decimals: int = 3, width: int = 120, color: bool | None = None) -> str:
+def render_beam(tree: dict, decimals: int = 3, width: int | None = None, color: bool | None = None) -> str:
     """`explain --beam K` in the terminal: one compact table per step (the hypotheses, their best candidates
     and what became of each), then the finished hypotheses ranked by score."""
     buffer = io.StringIO()
+    width = width or min(Console().width, 120)  # the terminal's
     console = Console(file=buffer, width=width, force_terminal=color, color_system="auto" if color else None,
                       highlight=False)
     number = lambda x: "-∞" if x is None else f"{x:.{decimals}f}"  # noqa: E731
@@ -119,7 +151,8 @@ def render_beam(tree: dict, decimals: int = 3, width: int = 120, color: bool | N
                        f"score = log p / lp(n), lp(n) = ((5 + n) / 6)^alpha", style="bold underline"))
     fates = {"continues": "→ goes on", "finishes": "✓ finishes", "stopped": "· search stopped", "pruned": ""}
     for step in tree["steps"]:
-        table = Table(title=f"step {step['step']}  (lp({step['step'] + 1}) = {step['penalty']:.4f})",
+        # counted from 1, as every view counts generation steps (docs/learn.md)
+        table = Table(title=f"step {step['step'] + 1}  (lp({step['step'] + 1}) = {step['penalty']:.4f})",
                       title_justify="left", title_style="bold magenta", pad_edge=False, show_edge=False)
         for name, justify in (("hypothesis", "left"), ("sum", "right"), ("candidate", "left"), ("log p", "right"),
                               ("new sum", "right"), ("", "left")):
@@ -143,5 +176,5 @@ def render_beam(tree: dict, decimals: int = 3, width: int = 120, color: bool | N
     for rank, done in enumerate(tree["ranking"], start=1):
         console.print(f"{rank}. {number(done['score'])}  {' '.join(done['words'])}" + ("   ← the translation"
                                                                                        if done["best"] else ""))
-    console.print(Text(f"result: {tree['result']}", style="bold green"))
+    console.print(Text(f"result: {tree['result']}", style="bold green"), soft_wrap=True)  # one line, for scripts
     return buffer.getvalue()

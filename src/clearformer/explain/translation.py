@@ -1,6 +1,7 @@
 """Explain a trained model translating one sentence: every intermediate of every generation step.
 
-The source is checked and encoded exactly as `translate` does (`generate.source.check_source`), and
+The source is checked and encoded exactly as `translate` does (`generate.source.prepare_sources`; a
+paragraph is cut into its sentences by `explain.search.explain_search`, which calls this per sentence), and
 the translation is `translate`'s own search (`greedy_decode`, or `beam_search` with options.beam > 1)
 run under a recorder: the encoder once, then one step of the model's own decoder per generated token
 with the model's cache, each step feeding only the newest token. So the walkthrough shows the
@@ -16,7 +17,7 @@ from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, search_tokens
-from clearformer.generate.source import check_source
+from clearformer.generate.source import prepare_sources
 from clearformer.record import trace
 
 
@@ -29,7 +30,8 @@ def explain_translation(model, tokenizer, sentence: str, options: DecodingOption
     `translate`'s (source length + max_extra, within the model's max_len)."""
     options = (options or DecodingOptions()).but(with_scores=False)
     tokens = search_tokens(model, tokenizer, options)
-    ids = check_source(tokenizer, sentence, model.config.max_len)
+    ids = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False,
+                          allow_empty=False).sources[0]  # one sentence
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()

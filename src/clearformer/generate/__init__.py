@@ -16,7 +16,8 @@ from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
-from clearformer.generate.translate import decode_ids, encode_source, pad_batch, translate, translate_ids
+from clearformer.generate.translate import decode_ids, pad_batch, translate, translate_ids
+from clearformer.tokenize import encode_source
 
 __all__ = ["Decoded", "DecoderState", "DecodingOptions", "SamplingOptions", "SearchTokens", "beam_search",
            "decode_ids", "encode_source", "generate", "greedy_decode", "length_penalty", "max_new_tokens",

@@ -1,4 +1,13 @@
-"""The one check of a source sentence, for every command (translate, explain) and the server.
+"""The one input path: inputs -> the pieces to translate, for every entry point, and the one check of a piece.
+
+`prepare_sources` is what the command line (`translate`), the library's `generate.translate`, `explain`
+(terminal, JSON, page), `serve` and the CTranslate2 engine all call: it cuts each input by the one
+sentence rule (`tokenize.sentences.split_long`: an input of more than 25 words into its sentences, as
+the training data were cut, unless `split` is off), encodes each piece once (`encode_source`) and checks
+each piece with `check_source`, a failure naming the input and the piece ("sentence 3 of 7"). So a
+paragraph gives the same pieces, hence the same translation, everywhere. Unknown words are named in one
+warning line per input. `evaluate` reads a corpus through the same function without the check (a
+scored line is never refused; too long sources are cut and counted).
 
 `check_source` returns the encoder input of a sentence exactly as translation builds it
 (`tokenize.encode_source`, with <eos> appended when the tokenizer's `source_eos` says so), or raises a
@@ -10,11 +19,13 @@ the encoder reads it at a position of its own, so it must fit in `max_len` like 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SENTENCE_CHARS, has_surrogates, shorten
 from clearformer.tokenize import encode_source
+from clearformer.tokenize.sentences import split_long
 
 
 def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
@@ -45,5 +56,65 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
         raise UserError(f"{at}sentence of {len(ids)} tokens{counted} is longer than the model's maximum "
                         f"length ({max_len})")
     if unknown and warn is not None:
-        warn(f"{at}unknown word(s) translated as <unk>: {shorten(', '.join(dict.fromkeys(unknown)))}")
+        warn(unknown_words_line(unknown, where))
     return ids
+
+
+def unknown_words_line(unknown: Sequence[str], where: str | None = None) -> str:
+    """The one warning line naming the words a model did not know."""
+    at = f"{where}: " if where else ""
+    return f"{at}unknown word(s) translated as <unk>: {shorten(', '.join(dict.fromkeys(unknown)))}"
+
+
+@dataclass
+class Pieces:
+    """The pieces to translate of `count` inputs: `texts[i]` (a sentence of its input, or the whole input),
+    `sources[i]` its encoder input (ids, <eos> included when the model reads one; [] for an empty input),
+    `owners[i]` the index of the input it belongs to. `unknown[k]`: the unknown words of input k."""
+
+    texts: list[str] = field(default_factory=list)
+    sources: list[list[int]] = field(default_factory=list)
+    owners: list[int] = field(default_factory=list)
+    count: int = 0
+    unknown: dict[int, list[str]] = field(default_factory=dict)
+
+    def of(self, index: int) -> list[int]:
+        """The positions of input `index`'s pieces."""
+        return [i for i, owner in enumerate(self.owners) if owner == index]
+
+
+def piece_label(where: str | None, number: int, total: int) -> str | None:
+    """How a message names a piece: "file:3, sentence 2 of 7" (or only the input's name when it is whole)."""
+    if total == 1:
+        return where
+    return f"{where}, sentence {number} of {total}" if where else f"sentence {number} of {total}"
+
+
+def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool = True, check: bool = True,
+                    where: Callable[[int], str | None] | None = None,
+                    warn: Callable[[str], None] | None = None, allow_empty: bool = True) -> Pieces:
+    """Inputs -> their `Pieces` (see the module docstring): split, encoded once, each piece checked.
+
+    `check`: every non-empty piece through `check_source` (a one-line UserError naming `where(index)` and
+    the piece); an empty (blank) input is one empty piece, which translates to "" (with `allow_empty` off,
+    an "empty sentence" error: `explain` has nothing to show). `warn(line)` is told once per input of the
+    words the model does not know."""
+    pieces = Pieces(count=len(inputs))
+    unknown_words = getattr(tokenizer, "unknown_words", None)
+    for index, text in enumerate(inputs):
+        parts = split_long(text) if split else [text]
+        name = where(index) if where else None
+        for number, part in enumerate(parts, start=1):
+            if check and (part.strip() or not allow_empty):
+                ids = check_source(tokenizer, part, max_len, piece_label(name, number, len(parts)))
+            else:
+                ids = encode_source(tokenizer, part)
+            pieces.texts.append(part)
+            pieces.sources.append(ids)
+            pieces.owners.append(index)
+        unknown = unknown_words(text) if check and unknown_words and text.strip() else []
+        if unknown:
+            pieces.unknown[index] = list(dict.fromkeys(unknown))
+            if warn is not None:
+                warn(unknown_words_line(unknown, name))
+    return pieces

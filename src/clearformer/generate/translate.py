@@ -14,7 +14,7 @@ import torch
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
-from clearformer.tokenize import encode_source
+from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.tokenize.sentences import split_long
 
 
@@ -79,19 +79,27 @@ def translate(model, tokenizer, sentences: list[str], options: DecodingOptions |
     `placeholders="exact"` (the default) a translation copies every placeholder piece of its source
     exactly (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained).
     With `split` (the default) an input of more than 25 words is translated sentence by sentence.
+    Inputs are read by `generate.source.prepare_sources`, as every command reads them: a piece no model
+    can use (too long, not UTF-8, only unknown words) is a one-line UserError naming it.
     """
     options = (options or DecodingOptions()).check()
-    sources, owners = encode_sources(model, tokenizer, sentences, options.split)
-    translations = translate_ids(model, tokenizer, sources, options,
-                                 per_input_progress(progress, len(sentences), len(sources)))
-    return join_pieces(translations, owners, len(sentences))
+    pieces = prepare_sources(tokenizer, sentences, model.config.max_len, options.split)
+    return translate_pieces(model, tokenizer, pieces, options, progress)
+
+
+def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions | None = None,
+                     progress: Callable[[int], None] | None = None) -> list[str]:
+    """`translate` of inputs already read by `prepare_sources`: one translation per input."""
+    translations = translate_ids(model, tokenizer, pieces.sources, options,
+                                 per_input_progress(progress, pieces.count, len(pieces.sources)))
+    return join_pieces(translations, pieces.owners, pieces.count)
 
 
 def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = True) -> tuple[list[list[int]], list[int]]:
-    """Inputs -> (source ids of each piece to translate, the input each piece belongs to): an input of
-    more than 25 words is cut into its sentences when `split`; each piece is read by `encode_source`."""
-    pieces, owners = split_long_sources(sentences) if split else (list(sentences), list(range(len(sentences))))
-    return [encode_source(tokenizer, text) for text in pieces], owners
+    """Inputs -> (source ids of each piece to translate, the input each piece belongs to), unchecked
+    (`evaluate` scores every line of a corpus): `prepare_sources` without its check."""
+    pieces = prepare_sources(tokenizer, sentences, model.config.max_len, split, check=False)
+    return pieces.sources, pieces.owners
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], options: DecodingOptions | None = None,

@@ -40,8 +40,9 @@ def build_notebook(item: Lesson) -> nbformat.NotebookNode:
                           f"`clearformer learn {item.number}`.*"),
         new_markdown_cell("## See it work\n\nclearformer's own modules on the seeds' test data:"),
         new_code_cell(PREAMBLE + item.snippet.rstrip("\n")),
-        new_markdown_cell("## On your sentence\n\nThe trained toy model (`runs/toy-translate`, trained once if it "
-                          "is missing) translates your sentence under the recorder, as `clearformer explain` does. "
+        new_markdown_cell("## On your sentence\n\nThe trained toy model (in the cache folder, trained once in a child "
+                          "process if it is missing: docs/learn.md) translates your sentence under the recorder, as "
+                          "`clearformer explain` does. "
                           "Change the sentence and run the cells again."),
         new_code_cell("from clearformer.learn.session import open_lesson\n\n"
                       f"lesson = open_lesson({item.number}, sentence={DEFAULT_SENTENCE!r})\n"

@@ -10,7 +10,15 @@ from clearformer.learn.lessons import LESSONS, LearnerRun, Lesson, StepView
 from clearformer.learn.questions import Question, step
 from clearformer.learn.snippets import SnippetRun
 
-WIDTH = 100
+MAX_WIDTH = 100
+
+
+def terminal_width() -> int:
+    """The columns a lesson is laid out in: the terminal's (rich's Console knows it; 80 when not a terminal),
+    at most MAX_WIDTH, so that no rule wraps and no line breaks mid-word."""
+    from rich.console import Console
+
+    return max(40, min(Console().width, MAX_WIDTH))
 
 
 def lesson_list() -> str:
@@ -22,7 +30,10 @@ def lesson_list() -> str:
 
 
 def heading(text: str) -> str:
-    return f"\n== {text} " + "=" * max(3, WIDTH - len(text) - 4) + "\n"
+    width = terminal_width()
+    if len(text) + 7 > width:  # a long heading (your sentence) wraps at words, under its own rule
+        return f"\n{'=' * width}\n" + textwrap.fill(text, width) + "\n"
+    return f"\n== {text} " + "=" * max(3, width - len(text) - 4) + "\n"
 
 
 def render_views(run: LearnerRun, views: list[StepView]) -> str:
@@ -30,6 +41,7 @@ def render_views(run: LearnerRun, views: list[StepView]) -> str:
     parts = []
     for view in views:
         found = step(run.walk, view.name, view.decode_step)
+        number = next(i for i, s in enumerate(run.walk.steps, start=1) if s is found)  # as the page numbers it
         if view.cols is not None:
             start, stop = view.cols
             found = replace(found, matrices=[replace(m, values=[row[start:stop] for row in m.values],
@@ -37,7 +49,8 @@ def render_views(run: LearnerRun, views: list[StepView]) -> str:
                                                      note=f"columns {start}..{stop - 1} of {len(m.col_labels)}")
                                              for m in found.matrices])
         sub = replace(run.walk, title="", source_tokens=[], result="", steps=[found])
-        text = render(sub, decimals=4, head=view.head, max_cols=view.max_cols, max_rows=12, width=WIDTH, color=False)
+        text = render(sub, decimals=4, head=view.head, max_cols=view.max_cols, max_rows=12, width=terminal_width(),
+                      color=False, start=number)
         parts.append(text.lstrip("\n"))
     return "".join(parts)
 
@@ -46,7 +59,7 @@ def lesson_text(lesson: Lesson, snippet: SnippetRun, run: LearnerRun, question: 
                 views: list[StepView], extra: str = "") -> str:
     out = [f"Lesson {lesson.number} of {len(LESSONS)}: {lesson.title}   (seeds {lesson.seeds})"]
     out.append(heading("Concept"))
-    out.append(textwrap.fill(lesson.concept, WIDTH))
+    out.append(textwrap.fill(lesson.concept, terminal_width()))
     out.append(heading("See it work: clearformer's modules on the seeds' data"))
     out.append(textwrap.indent(snippet.source.rstrip(), "    "))
     out.append("\n--- output ---")
@@ -57,5 +70,6 @@ def lesson_text(lesson: Lesson, snippet: SnippetRun, run: LearnerRun, question: 
         out.append("")
         out.append(extra.rstrip())
     out.append(heading("Question"))
-    out.append(question.text())
+    out.append("\n".join(textwrap.fill(line, terminal_width(), subsequent_indent="     " if line.startswith("  ")
+                                        else "") for line in question.text().splitlines()))
     return "\n".join(out) + "\n"

@@ -83,7 +83,7 @@ def step(walk: Walkthrough, name: str, decode_step: int | None = None) -> Step:
     for candidate in walk.steps:
         if candidate.name == name and candidate.decode_step == decode_step:
             return candidate
-    raise KeyError(f"the recording has no step {name!r}" + (f" at generation step {decode_step}"
+    raise KeyError(f"the recording has no step {name!r}" + (f" at generation step {decode_step + 1}"
                                                              if decode_step is not None else ""))
 
 

@@ -1,56 +1,146 @@
-"""The trained toy translator the lessons record the learner's sentence with.
+"""The trained toy translator the lessons, the notebooks and `serve` (with no run of yours) read.
 
-The lessons read `runs/toy-translate` ($CLEARFORMER_RUNS/toy-translate), the run that
-`clearformer train --preset toy-translate` writes; when it is missing, it is trained there once
-(about half a minute on a laptop CPU), with a one-line note on standard error. `--checkpoint DIR`
-reads another run instead.
+It lives in one place, the same wherever a command or a notebook kernel starts: the cache folder's
+`toy-translate/` (`~/.cache/clearformer/toy-translate`, or $CLEARFORMER_CACHE/toy-translate:
+store/cachedir.py; with CLEARFORMER_CACHE=off, a temporary folder removed at exit). It is never under
+runs/, so training it never moves runs/LATEST. When it is missing it is trained there once (about half
+a minute on a laptop CPU), in a child process: a notebook kernel may have switched gradients off, and
+a library module never calls the command line. The child trains into `toy-translate.partial/`, which
+is renamed into place only when training finished, under the lock `toy-translate.lock`: an
+interrupted or failed training leaves nothing that blocks the next try, and a second command started
+meanwhile says the model is in use. `--checkpoint DIR` reads another run instead. docs/learn.md says
+so for users.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+from clearformer.data.toy import toy_pairs
 from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
+from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
+from clearformer.store.cachedir import cache_dir
 from clearformer.store.checkpoint import load_model
-from clearformer.store.runs import default_run_dir
+from clearformer.train import TrainOptions, train
+from clearformer.train.options import preset_defaults
 
 TOY_PRESET = "toy-translate"
 DEFAULT_SENTENCE = "I love you"
+# TrainOptions fields the child trains with besides the preset's (none: the documented toy model; the
+# tests make it smaller and shorter).
+TOY_TRAINING: dict = {}
 
 
 def toy_run_dir() -> Path:
-    return default_run_dir(TOY_PRESET)
+    """Where the toy model lives: the cache's toy-translate/ (see the module docstring)."""
+    return cache_dir(TOY_PRESET)
 
 
-def ensure_toy_model(checkpoint: str | Path | None = None) -> Path:
-    """The run to read: `checkpoint` if given, else runs/toy-translate, trained first if missing."""
+def ensure_toy_model(checkpoint: str | Path | None = None, command: str = "learn") -> Path:
+    """The run to read: `checkpoint` if given, else the toy model, trained first (in a child) if missing."""
     if checkpoint is not None:
         return Path(checkpoint)
     run_dir = toy_run_dir()
     if (run_dir / "model.safetensors").exists():
         return run_dir
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise UserError(f"{run_dir} holds no finished model: finish it with `clearformer train --preset "
-                        f"{TOY_PRESET} --resume`, or pass --checkpoint DIR")
-    print(f"clearformer learn: no toy model yet; training one into {run_dir} (once, about half a minute)",
-          file=sys.stderr, flush=True)
-    from clearformer.cli import main  # the `train` command itself, so the run is the documented one
-
-    code = main(["train", "--preset", TOY_PRESET, "--quiet"])
-    if code != 0:
-        raise UserError(f"training the toy model into {run_dir} failed (exit {code})")
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    lock = os.open(run_dir.parent / f"{TOY_PRESET}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    # The child trains holding it too (pass_fds): a parent killed mid-training leaves the lock held until the
+    # child ends, so no next try removes the folder the child is writing.
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(lock, 200, 0).decode("utf-8", "replace").strip() or "another process"
+            raise UserError(f"the toy model {run_dir} is in use: {holder} is training it; "
+                            f"try again when it has finished (about half a minute)") from None
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, f"PID {os.getpid()}".encode(), 0)
+        if not (run_dir / "model.safetensors").exists():  # another process may have finished it meanwhile
+            train_toy_model(run_dir, command, lock)
+    finally:
+        os.close(lock)  # also drops the flock
     return run_dir
 
 
-def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | None = None) -> LearnerRun:
-    """Translate `sentence` with the toy model under the recorder (exactly as `clearformer explain` does)."""
+def train_toy_model(run_dir: Path, command: str, lock: int | None = None) -> None:
+    """Train the toy preset into `run_dir` in a child process (`python -m clearformer.learn.toy DIR`)."""
+    partial = run_dir.with_name(run_dir.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # what an interrupted earlier try left
+    print(f"clearformer {command}: no toy model yet; training one into {run_dir} (once, about half a minute)",
+          file=sys.stderr, flush=True)
+    try:  # the child's progress goes where our messages go (standard error), never into a lesson's output
+        err = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a notebook kernel's stream: the child keeps its own
+        err = None
+    try:
+        code = subprocess.run([sys.executable, "-m", "clearformer.learn.toy", str(partial),
+                               json.dumps(TOY_TRAINING)], stdin=subprocess.DEVNULL,
+                              stdout=err, pass_fds=() if lock is None else (lock,)).returncode
+        if code != 0 or not (partial / "model.safetensors").exists():
+            raise UserError(f"training the toy model into {run_dir} failed (exit {code}); nothing was kept: "
+                            f"run `clearformer learn 1` to try again, or pass --checkpoint DIR")
+        if run_dir.exists():  # a folder without a model (no run of ours can be there: it would hold one)
+            shutil.rmtree(run_dir)
+        os.replace(partial, run_dir)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def load_toy_model(checkpoint: str | Path | None = None):
+    """(model, tokenizer, path) of the lessons' translator (`ensure_toy_model`), a Transformer translator."""
     path = ensure_toy_model(checkpoint)
     model, tokenizer, _ = load_model(path)
     if model.config.n_encoder_layers == 0 or model.config.architecture != "transformer":
         raise UserError(f"{path}: the lessons read a Transformer translator (a run of `clearformer train`), "
                         "not a language model or the GRU baseline")
+    return model, tokenizer, path
+
+
+def known_words(tokenizer) -> list[str]:
+    """The source words the model knows: its vocabulary's words found in the toy phrase set's English side
+    (every token but the specials for a model trained on other data)."""
+    tokens = [tokenizer.id_to_token(i) for i in range(len(tokenizer))]
+    tokens = [t for t in tokens if not (t.startswith("<") and t.endswith(">"))]
+    english = {word for source, _ in toy_pairs() for word in tokenizer.tokenize(source)}
+    shown = [t for t in tokens if t in english] or tokens
+    return sorted(shown, key=lambda word: (word.lower(), word))
+
+
+def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | None = None) -> LearnerRun:
+    """Translate `sentence` with the toy model under the recorder (exactly as `clearformer explain` does).
+    Words the model does not know are named in one warning line on standard error (they become <unk>)."""
+    model, tokenizer, _ = load_toy_model(checkpoint)
     walk = explain_translation(model, tokenizer, sentence)
+    unknown = getattr(tokenizer, "unknown_words", lambda text: [])(sentence)
+    if unknown:
+        print(f"clearformer learn: warning: {unknown_words_line(unknown)} "
+              f"(`clearformer learn --vocab` lists the words the model knows)", file=sys.stderr)
     return LearnerRun(sentence, walk, model.config.tgt_vocab_size)
+
+
+def main(argv: list[str]) -> int:
+    """The child: train the toy preset, as `clearformer train --preset toy-translate --quiet` does, into
+    argv[0], with the TrainOptions fields of the JSON object argv[1] changed."""
+    import torch
+
+    torch.set_num_threads(1)  # the toy model's matrices are too small for a second thread (commands/train.py)
+    try:
+        fields = {**preset_defaults(TOY_PRESET), **json.loads(argv[1]), "preset": TOY_PRESET, "run_dir": argv[0]}
+        train(TrainOptions(**fields), progress=False)
+    except UserError as error:
+        print(f"clearformer: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -30,6 +30,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
+from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
 from clearformer.generate.options import DecodingOptions
 from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
@@ -92,7 +93,10 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     files = {name: asset(name).encode("utf-8") for name in (STYLE, *LIVE_SCRIPTS)}
     results, results_index = read_claim_results(claims_dir)
     # the model's name, never where it lives on this machine
-    info = {**explainer.info(), "claims": results_index, "whatif": whatif_info(explainer)}
+    doc = claims_doc()
+    claims_text = doc.read_bytes() if doc else None  # read once: the route never opens a path
+    info = {**explainer.info(), "claims": results_index, "whatif": whatif_info(explainer),
+            "docs": "docs/claims.md" if claims_text else None}
     page = render_page({"config": info, "walk": explainer.example_payload(explainer.examples[0])},
                        live=True, inline=False).encode("utf-8")
 
@@ -142,6 +146,12 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
         if name not in results:
             return _error(404, "no such result (run `clearformer claims N --quick`, then restart the server)")
         return Response(results[name], media_type=RESULT_TYPES[name[name.rindex("."):]], headers=SECURITY_HEADERS)
+
+    @app.get("/docs/claims.md")
+    async def claims_docs() -> Response:
+        if claims_text is None:
+            return _error(404, "docs/claims.md is not installed with clearformer")
+        return Response(claims_text, media_type="text/markdown; charset=utf-8", headers=SECURITY_HEADERS)
 
     @app.get("/api/info")
     async def api_info() -> JSONResponse:

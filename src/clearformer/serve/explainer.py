@@ -19,9 +19,8 @@ from clearformer.errors import UserError
 from clearformer.explain.examples import EXAMPLES, run_example
 from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.lm import explain_text
-from clearformer.explain.translation import explain_translation
+from clearformer.explain.search import explain_search
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.source import check_source
 from clearformer.limits import (
     MAX_ANSWER_BYTES,
     MAX_BODY_BYTES,
@@ -34,9 +33,9 @@ from clearformer.store.checkpoint import load_model
 SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'
 FIELDS = ("sentence", "prompt", "example")
 
-NO_MODEL_NOTICE = ("No trained model found, so only the seed examples are available. Train the toy model "
-                   "with `clearformer train --preset toy-translate`, "
-                   "then run `clearformer serve` again.")
+NO_MODEL_NOTICE = ("No trained model is loaded (--seeds-only), so only the seed examples are available. Without "
+                   "--seeds-only, `clearformer serve` loads your latest run (train one with `clearformer train "
+                   "--preset toy-translate`), or else the lessons' toy model, trained once on first use.")
 
 
 class RequestError(Exception):
@@ -153,19 +152,24 @@ class Explainer:
             raise RequestError(400, str(error)) from None
 
     def _translate(self, sentence: str) -> dict:
+        """`explain`'s walkthrough of `sentence`, read as `translate` reads it (a paragraph: its first sentence
+        shown, the whole translated: `explain_search`)."""
         if self.loaded is None:
             raise RequestError(409, "no trained model is loaded: only the seed examples are available "
                                     "(train one with `clearformer train --preset toy-translate`)")
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         try:
-            source = check_source(tokenizer, sentence, model.config.max_len)
-            # A translation is rarely much longer than its source; the bound keeps an untrained model's
-            # babbling (and its walkthrough, which grows with the square of the length) small.
-            limit = max(1, min(model.config.max_len - 1, 2 * len(source) + 8))
-            walk = explain_translation(model, tokenizer, sentence, self.decoding.but(max_new=limit))
+            walk = explain_search(model, tokenizer, sentence, self.decoding, max_new=page_limit(model))
         except UserError as error:
             raise RequestError(400, str(error)) from None
         return walk_payload(walk)
+
+
+def page_limit(model):
+    """The tokens a walkthrough on the page may generate, from its source's length: a translation is rarely much
+    longer than its source; the bound keeps an untrained model's babbling (and its walkthrough, which grows with
+    the square of the length) small."""
+    return lambda source_length: max(1, min(model.config.max_len - 1, 2 * source_length + 8))
 
 
 def load(checkpoint: Path) -> LoadedModel:

@@ -19,11 +19,10 @@ from clearformer.errors import UserError
 from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.lm import explain_text
 from clearformer.explain.search import explain_search
-from clearformer.generate.source import check_source
 from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
 from clearformer.record.interventions import parse_interventions, valid_interventions
 from clearformer.record.trace import Interventions
-from clearformer.serve.explainer import Explainer, RequestError
+from clearformer.serve.explainer import Explainer, RequestError, page_limit
 
 MAX_PAGE_BEAM = 8  # the widest tree the page draws
 MAX_ABLATED = 64
@@ -85,10 +84,9 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
                 walk = explain_text(model, tokenizer, text, explainer.lm_new_tokens)
             payload = dict(walk_payload(walk), ablated=list(ablate), sentence=text)
         else:
-            source_length = len(check_source(tokenizer, text, model.config.max_len))
-            limit = max(1, min(model.config.max_len - 1, 2 * source_length + 8))  # as /api/explain bounds it
-            options = explainer.decoding.but(beam=beam, max_new=limit)
-            payload = walk_payload(explain_search(model, tokenizer, text, options, interventions=changes))
+            options = explainer.decoding.but(beam=beam)
+            payload = walk_payload(explain_search(model, tokenizer, text, options, interventions=changes,
+                                                  max_new=page_limit(model)))  # as /api/explain bounds it
     except UserError as error:
         raise RequestError(400, str(error)) from None
     return to_json(payload).encode("utf-8")

@@ -8,7 +8,8 @@ It holds `matmul_peak.json` (this machine's measured matrix-product peak, for `t
 clearformer.train.mfu), `matplotlib/` (matplotlib's font cache, which it would otherwise keep in
 ~/.cache/matplotlib) and, once `--compile on` (or a GPU's `auto`) has compiled a step, `inductor/`
 (torch.compile's compiled kernels, which PyTorch would otherwise keep in /tmp/torchinductor_USER;
-kept so that a second run does not compile again). Deleting it costs a second of re-measurement (and a
+kept so that a second run does not compile again), and `toy-translate/`, the lessons' toy model
+(learn/toy.py: trained there on first use). Deleting it costs a second of re-measurement (and a
 recompile). With CLEARFORMER_CACHE=off the peak is measured at every start, and matplotlib's and the
 compiler's caches live in temporary folders removed at exit.
 docs/reliability.md states the rule for users.

@@ -1,10 +1,11 @@
 """Where runs live: `runs/<name>/` under the current directory (or $CLEARFORMER_RUNS), and which is latest.
 
-The "latest run" pointer is the file `runs/LATEST` ($CLEARFORMER_RUNS/LATEST). `train` writes it only
-for a run in the default place, `runs/<preset>` (no `--out`, or an `--out` inside runs/), so
-`train --out DIR` writes nothing outside DIR. `translate`, `explain`, `evaluate`, `neighbors` and
-`serve` follow the pointer only when the user names no `--checkpoint`; `average` writes it for the
-average it makes in runs/.
+The "latest run" pointer is the file `runs/LATEST` ($CLEARFORMER_RUNS/LATEST). `train`, `import marian`
+and `average` write it only for a run inside runs/ (`train`'s default `runs/<preset>`, an `--out`
+inside runs/, `average`'s default RUN/averaged of a run there): `--out DIR` anywhere else writes
+nothing outside DIR (`mark_latest_if_default`). `lm train` and `lm import` never write it.
+`translate`, `explain`, `evaluate`, `neighbors` and `serve` follow the pointer only when the user names
+no `--checkpoint`. The toy model the lessons read lives in the cache, never here (learn/toy.py).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ def mark_latest(checkpoint: Path) -> None:
 
 
 def mark_latest_if_default(run_dir: Path) -> bool:
-    """Point runs/LATEST at `run_dir` if the run lives in runs/ (its default place); True if written."""
-    if Path(run_dir).resolve().parent != runs_root().resolve():
+    """Point runs/LATEST at `run_dir` if the run lives inside runs/ (its default place); True if written."""
+    if not Path(run_dir).resolve().is_relative_to(runs_root().resolve()):
         return False
     mark_latest(run_dir)
     return True

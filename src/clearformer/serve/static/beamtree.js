@@ -141,7 +141,7 @@
     const chosen = document.querySelector(`#cf-beam .cf-beam-node[data-id="${state.selected}"]`);
     if (chosen) chosen.classList.add("cf-selected");
     const steps = state.tree.steps;
-    document.getElementById("cf-beam-step").textContent = `step ${state.step} of ${steps.length - 1}`;
+    document.getElementById("cf-beam-step").textContent = `step ${state.step + 1} of ${steps.length}`;  // counted from 1, as everywhere (docs/learn.md)
     document.getElementById("cf-beam-prev").disabled = state.step === 0;
     document.getElementById("cf-beam-next").disabled = state.step === steps.length - 1;
     stepTable(steps[state.step]);
@@ -151,7 +151,7 @@
   function stepTable(step) {
     const box = document.getElementById("cf-beam-detail");
     box.textContent = "";
-    box.appendChild(el("p", "cf-beam-note", `Step ${step.step}: every live hypothesis is extended by every token; `
+    box.appendChild(el("p", "cf-beam-note", `Step ${step.step + 1}: every live hypothesis is extended by every token; `
       + `the best ${state.tree.beam} extensions that do not end go on. Length penalty lp(${step.step + 1}) = `
       + `${fmt(step.penalty, 4)}.`));
     const table = el("table", "cf-beam-table");

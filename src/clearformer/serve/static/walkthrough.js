@@ -25,7 +25,8 @@
   function groupLabel(step) {
     if (step.decode_step !== null) {
       const word = chosenWord(step.decode_step);
-      return `Generation step ${step.decode_step}` + (word !== undefined ? ` → ${word}` : "");
+      return `Generation step ${step.decode_step + 1}` +  // counted from 1, as everywhere (docs/learn.md)
+         (word !== undefined ? ` → ${word}` : "");
     }
     const stage = step.stage.replace(/_/g, " ");
     return stage.charAt(0).toUpperCase() + stage.slice(1) + (step.layer !== null ? `, layer ${step.layer}` : "");
@@ -134,9 +135,14 @@
     if (isLM()) { renderContinuation(panel, step); return; }
     panel.appendChild(el("h3", "", "Translation, word by word"));
     const source = el("div", "cf-tokens");
-    walk.source_tokens.forEach((t) => source.appendChild(el("span", "cf-token", t)));
+    walk.source_tokens.forEach((t) => source.appendChild(el("span", "cf-token" + (t === "<unk>" ? " cf-unknown" : ""), t)));
     panel.appendChild(el("div", "cf-caption", "source (encoder input)"));
     panel.appendChild(source);
+    if (walk.source_tokens.includes("<unk>")) {  // the words the model did not know, named
+      const words = (walk.unknown || []).join(", ");
+      panel.appendChild(el("p", "cf-caption cf-unknown-note", "Unknown to the model, read as <unk>"
+        + (words ? `: ${words}` : "") + " (`clearformer learn --vocab` lists the words it knows)."));
+    }
     const t = step.decode_step;
     const target = el("div", "cf-tokens");
     target.id = "cf-produced";
@@ -157,7 +163,8 @@
     const heads = chosenLayer.matrices;
     const one = heads.find((m) => String(m.head) === state.head);
     const matrix = Object.assign({}, one || averaged(heads));
-    matrix.row_labels = matrix.values.map((_, i) => (i < t || revealed ? walk.target_tokens[i + 1] : "?"));
+    // Rows labelled by the decoder's input at each position, as the main cross-attention matrix labels them.
+    matrix.row_labels = matrix.values.map((_, i) => walk.target_tokens[i]);
     matrix.head = null;
     const how = one ? `head ${one.head}` : "mean of the heads";
     const layerText = chosenLayer.layer === null ? "" : `, layer ${chosenLayer.layer}`;
@@ -165,8 +172,8 @@
     const figure = CF.matrixElement(matrix, { sequential: true, limit: 1, numbers: matrix.values[0].length <= 10 });
     figure.id = "cf-alignment";
     panel.appendChild(figure);
-    panel.appendChild(el("p", "cf-caption", "Row: the word being produced. Column: the source word it looks at. "
-      + "A row is added as each word is produced."));
+    panel.appendChild(el("p", "cf-caption", "Row: the decoder's input at that position (it produces the next word). "
+      + "Column: the source word it looks at. A row is added as each word is produced."));
   }
 
   /** A language model's side panel: the prompt, the tokens generated so far, and the masked self-attention
@@ -218,8 +225,11 @@
     box.appendChild(document.createTextNode(`“${claim.statement}” — run `));
     box.appendChild(el("code", "", claim.command));
     box.appendChild(document.createTextNode("; the result and its figure: "));
-    const link = el("a", "", claim.docs);
-    link.href = claim.docs;
+    // docs/claims.md where the page can reach it (CF.config.docs: the server's copy, or the checkout's file for
+    // an exported page); otherwise the section is named without a link, never a broken one.
+    const docs = CF.config && CF.config.docs;
+    const link = el(docs ? "a" : "code", "", claim.docs);
+    if (docs) link.href = docs + claim.docs.slice(claim.docs.indexOf("#"));
     box.appendChild(link);
     const measured = (CF.config && CF.config.claims || {})[String(claim.number)];
     if (!measured) return;  // the live server found this claim's results (`clearformer claims N`)

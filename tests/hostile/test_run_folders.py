@@ -61,7 +61,7 @@ def test_a_second_writer_is_refused_naming_the_holder(argv, busy_run, toy_run, m
 
 def test_export_into_a_locked_folder_is_refused(toy_run, tmp_path, in_process):
     out = tmp_path / "exported"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from clearformer import runlock as lock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from clearformer.store import lock; "
                                "lock.acquire(sys.argv[1]); print('held', flush=True); time.sleep(120)", str(out)],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -175,7 +175,7 @@ def test_system_folders_are_refused_as_out(out, command, marian_source, in_proce
 def test_lock_is_released_at_the_end_of_a_command(run_copy, in_process):
     code, _, err = in_process("train", "--out", run_copy, "--resume", "--steps", "5", "--quiet")
     assert code == 0, err
-    probe = subprocess.run([sys.executable, "-c", "import sys; from clearformer import runlock as lock; "
+    probe = subprocess.run([sys.executable, "-c", "import sys; from clearformer.store import lock; "
                             "lock.acquire(sys.argv[1]); print('ok')", str(run_copy)], capture_output=True, text=True)
     assert probe.stdout.strip() == "ok", probe.stderr
     shutil.rmtree(run_copy)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.limits import MAX_POINTER_FILE_BYTES
-from clearformer.store.atomic import atomic_write_text
-from clearformer.store.safeio import read_text
+from clearformer.store.fixed import read_fixed, write_fixed
+from clearformer.store.safeio import decode_utf8
 
 
 def runs_root() -> Path:
@@ -29,7 +29,7 @@ def default_run_dir(name: str) -> Path:
 
 def mark_latest(checkpoint: Path) -> None:
     """Record `checkpoint` as the one commands use when given no --checkpoint."""
-    atomic_write_text(runs_root() / "LATEST", str(Path(checkpoint).resolve()) + "\n")
+    write_fixed(runs_root() / "LATEST", str(Path(checkpoint).resolve()) + "\n")  # never through a link
 
 
 def mark_latest_if_default(run_dir: Path) -> bool:
@@ -46,8 +46,8 @@ def latest_checkpoint() -> Path:
     if not os.path.lexists(marker):
         raise UserError("no trained model yet: run `clearformer train --preset toy-translate` "
                         "or pass --checkpoint DIR")
-    try:
-        path = Path(read_text(marker, MAX_POINTER_FILE_BYTES).strip())
+    try:  # a link or a FIFO at runs/LATEST is refused, never followed or waited on (store/fixed.py)
+        path = Path(decode_utf8(read_fixed(marker, MAX_POINTER_FILE_BYTES) or b"", str(marker)).strip())
     except UserError as error:
         raise UserError(f"{error}; pass --checkpoint DIR (or train again to rewrite runs/LATEST)") from None
     if not path.is_dir():

@@ -113,6 +113,17 @@ def toy_run(tmp_path_factory) -> Path:
     return run
 
 
+@pytest.fixture(scope="session")
+def spm_run(tmp_path_factory) -> Path:
+    """A tiny toy run with a SentencePiece vocabulary (what the CTranslate2 export needs): seconds; read-only."""
+    from clearformer.cli import main
+
+    run = tmp_path_factory.mktemp("hostile-spm") / "spm"
+    assert main(["train", "--out", str(run), "--tokenizer", "sentencepiece", "--vocab-size", "600", "--source-eos",
+                 "--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]) == 0
+    return run
+
+
 @pytest.fixture
 def run_copy(toy_run, tmp_path) -> Path:
     """A copy of the toy run a test may damage."""

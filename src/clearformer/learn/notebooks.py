@@ -63,6 +63,9 @@ def write_notebooks(folder: Path, overwrite: bool = False) -> list[Path]:
     refuse_system_folder(folder, "--notebooks", "a notebooks folder", "notebooks")
     if os.path.lexists(folder) and not folder.is_dir():
         raise UserError(f"--notebooks {folder}: not a folder")
+    existing_above = next((p for p in folder.parents if os.path.lexists(p)), None)
+    if existing_above is not None and not existing_above.is_dir():
+        raise UserError(f"--notebooks {folder}: a file stands on its path ({existing_above})")
     paths = [folder / notebook_name(item) for item in LESSONS]
     for path in paths:
         check_fixed(path)  # a link, a folder or a FIFO at a notebook's name: refused before anything is written

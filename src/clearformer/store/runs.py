@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.limits import MAX_POINTER_FILE_BYTES
-from clearformer.store.fixed import read_fixed, write_fixed
+from clearformer.store.fixed import check_fixed, read_fixed, write_fixed
 from clearformer.store.safeio import decode_utf8
 
 
@@ -32,12 +32,22 @@ def mark_latest(checkpoint: Path) -> None:
     write_fixed(runs_root() / "LATEST", str(Path(checkpoint).resolve()) + "\n")  # never through a link
 
 
+def in_default_place(run_dir: Path) -> bool:
+    return Path(run_dir).resolve().parent == runs_root().resolve()
+
+
 def mark_latest_if_default(run_dir: Path) -> bool:
     """Point runs/LATEST at `run_dir` if the run lives in runs/ (its default place); True if written."""
-    if Path(run_dir).resolve().parent != runs_root().resolve():
+    if not in_default_place(run_dir):
         return False
     mark_latest(run_dir)
     return True
+
+
+def check_latest_if_default(run_dir: Path) -> None:
+    """Before a run that will write runs/LATEST: what stands there must be a regular file or nothing."""
+    if in_default_place(run_dir):
+        check_fixed(runs_root() / "LATEST")
 
 
 def latest_checkpoint() -> Path:

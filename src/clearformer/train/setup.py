@@ -23,6 +23,7 @@ from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
 from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into
+from clearformer.store.runs import check_latest_if_default
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions
 from clearformer.train.step import place_dropout
@@ -122,6 +123,7 @@ def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelCo
 def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool = False) -> RunSetup:
     """Build (or restore) a translation run; raises UserError for anything the user can fix."""
     options.validate()
+    check_latest_if_default(run_dir)  # a link or a folder at runs/LATEST: refused before training, not after
     start = open_run(options, resume, run_dir, overwrite)
     splits, source, data_record = corpus.load_splits(options)
     if resume:

@@ -5,6 +5,7 @@ cases run in a child process under a time limit)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -190,3 +191,33 @@ def test_notebooks_into_a_read_only_folder(tmp_path, in_process):
     line = one_line(err)
     assert code == 2 and str(folder) in line and ("cannot" in line), line
 
+
+
+# ----------------------------------------------------------------------------- compiling writes only into the cache
+COMPILE_PATHS = (
+    "import os, json, tempfile\n"
+    "from clearformer.store.cachedir import use_for_compiled_code\n"
+    "use_for_compiled_code()\n"
+    "from torch._inductor import codecache\n"
+    "from torch._inductor.runtime import cache_dir_utils, runtime_utils\n"
+    "print(json.dumps([os.environ['TORCHINDUCTOR_CACHE_DIR'], os.environ['TRITON_CACHE_DIR'],"
+    " cache_dir_utils.cache_dir(), runtime_utils.default_cache_dir(), cache_dir_utils.default_cache_dir(),"
+    " codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR]))\n")
+
+
+@pytest.mark.parametrize("cache", ["folder", "off"])
+def test_every_compiler_cache_lies_in_the_cache_folder(cache, tmp_path):
+    """Every folder torch.compile writes to (Inductor's kernels, Triton's, the precompiled C++ headers that
+    once appeared as /tmp/torchinductor_USER) is inside clearformer's cache (with the cache off: inside the
+    temporary folders removed at exit). Measured end to end once (docs/reliability.md): a compiled function in
+    a child with TMPDIR set leaves nothing in TMPDIR."""
+    root = tmp_path / "cache"
+    env = {**os.environ, "CLEARFORMER_CACHE": str(root) if cache == "folder" else "off", "TMPDIR": str(tmp_path)}
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", COMPILE_PATHS], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    paths = json.loads(done.stdout)
+    inside = str(root) if cache == "folder" else str(tmp_path / "clearformer-")
+    assert all(path.startswith(inside) for path in paths), paths
+    assert not any("torchinductor_" in path for path in paths), paths

@@ -27,7 +27,7 @@ from clearformer.errors import UserError
 from clearformer.store import lock
 from clearformer.store.checkpoint import read_weights
 from clearformer.store.safeio import read_json
-from clearformer.train import mfu, state
+from clearformer.train import mfu, rundir, state
 from clearformer.train.loop import TrainResult, run_setup
 from clearformer.train.options import check_loop_options
 from clearformer.train.setup import RunStart, finish_setup, open_run, restored_model
@@ -235,7 +235,7 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
     elif (Path(run_dir) / LEGACY_STATE).exists():
         options = legacy_options(Path(run_dir))
     else:
-        raise UserError(f"{Path(run_dir) / 'checkpoints'}: no checkpoint to resume from")
+        raise rundir.no_checkpoint(run_dir, "lm train")
     for name, value in (("steps", steps), ("minutes", minutes), ("device", device), ("corpus", corpus)):
         if value is not None:
             setattr(options, name, value)
@@ -283,7 +283,7 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
     options.validate()
     run_dir = Path(options.run_dir)
     legacy = resume and not state.step_checkpoints(run_dir) and (run_dir / LEGACY_STATE).exists()
-    start = open_run(options, resume, run_dir, overwrite, legacy)
+    start = open_run(options, resume, run_dir, overwrite, legacy, "lm train")
     if legacy:
         legacy_start(start, run_dir)
     if resume:

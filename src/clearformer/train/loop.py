@@ -41,7 +41,7 @@ from clearformer.store import lock
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.checkpoint import save_model
 from clearformer.store.runs import mark_latest_if_default
-from clearformer.train import distributed, mfu, state
+from clearformer.train import distributed, mfu, rundir, state
 from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
 from clearformer.train.options import TrainOptions
 from clearformer.train.setup import RunSetup, prepare
@@ -65,7 +65,7 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
     """The options of the run being resumed (from its newest checkpoint), with a new length if given."""
     checkpoints = state.step_checkpoints(run_dir)
     if not checkpoints:
-        raise UserError(f"{run_dir / 'checkpoints'}: no checkpoint to resume from")
+        raise rundir.no_checkpoint(run_dir)
     _, _, saved = state.load_step_checkpoint(checkpoints[-1])
     if saved.get("task", "translate") != "translate":
         raise UserError(f"{run_dir}: a language-model run; continue it with `clearformer lm train --resume --out "

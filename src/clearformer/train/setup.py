@@ -59,19 +59,20 @@ class RunSetup:
     trainer_state: dict = field(default_factory=dict)
 
 
-def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False, legacy: bool = False) -> RunStart:
+def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False, legacy: bool = False,
+             command: str = "train") -> RunStart:
     """Device, processes, the run folder (claimed, see train/rundir.py) and the checkpoint to resume
     (legacy: the caller reads an older format itself)."""
     # Under torchrun each process takes the GPU of its LOCAL_RANK (when --device names none).
     device = resolve_device(options.device, int(os.environ.get("LOCAL_RANK", "0")))
     if int(os.environ.get("RANK", "0")) == 0:  # one process owns the folder (before the others wait for it)
-        rundir.claim(run_dir, resume, overwrite)
+        rundir.claim(run_dir, resume, overwrite, command)
     world = distributed.setup(device)
     start = RunStart(device, world, Path(run_dir))
     if resume and not legacy:
         checkpoints = state.step_checkpoints(run_dir)
         if not checkpoints:
-            raise UserError(f"{Path(run_dir) / 'checkpoints'}: no checkpoint to resume from")
+            raise rundir.no_checkpoint(run_dir, command)
         start.resumed_from = checkpoints[-1]
         start.weights, start.extra, start.trainer_state = state.load_step_checkpoint(start.resumed_from)
     torch.manual_seed(options.seed + world.rank)

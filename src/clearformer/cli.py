@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 
-from clearformer.errors import UserError
+from clearformer.errors import Stopped, UserError
 from clearformer.store import lock as runlock
 from clearformer.store.cachedir import cache_dir, remove_temporary_folders
 
@@ -54,9 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; Ctrl-C at any moment, also while torch is still being imported, is one line and 130."""
-    global _interrupted
+    global _interrupted, _signal
     words = sys.argv[1:] if argv is None else argv
-    _interrupted = False
+    _interrupted, _signal = False, signal.SIGINT
     previous = install_interrupt_handler()
     try:
         return run(argv)
@@ -66,38 +66,48 @@ def main(argv: list[str] | None = None) -> int:
         if not (_interrupted or isinstance(error, KeyboardInterrupt)):
             raise
         name = next((word for word in words if not word.startswith("-")), "")
-        print(f"clearformer {name}: interrupted".replace("  ", " "), file=sys.stderr)
+        what = "terminated (SIGTERM)" if _signal == signal.SIGTERM else "interrupted"
+        print(f"clearformer {name}: {what}".replace("  ", " "), file=sys.stderr)
+        code = 128 + int(_signal)  # 130 for Ctrl-C, 143 for SIGTERM
         if _interrupted:
             # A real signal: torch or matplotlib may be half made, and the interpreter's clean-up can then
             # crash after the message; leave at once (the kernel drops the run folder's lock).
             sys.stdout.flush()
             sys.stderr.flush()
             remove_temporary_folders()
-            os._exit(130)
-        return 130
+            os._exit(code)
+        return code
     finally:
         runlock.release_all()
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in (previous or {}).items():
+            signal.signal(signum, handler)
 
 
 _interrupted = False
 _deferred = False  # True while torch is imported: a KeyboardInterrupt raised inside its C++ import aborts
 
 
+_signal = signal.SIGINT  # the signal that interrupted (SIGTERM ends a command as Ctrl-C does, exit 143)
+
+
 def _on_interrupt(signum, frame) -> None:
-    global _interrupted
-    _interrupted = True
+    global _interrupted, _signal
+    _interrupted, _signal = True, signum
     if not _deferred:
         raise KeyboardInterrupt
 
 
-def install_interrupt_handler():
-    """Python's own behaviour (KeyboardInterrupt), remembering that it happened; None off the main thread."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+def install_interrupt_handler() -> dict | None:
+    """Python's own behaviour on Ctrl-C (KeyboardInterrupt), and the same on SIGTERM, remembering which came;
+    {signal: previous handler} to restore, None off the main thread. Training catches both itself and stops
+    after the step with a checkpoint (train/stopping.py)."""
+    if threading.current_thread() is not threading.main_thread():
         return None
-    return signal.signal(signal.SIGINT, _on_interrupt)
+    previous = {}
+    for signum, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+        if signal.getsignal(signum) is default:
+            previous[signum] = signal.signal(signum, _on_interrupt)
+    return previous
 
 
 def run(argv: list[str] | None) -> int:
@@ -117,6 +127,10 @@ def run(argv: list[str] | None) -> int:
     try:
         reject_non_finite(args)
         return int(args.func(args) or 0)
+    except Stopped as stop:  # SIGTERM or Ctrl-C, the work saved: how to continue (said by process 0 only)
+        if str(stop):
+            print(f"clearformer {args.command}: {stop}", file=sys.stderr)
+        return stop.exit_code
     except UserError as error:
         print(f"clearformer {args.command}: error: {error}", file=sys.stderr)
         return error.exit_code

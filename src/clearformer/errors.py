@@ -13,3 +13,12 @@ class UserError(Exception):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class Stopped(Exception):
+    """A command stopped cleanly on a signal (SIGTERM, Ctrl-C) after saving its work: the CLI prints the
+    message (how to continue) as one line and exits with `exit_code` (128 + the signal: 143, 130)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -37,9 +37,10 @@ class Outcome:
 
 def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict[str, str | None] | None = None,
               memory: int = CHILD_MEMORY_BYTES, seconds: float = CHILD_SECONDS, signal_after: float | None = None,
-              ) -> Outcome:
+              signal_number: int = 2) -> Outcome:
     """`python -m clearformer.cli ARGV` with RLIMIT_AS = `memory` and a wall-clock limit; the child's own
-    peak memory (from wait4) is recorded under `case`. signal_after: SIGINT after that many seconds."""
+    peak memory (from wait4) is recorded under `case`. signal_after: `signal_number` (SIGINT) after that many
+    seconds."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -58,7 +59,7 @@ def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict[str, 
                 break
             elapsed = time.monotonic() - started
             if signal_after is not None and not signalled and elapsed > signal_after:
-                process.send_signal(2)
+                process.send_signal(signal_number)
                 signalled = True
             if elapsed > seconds:
                 process.kill()
@@ -110,6 +111,17 @@ def toy_run(tmp_path_factory) -> Path:
     run = tmp_path_factory.mktemp("hostile") / "toy"
     assert main(["train", "--out", str(run), "--steps", "4", "--save-every", "2", "--eval-every", "2",
                  "--bleu-sentences", "2", "--log-every", "1", "--keep", "2", "--quiet"]) == 0
+    return run
+
+
+@pytest.fixture(scope="session")
+def spm_run(tmp_path_factory) -> Path:
+    """A tiny toy run with a SentencePiece vocabulary (what the CTranslate2 export needs): seconds; read-only."""
+    from clearformer.cli import main
+
+    run = tmp_path_factory.mktemp("hostile-spm") / "spm"
+    assert main(["train", "--out", str(run), "--tokenizer", "sentencepiece", "--vocab-size", "600", "--source-eos",
+                 "--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]) == 0
     return run
 
 

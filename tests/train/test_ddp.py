@@ -50,3 +50,31 @@ def test_language_model_two_processes_equal_one_with_the_same_global_batch(tmp_p
     a, b = weights(step_checkpoints(ddp)[-1]), weights(step_checkpoints(single)[-1])
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_sigterm_to_torchrun_stops_every_worker_at_one_step_with_a_checkpoint(tmp_path):
+    """torchrun forwards SIGTERM to its workers (as a job scheduler's or `docker stop`'s SIGTERM reaches them):
+    they finish the same step, process 0 writes the checkpoint and says once how to continue."""
+    import signal
+    import time
+
+    run = tmp_path / "ddp"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", CLEARFORMER_CACHE="off")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+               "-m", "clearformer.cli", *tiny_args(run, "--steps", "100000", "--log-every", "1", "--save-every",
+                                                   "1000", "--eval-every", "1000", "--bleu-sentences", "2")]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    metrics = run / "metrics.csv"
+    while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 2):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=240)
+    saved = step_checkpoints(run)
+    assert len(saved) == 1, (saved, err[-3000:])
+    step = int(saved[0].name.removeprefix("step-"))
+    advice = [line for line in err.splitlines() if line.startswith("clearformer train: stopped")]
+    assert advice == [f"clearformer train: stopped at step {step}; checkpoint {saved[0]}; continue with "
+                      f"`clearformer train --out {run} --resume`"], err[-3000:]
+    assert f"stopped by SIGTERM after {step} steps" in out

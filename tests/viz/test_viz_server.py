@@ -14,8 +14,9 @@ from fastapi.testclient import TestClient
 
 from clearformer.cli import main
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset
+from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
 from clearformer.serve.app import create_app
-from clearformer.serve.explainer import MAX_BODY_BYTES, MAX_SENTENCE_CHARS, NO_MODEL_NOTICE, load
+from clearformer.serve.explainer import NO_MODEL_NOTICE, load
 from clearformer.serve.pool import AnswerPool, Busy
 
 LOCAL = "http://127.0.0.1:8000"

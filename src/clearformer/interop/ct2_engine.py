@@ -41,7 +41,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shutil
+import stat
 import tempfile
 import warnings
 from collections import Counter
@@ -54,11 +56,17 @@ from clearformer.generate.options import DecodingOptions
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.hf import require
 from clearformer.interop.marian import check_exportable, export_marian
+from clearformer.limits import MAX_JSON_FILE_BYTES
+from clearformer.store import lock
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.checkpoint import WEIGHTS_FILE
+from clearformer.store.fixed import open_fixed, read_fixed, what_stands
+from clearformer.store.safeio import loads_json
 
 QUANTIZE = ("none", "int8")
-STAMP = "clearformer-export.json"
+STAMP = "clearformer-export.json"  # the manifest: the run's weights hash and every file written, with its hash
+MAX_MANIFEST_BYTES = 1024 * 1024
+CONVERTER_FILES = ("model.bin", "config.json", "shared_vocabulary.json", "source.spm", "target.spm")
 RETRY_BEAM = 4  # greedy sentences that lost a placeholder are decoded again with this beam
 LENGTH_PENALTY = 0.0  # CTranslate2's beta: clearformer's alpha = 0 (module docstring: the closest measured)
 # What the engine decodes by where the user chose nothing: the only alpha and brevity it honours.
@@ -93,7 +101,18 @@ def export_folder(run: Path, quantize: str) -> Path:
     return run / ("ctranslate2" if quantize == "none" else f"ctranslate2-{quantize}")
 
 
+def file_digest(path: Path) -> str:
+    """SHA-256 of the regular file at `path`, read without following a link (store/fixed.py)."""
+    digest = hashlib.sha256()
+    handle = open_fixed(path, os.O_RDONLY)
+    with os.fdopen(handle, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def weights_digest(run: Path) -> str:
+    """SHA-256 of the run's weights (the user's run: read where it is, as every command reads it)."""
     digest = hashlib.sha256()
     with open(run / WEIGHTS_FILE, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -101,26 +120,76 @@ def weights_digest(run: Path) -> str:
     return digest.hexdigest()
 
 
-def recorded_digest(folder: Path) -> str | None:
+def foreign(folder: Path, why: str) -> UserError:
+    return UserError(f"{folder}: {why}, so clearformer did not write it and never replaces it; move it away "
+                     f"(`--engine ctranslate2` exports the run into this name)")
+
+
+def export_state(folder: Path, digest: str) -> str:
+    """"absent", "fresh" (the export matches its manifest and the run's weights) or "stale" (clearformer's own
+    export, of other weights or damaged: exported again); a UserError for anything clearformer did not write.
+
+    The manifest (STAMP) lists every file the export wrote with its SHA-256: a file added to the folder
+    makes it foreign (never deleted), a listed file changed or missing makes it stale."""
     try:
-        return json.loads((folder / STAMP).read_text(encoding="utf-8")).get("weights_sha256")
-    except (OSError, ValueError, AttributeError):
-        return None
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return "absent"
+    if not stat.S_ISDIR(mode):
+        raise foreign(folder, f"{what_stands(mode) if not stat.S_ISREG(mode) else 'a file'} stands at the name of "
+                              f"the run's CTranslate2 export")
+    data = read_fixed(folder / STAMP, MAX_MANIFEST_BYTES)
+    if data is None:
+        raise foreign(folder, f"it holds no {STAMP}")
+    try:
+        manifest = loads_json(data, str(folder / STAMP))
+    except UserError:
+        raise foreign(folder, f"its {STAMP} is not the manifest clearformer writes") from None
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    entries = sorted(set(os.listdir(folder)) - {STAMP})
+    if files is None and isinstance(manifest, dict) and "weights_sha256" in manifest:
+        files = dict.fromkeys(CONVERTER_FILES, "")  # an export from before manifests listed files: re-exported
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise foreign(folder, f"its {STAMP} is not the manifest clearformer writes")
+    extra = [name for name in entries if name not in files]
+    if extra:
+        raise foreign(folder, f"it holds {extra[0]}" + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+    for name in entries:
+        mode = os.lstat(folder / name).st_mode
+        if not stat.S_ISREG(mode):
+            raise foreign(folder, f"{what_stands(mode)} stands at its {name}")
+    if manifest.get("weights_sha256") != digest or set(entries) != set(files):
+        return "stale"
+    return "fresh" if all(file_digest(folder / name) == files[name] for name in entries) else "stale"
 
 
 def ensure_exported(run: Path, model, tokenizer, quantize: str = "none") -> tuple[Path, bool]:
-    """(RUN/ctranslate2[-int8], whether it was exported now): reused while its recorded weights hash is
-    the run's, else exported into a temporary folder in RUN and renamed into place."""
+    """(RUN/ctranslate2[-int8], whether it was exported now): reused while its manifest matches the files and
+    the run's weights, else exported into a temporary folder in RUN and renamed into place, holding the run's
+    lock (store/lock.py) while it writes."""
     if quantize not in QUANTIZE:
         raise UserError(f"--quantize must be one of {', '.join(QUANTIZE)}, not {quantize!r}")
     folder = export_folder(run, quantize)
     digest = weights_digest(run)
-    if folder.is_dir() and recorded_digest(folder) == digest:
+    if export_state(folder, digest) == "fresh":
         return folder, False
     try:
         check_exportable(model.config, tokenizer)
     except UserError as error:
         raise UserError(f"--engine ctranslate2: {error}") from None
+    locked_here = not lock.holds(run)
+    lock.acquire(run, "--checkpoint")  # no export into a run another command is writing
+    try:
+        if export_state(folder, digest) == "fresh":  # another process exported it meanwhile
+            return folder, False
+        export_into(run, folder, model, tokenizer, quantize, digest)
+    finally:
+        if locked_here:
+            lock.release(run)
+    return folder, True
+
+
+def export_into(run: Path, folder: Path, model, tokenizer, quantize: str, digest: str) -> None:
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=run))
     except OSError as error:
@@ -130,11 +199,12 @@ def ensure_exported(run: Path, model, tokenizer, quantize: str = "none") -> tupl
             export_marian(model, tokenizer, Path(marian) / "marian")
             converted = convert_marian_folder(Path(marian) / "marian", staging / "model",
                                               None if quantize == "none" else quantize)
-        atomic_write_text(converted / STAMP, json.dumps({"weights_sha256": digest, "quantize": quantize}) + "\n")
+        files = {path.name: file_digest(path) for path in sorted(converted.iterdir())}
+        atomic_write_text(converted / STAMP, json.dumps({"weights_sha256": digest, "quantize": quantize,
+                                                         "files": files}, indent=1) + "\n")
         replace_folder(converted, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return folder, True
 
 
 @contextlib.contextmanager
@@ -162,11 +232,16 @@ def replace_folder(new: Path, folder: Path) -> None:
         folder.rename(old)
     try:
         new.rename(folder)
-    except OSError:
-        if recorded_digest(folder) is None:  # not another process's finished export of the same weights
-            raise
+    except OSError as error:
+        raise UserError(f"{folder}: cannot be replaced ({error.strerror or error})") from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def engine_error(folder: Path, error: BaseException) -> UserError:
+    """CTranslate2's error (C++ or Python, often several lines) as one line naming the folder."""
+    first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    return UserError(f"{folder}: CTranslate2 cannot use it ({first[:200]}); delete the folder to export again")
 
 
 @dataclass(frozen=True)
@@ -186,12 +261,20 @@ class CTranslate2Engine:
 
     def __init__(self, folder: Path, tokenizer, max_len: int, settings: EngineSettings = EngineSettings()) -> None:
         ctranslate2 = require("ctranslate2", "--engine ctranslate2")
-        self.translator = ctranslate2.Translator(str(folder), device="cpu", compute_type=settings.compute_type,
-                                                 intra_threads=settings.threads, inter_threads=1)
-        tokens = json.loads((folder / "shared_vocabulary.json").read_text(encoding="utf-8"))
+        try:  # whatever the engine's C++ says about a damaged folder (garbage, a newer format): one line
+            self.translator = ctranslate2.Translator(str(folder), device="cpu", compute_type=settings.compute_type,
+                                                     intra_threads=settings.threads, inter_threads=1)
+        except (RuntimeError, ValueError, OSError) as error:
+            raise engine_error(folder, error) from None
+        vocabulary = folder / "shared_vocabulary.json"
+        tokens = loads_json(read_fixed(vocabulary, MAX_JSON_FILE_BYTES) or b"null", str(vocabulary))
+        if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
+            raise UserError(f"{vocabulary}: not a CTranslate2 vocabulary (a JSON list of strings): delete "
+                            f"{folder} to export again")
         if len(tokens) != len(tokenizer):
             raise UserError(f"{folder}: {len(tokens)} tokens, but the run's tokenizer has {len(tokenizer)}: "
                             f"delete the folder to export again")
+        self.folder = folder
         self.tokens = tokens
         self.ids = {token: index for index, token in enumerate(tokens)}
         self.tokenizer = tokenizer
@@ -245,12 +328,15 @@ class CTranslate2Engine:
     def run(self, sources: Sequence[list[int]], beam: int, penalty: float, limit: int,
             hypotheses: int) -> list[list[list[int]]]:
         """CTranslate2's translate_batch -> per source, its `hypotheses` best outputs as ids."""
-        results = self.translator.translate_batch(
-            [[self.tokens[i] for i in ids] for ids in sources], beam_size=beam, num_hypotheses=hypotheses,
-            length_penalty=penalty, max_decoding_length=limit, min_decoding_length=0,
-            max_batch_size=len(sources), return_scores=False)
-        return [[[self.ids[token] for token in hypothesis] for hypothesis in result.hypotheses]
-                for result in results]
+        try:
+            results = self.translator.translate_batch(
+                [[self.tokens[i] for i in ids] for ids in sources], beam_size=beam, num_hypotheses=hypotheses,
+                length_penalty=penalty, max_decoding_length=limit, min_decoding_length=0,
+                max_batch_size=len(sources), return_scores=False)
+            return [[[self.ids[token] for token in hypothesis] for hypothesis in result.hypotheses]
+                    for result in results]
+        except (RuntimeError, ValueError, KeyError) as error:
+            raise engine_error(self.folder, error) from None
 
     def placeholder_counts(self, ids: Sequence[int]) -> Counter:
         return Counter(i for i in ids if i in self.placeholder_ids)

@@ -10,6 +10,7 @@ place by `learn check`'s own checker); lesson 15's builds, checks and trains you
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -22,7 +23,8 @@ from clearformer.learn.exercises import EXERCISES, starter_text
 from clearformer.learn.lessons import LESSONS, Lesson
 from clearformer.learn.snippets import PREAMBLE
 from clearformer.learn.toy import DEFAULT_SENTENCE
-from clearformer.store.atomic import atomic_write_text
+from clearformer.store.fixed import check_fixed, write_fixed
+from clearformer.store.lock import refuse_system_folder
 
 CAPSTONE_LESSON = 15
 KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
@@ -94,16 +96,30 @@ def notebook_text(item: Lesson) -> str:
 
 
 def write_notebooks(folder: Path, overwrite: bool = False) -> list[Path]:
-    """Write every lesson's notebook into `folder`; refuse to replace one unless `overwrite`."""
-    if folder.exists() and not folder.is_dir():
-        raise UserError(f"{folder} is not a folder")
+    """Write every lesson's notebook into `folder`; refuse to replace one unless `overwrite`. What stands at
+    a notebook's name must be a regular file (store/fixed.py); every refusal is a one-line UserError."""
+    refuse_system_folder(folder, "--notebooks", "a notebooks folder", "notebooks")
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise UserError(f"--notebooks {folder}: not a folder")
+    existing_above = next((p for p in folder.parents if os.path.lexists(p)), None)
+    if existing_above is not None and not existing_above.is_dir():
+        raise UserError(f"--notebooks {folder}: a file stands on its path ({existing_above})")
     paths = [folder / notebook_name(item) for item in LESSONS]
-    existing = [p.name for p in paths if p.exists()]
+    for path in paths:
+        check_fixed(path)  # a link, a folder or a FIFO at a notebook's name: refused before anything is written
+    existing = [p.name for p in paths if os.path.lexists(p)]
     if existing and not overwrite:
         raise UserError(f"{folder} already holds {existing[0]}" + (f" and {len(existing) - 1} more" if
                                                                    len(existing) > 1 else "")
                         + ": pass --overwrite to replace them")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise UserError(f"--notebooks {folder}: a file stands on its path, not a folder") from None
+    except OSError as error:
+        raise UserError(f"--notebooks {folder}: cannot be made ({error.strerror or error})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"--notebooks {folder}: cannot write there (permission denied)")
     for item, path in zip(LESSONS, paths, strict=True):
-        atomic_write_text(path, notebook_text(item))
+        write_fixed(path, notebook_text(item))
     return paths

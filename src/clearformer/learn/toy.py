@@ -30,7 +30,6 @@ from clearformer.learn.lessons import LearnerRun
 from clearformer.store.cachedir import cache_dir
 from clearformer.store.checkpoint import load_model
 from clearformer.train import TrainOptions, train
-from clearformer.train.options import preset_defaults
 
 TOY_PRESET = "toy-translate"
 DEFAULT_SENTENCE = "I love you"
@@ -134,8 +133,8 @@ def main(argv: list[str]) -> int:
 
     torch.set_num_threads(1)  # the toy model's matrices are too small for a second thread (commands/train.py)
     try:
-        fields = {**preset_defaults(TOY_PRESET), **json.loads(argv[1]), "preset": TOY_PRESET, "run_dir": argv[0]}
-        train(TrainOptions(**fields), progress=False)
+        options = TrainOptions.for_preset(TOY_PRESET, **json.loads(argv[1]), run_dir=argv[0])
+        train(options, progress=False)
     except UserError as error:
         print(f"clearformer: {error}", file=sys.stderr)
         return 2

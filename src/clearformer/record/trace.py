@@ -52,6 +52,9 @@ class Recorder:
         self._token = None
 
     def add(self, name: str, value: torch.Tensor, **meta) -> None:
+        budget = _budget.get()
+        if budget is not None:  # the server's bound on one answer (serve/requests.py): stop the work early
+            budget.spend(value.numel())
         self.records.append(Record(name, value.detach().clone().cpu(), self.step, meta))
 
     def names(self) -> list[str]:
@@ -67,6 +70,33 @@ class Recorder:
     def find(self, suffix: str, step: int | None = None) -> list[Record]:
         """All records whose name ends with `suffix` (for example every layer's `.weights`)."""
         return [r for r in self.records if r.name.endswith(suffix) and (step is None or r.step == step)]
+
+
+class OverBudget(Exception):
+    """More numbers recorded than a `RecordBudget` allows."""
+
+
+class RecordBudget:
+    """At most `numbers` recorded values (over every Recorder of this context); OverBudget past them."""
+
+    def __init__(self, numbers: int) -> None:
+        self.numbers = numbers
+        self.spent = 0
+
+    def spend(self, count: int) -> None:
+        self.spent += count
+        if self.spent > self.numbers:
+            raise OverBudget(f"more than {self.numbers:,} numbers recorded")
+
+    def __enter__(self) -> RecordBudget:
+        self._token = _budget.set(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _budget.reset(self._token)
+
+
+_budget: contextvars.ContextVar[RecordBudget | None] = contextvars.ContextVar("clearformer_budget", default=None)
 
 
 def active() -> Recorder | None:

@@ -11,7 +11,8 @@
     POST /api/whatif       {"sentence": "...", "ablate": [names], "beam": K} (or "prompt"): the same, rerun with
                            parts of the model switched off and with beam search (serve/whatif.py)
 
-Every refusal is a 4xx JSON answer {"error": "one line"}; a bug would be a 500 with the same shape.
+Every refusal is a 4xx JSON answer {"error": "one line"}; a bug would be a 500 with the same shape. Every
+POST route reads its body with one parser and every answer has one bound (serve/requests.py).
 Explanations run in a bounded thread pool (`pool.AnswerPool`: parallel, identical requests share one
 computation, a full queue answers 503); `guard.HostOriginGuard` refuses foreign Host headers and
 cross-origin writes; no answer holds a path of this machine (the model is named by its folder name).
@@ -34,12 +35,13 @@ from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
 from clearformer.generate.options import DecodingOptions
 from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
-from clearformer.limits import MAX_BODY_BYTES, SERVER_CACHE_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
+from clearformer.limits import SERVER_CACHE_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
 from clearformer.serve.claim_results import MEDIA_TYPES as RESULT_TYPES
 from clearformer.serve.claim_results import read_claim_results
-from clearformer.serve.explainer import Explainer, LoadedModel, RequestError, parse_request
+from clearformer.serve.explainer import Explainer, LoadedModel, parse_request
 from clearformer.serve.guard import HostOriginGuard
 from clearformer.serve.pool import AnswerPool, Busy
+from clearformer.serve.requests import RequestError, read_body
 from clearformer.serve.whatif import check_whatif, compute, parse_whatif, whatif_info
 
 MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
@@ -61,19 +63,6 @@ def answer_response(answer: tuple[bytes, bytes], accept_encoding: str) -> Respon
     if "gzip" in accept_encoding.lower():  # GZipMiddleware leaves a response with Content-Encoding alone
         return Response(packed, media_type="application/json", headers=dict(headers, **{"Content-Encoding": "gzip"}))
     return Response(plain, media_type="application/json", headers=headers)
-
-
-async def bounded_body(request: Request) -> bytes | None:
-    """The request's body, or None when it is (declared or streamed) over MAX_BODY_BYTES."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
-        return None
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            return None
-    return body
 
 
 def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", workers: int = SERVER_WORKERS,
@@ -157,25 +146,24 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     async def api_info() -> JSONResponse:
         return JSONResponse(info, headers=SECURITY_HEADERS)
 
+    async def answer(request: Request, key: tuple) -> Response:
+        # The pool computes every answer within the one bound (serve/requests.py, whatif.compute).
+        # shield: a client that hangs up must not cancel the computation others may be waiting for.
+        result = await asyncio.shield(asyncio.wrap_future(pool.submit(key)))
+        return answer_response(result, request.headers.get("accept-encoding", ""))
+
     @app.post("/api/explain")
     async def api_explain(request: Request) -> Response:
-        body = await bounded_body(request)
-        if body is None:
-            return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
-        kind, value = parse_request(body)
+        kind, value = parse_request(await read_body(request))
         explainer.check(kind)  # a sentence for a language model (or a prompt for a translator): 400, not queued
-        # shield: a client that hangs up must not cancel the computation others may be waiting for.
-        answer = await asyncio.shield(asyncio.wrap_future(pool.submit((kind, value))))
-        return answer_response(answer, request.headers.get("accept-encoding", ""))
+        explainer.estimate(kind, value)  # surely over the answer bound: 413 before any work
+        return await answer(request, (kind, value))
 
     @app.post("/api/whatif")
     async def api_whatif(request: Request) -> Response:
-        body = await bounded_body(request)
-        if body is None:
-            return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
-        kind, text, ablate, beam = parse_whatif(body)
+        kind, text, ablate, beam = parse_whatif(await read_body(request))
         check_whatif(explainer, kind, ablate)  # unknown names: 400 before anything is queued
-        answer = await asyncio.shield(asyncio.wrap_future(pool.submit(("whatif", kind, text, ablate, beam))))
-        return answer_response(answer, request.headers.get("accept-encoding", ""))
+        explainer.estimate(kind, text, beam)
+        return await answer(request, ("whatif", kind, text, ablate, beam))
 
     return app

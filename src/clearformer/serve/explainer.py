@@ -4,14 +4,14 @@ A translation model explains {"sentence": ...} (`explain_translation`, as `clear
 model explains {"prompt": ...}, continued by a few greedy tokens (`lm.explain.explain_text`, as
 `clearformer lm explain`); the seed examples are always there.
 
-Requests are validated here (so the HTTP layer only maps `RequestError` to a 4xx answer). Running them
+Requests are validated here, by the parser every route shares (serve/requests.py), so the HTTP layer
+only maps `RequestError` to a 4xx answer. Running them
 (a bounded worker pool, identical requests in flight computed once, recent answers kept) is the
 server's job: `serve/pool.py`.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,12 +21,18 @@ from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.lm import explain_text
 from clearformer.explain.search import explain_search
 from clearformer.generate.options import DecodingOptions
+from clearformer.generate.source import check_source
 from clearformer.limits import (
-    MAX_ANSWER_BYTES,
-    MAX_BODY_BYTES,
-    MAX_SENTENCE_CHARS,
     SERVER_LM_NEW_TOKENS,
-    has_surrogates,
+)
+from clearformer.serve.requests import (
+    Field,
+    RequestError,
+    answer_estimate,
+    bounded_answer,
+    check_estimate,
+    exactly_one,
+    parse_body,
 )
 from clearformer.store.checkpoint import load_model
 
@@ -36,15 +42,6 @@ FIELDS = ("sentence", "prompt", "example")
 NO_MODEL_NOTICE = ("No trained model is loaded (--seeds-only), so only the seed examples are available. Without "
                    "--seeds-only, `clearformer serve` loads your latest run (train one with `clearformer train "
                    "--preset toy-translate`), or else the lessons' toy model, trained once on first use.")
-
-
-class RequestError(Exception):
-    """A request the server refuses: `status` is the 4xx code, the message says why in one line."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @dataclass
@@ -60,32 +57,14 @@ class LoadedModel:
         return "lm" if self.model.config.n_encoder_layers == 0 else "translation"
 
 
+REQUEST_FIELDS = {name: Field("text") for name in FIELDS}
+
+
 def parse_request(body: bytes) -> tuple[str, str]:
     """The JSON body {"sentence": "..."}, {"prompt": "..."} or {"example": "..."} -> (its field, value)."""
-    if len(body) > MAX_BODY_BYTES:
-        raise RequestError(413, f"request body over {MAX_BODY_BYTES} bytes")
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):  # ValueError: JSON's, or an int of 5,000 digits
-        raise RequestError(400, f"request body must be JSON: {SHAPE}") from None
-    if not isinstance(data, dict):
-        raise RequestError(400, f"request body must be a JSON object: {SHAPE}")
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise RequestError(400, f"unknown field(s) {', '.join(map(repr, unknown))}; send sentence, prompt or "
-                                "example")
-    if len(data) != 1:
-        raise RequestError(400, "send exactly one of sentence, prompt or example")
-    (kind, value), = data.items()
-    if not isinstance(value, str):
-        raise RequestError(400, f"{kind} must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise RequestError(400, f"empty {kind}")
-    if has_surrogates(value):  # "\ud800" in the JSON: no UTF-8 text, as translate refuses it
-        raise RequestError(400, f"{kind} is not valid Unicode text (a lone surrogate)")
-    if len(value) > MAX_SENTENCE_CHARS:
-        raise RequestError(413, f"{kind} of {len(value)} characters; at most {MAX_SENTENCE_CHARS}")
-    return kind, value.strip()
+    data = parse_body(body, REQUEST_FIELDS, SHAPE)
+    kind = exactly_one(data, FIELDS)
+    return kind, data[kind]
 
 
 class Explainer:
@@ -134,12 +113,22 @@ class Explainer:
             payload = self._continue(value)
         else:
             payload = self._translate(value)
-        answer = to_json(payload).encode("utf-8")
-        if len(answer) > MAX_ANSWER_BYTES:
-            raise RequestError(413, f"the walkthrough of this {kind} is {len(answer):,} bytes, over the server's "
-                                    f"limit of {MAX_ANSWER_BYTES:,} (a walkthrough grows with layers x heads x "
-                                    f"tokens squared): send a shorter {kind}")
-        return answer
+        return bounded_answer(to_json(payload).encode("utf-8"), kind)
+
+    def estimate(self, kind: str, text: str, beam: int = 1) -> None:
+        """Refuse (413), before any work, a request whose answer is surely over the bound
+        (serve/requests.py: layers x tokens x d_model, and the beam); a 400 for a source the model refuses."""
+        if self.loaded is None or kind not in ("sentence", "prompt"):
+            return
+        model, tokenizer = self.loaded.model, self.loaded.tokenizer
+        try:
+            if kind == "sentence":
+                tokens = len(check_source(tokenizer, text, model.config.max_len))
+            else:
+                tokens = len(tokenizer.encode(text)) + self.lm_new_tokens
+        except UserError as error:
+            raise RequestError(400, str(error)) from None
+        check_estimate(answer_estimate(model.config, tokens, beam), kind)
 
     def _continue(self, prompt: str) -> dict:
         """A language model continuing `prompt` by `lm_new_tokens` greedy tokens: `lm explain`'s walkthrough."""

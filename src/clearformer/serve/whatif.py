@@ -13,53 +13,32 @@ in the worker's context only), so concurrent requests with other interventions c
 
 from __future__ import annotations
 
-import json
-
 from clearformer.errors import UserError
 from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.lm import explain_text
 from clearformer.explain.search import explain_search
-from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
 from clearformer.record.interventions import parse_interventions, valid_interventions
 from clearformer.record.trace import Interventions
-from clearformer.serve.explainer import Explainer, RequestError, page_limit
+from clearformer.serve.explainer import Explainer, page_limit
+from clearformer.serve.requests import Field, RequestError, answer_budget, bounded_answer, exactly_one, parse_body
 
 MAX_PAGE_BEAM = 8  # the widest tree the page draws
-MAX_ABLATED = 64
 FIELDS = ("sentence", "prompt", "ablate", "beam")
 SHAPE = '{"sentence": "...", "ablate": ["name", ...], "beam": K} (or "prompt" for a language model)'
 
 
+WHATIF_FIELDS = {"sentence": Field("text"), "prompt": Field("text"), "ablate": Field("names"),
+                 "beam": Field("integer", 1, MAX_PAGE_BEAM)}
+
+
 def parse_whatif(body: bytes) -> tuple[str, str, tuple[str, ...], int]:
     """The JSON body -> (kind "sentence" or "prompt", its text, the intervention names, the beam)."""
-    if len(body) > MAX_BODY_BYTES:
-        raise RequestError(413, f"request body over {MAX_BODY_BYTES} bytes")
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise RequestError(400, f"request body must be JSON: {SHAPE}") from None
-    if not isinstance(data, dict):
-        raise RequestError(400, f"request body must be a JSON object: {SHAPE}")
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise RequestError(400, f"unknown field(s) {', '.join(map(repr, unknown))}; send {SHAPE}")
-    kinds = [k for k in ("sentence", "prompt") if k in data]
-    if len(kinds) != 1:
-        raise RequestError(400, "send exactly one of sentence or prompt")
-    kind, text = kinds[0], data[kinds[0]]
-    if not isinstance(text, str) or not text.strip():
-        raise RequestError(400, f"{kind} must be a non-empty string")
-    if len(text) > MAX_SENTENCE_CHARS:
-        raise RequestError(413, f"{kind} of {len(text)} characters; at most {MAX_SENTENCE_CHARS}")
-    ablate = data.get("ablate", [])
-    if not isinstance(ablate, list) or not all(isinstance(n, str) for n in ablate) or len(ablate) > MAX_ABLATED:
-        raise RequestError(400, f"ablate must be a list of at most {MAX_ABLATED} names (strings)")
+    data = parse_body(body, WHATIF_FIELDS, SHAPE)
+    kind = exactly_one(data, ("sentence", "prompt"))
     beam = data.get("beam", 1)
-    if isinstance(beam, bool) or not isinstance(beam, int) or not 1 <= beam <= MAX_PAGE_BEAM:
-        raise RequestError(400, f"beam must be a whole number from 1 to {MAX_PAGE_BEAM}")
     if kind == "prompt" and beam != 1:
         raise RequestError(400, "a language model's prompt is continued greedily: send beam 1")
-    return kind, text.strip(), tuple(sorted(set(n.strip() for n in ablate))), beam
+    return kind, data[kind], data.get("ablate", ()), beam
 
 
 def check_whatif(explainer: Explainer, kind: str, ablate: tuple[str, ...]) -> None:
@@ -93,10 +72,12 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
 
 
 def compute(explainer: Explainer, key: tuple) -> bytes:
-    """The server pool's computation: a what-if key ("whatif", kind, text, names, beam) or an /api/explain one."""
-    if key[0] == "whatif":
-        return whatif_answer(explainer, *key[1:])
-    return explainer.compute(*key)
+    """The server pool's computation: a what-if key ("whatif", kind, text, names, beam) or an /api/explain one,
+    within the one bound every answer has (serve/requests.py)."""
+    what = key[1] if key[0] == "whatif" else key[0]
+    with answer_budget(what):
+        answer = whatif_answer(explainer, *key[1:]) if key[0] == "whatif" else explainer.compute(*key)
+    return bounded_answer(answer, what)
 
 
 def whatif_info(explainer: Explainer) -> dict:

@@ -7,8 +7,9 @@
 It holds `matmul_peak.json` (this machine's measured matrix-product peak, for `train`'s MFU figure:
 clearformer.train.mfu), `matplotlib/` (matplotlib's font cache, which it would otherwise keep in
 ~/.cache/matplotlib) and, once `--compile on` (or a GPU's `auto`) has compiled a step, `inductor/`
-(torch.compile's compiled kernels, which PyTorch would otherwise keep in /tmp/torchinductor_USER;
-kept so that a second run does not compile again), and `toy-translate/`, the lessons' toy model
+(torch.compile's compiled kernels and precompiled headers, which PyTorch would otherwise keep in
+/tmp/torchinductor_USER; kept so that a second run does not compile again) and, on a GPU, `triton/`
+(Triton's kernels, otherwise in ~/.triton), and `toy-translate/`, the lessons' toy model
 (learn/toy.py: trained there on first use). Deleting it costs a second of re-measurement (and a
 recompile). With CLEARFORMER_CACHE=off the peak is measured at every start, and matplotlib's and the
 compiler's caches live in temporary folders removed at exit.
@@ -50,9 +51,31 @@ _temporary: list[str] = []
 
 
 def use_for_compiled_code() -> None:
-    """Point torch.compile's on-disk cache (TORCHINDUCTOR_CACHE_DIR) into this cache, unless the user set it."""
+    """Point every on-disk cache of torch.compile into this cache (or, when it is off, into temporary folders
+    removed at exit), unless the user set the variable: Inductor's kernels (TORCHINDUCTOR_CACHE_DIR), Triton's
+    (TRITON_CACHE_DIR, on a GPU) and Inductor's precompiled C++ headers, which PyTorch otherwise keeps in
+    /tmp/torchinductor_USER whatever TORCHINDUCTOR_CACHE_DIR says. Call it before compiling."""
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor"))
+    if "TRITON_CACHE_DIR" not in os.environ:
+        os.environ["TRITON_CACHE_DIR"] = str(cache_dir("triton"))
+    folder = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    try:
+        from torch._inductor import codecache, config
+        from torch._inductor.runtime import cache_dir_utils, runtime_utils
+    except ImportError:  # a torch without Inductor compiles nothing to disk
+        return
+    # Inductor's "global" caches (precompiled headers, its key-value caches) ignore TORCHINDUCTOR_CACHE_DIR and
+    # ask default_cache_dir(), which names tempfile.gettempdir()/torchinductor_USER: point it into the cache.
+    for module in (cache_dir_utils, runtime_utils, codecache):
+        if hasattr(module, "default_cache_dir"):
+            module.default_cache_dir = lambda: folder
+    headers = os.path.join(folder, "precompiled_headers")
+    if hasattr(codecache, "_HEADER_DIR") and hasattr(codecache, "_HEADER_LOCK_DIR"):
+        codecache._HEADER_DIR = headers  # fixed at import from default_cache_dir() (torch 2.5 to 2.13)
+        codecache._HEADER_LOCK_DIR = os.path.join(headers, "locks")
+    else:  # a torch that keeps them elsewhere: none at all rather than a folder outside the cache
+        config.cpp_cache_precompile_headers = False
 
 
 def remove_temporary_folders() -> None:

@@ -19,11 +19,12 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import sys
 from pathlib import Path
 
 from clearformer.errors import UserError
-from clearformer.store.atomic import atomic_write_text
+from clearformer.store.fixed import check_fixed, open_fixed, write_fixed
 from clearformer.store.safeio import read_json
 
 LOCK_FILE = ".clearformer-lock"
@@ -44,13 +45,14 @@ def holder_text() -> str:
     return f"PID {os.getpid()}: clearformer {' '.join(sys.argv[1:])}"[:300]
 
 
-def refuse_system_folder(folder: Path, option: str = "--out") -> None:
+def refuse_system_folder(folder: Path, option: str = "--out", kind: str = "a run folder",
+                         example: str = "runs/NAME") -> None:
     """A UserError for an output that is `/`, the home folder itself or a system folder."""
     resolved = Path(os.path.realpath(folder))
     home = Path(os.path.realpath(os.path.expanduser("~")))
     if str(resolved) in SYSTEM_FOLDERS or resolved == home:
-        raise UserError(f"{option} {folder}: {resolved} is a system or home folder, not a run folder; "
-                        f"name a new folder (e.g. runs/NAME)")
+        raise UserError(f"{option} {folder}: {resolved} is a system or home folder, not {kind}; "
+                        f"name a new folder (e.g. {example})")
 
 
 def acquire(folder: str | Path, option: str = "--out") -> None:
@@ -65,7 +67,8 @@ def acquire(folder: str | Path, option: str = "--out") -> None:
     refuse_foreign(folder, option)  # before the lock file is made: a user's folder is left as it was
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        handle = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        # never through a link, never a FIFO, never a file with another name elsewhere (store/fixed.py)
+        handle = open_fixed(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644, single_link=True)
     except FileExistsError:
         raise UserError(f"{option} {folder}: a file, not a folder") from None
     except OSError as error:
@@ -92,6 +95,11 @@ def refuse_foreign(folder: Path, option: str = "--out") -> None:
                         f"choose a new or empty folder")
 
 
+def holds(folder: str | Path) -> bool:
+    """Whether this process holds `folder`'s lock."""
+    return os.path.realpath(folder) in _held
+
+
 def release(folder: str | Path) -> None:
     handle = _held.pop(os.path.realpath(folder), None)
     if handle is not None:
@@ -105,8 +113,10 @@ def release_all() -> None:
 
 def write_marker(folder: Path, kind: str) -> None:
     """Mark `folder` as a clearformer run (what --overwrite later checks)."""
-    if not (Path(folder) / MARKER_FILE).exists():
-        atomic_write_text(Path(folder) / MARKER_FILE, json.dumps({"clearformer": "run", "kind": kind}) + "\n")
+    marker = Path(folder) / MARKER_FILE
+    check_fixed(marker)
+    if not marker.exists():
+        write_fixed(marker, json.dumps({"clearformer": "run", "kind": kind}) + "\n")
 
 
 def is_run_entry(name: str) -> bool:
@@ -125,7 +135,7 @@ def is_clearformer_run(folder: Path) -> bool:
     """Whether `folder` is a run clearformer wrote: its marker, or a run from before markers (only run
     entries, and a config.json that is a clearformer config rather than, say, a Transformers one)."""
     folder = Path(folder)
-    if (folder / MARKER_FILE).is_file():
+    if stat.S_ISREG(_lstat_mode(folder / MARKER_FILE)):  # a link or a FIFO at its name proves nothing
         return True
     if foreign_entries(folder) or not (folder / "config.json").is_file():
         return False
@@ -134,6 +144,13 @@ def is_clearformer_run(folder: Path) -> bool:
     except UserError:
         return False
     return isinstance(config, dict) and "d_model" in config and "model_type" not in config
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
 
 
 def is_empty(folder: Path) -> bool:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.limits import MAX_POINTER_FILE_BYTES
-from clearformer.store.atomic import atomic_write_text
-from clearformer.store.safeio import read_text
+from clearformer.store.fixed import check_fixed, read_fixed, write_fixed
+from clearformer.store.safeio import decode_utf8
 
 
 def runs_root() -> Path:
@@ -30,15 +30,25 @@ def default_run_dir(name: str) -> Path:
 
 def mark_latest(checkpoint: Path) -> None:
     """Record `checkpoint` as the one commands use when given no --checkpoint."""
-    atomic_write_text(runs_root() / "LATEST", str(Path(checkpoint).resolve()) + "\n")
+    write_fixed(runs_root() / "LATEST", str(Path(checkpoint).resolve()) + "\n")  # never through a link
+
+
+def in_default_place(run_dir: Path) -> bool:
+    return Path(run_dir).resolve().parent == runs_root().resolve()
 
 
 def mark_latest_if_default(run_dir: Path) -> bool:
-    """Point runs/LATEST at `run_dir` if the run lives inside runs/ (its default place); True if written."""
-    if not Path(run_dir).resolve().is_relative_to(runs_root().resolve()):
+    """Point runs/LATEST at `run_dir` if the run lives in runs/ (its default place); True if written."""
+    if not in_default_place(run_dir):
         return False
     mark_latest(run_dir)
     return True
+
+
+def check_latest_if_default(run_dir: Path) -> None:
+    """Before a run that will write runs/LATEST: what stands there must be a regular file or nothing."""
+    if in_default_place(run_dir):
+        check_fixed(runs_root() / "LATEST")
 
 
 def latest_checkpoint() -> Path:
@@ -47,8 +57,8 @@ def latest_checkpoint() -> Path:
     if not os.path.lexists(marker):
         raise UserError("no trained model yet: run `clearformer train --preset toy-translate` "
                         "or pass --checkpoint DIR")
-    try:
-        path = Path(read_text(marker, MAX_POINTER_FILE_BYTES).strip())
+    try:  # a link or a FIFO at runs/LATEST is refused, never followed or waited on (store/fixed.py)
+        path = Path(decode_utf8(read_fixed(marker, MAX_POINTER_FILE_BYTES) or b"", str(marker)).strip())
     except UserError as error:
         raise UserError(f"{error}; pass --checkpoint DIR (or train again to rewrite runs/LATEST)") from None
     if not path.is_dir():

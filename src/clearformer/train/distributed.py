@@ -66,6 +66,17 @@ def broadcast_flag(flag: bool, world: World, device: torch.device) -> bool:
     return bool(tensor.item())
 
 
+def stop_flags(main_stop: bool, signalled: bool, world: World, device: torch.device) -> tuple[bool, bool]:
+    """(process 0's decision to stop, whether any process received a stop signal), the same everywhere:
+    one all-reduce (max) per step, so a SIGTERM that reaches one worker stops all at the same step."""
+    if not world.distributed:
+        return main_stop, signalled
+    tensor = torch.tensor([1 if main_stop and world.is_main else 0, 1 if signalled else 0], dtype=torch.int64,
+                          device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return bool(tensor[0].item()), bool(tensor[1].item())
+
+
 def gather_rng_states(world: World) -> dict[str, torch.Tensor]:
     """Every process's CPU (and CUDA) random generator state, keyed by rank, on every process."""
     local = {"cpu": torch.get_rng_state()}

@@ -24,7 +24,7 @@ from clearformer.errors import UserError
 from clearformer.limits import MAX_BATCH_SIZE
 from clearformer.options import Options, option, part
 from clearformer.store import lock
-from clearformer.train import mfu, state
+from clearformer.train import mfu, rundir, state
 from clearformer.train.loop import TrainResult, run_setup
 from clearformer.train.options import Hardware, LoopOptions
 from clearformer.train.setup import finish_setup, open_run, restored_model
@@ -196,7 +196,7 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
     """The options of the LM run being resumed, with a new length, device or corpus path if given."""
     checkpoints = state.step_checkpoints(run_dir)
     if not checkpoints:
-        raise UserError(f"{Path(run_dir) / 'checkpoints'}: no checkpoint to resume from")
+        raise rundir.no_checkpoint(run_dir, "lm train")
     saved = state.load_step_checkpoint(checkpoints[-1])[2]
     if saved.get("task") != "lm":
         raise UserError(f"{run_dir}: a translation run; continue it with `clearformer train --resume --out "
@@ -212,7 +212,7 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
     on --resume the tokenizer and model come from the run's newest checkpoint."""
     options.check()
     run_dir = Path(options.loop.run_dir)
-    start = open_run(options, resume, run_dir, overwrite)
+    start = open_run(options, resume, run_dir, overwrite, command="lm train")
     if resume:
         tokenizer, model = restored_model(start)
         train_lines, valid_lines = lm_data.load_corpus(Path(options.corpus) if options.corpus

@@ -36,16 +36,17 @@ import torch
 from tqdm import tqdm
 
 from clearformer import devices
-from clearformer.errors import UserError
+from clearformer.errors import Stopped, UserError
 from clearformer.store import lock
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.checkpoint import save_model
 from clearformer.store.runs import mark_latest_if_default
-from clearformer.train import distributed, mfu, state
+from clearformer.train import distributed, mfu, rundir, state
 from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
 from clearformer.train.options import TrainOptions
 from clearformer.train.setup import RunSetup, prepare
 from clearformer.train.step import TrainingForward, compile_forward, to_device
+from clearformer.train.stopping import StopSignals, resume_advice
 
 
 @dataclass
@@ -70,7 +71,7 @@ def resume_options(run_dir: Path, steps: int | None = None, minutes: float | Non
     """The options of the run being resumed (from its newest checkpoint), with a new length if given."""
     checkpoints = state.step_checkpoints(run_dir)
     if not checkpoints:
-        raise UserError(f"{run_dir / 'checkpoints'}: no checkpoint to resume from")
+        raise rundir.no_checkpoint(run_dir)
     _, _, saved = state.load_step_checkpoint(checkpoints[-1])
     if saved.get("task", "translate") != "translate":
         raise UserError(f"{run_dir}: a language-model run; continue it with `clearformer lm train --resume --out "
@@ -138,6 +139,8 @@ class Trainer:
         self.peak = (mfu.matmul_peak(setup.device, refresh=False, dtype=self.autocast_dtype or torch.float32)
                      if self.world.is_main else 0.0)
         self.last_loss: float | None = None
+        self.stop = StopSignals()  # installed while the loop runs
+        self.signalled = False
         self.session = {"real": 0, "flops": 0.0, "time": 0.0}  # this process's run, for the closing line
 
     # -- helpers ------------------------------------------------------------------------------
@@ -165,8 +168,12 @@ class Trainer:
             reason = f"reached the time budget of {self.o.minutes:g} min"
         elif self.o.patience and self.bad_validations >= self.o.patience:
             reason = f"early stopping: no better validation loss in {self.o.patience} validations"
-        # Process 0 decides (its clock rules), everyone follows.
-        stop = distributed.broadcast_flag(reason is not None, self.world, self.s.device)
+        # Process 0 decides (its clock rules), everyone follows; a stop signal any process got stops all.
+        stop, signalled = distributed.stop_flags(reason is not None, self.stop.signal is not None, self.world,
+                                                 self.s.device)
+        if signalled:
+            self.signalled = True
+            return f"stopped by {self.stop.name if self.stop.signal is not None else 'a signal to another process'}"
         return (reason or "stopped by process 0") if stop else None
 
     def meta(self) -> dict:
@@ -212,6 +219,18 @@ class Trainer:
     # -- the run ------------------------------------------------------------------------------
 
     def run(self) -> TrainResult:
+        """The loop; SIGTERM or a first Ctrl-C stops it between steps (train/stopping.py)."""
+        with StopSignals() as self.stop:
+            result = self._run()
+        if self.signalled:
+            command = "train" if self.task.kind == "translate" else "lm train"
+            checkpoints = state.step_checkpoints(self.s.run_dir)
+            saved = checkpoints[-1] if checkpoints and self.step else None
+            advice = resume_advice(command, self.s.run_dir, self.step, saved) if self.world.is_main else ""
+            raise Stopped(advice, self.stop.exit_code if self.stop.signal is not None else 143)
+        return result
+
+    def _run(self) -> TrainResult:
         self.started = time.monotonic()
         self.paused = 0.0
         if self.world.is_main:
@@ -242,7 +261,8 @@ class Trainer:
         if self.interval["steps"]:
             self.flush_interval(None)
         self.last_loss = self.read_last_loss()
-        if self.step % self.o.eval_every != 0 and self.task.can_validate:
+        # A stop signal: no last validation (it can take longer than the seconds a scheduler waits).
+        if self.step % self.o.eval_every != 0 and self.task.can_validate and not self.signalled:
             self.validate(None)
         if self.step % self.o.save_every != 0:
             self.save()

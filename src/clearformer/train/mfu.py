@@ -28,7 +28,8 @@ from clearformer.errors import UserError
 from clearformer.limits import MAX_JSON_FILE_BYTES
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.cachedir import cache_root
-from clearformer.store.safeio import read_json
+from clearformer.store.fixed import check_fixed, read_fixed
+from clearformer.store.safeio import loads_json
 
 
 def cache_file() -> Path | None:
@@ -83,9 +84,11 @@ def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True,
     device = torch.device(device)
     path = cache_file()
     key = machine_key(device, dtype)
+    # A link, FIFO or folder at the cache file's name is a one-line error (store/fixed.py), never followed.
+    data = read_fixed(path, MAX_JSON_FILE_BYTES) if path is not None else None
     try:
-        known = read_json(path, MAX_JSON_FILE_BYTES) if path is not None else {}
-    except UserError:  # missing or damaged: measured again
+        known = loads_json(data, str(path)) if data is not None else {}
+    except UserError:  # damaged: measured again
         known = {}
     if not isinstance(known, dict):
         known = {}
@@ -99,6 +102,7 @@ def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True,
     known[key] = peak
     if path is None:
         return peak
+    check_fixed(path)
     try:
         atomic_write_text(path, json.dumps(known, indent=2) + "\n")
     except OSError:

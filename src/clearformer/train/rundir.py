@@ -1,6 +1,7 @@
 """The run folder rules: one run per folder, no litter from killed processes, nothing written outside it.
 
-    train --out DIR              DIR must not hold a run yet (a one-line error names --resume and --overwrite)
+    train --out DIR              DIR must not hold a run yet (a one-line error names --resume and --overwrite);
+                                 a run stopped before its first checkpoint holds nothing to keep: started again
     train --out DIR --resume     continues the run in DIR
     train --out DIR --overwrite  deletes the run files in DIR (only those a run writes), then starts afresh
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.store import lock
+from clearformer.train import state
 
 # The files whose presence means "a run lives here".
 RUN_MARKERS = ("model.safetensors", "checkpoints", "metrics.csv", "train_state.json")
@@ -35,8 +37,30 @@ def holds_run(run_dir: Path) -> bool:
     return any((Path(run_dir) / name).exists() for name in RUN_MARKERS)
 
 
-def claim(run_dir: Path, resume: bool, overwrite: bool) -> None:
-    """Make `run_dir` this run's folder: refuse to mix two runs, clear it on --overwrite, sweep temporaries."""
+def never_checkpointed(run_dir: Path) -> bool:
+    """A run clearformer started that was stopped (killed) before its first checkpoint and model: it holds
+    nothing worth keeping (only what clearformer wrote at its start), so `train` starts it again."""
+    run_dir = Path(run_dir)
+    return (lock.is_clearformer_run(run_dir) and not state.step_checkpoints(run_dir)
+            and not any((run_dir / name).exists() for name in ("model.safetensors", "train_state.json")))
+
+
+def no_checkpoint(run_dir: Path, command: str = "train") -> UserError:
+    """`--resume` of a folder without a step checkpoint: what to do instead (tests/hostile runs the advice)."""
+    run_dir = Path(run_dir)
+    if run_dir.is_dir() and never_checkpointed(run_dir):
+        return UserError(f"{run_dir} was stopped before its first checkpoint: nothing to resume; start it again "
+                         f"with `clearformer {command} --out {run_dir}` (and the options you gave it)")
+    if not (run_dir / "model.safetensors").exists():
+        return UserError(f"{run_dir / 'checkpoints'}: no checkpoint to resume from; start a run there with "
+                         f"`clearformer {command} --out {run_dir}`")
+    return UserError(f"{run_dir / 'checkpoints'}: no checkpoint to resume from (the run has a model but no step "
+                     f"checkpoint); replace it with `clearformer {command} --out {run_dir} --overwrite`")
+
+
+def claim(run_dir: Path, resume: bool, overwrite: bool, command: str = "train") -> None:
+    """Make `run_dir` this run's folder: refuse to mix two runs, clear it on --overwrite, sweep temporaries.
+    A run stopped before its first checkpoint is started again (`never_checkpointed`)."""
     run_dir = Path(run_dir)
     if resume and overwrite:
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
@@ -49,9 +73,15 @@ def claim(run_dir: Path, resume: bool, overwrite: bool) -> None:
         raise UserError(f"--out {run_dir}: holds files that are not a clearformer run's ({shown}); "
                         "choose a new or empty folder")
     if not resume and holds_run(run_dir):
-        if not overwrite:
-            raise UserError(f"--out {run_dir} already holds a run: continue it with --resume, or replace it "
-                            "with --overwrite (or choose another --out)")
+        if not overwrite and never_checkpointed(run_dir):
+            print(f"clearformer {command}: {run_dir} was stopped before its first checkpoint: starting it again",
+                  flush=True)
+        elif not overwrite and state.step_checkpoints(run_dir):
+            raise UserError(f"--out {run_dir} already holds a run: continue it with `clearformer {command} --out "
+                            f"{run_dir} --resume`, or replace it with --overwrite (or choose another --out)")
+        elif not overwrite:
+            raise UserError(f"--out {run_dir} already holds a model but no checkpoint to resume from: replace it "
+                            f"with `clearformer {command} --out {run_dir} --overwrite` (or choose another --out)")
         lock.remove_run(run_dir)
     lock.write_marker(run_dir, "training")
     remove_stale_temporaries(run_dir)

@@ -23,6 +23,7 @@ from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
 from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into
+from clearformer.store.runs import check_latest_if_default
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions
 from clearformer.train.step import place_dropout
@@ -58,18 +59,19 @@ class RunSetup:
     trainer_state: dict = field(default_factory=dict)
 
 
-def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False) -> RunStart:
+def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False,
+             command: str = "train") -> RunStart:
     """Device, processes, the run folder (claimed, see train/rundir.py) and the checkpoint to resume."""
     # Under torchrun each process takes the GPU of its LOCAL_RANK (when --device names none).
     device = resolve_device(options.hardware.device, int(os.environ.get("LOCAL_RANK", "0")))
     if int(os.environ.get("RANK", "0")) == 0:  # one process owns the folder (before the others wait for it)
-        rundir.claim(run_dir, resume, overwrite)
+        rundir.claim(run_dir, resume, overwrite, command)
     world = distributed.setup(device)
     start = RunStart(device, world, Path(run_dir))
     if resume:
         checkpoints = state.step_checkpoints(run_dir)
         if not checkpoints:
-            raise UserError(f"{Path(run_dir) / 'checkpoints'}: no checkpoint to resume from")
+            raise rundir.no_checkpoint(run_dir, command)
         start.resumed_from = checkpoints[-1]
         start.weights, start.extra, start.trainer_state = state.load_step_checkpoint(start.resumed_from)
     torch.manual_seed(options.loop.seed + world.rank)
@@ -122,6 +124,7 @@ def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelCo
 def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool = False) -> RunSetup:
     """Build (or restore) a translation run; raises UserError for anything the user can fix."""
     options.check()
+    check_latest_if_default(run_dir)  # a link or a folder at runs/LATEST: refused before training, not after
     start = open_run(options, resume, run_dir, overwrite)
     splits, source, data_record = corpus.load_splits(options.data, options.model.preset)
     if resume:

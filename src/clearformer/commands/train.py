@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from clearformer.commands import options
-from clearformer.config import PRESETS, preset
+from clearformer.config import ARCHITECTURES, PRESETS, preset
 from clearformer.devices import free_gpu_bytes, gpu_batch_tokens, resolve_device
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
                     "with warmup, dropout, clipping, token-count batches; validation loss and BLEU; "
                     "checkpoints that --resume continues. Without options: the toy English->French model.")
     p.add_argument("--preset", default="toy-translate", help="model size (toy-translate, small, base, big)")
-    p.add_argument("--arch", choices=["transformer", "rnn"], default=None,
+    p.add_argument("--arch", choices=list(ARCHITECTURES), default=None,
                    help="transformer (default), or rnn: the GRU encoder-decoder with attention the paper replaced "
                         "(model/rnn.py), with the preset's width, depth and dropout, trained by the same recipe "
                         "(default --out runs/<preset>-rnn)")
@@ -118,7 +118,8 @@ def check_overrides(preset_name: str, arch: str, overrides: dict) -> None:
 
 def build_options(args):
     arch = args.arch or "transformer"
-    run_dir = Path(args.out) if args.out else default_run_dir(args.preset + ("-rnn" if arch == "rnn" else ""))
+    suffix = "" if arch == "transformer" else f"-{arch}"  # runs/<preset>-rnn for the GRU baseline
+    run_dir = Path(args.out) if args.out else default_run_dir(args.preset + suffix)
     if args.resume and args.overwrite:
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if args.resume:

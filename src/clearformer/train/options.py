@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from clearformer.config import PRESETS, RNN_FIELDS
+from clearformer.config import ARCHITECTURES, PRESETS
 from clearformer.errors import UserError
 from clearformer.store.compat import upgrade_train_options
 
@@ -94,10 +94,9 @@ class TrainOptions:
         need(not PRESETS[self.preset].get("n_encoder_layers", 1) == 0,
              f"preset {self.preset!r} is a decoder-only language model: train it with `clearformer lm`")
         need(self.tie in ("none", "decoder", "all"), f"--tie must be none, decoder or all, not {self.tie!r}")
-        need(self.arch in ("transformer", "rnn"), f"--arch must be transformer or rnn, not {self.arch!r}")
+        need(self.arch in ARCHITECTURES, f"--arch must be {' or '.join(ARCHITECTURES)}, not {self.arch!r}")
         need("architecture" not in self.overrides, "--set architecture: choose the model with --arch transformer|rnn")
-        if self.arch == "rnn":
-            check_rnn_options(self)
+        check_architecture_options(self)
         need(self.tokenizer in ("words", "sentencepiece"),
              f"--tokenizer must be words or sentencepiece, not {self.tokenizer!r}")
         need(self.vocab_size >= 16, f"--vocab-size must be at least 16, not {self.vocab_size}")
@@ -128,17 +127,20 @@ class TrainOptions:
         return cls(**{k: v for k, v in upgrade_train_options(data).items() if k in known})
 
 
-def check_rnn_options(o: TrainOptions) -> None:
-    """--arch rnn: a one-line error for an option the GRU baseline has nothing to apply to."""
-    foreign = [name for name in o.overrides if name not in RNN_FIELDS]
+def check_architecture_options(o: TrainOptions) -> None:
+    """--arch with an architecture that reads only some config fields (config.ARCHITECTURES, e.g. the GRU
+    baseline): a one-line error for an option it has nothing to apply to."""
+    reads = ARCHITECTURES[o.arch]
+    if reads is None:
+        return
+    foreign = [name for name in o.overrides if name not in reads]
     if foreign:
-        raise UserError(f"--set {foreign[0]}: does not apply to --arch rnn (the GRU encoder-decoder has no heads, "
-                        f"feed-forward layers, positions or norms; it reads "
-                        f"{', '.join(n for n in RNN_FIELDS if n != 'architecture')})")
-    for name in ("attention_dropout", "ffn_dropout"):
+        raise UserError(f"--set {foreign[0]}: does not apply to --arch {o.arch} (it has no heads, feed-forward "
+                        f"layers, positions or norms; it reads {', '.join(n for n in reads if n != 'architecture')})")
+    for name in ("attention_dropout", "ffn_dropout"):  # the Transformer's sublayers (train/step.py place_dropout)
         if getattr(o, name):
-            raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch rnn "
-                            f"(the GRU baseline has no {'attention-weight' if name[0] == 'a' else 'feed-forward'} "
+            raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch {o.arch} "
+                            f"(it has no {'attention-weight' if name[0] == 'a' else 'feed-forward'} "
                             f"dropout; --dropout sets its embedding and layer dropout)")
 
 

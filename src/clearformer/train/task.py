@@ -133,6 +133,7 @@ class TranslationTask:
 
     def describe(self) -> str:
         dropped = f" ({self.dropped} too long, skipped)" if self.dropped else ""
-        model = f"--arch {self.config.architecture}, " if self.config.architecture != ARCHITECTURES[0] else ""
+        default = next(iter(ARCHITECTURES))  # the Transformer needs no word
+        model = f"--arch {self.config.architecture}, " if self.config.architecture != default else ""
         return (f"{model}{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train)} training pairs"
                 f"{dropped}, {len(self.valid)} validation pairs from {self.source}")

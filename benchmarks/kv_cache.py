@@ -16,6 +16,7 @@ paper's proportions d_c = 4 d_h = 256, d_h^R = d_h / 2 = 32; GQA with 2 key/valu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -36,7 +37,6 @@ from clearformer.model.lm import LanguageModel  # noqa: E402
 VARIANTS = [("MHA", "mha", None), ("GQA (2 kv heads)", "gqa", None), ("MQA", "mqa", None),
             ("MLA naive", "mla", False), ("MLA absorbed", "mla", True)]
 FORMULAS = {"mha": "2 n_h d_h", "gqa": "2 n_g d_h", "mqa": "2 d_h", "mla": "d_c + d_h^R"}
-SEQ_DIM = {"k": 2, "v": 2, "latent": 1, "k_rope": 1}
 
 
 def build(variant: str, layers: int, max_len: int, device) -> LanguageModel:
@@ -65,10 +65,12 @@ def filled_cache(model: LanguageModel, batch: int, context: int, device):
     cache = model.new_cache()
     model(torch.randint(4, 4000, (batch, 1), device=device), cache, 0)
     for layer in cache:
-        for name, tensor in layer["self"].items():
+        entries = layer.self_attention
+        for field in dataclasses.fields(entries):
+            tensor = getattr(entries, field.name)
             shape = list(tensor.shape)
-            shape[SEQ_DIM[name]] = context
-            layer["self"][name] = torch.randn(shape, device=device, dtype=tensor.dtype)
+            shape[-2] = context  # every cache tensor has time second-to-last (model/cache.py)
+            setattr(entries, field.name, torch.randn(shape, device=device, dtype=tensor.dtype))
     return cache
 
 

@@ -43,7 +43,7 @@ from clearformer import devices  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.data.batching import BatchStream, drop_long  # noqa: E402
 from clearformer.model.embedding import sinusoidal_table  # noqa: E402
-from clearformer.model.transformer import Transformer  # noqa: E402
+from clearformer.model.transformer import Transformer, translation_flops  # noqa: E402
 from clearformer.train import mfu  # noqa: E402
 from clearformer.train.corpus import encode_pairs, read_pairs  # noqa: E402
 from clearformer.train.loss import label_smoothed_sums  # noqa: E402
@@ -81,8 +81,8 @@ class TorchPeer(nn.Module):
 
 
 def model_flops(config, batch) -> float:
-    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.train.mfu)."""
-    return mfu.translation_flops(config, batch.src, batch.tgt_out)
+    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.model.transformer)."""
+    return translation_flops(config, batch.src, batch.tgt_out)
 
 
 def make_step(forward, parameters, optimizer):

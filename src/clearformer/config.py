@@ -21,12 +21,13 @@ class ConfigError(UserError, ValueError):
 
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")  # built by model/layers.py's FeedForward
-ARCHITECTURES = ("transformer", "rnn")
 ATTENTIONS = ("mha", "mla")  # the self-attention modules model/variants.py chooses between
 # The fields the GRU baseline (architecture "rnn", model/rnn.py) reads; every other field is the
 # Transformer's own (heads, d_ff, positions, norms, activation, attention variant) and must stay at its default.
 RNN_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_encoder_layers", "n_decoder_layers", "dropout",
               "max_len", "pad_id", "tie_embeddings", "architecture")
+# The architectures model/build.py builds (the first is the default), each with the fields it reads (None: all).
+ARCHITECTURES = {"transformer": None, "rnn": RNN_FIELDS}
 
 
 def _need(ok: bool, message: str) -> None:
@@ -170,21 +171,19 @@ class ModelConfig:
         need(self.positional != "rope" or self.head_dim % 2 == 0, "rope needs an even head dimension")
         need(self.architecture in ARCHITECTURES,
              f"architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}")
-        if self.architecture == "rnn":
-            self._validate_rnn()
+        self._validate_fields_read()
         self._validate_mla()
 
-    def _validate_rnn(self) -> None:
-        """The GRU baseline: depth on both sides, an even width, and no Transformer-only field set."""
-        _need(self.n_encoder_layers >= 1 and self.n_decoder_layers >= 1,
-              "architecture='rnn' needs at least one encoder and one decoder layer")
-        _need(self.d_model % 2 == 0, f"architecture='rnn' needs an even d_model (the bidirectional encoder's "
-                                     f"two halves), not {self.d_model}")
+    def _validate_fields_read(self) -> None:
+        """An architecture that reads only some fields (ARCHITECTURES) leaves the others at their defaults."""
+        reads = ARCHITECTURES[self.architecture]
+        if reads is None:
+            return
         defaults = ModelConfig()
         for name in (f.name for f in dataclasses.fields(self)):
-            _need(name in RNN_FIELDS or getattr(self, name) == getattr(defaults, name),
-                  f"{name} does not apply to architecture='rnn' (the GRU baseline reads "
-                  f"{', '.join(n for n in RNN_FIELDS if n != 'architecture')})")
+            _need(name in reads or getattr(self, name) == getattr(defaults, name),
+                  f"{name} does not apply to architecture={self.architecture!r} (it reads "
+                  f"{', '.join(n for n in reads if n != 'architecture')})")
 
     def _validate_mla(self) -> None:
         """MLA's sizes are given exactly when attention='mla', and fit the positions and heads."""

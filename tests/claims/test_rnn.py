@@ -80,6 +80,20 @@ def test_greedy_and_beam_search_drive_it():
     assert torch.equal(cached.tokens, uncached.tokens)
     beam = beam_search(model, SRC, DecodingOptions(beam=3, max_extra=3))
     assert len(beam.sequences()) == 2
+    uncached_beam = beam_search(model, SRC, DecodingOptions(beam=3, max_extra=3, use_cache=False))
+    assert beam.sequences() == uncached_beam.sequences()
+
+
+def test_its_own_cache_keeps_the_state_and_the_memory():
+    model = small_model()
+    memory, src_mask = model.encode(SRC)
+    cache = model.new_cache()
+    model.decode(TGT[:, :1], memory, src_mask, cache)
+    assert cache.memory is memory and cache.state.shape == (2, model.config.n_decoder_layers, model.config.d_model)
+    cache.reorder(torch.tensor([1, 1, 0]), source=False)  # the state follows its rows, the memory stays
+    assert cache.state.shape[0] == 3 and cache.memory is memory
+    cache.reorder(torch.tensor([1, 0]))
+    torch.testing.assert_close(cache.memory, memory.flip(0))
 
 
 def test_the_recorder_sees_the_alignment_as_one_head():

@@ -113,7 +113,7 @@ def test_cached_self_attention_equals_full_recomputation():
     mha = MultiHeadAttention(ModelConfig(d_model=8, n_heads=2)).eval()
     x = torch.randn(2, 5, 8)
     full = mha(x, mask=causal_mask(5))
-    cache: dict = {}
+    cache = mha.new_cache()
     steps = [mha(x[:, t:t + 1], mask=causal_mask(1, t + 1), cache=cache) for t in range(5)]
     assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-6)
-    assert cache["k"].shape == (2, 2, 5, 4)  # every position so far
+    assert cache.k.shape == cache.v.shape == (2, 2, 5, 4)  # every position so far

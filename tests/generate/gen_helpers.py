@@ -7,6 +7,7 @@ from torch import nn
 
 from clearformer.config import ModelConfig, preset
 from clearformer.model.attention import padding_mask
+from clearformer.model.cache import DecoderCache
 from clearformer.model.transformer import Transformer
 
 SENTENCES = [
@@ -46,7 +47,7 @@ class TableModel(nn.Module):
         return torch.zeros(*src_ids.shape, 1, dtype=torch.float64), padding_mask(src_ids, 0)
 
     def new_cache(self):
-        return [{}]
+        return DecoderCache([])  # no layers: nothing to keep between steps
 
     def decode(self, tgt_ids, memory, src_mask, cache=None, position=0):
         return nn.functional.one_hot(tgt_ids, self.log_table.shape[0]).double()

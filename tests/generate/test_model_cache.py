@@ -1,7 +1,8 @@
 """The model's own cache (model/cache.py) drives every search: one-token steps through `model.decode`
 with the cache give the uncached decoder's logits (to 1e-5) and tokens; the cross-attention keys and
-values are computed once per sentence and shared by its beams; finished sentences leave the cache;
-and a forward hook on every DecoderLayer fires at every step of `translate`, greedy and beam."""
+values are computed once per sentence, repeated to its beams once, and left in place by a reorder
+among them; finished sentences leave the cache; and a forward hook on every DecoderLayer fires at
+every step of `translate`, greedy and beam."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pytest
 import torch
 from gen_helpers import SENTENCES, random_model
 
+from clearformer.config import variant_overrides
 from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens, translate
-from clearformer.model.attention import shared_kv_attention
-from clearformer.model.cache import DecoderCache
+from clearformer.model.attention import attention, explicit_attention
+from clearformer.model.cache import DecoderCache, KVCache, LayerCache
 from clearformer.record import trace
 from clearformer.tokenize import WordTokenizer
 
@@ -20,7 +22,9 @@ VARIANTS = {
     "pre-norm, gelu": {"norm_first": True, "activation": "gelu"},
     "no biases": {"bias": False},
     "pre-norm, no biases": {"norm_first": True, "bias": False},
-    "gqa, rope": {"n_kv_heads": 1, "positional": "rope"},
+    "mqa, rope": {"n_kv_heads": 1, "positional": "rope"},
+    "gqa (4 heads, 2 kv heads)": {"n_heads": 4, "n_kv_heads": 2},
+    "mla, rope": {"positional": "rope", **variant_overrides("mla", 16, 2)},
 }
 
 
@@ -33,25 +37,25 @@ def sources(seed: int = 0, lengths=(5, 3, 7)) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("beams", [1, 3])  # greedy; beams sharing their sentence's memory row
+@pytest.mark.parametrize("beams", [1, 3])  # greedy; 3 rows per sentence
 @torch.inference_mode()
 def test_cached_steps_equal_the_uncached_decoder(variant, beams):
     model = random_model(dtype=torch.float32, **VARIANTS[variant])
-    src = sources()
+    src = sources().repeat_interleave(beams, 0)
     memory, src_mask = model.encode(src)
-    tokens = torch.randint(4, 30, (src.shape[0] * beams, 6), generator=torch.Generator().manual_seed(2))
+    tokens = torch.randint(4, 30, (src.shape[0], 6), generator=torch.Generator().manual_seed(2))
     tokens[:, 0] = 2
-    # The reference: every position at once, each hypothesis with its own copy of the memory.
-    full = model.project(model.decode(tokens, memory.repeat_interleave(beams, 0), src_mask.repeat_interleave(beams, 0)))
+    full = model.project(model.decode(tokens, memory, src_mask))  # the reference: every position at once
     cache = model.new_cache()
     for position in range(tokens.shape[1]):
         step = model.project(model.decode(tokens[:, position:position + 1], memory if position == 0 else None,
                                           src_mask, cache, position))[:, 0]
         torch.testing.assert_close(step, full[:, position], atol=1e-5, rtol=1e-5)
     kv_heads = model.decoder.layers[0].cross_attention.n_kv_heads
-    for layer in cache:  # one cross-attention row per sentence, one self-attention row per hypothesis
-        assert layer["cross"]["memory_k"].shape == (src.shape[0], kv_heads, src.shape[1], model.config.head_dim)
-        assert layer["self"]["k"].shape[:3] == (src.shape[0] * beams, kv_heads, tokens.shape[1])
+    for layer in cache:  # one row per decoded sequence, the source's keys once, the target's per position
+        assert layer.cross_attention.k.shape == (src.shape[0], kv_heads, src.shape[1], model.config.head_dim)
+        for tensor in layer.self_attention.tensors():  # MHA/GQA/MQA: k, v; MLA: latent, k_rope
+            assert tensor.shape[0] == src.shape[0] and tensor.shape[-2] == tokens.shape[1]
 
 
 def decodings(model, src, **options) -> list[list[list[int]]]:
@@ -106,58 +110,69 @@ def test_a_hook_on_every_decoder_layer_fires_at_every_step_of_translate(beam):
     assert all(cache is not None for *_, cache in calls)  # always the cached one-token step
 
 
-def test_beams_share_one_cross_attention_row_per_sentence():
+def test_cross_keys_are_computed_once_and_follow_the_beams_only_when_sentences_change():
     model = random_model(dtype=torch.float32)
-    src = sources(seed=5, lengths=(6, 4))
-    seen = []
+    src = sources(seed=5, lengths=(6, 4, 5))
+    seen, projections = [], []
 
     def hook(module, args):
         cache = args[4]
-        seen.append((args[0].shape[0], cache["cross"].get("memory_k"), cache["self"].get("k")))
-    handle = model.decoder.layers[0].register_forward_pre_hook(hook)
+        seen.append((args[0].shape[0], cache.cross_attention.k, cache.self_attention.k))
+    handles = [model.decoder.layers[0].register_forward_pre_hook(hook),
+               model.decoder.layers[0].cross_attention.w_k.register_forward_hook(
+                   lambda module, args, out: projections.append(args[0].shape[0]))]
     try:
-        beam_search(model, src, DecodingOptions(beam=4, max_new=5, min_length=5))
+        decoded = beam_search(model, src, DecodingOptions(beam=4, max_new=5, min_length=5))
     finally:
-        handle.remove()
-    rows_by_step = [rows for rows, _, _ in seen]
-    assert rows_by_step[0] == 2 and all(rows == 8 for rows in rows_by_step[1:])  # step 0 once per sentence
-    for rows, memory_k, self_k in seen[1:]:
-        assert memory_k.shape[0] == 2  # one row per sentence, read by its 4 beams
-        assert self_k.shape[0] == rows
+        for handle in handles:
+            handle.remove()
+    assert projections == [3]  # W^K of the encoder output: once, one row per sentence
+    assert [rows for rows, _, _ in seen] == [3] + [12] * 4  # step 0 once per sentence, then 4 beams each
+    crosses = [cross for _, cross, _ in seen]
+    assert all(cross is crosses[1] for cross in crosses[2:])  # beam reorders leave the source's keys alone
+    assert all(self_k.shape[0] == rows for rows, _, self_k in seen[1:])
+    uncached = beam_search(model, src, DecodingOptions(beam=4, max_new=5, min_length=5, use_cache=False))
+    assert decoded.sequences() == uncached.sequences()
 
 
-def test_finished_sentences_leave_the_cache():
-    cache = DecoderCache(2)
-    for layer in cache:
-        layer["self"]["k"] = torch.arange(6.0).view(6, 1, 1, 1)
-        layer["cross"]["memory_k"] = torch.arange(3.0).view(3, 1, 1, 1)
-    cache.select(torch.tensor([1, 0, 5, 4]))  # a beam reorder: the cross rows stay
-    assert cache[0]["cross"]["memory_k"].flatten().tolist() == [0, 1, 2]
-    cache.select(torch.tensor([2, 3]), sentences=torch.tensor([2]))  # sentences 0 and 1 finished
-    assert cache[1]["self"]["k"].flatten().tolist() == [5, 4]
-    assert cache[1]["cross"]["memory_k"].flatten().tolist() == [2]
+def test_reorder_moves_every_row_and_the_cross_rows_only_when_asked():
+    def filled(rows: int) -> LayerCache:
+        self_cache, cross = KVCache(), KVCache()
+        self_cache.update(torch.arange(float(rows)).view(rows, 1, 1, 1), torch.zeros(rows, 1, 1, 1))
+        cross.update(torch.arange(float(rows)).view(rows, 1, 1, 1), torch.zeros(rows, 1, 1, 1))
+        return LayerCache(self_cache, cross)
+
+    cache = DecoderCache([filled(6), filled(6)])
+    cache.reorder(torch.tensor([1, 0, 2, 3, 5, 4]), source=False)  # within rows of one source
+    assert cache[0].self_attention.k.flatten().tolist() == [1, 0, 2, 3, 5, 4]
+    assert cache[0].cross_attention.k.flatten().tolist() == [0, 1, 2, 3, 4, 5]
+    cache.reorder(torch.tensor([4, 5]))  # the last source's rows stay
+    assert cache[1].self_attention.k.flatten().tolist() == [5, 4]
+    assert cache[1].cross_attention.k.flatten().tolist() == [4, 5]
+    assert cache[1].self_attention.update(torch.ones(2, 1, 1, 1), torch.ones(2, 1, 1, 1))[0].shape == (2, 1, 2, 1)
 
 
 @pytest.mark.parametrize("recording", [False, True])
-def test_shared_keys_equal_attention_over_repeated_keys(recording):
-    """Beams reading their sentence's one memory row, query heads sharing a key head (GQA) =
-    every row and head reading its own copy; the recorder sees the paper's (batch, heads, q, k) shapes."""
+@pytest.mark.parametrize("kv_heads", [4, 2, 1])  # MHA, GQA, MQA
+def test_explicit_and_fused_attention_agree_with_shared_key_heads(recording, kv_heads):
+    """Query heads sharing a key/value head (GQA/MQA) = every head reading its own copy, on both paths;
+    the recorder sees the paper's (batch, heads, q, k) shapes."""
     torch.manual_seed(0)
-    sentences, beams, kv_heads, group, t, d = 3, 4, 2, 2, 7, 8
-    q = torch.randn(sentences * beams, kv_heads * group, 1, d)
-    k, v = torch.randn(sentences, kv_heads, t, d), torch.randn(sentences, kv_heads, t, d)
-    mask = torch.ones(sentences, 1, 1, t, dtype=torch.bool)
+    batch, heads, q_len, t, d = 3, 4, 5, 7, 8
+    q = torch.randn(batch, heads, q_len, d)
+    k, v = torch.randn(batch, kv_heads, t, d), torch.randn(batch, kv_heads, t, d)
+    mask = torch.ones(batch, 1, q_len, t, dtype=torch.bool)
     mask[1, ..., 4:] = False
 
     def repeated(x):
-        return x.repeat_interleave(beams, 0).repeat_interleave(group, 1)
+        return x.repeat_interleave(heads // kv_heads, 1)
 
-    expected = torch.nn.functional.scaled_dot_product_attention(
-        q, repeated(k), repeated(v), attn_mask=mask.repeat_interleave(beams, 0))
+    expected = torch.nn.functional.scaled_dot_product_attention(q, repeated(k), repeated(v), attn_mask=mask)
     if recording:
         with trace.Recorder() as recorder:
-            out = shared_kv_attention(q, k, v, mask, 0.0, d ** -0.5, recorder_prefix="test")
-        assert recorder.find("test.weights")[0].value.shape == (sentences * beams, kv_heads * group, 1, t)
+            out = attention(q, k, v, mask, 0.0, d ** -0.5, recorder_prefix="test")
+        assert recorder.find("test.weights")[0].value.shape == (batch, heads, q_len, t)
     else:
-        out = shared_kv_attention(q, k, v, mask, 0.0, d ** -0.5, recorder_prefix="test")
+        out = attention(q, k, v, mask, 0.0, d ** -0.5, recorder_prefix="test")
     torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(explicit_attention(q, k, v, mask, 0.0, d ** -0.5)[0], expected, atol=1e-6, rtol=1e-5)

@@ -33,7 +33,7 @@ def test_cached_steps_equal_the_forward(variant, absorb, overrides):
     for position in range(3, ids.shape[1]):
         step = model(ids[:, position:position + 1], cache, position)[:, 0]
         torch.testing.assert_close(step, full[:, position], atol=1e-5, rtol=1e-5)
-    assert all(not layer["cross"] for layer in cache)  # no encoder: nothing cached for cross-attention
+    assert all(layer.cross_attention is None for layer in cache)  # no encoder: no cross-attention cache
 
 
 @pytest.mark.parametrize("variant,absorb", CASES)

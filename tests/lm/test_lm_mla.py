@@ -9,6 +9,7 @@ import torch
 
 from clearformer.config import ConfigError, MLAConfig, ModelConfig
 from clearformer.model.attention import causal_mask
+from clearformer.model.cache import LatentCache
 from clearformer.model.latent import MultiHeadLatentAttention
 from clearformer.record.trace import Recorder, name_modules
 
@@ -95,13 +96,13 @@ def test_cached_decoding_equals_full_and_caches_only_the_latent(absorb):
     mla.absorb = absorb
     x = torch.randn(2, 8, 24, dtype=torch.float64)
     full = mla(x, mask=causal_mask(8))
-    cache: dict = {}
+    cache = mla.new_cache()
     steps = [mla(x[:, :3], mask=causal_mask(3, 3), cache=cache, position=0)]
     for t in range(3, 8):
         steps.append(mla(x[:, t:t + 1], mask=causal_mask(1, t + 1), cache=cache, position=t))
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-10, rtol=1e-10)
-    assert sorted(cache) == ["k_rope", "latent"]
-    assert cache["latent"].shape == (2, 8, 10) and cache["k_rope"].shape == (2, 8, 4)
+    assert isinstance(cache, LatentCache)  # the latent and the rotary key, nothing per head
+    assert cache.latent.shape == (2, 8, 10) and cache.k_rope.shape == (2, 8, 4)
 
 
 def test_records_latent_up_projections_rope_scores_and_weights():
@@ -141,7 +142,7 @@ def test_mla_in_the_translation_decoder_caches_and_matches_full_decoding():
     cache = model.new_cache()
     steps = [model.decode(tgt[:, t:t + 1], memory, src_mask, cache, position=t) for t in range(5)]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-10, rtol=1e-10)
-    assert sorted(cache[0]["self"]) == ["k_rope", "latent"]
+    assert isinstance(cache[0].self_attention, LatentCache)
 
 
 @pytest.mark.parametrize("fields,words", [

@@ -8,7 +8,7 @@ import sys
 from clearformer.config import PRESETS, VARIANTS, preset, variant_overrides
 from clearformer.errors import UserError
 from clearformer.model.build import build_model
-from clearformer.model.cache import describe_kv_cache, kv_cache_bytes_per_token
+from clearformer.model.cache import describe_kv_cache
 from clearformer.store.checkpoint import load_model
 
 
@@ -47,8 +47,9 @@ def describe(model, name: str, tokenizer=None) -> dict:
             "parameters_by_part": parameter_breakdown(model)}
     if tokenizer is not None:
         info["tokenizer"] = {"kind": tokenizer.kind, "vocab_size": len(tokenizer), **tokenizer.facts()}
-    if config.architecture != "rnn":  # the GRU decoder carries one state vector per layer, not a cache
-        info["kv_cache_bytes_per_token"] = kv_cache_bytes_per_token(config)
+    cache_bytes = model.kv_cache_bytes()  # None for the GRU: one state vector per layer, not a growing cache
+    if cache_bytes is not None:
+        info["kv_cache_bytes_per_token"] = cache_bytes
     return info
 
 
@@ -77,16 +78,7 @@ def run(args) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
         return 0
-    c = info["config"]
-    if c["architecture"] == "rnn":
-        print(f"{name}: GRU encoder-decoder with attention (--arch rnn): d_model={c['d_model']}, "
-              f"GRU layers={c['n_encoder_layers']}+{c['n_decoder_layers']}, dropout={c['dropout']}, "
-              f"vocab={c['tgt_vocab_size']}, tied embeddings={c['tie_embeddings']}")
-    else:
-        print(f"{name}: d_model={c['d_model']}, heads={c['n_heads']}, layers={c['n_encoder_layers']}+"
-              f"{c['n_decoder_layers']}, d_ff={c['d_ff']}, dropout={c['dropout']}, vocab={c['tgt_vocab_size']}, "
-              f"tied embeddings={c['tie_embeddings']}, positions={c['positional']}, "
-              f"{'pre' if c['norm_first'] else 'post'}-norm")
+    print(f"{name}: {model.summary()}")
     for part, count in info["parameters_by_part"].items():
         print(f"  {part:<12} {count:>14,}")
     total = info["parameters"]

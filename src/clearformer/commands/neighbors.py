@@ -20,13 +20,10 @@ from clearformer.store.runs import resolve_checkpoint
 
 def embedding_matrix(model, side: str) -> torch.Tensor:
     """The (vocab, d_model) token embedding table of the encoder ("source") or decoder ("target")."""
-    if model.config.architecture == "rnn":  # the GRU baseline: encoder.embed / decoder.embed
-        return (model.encoder if side == "source" else model.decoder).embed.weight.detach()
-    if side == "source":
-        if model.config.n_encoder_layers == 0 or not hasattr(model, "src_embed"):
-            raise UserError("this checkpoint has no encoder: use --side target")
-        return model.src_embed.tokens.weight.detach()
-    return model.tgt_embed.tokens.weight.detach()
+    table = model.embedding_table(side)
+    if table is None:
+        raise UserError("this checkpoint has no encoder: use --side target")
+    return table.detach()
 
 
 def cosine_neighbors(matrix: torch.Tensor, query: torch.Tensor, top: int,

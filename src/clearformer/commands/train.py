@@ -69,8 +69,8 @@ def build_options(args) -> TrainOptions:
     length, device, bf16 or compile."""
     given = TrainOptions.given(args)
     preset_name, arch = given.get("preset", "toy-translate"), given.get("arch", "transformer")
-    run_dir = Path(given.pop("run_dir")) if "run_dir" in given else \
-        default_run_dir(preset_name + ("-rnn" if arch == "rnn" else ""))
+    suffix = "" if arch == "transformer" else f"-{arch}"  # runs/<preset>-rnn for the GRU baseline
+    run_dir = Path(given.pop("run_dir")) if "run_dir" in given else default_run_dir(preset_name + suffix)
     if args.resume and args.overwrite:
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if args.resume:

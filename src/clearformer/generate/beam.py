@@ -22,10 +22,11 @@ finished hypothesis (early stopping). Two rules for "can still beat", `stop=`:
   `benchmarks/beam_stopping.py`).
 
 Batched over sentences x beams: rows are ordered sentence-major, finished sentences leave the
-batch, and the decoder self-attention cache follows the beams by one `index_select` per step.
-Step 0 runs once per sentence (every beam starts from the same <bos>), and its self-attention
-cache is then expanded to the beams; the encoder output and the cross-attention keys and values
-(in the model's cache, `model/cache.py`) stay one row per sentence, shared by its beams.
+batch, and the decoder self-attention cache follows the beams by one `reorder` per step.
+Step 0 runs once per sentence (every beam starts from the same <bos>), and the model's cache
+(`model/cache.py`) is then expanded to the beams: the cross-attention keys and values, computed once
+per sentence at step 0, are repeated to its beams then and left in place by the later reorders
+among them (`DecoderState.select`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,18 @@
 """What autoregressive decoding carries from one step to the next, and what it returns.
 
 `DecoderState` runs the model's own decoder (`model.decode`, then `model.project`): with the
-model's cache (`model/cache.py`) one token per hypothesis per step, the cross-attention keys and
-values computed at the first step once per source sentence and shared by its beams; without it
-(`use_cache=False`) the decoder over the whole prefix again every step (O(n^2) work, the way the
-Annotated Transformer decodes), to prove the cache changes nothing. `generate/compiled.py` may
-hand the same step to `torch.compile`.
+model's cache (`model/cache.py`) one token per hypothesis per step; without it (`use_cache=False`)
+the decoder over the whole prefix again every step (O(n^2) work, the way the Annotated Transformer
+decodes), to prove the cache changes nothing. `generate/compiled.py` may hand the same step to
+`torch.compile`.
 
 Rows are hypotheses: one per sentence for greedy decoding, `beam` per sentence for beam search,
 ordered sentence-major. `select(rows, sentences)` keeps and reorders hypotheses (a beam continues
-another beam's prefix) and, when given, sentences (a finished sentence leaves the batch).
+another beam's prefix) and, when given, sentences (a finished sentence leaves the batch). The model
+sees only rows: the encoder output, its mask and the cross-attention keys and values (computed once
+per sentence at the first step) are repeated to a sentence's beams when its beams first branch,
+and are left in place by a reorder among the beams of each sentence (they are the same for all of
+them).
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: 
 class DecoderState:
     """The decoder's memory of earlier steps for `rows` hypotheses.
 
-    memory (sentences, src_len, d_model) and src_mask (sentences, 1, 1, src_len) come from
-    `model.encode` and stay one row per sentence; `prefix` (rows, steps_so_far + 1) holds <bos> and
-    every token chosen so far, rows = sentences x hypotheses per sentence.
+    memory (rows, src_len, d_model) and src_mask (rows, 1, 1, src_len) come from `model.encode`, one
+    row per sentence at first; `prefix` (rows, steps_so_far + 1) holds <bos> and every token chosen
+    so far, rows = sentences x hypotheses per sentence. With the cache, the memory is read at the
+    first step only (the model's cache keeps what it needs of it) and then dropped.
     """
 
     def __init__(self, model, memory: torch.Tensor, src_mask: torch.Tensor, bos_id: int,
@@ -63,34 +67,30 @@ class DecoderState:
         if self.cache is None:
             hidden = self.model.decode(self.prefix, self.memory, self.src_mask)
             return self.model.project(hidden[:, -1:])[:, 0]
-        # After the first step the cache holds the source's keys and values: memory is not read again.
-        return self.step(self.prefix[:, -1:], self.memory, self.src_mask, self.cache, self.position)
+        logits = self.step(self.prefix[:, -1:], self.memory, self.src_mask, self.cache, self.position)
+        self.memory = None  # the cache holds the source's keys and values now
+        return logits
 
     def append(self, tokens: torch.Tensor) -> None:
         """Feed the chosen tokens (rows,) at the next step."""
         self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)
 
     def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
-        """Keep hypotheses `rows` (new_rows,), in that order, and sentences `sentences` (their
-        indices among the current sentences, in order; None = the sentences are unchanged).
+        """Keep hypotheses `rows` (new_rows,), in that order; `sentences` (not None) says the set of
+        sentences changed (a sentence finished and left the batch).
 
-        Self-attention keys/values follow their hypothesis; the encoder output, its mask and the
-        cross-attention keys/values depend only on the sentence: they are reindexed only when the set
-        of sentences changed, never on a beam reorder.
+        Self-attention keys and values follow their hypothesis. What depends only on the source (the
+        encoder output, its mask, the cross-attention keys and values) moves only when the sentences
+        changed or the number of rows did (the beams of a sentence branch out at the first step);
+        a reorder among the beams of each sentence leaves it in place.
         """
+        source = sentences is not None or rows.shape[0] != self.prefix.shape[0]
         self.prefix = self.prefix.index_select(0, rows)
-        if sentences is not None:
-            self.memory = self.memory.index_select(0, sentences)
-            self.src_mask = self.src_mask.index_select(0, sentences)
-        if self.cache is None:
-            return
-        if hasattr(self.cache, "select"):
-            self.cache.select(rows, sentences)
-            return
-        for layer in self.cache:  # a model with a cache of its own kind (the GRU baseline): rows first
-            entries = layer.get("self", {})
-            for name, tensor in entries.items():
-                entries[name] = tensor.index_select(0, rows)
+        if source:
+            self.src_mask = self.src_mask.index_select(0, rows)
+            self.memory = None if self.memory is None else self.memory.index_select(0, rows)
+        if self.cache is not None:
+            self.cache.reorder(rows, source)
 
 
 @dataclass

@@ -7,12 +7,12 @@ from clearformer.model.attention import (
     causal_mask,
     combine_masks,
     explicit_attention,
-    extend_cache,
     fast_attention,
     masked_softmax,
     padding_mask,
 )
 from clearformer.model.build import build_model
+from clearformer.model.cache import DecoderCache, KVCache, LatentCache, LayerCache
 from clearformer.model.embedding import (
     InputEmbedding,
     LearnedPositionalEmbedding,
@@ -24,9 +24,8 @@ from clearformer.model.layers import AddNorm, Decoder, DecoderLayer, Encoder, En
 from clearformer.model.transformer import OutputProjection, Transformer
 
 __all__ = [
-    "AddNorm", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "InputEmbedding",
-    "LearnedPositionalEmbedding", "MultiHeadAttention", "OutputProjection", "SinusoidalPositionalEncoding",
-    "TokenEmbedding", "Transformer", "attention", "causal_mask", "combine_masks", "explicit_attention", "extend_cache",
-    "fast_attention",
-    "masked_softmax", "padding_mask", "sinusoidal_table", "build_model",
+    "AddNorm", "Decoder", "DecoderCache", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "InputEmbedding",
+    "KVCache", "LatentCache", "LayerCache", "LearnedPositionalEmbedding", "MultiHeadAttention", "OutputProjection",
+    "SinusoidalPositionalEncoding", "TokenEmbedding", "Transformer", "attention", "build_model", "causal_mask",
+    "combine_masks", "explicit_attention", "fast_attention", "masked_softmax", "padding_mask", "sinusoidal_table",
 ]

@@ -7,14 +7,12 @@ Two paths give one answer:
     as separate tensors, each of which the recorder can see;
   * the fast path calls torch's fused `scaled_dot_product_attention`.
 `attention` picks one: the explicit path whenever a recorder or an intervention is active (or
-`explicit=True`), the fused one otherwise; the tests prove both agree.
+`explicit=True`), the fused one otherwise; the tests prove both agree. With fewer key/value heads
+than query heads (GQA/MQA) each key/value head serves a group of consecutive query heads.
 
-Decoding runs these same modules one token at a time with the model's cache (`model/cache.py`).
-There the keys and values can be shared: several query heads read one key/value head (GQA/MQA), and
-in cross-attention the beams of a sentence read that sentence's one row of encoder keys and values,
-computed once per sentence. `shared_kv_attention` serves both without copying the keys: the queries
-that read one key/value row and head are stacked as the query rows of one product (as Marian and
-CTranslate2 do for beams).
+Decoding runs these same modules one token at a time with a `KVCache` per attention layer
+(`model/cache.py`): self-attention appends this step's keys and values to it; cross-attention
+computes the encoder output's keys and values at the first step and reads them at every later one.
 
 Masks are boolean, `True = may attend`, shaped to broadcast against
 `(batch, heads, q_len, k_len)`, and built only by the functions in this file.
@@ -29,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer.config import ModelConfig
+from clearformer.model.cache import KVCache
 from clearformer.model.linear import Linear
 from clearformer.model.rope import RotaryEmbedding
 from clearformer.record import trace
@@ -79,16 +78,23 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Ten
     return torch.where(mask.any(dim=-1, keepdim=True), weights, torch.zeros_like(weights))
 
 
+def shared_heads(k: torch.Tensor, heads: int) -> torch.Tensor:
+    """Keys or values (batch, kv_heads, k_len, d) -> (batch, heads, k_len, d): key/value head j read by
+    query heads j * group .. (j + 1) * group - 1 (GQA/MQA; unchanged when kv_heads == heads)."""
+    return k if k.shape[1] == heads else k.repeat_interleave(heads // k.shape[1], dim=1)
+
+
 def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                        dropout: float = 0.0, scale: float | None = None,
                        recorder_prefix: nn.Module | str = "attention") -> tuple[torch.Tensor, torch.Tensor]:
     """Attention step by step, recording each intermediate.
 
-    q (batch, heads, q_len, d_k), k (batch, heads, k_len, d_k), v (batch, heads, k_len, d_v),
-    mask broadcastable to (batch, heads, q_len, k_len) ->
+    q (batch, heads, q_len, d_k), k (batch, kv_heads, k_len, d_k), v (batch, kv_heads, k_len, d_v)
+    (kv_heads divides heads), mask broadcastable to (batch, heads, q_len, k_len) ->
     output (batch, heads, q_len, d_v), weights (batch, heads, q_len, k_len).
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    k, v = shared_heads(k, q.shape[1]), shared_heads(v, q.shape[1])
     scores = q @ k.transpose(-2, -1)
     trace.emit(recorder_prefix, "scores", scores)
     scaled = scores * scale
@@ -108,8 +114,9 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
 def fast_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                    dropout: float = 0.0, scale: float | None = None) -> torch.Tensor:
     """The same as `explicit_attention`'s output, through torch's fused kernel (a query with every
-    key blocked gets zeros)."""
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale)
+    key blocked gets zeros; key/value heads shared by groups of query heads as there)."""
+    gqa = k.shape[1] != q.shape[1]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scale, enable_gqa=gqa)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
@@ -120,50 +127,6 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
     if explicit or trace.recording() or trace.intervening():
         return explicit_attention(q, k, v, mask, dropout, scale, recorder_prefix)[0]
     return fast_attention(q, k, v, mask, dropout, scale)
-
-
-def extend_cache(cache: dict | None, name: str, new: torch.Tensor, dim: int) -> torch.Tensor:
-    """Incremental decoding: `new` appended to cache[name] along the time axis `dim`, stored back and
-    returned (everything so far); without a cache, `new` itself."""
-    if cache is None:
-        return new
-    if name in cache:
-        new = torch.cat([cache[name], new], dim=dim)
-    cache[name] = new
-    return new
-
-
-def shared_kv_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-                        dropout: float, scale: float, explicit: bool = False,
-                        recorder_prefix: nn.Module | str = "attention") -> torch.Tensor:
-    """Attention where consecutive query rows and heads share one key/value row and head.
-
-    q (sentences * per, kv_heads * group, q_len, d_k), k (sentences, kv_heads, k_len, d_k),
-    v (sentences, kv_heads, k_len, d_v), mask broadcastable to (sentences, 1, q_len, k_len)
-    -> (sentences * per, kv_heads * group, q_len, d_v). per: query rows per key row (the beams of a
-    sentence in cross-attention); group: query heads per key/value head (GQA/MQA).
-
-    When the mask is the same for every query (cross-attention, or a one-token decoding step), the
-    per x group x q_len queries of a key head become the query rows of one product and the keys are
-    read in place. Otherwise (a causal mask over several queries), and while a recorder or an
-    intervention is active (so that every recorded or changed tensor keeps the (batch, heads, q_len,
-    k_len) shape of the paper's layout), the keys and values are repeated to one row per query row and head first.
-    """
-    rows, heads, q_len, d_k = q.shape
-    sentences, kv_heads = k.shape[:2]
-    per, group = rows // sentences, heads // kv_heads
-    if (mask is None or mask.shape[-2] == 1) and not (explicit or trace.recording() or trace.intervening()):
-        stacked = q.reshape(sentences, per, kv_heads, group * q_len, d_k).transpose(1, 2)
-        stacked = stacked.reshape(sentences, kv_heads, per * group * q_len, d_k)
-        out = fast_attention(stacked, k, v, mask, dropout, scale)
-        out = out.reshape(sentences, kv_heads, per, group * q_len, -1).transpose(1, 2)
-        return out.reshape(rows, heads, q_len, -1)
-    if per > 1:
-        k, v = k.repeat_interleave(per, dim=0), v.repeat_interleave(per, dim=0)
-        mask = mask if mask is None or mask.shape[0] == 1 else mask.repeat_interleave(per, dim=0)
-    if group > 1:
-        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    return attention(q, k, v, mask, dropout, scale, explicit, recorder_prefix)
 
 
 # ----------------------------------------------------------------------------- multi-head
@@ -207,40 +170,40 @@ class MultiHeadAttention(nn.Module):
         batch, seq, _ = x.shape
         return x.view(batch, seq, heads, self.d_head).transpose(1, 2)
 
+    def new_cache(self) -> KVCache:
+        """An empty cache for this layer's keys and values (`model/cache.py`), filled while decoding."""
+        return KVCache()
+
     def memory_keys_values(self, memory: torch.Tensor | None,
-                           cache: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cross-attention's K = M W^K and V = M W^V, each (sentences, n_kv_heads, src_len, d_head),
-        for memory (sentences, src_len, d_model). While decoding, `cache` (the layer's "cross" dict)
-        keeps them: computed at the first step, read at every later one (memory may then be None)."""
-        if cache is not None and "memory_k" in cache:
-            return cache["memory_k"], cache["memory_v"]
+                           cache: KVCache | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention's K = M W^K and V = M W^V, each (batch, n_kv_heads, src_len, d_head), for
+        memory (batch, src_len, d_model). While decoding, `cache` keeps them: computed at the first
+        step, read at every later one (memory may then be None)."""
+        if cache is not None and cache.filled:
+            return cache.k, cache.v
         k = self.split_heads(self.w_k(memory), self.n_kv_heads)
         v = self.split_heads(self.w_v(memory), self.n_kv_heads)
-        if cache is not None:
-            cache["memory_k"], cache["memory_v"] = k, v
-        return k, v
+        return (k, v) if cache is None else cache.update(k, v)
 
-    def self_keys_values(self, query: torch.Tensor, q: torch.Tensor, cache: dict | None,
+    def self_keys_values(self, query: torch.Tensor, q: torch.Tensor, cache: KVCache | None,
                          position: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Self-attention's rotated q and K, V of every position so far: this call's are appended to the
-        cache's (rows, n_kv_heads, t, d_head) entries "k" and "v" while decoding."""
+        """Self-attention's rotated q and K, V of every position so far: while decoding this call's are
+        appended to the cache's k and v, (batch, n_kv_heads, t, d_head) each."""
         k = self.split_heads(self.w_k(query), self.n_kv_heads)      # K = X W^K
         v = self.split_heads(self.w_v(query), self.n_kv_heads)      # V = X W^V
         if self.rotary is not None:  # positions rotate within one sequence only
             q, k = self.rotary(q, position), self.rotary(k, position)
-        return q, extend_cache(cache, "k", k, dim=2), extend_cache(cache, "v", v, dim=2)
+        return (q, k, v) if cache is None else (q, *cache.update(k, v))
 
     def forward(self, query: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                cache: dict | None = None, position: int = 0, cross: bool | None = None) -> torch.Tensor:
-        """query (rows, q_len, d_model), memory (sentences, k_len, d_model) or None for self-attention,
-        mask broadcastable to (rows, heads, q_len, k_len) (cross-attention: (sentences, 1, 1, k_len))
-        -> (rows, q_len, d_model).
+                cache: KVCache | None = None, position: int = 0, cross: bool | None = None) -> torch.Tensor:
+        """query (batch, q_len, d_model), memory (batch, k_len, d_model) or None for self-attention,
+        mask broadcastable to (batch, heads, q_len, k_len) -> (batch, q_len, d_model).
 
         Self-attention: `cache` (while decoding) keeps the keys and values of earlier positions,
         this call's are appended and attention reads them all; `position` is the absolute position
         of query[:, 0] (for rotary embeddings). Cross-attention (`cross`, default: memory given):
-        `cache` keeps the encoder output's keys and values, one row per sentence; rows may be
-        sentences x per hypotheses (the beams of a sentence), which share their sentence's row.
+        `cache` keeps the keys and values of the encoder output, computed at the first step.
         """
         cross = memory is not None if cross is None else cross
         q = self.split_heads(self.w_q(query), self.n_heads)         # Q = X W^Q
@@ -252,7 +215,7 @@ class MultiHeadAttention(nn.Module):
         trace.emit(self, "K", k)
         trace.emit(self, "V", v)
         dropout = self.dropout if self.training else 0.0
-        heads = shared_kv_attention(q, k, v, mask, dropout, self.scale, self.explicit, recorder_prefix=self)
+        heads = attention(q, k, v, mask, dropout, self.scale, self.explicit, recorder_prefix=self)
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.d_head)
         trace.emit(self, "concat", concat)

@@ -1,20 +1,25 @@
-"""The decoder's cache: what a one-token decoding step reads that earlier steps or the source computed.
+"""The decoding cache: what a one-token step reads that earlier steps, or the source, computed.
 
-`DecoderCache` holds, for every decoder layer, a dict:
-  cache[i]["self"]   the self-attention keys and values of every earlier position, one row per
-                     hypothesis, appended to at each step:
-                       MHA / GQA / MQA: "k", "v", each (rows, n_kv_heads, t, d_head)
-                       MLA:             "latent" (rows, t, d_c), "k_rope" (rows, t, d_h^R)
-  cache[i]["cross"]  the cross-attention keys and values of the encoder output, computed once per
-                     source sentence at the first step (`MultiHeadAttention.memory_keys_values`) and
-                     read by every hypothesis of that sentence:
-                       "memory_k", "memory_v", each (sentences, n_kv_heads, src_len, d_head)
-rows = sentences x hypotheses per sentence, sentence-major (the beams of a sentence are consecutive).
-`select(rows, sentences)` follows a beam search: self entries take the hypotheses `rows`, cross
-entries the sentences `sentences` (only when a sentence finished and left the batch).
+A small typed cache in the form of gpt-fast's `KVCache`: each attention layer's tensors behind one
+`update`, and one generic `reorder` of rows. The model fills it; the code that decodes (generate/)
+decides which rows go on.
 
-The entries grow by `torch.cat`; a static-shape variant (buffers preallocated to the longest output,
-written in place, for CUDA graphs) would keep the same dict layout and `select`.
+    KVCache        keys and values of one attention layer, rows first, time second-to-last:
+                     self-attention (MHA/GQA/MQA): k, v (rows, n_kv_heads, t, d_head), appended to
+                       at every step;
+                     cross-attention: k, v of the encoder output (rows, n_kv_heads, src_len, d_head),
+                       computed once per source at the first step and only read after it.
+    LatentCache    MLA's self-attention (model/latent.py): latent c_KV (rows, t, d_c) and the shared
+                   rotary key k_rope (rows, t, d_h^R), appended to at every step.
+    LayerCache     one decoder layer's: self_attention, and cross_attention (None without an encoder).
+    DecoderCache   every decoder layer's, with `reorder(index)` over all of them.
+
+`reorder(index)` keeps rows `index` in that order (a row may be kept twice, or dropped). What a
+cross-attention layer keeps depends only on a row's source, so `reorder(index, source=False)` leaves
+it where it is: right for a reorder that gives every row a row of the same source.
+
+The tensors grow by `torch.cat`; a static-shape variant (buffers preallocated to the longest output,
+written in place at each position, as gpt-fast does for CUDA graphs) would keep the same interface.
 
 Below: DeepSeek-V2's per-token cache sizes (Table 1 of arXiv 2405.04434) and the bytes the real
 tensors hold, so a test can prove the two agree:
@@ -23,18 +28,75 @@ tensors hold, so a test can prove the two agree:
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import torch
 
 from clearformer.config import ModelConfig, attention_variant
 
 
+class TimeCache:
+    """Tensors (rows, ..., t, width) that grow along time (dim -2) by `update`; rows reordered by `reorder`."""
+
+    def tensors(self) -> list[torch.Tensor | None]:
+        return [getattr(self, field.name) for field in dataclasses.fields(self)]
+
+    def update(self, *new: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Append this step's tensors (one per field, in field order) along time; return everything so far."""
+        for field, tensor in zip(dataclasses.fields(self), new, strict=True):
+            old = getattr(self, field.name)
+            setattr(self, field.name, tensor if old is None else torch.cat([old, tensor], dim=-2))
+        return tuple(self.tensors())
+
+    @property
+    def filled(self) -> bool:
+        """Whether anything was stored yet."""
+        return self.tensors()[0] is not None
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows `index` (new_rows,) in that order."""
+        for field in dataclasses.fields(self):
+            tensor = getattr(self, field.name)
+            if tensor is not None:
+                setattr(self, field.name, tensor.index_select(0, index))
+
+    def nbytes(self) -> int:
+        """Bytes the stored tensors hold."""
+        return sum(t.numel() * t.element_size() for t in self.tensors() if t is not None)
+
+
+@dataclass
+class KVCache(TimeCache):
+    """Keys and values of one attention layer: k, v (rows, n_kv_heads, t, d_head)."""
+
+    k: torch.Tensor | None = None
+    v: torch.Tensor | None = None
+
+
+@dataclass
+class LatentCache(TimeCache):
+    """MLA's self-attention: the latent c_KV (rows, t, d_c) and the rotary key k_rope (rows, t, d_h^R)."""
+
+    latent: torch.Tensor | None = None
+    k_rope: torch.Tensor | None = None
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's caches: its self-attention's, and its cross-attention's (None without an encoder)."""
+
+    self_attention: TimeCache
+    cross_attention: KVCache | None = None
+
+
 class DecoderCache:
-    """One dict per decoder layer ({"self": {...}, "cross": {...}}, see the module docstring)."""
+    """Every decoder layer's `LayerCache`; `reorder` keeps rows of all of them (see the module docstring)."""
 
-    def __init__(self, layers: int) -> None:
-        self.layers = [{"self": {}, "cross": {}} for _ in range(layers)]
+    def __init__(self, layers: list[LayerCache]) -> None:
+        self.layers = layers
 
-    def __getitem__(self, index: int) -> dict:
+    def __getitem__(self, index: int) -> LayerCache:
         return self.layers[index]
 
     def __len__(self) -> int:
@@ -43,16 +105,13 @@ class DecoderCache:
     def __iter__(self):
         return iter(self.layers)
 
-    def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
-        """Keep hypotheses `rows` (new_rows,) in that order and, when given, the sentences `sentences`
-        (their indices among the current sentences; None = unchanged). A beam reorder moves only the
-        self-attention entries; the cross-attention rows move only when a sentence leaves."""
+    def reorder(self, index: torch.Tensor, source: bool = True) -> None:
+        """Keep rows `index` (new_rows,) in that order; `source=False` leaves the cross-attention keys and
+        values in place (they depend only on a row's source: for a reorder within rows of one source)."""
         for layer in self.layers:
-            for name, tensor in layer["self"].items():
-                layer["self"][name] = tensor.index_select(0, rows)
-            if sentences is not None:
-                for name, tensor in layer["cross"].items():
-                    layer["cross"][name] = tensor.index_select(0, sentences)
+            layer.self_attention.reorder(index)
+            if source and layer.cross_attention is not None:
+                layer.cross_attention.reorder(index)
 
 
 def cache_elements_per_token(config: ModelConfig) -> int:
@@ -95,12 +154,11 @@ def describe_kv_cache(info: dict) -> str:
             f"{100 * info['fraction_of_mha']:.1f}% of MHA's)")
 
 
-def self_cache_bytes(cache: list[dict]) -> list[int]:
-    """Bytes held by each layer's self-attention cache (every tensor in cache[i]["self"])."""
-    return [sum(t.numel() * t.element_size() for t in layer.get("self", {}).values()
-                if isinstance(t, torch.Tensor)) for layer in cache]
+def self_cache_bytes(cache: DecoderCache) -> list[int]:
+    """Bytes held by each layer's self-attention cache."""
+    return [layer.self_attention.nbytes() for layer in cache]
 
 
-def measured_bytes_per_token(cache: list[dict], batch: int, tokens: int) -> list[float]:
+def measured_bytes_per_token(cache: DecoderCache, batch: int, tokens: int) -> list[float]:
     """Per-layer bytes per cached token, read from the real tensors after decoding `tokens` tokens."""
     return [size / (batch * tokens) for size in self_cache_bytes(cache)]

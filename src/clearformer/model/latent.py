@@ -35,7 +35,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer.config import ModelConfig
-from clearformer.model.attention import attention, extend_cache, masked_softmax
+from clearformer.model.attention import attention, masked_softmax
+from clearformer.model.cache import LatentCache
 from clearformer.model.rope import RotaryEmbedding
 from clearformer.record import trace
 
@@ -180,13 +181,17 @@ class MultiHeadLatentAttention(nn.Module):
 
     # -- forward ---------------------------------------------------------------------------------
 
+    def new_cache(self) -> LatentCache:
+        """An empty cache for this layer's latents and rotary keys (`model/cache.py`), filled while decoding."""
+        return LatentCache()
+
     def forward(self, query: torch.Tensor, memory: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, cache: dict | None = None, position: int = 0) -> torch.Tensor:
+                mask: torch.Tensor | None = None, cache: LatentCache | None = None, position: int = 0) -> torch.Tensor:
         """query (batch, q_len, d_model), mask broadcastable to (batch, heads, q_len, k_len)
         -> (batch, q_len, d_model).
 
-        `cache` (this layer's dict while decoding) accumulates exactly what MLA needs:
-        cache["latent"] (batch, t, d_c) and, with RoPE, cache["k_rope"] (batch, t, d_rope).
+        `cache` (this layer's `LatentCache` while decoding) accumulates exactly what MLA needs: the
+        latent (batch, t, d_c) and the rotary key k_rope (batch, t, d_rope; width 0 without RoPE).
         `position` is the absolute position of query[:, 0].
         """
         if memory is not None:
@@ -196,11 +201,8 @@ class MultiHeadLatentAttention(nn.Module):
         trace.emit(self, "latent", latent)
         if self.rope_dim:
             trace.emit(self, "K_rope", k_rope)
-        latent = extend_cache(cache, "latent", latent, dim=1)
-        if self.rope_dim:
-            k_rope = extend_cache(cache, "k_rope", k_rope, dim=1)
-        else:
-            k_rope = latent[..., :0]  # no RoPE part: an empty (batch, k_len, 0) key
+        if cache is not None:
+            latent, k_rope = cache.update(latent, k_rope)
         if self.absorb:
             heads = self.absorbed(q_nope, q_rope, latent, k_rope, mask)
             trace.emit(self, "head_outputs", heads)  # the naive path's attention recorded these already

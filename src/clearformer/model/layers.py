@@ -10,6 +10,7 @@ from torch import nn
 
 from clearformer.config import ModelConfig
 from clearformer.model.attention import MultiHeadAttention
+from clearformer.model.cache import DecoderCache, LayerCache
 from clearformer.model.linear import Linear
 from clearformer.model.variants import build_self_attention
 from clearformer.record import trace
@@ -105,24 +106,29 @@ class DecoderLayer(nn.Module):
         self.add_norm_3 = AddNorm(d_model, dropout, norm_first, eps)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, cache: dict | None = None,
+                memory_mask: torch.Tensor | None = None, cache: LayerCache | None = None,
                 position: int = 0) -> torch.Tensor:
-        """x (rows, tgt_len, d_model), memory (sentences, src_len, d_model),
-        self_mask (tgt_len, tgt_len) or (rows, 1, tgt_len, tgt_len), memory_mask (sentences, 1, 1, src_len)
-        -> (rows, tgt_len, d_model). rows = sentences x hypotheses each (1 outside beam search).
+        """x (batch, tgt_len, d_model), memory (batch, src_len, d_model),
+        self_mask (tgt_len, k_len) or (batch, 1, tgt_len, k_len), memory_mask (batch, 1, 1, src_len)
+        -> (batch, tgt_len, d_model).
 
-        `cache` (this layer's entry of a `DecoderCache` while decoding) keeps the self-attention keys
-        and values of earlier positions under cache["self"] and the cross-attention keys and values
-        of the encoder output under cache["cross"] (computed at the first step; memory may then be None).
+        `cache` (this layer's `LayerCache` while decoding) keeps the self-attention keys and values
+        of earlier positions and the cross-attention keys and values of the encoder output
+        (computed at the first step; memory may then be None).
         """
-        self_cache = None if cache is None else cache.setdefault("self", {})
-        cross_cache = None if cache is None else cache.setdefault("cross", {})
+        self_cache = None if cache is None else cache.self_attention
+        cross_cache = None if cache is None else cache.cross_attention
         x = self.add_norm_1(x, lambda h: self.self_attention(h, mask=self_mask, cache=self_cache,
                                                              position=position))
         if self.cross_attention is not None:
             x = self.add_norm_2(x, lambda h: self.cross_attention(h, memory, mask=memory_mask, cache=cross_cache,
                                                                   cross=True))
         return self.add_norm_3(x, self.feed_forward)
+
+    def new_cache(self) -> LayerCache:
+        """This layer's empty decoding cache: its self-attention's, and its cross-attention's."""
+        cross = None if self.cross_attention is None else self.cross_attention.new_cache()
+        return LayerCache(self.self_attention.new_cache(), cross)
 
 
 class Encoder(nn.Module):
@@ -154,12 +160,16 @@ class Decoder(nn.Module):
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, cache=None,
+                memory_mask: torch.Tensor | None = None, cache: DecoderCache | None = None,
                 position: int = 0) -> torch.Tensor:
-        """x (rows, tgt_len, d_model) -> (rows, tgt_len, d_model); `cache`: a `DecoderCache` (one dict per layer)."""
+        """x (batch, tgt_len, d_model) -> (batch, tgt_len, d_model); `cache`: a `DecoderCache` (one per layer)."""
         for index, layer in enumerate(self.layers):
             x = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[index], position)
         if self.final_norm is not None:
             x = self.final_norm(x)
         trace.emit(self, "output", x)
         return x
+
+    def new_cache(self) -> DecoderCache:
+        """An empty decoding cache (`model/cache.py`), one `LayerCache` per layer."""
+        return DecoderCache([layer.new_cache() for layer in self.layers])

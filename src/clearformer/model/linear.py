@@ -1,7 +1,7 @@
 """The model's linear layers: y = x W^T + b, with the product laid out for the rows it has.
 
 `Linear` is `torch.nn.Linear` (the same parameters, names and initialisation) whose product picks
-its memory layout. A decoding step multiplies a few rows (one per hypothesis) by a wide weight, the
+its memory layout. A decoding step multiplies a few rows (one per sequence decoded) by a wide weight, the
 largest being the output projection (vocabulary x d_model). On the CPU with several threads the
 math library runs x W^T for such shapes on little more than one thread, while the same numbers
 computed as (W x^T + b)^T split the weight's rows across the threads (BENCHMARKS.md, "Decoding: each

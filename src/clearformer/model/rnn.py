@@ -12,24 +12,51 @@ GRU does not read the previous attentional state, so teacher forcing runs it ove
 in one `nn.GRU` call - which still loops over the positions one after another inside: n sequential
 steps where the Transformer's layers take one. That is what `clearformer claims 1` measures.
 
-The model has the Transformer's interface (`encode`, `decode`, `project`, `next_token_logits`,
-`forward`, `new_cache`, `config`), so the project's trainer (`clearformer train --arch rnn`),
-greedy/beam decoding and the recorder drive it. The recorder sees the alignment as
+The model has the Transformer's interface (`encode`, `decode`, `project`, `forward`, `new_cache`
+with its own `RecurrentCache`, `config`), so the project's trainer (`clearformer train --arch rnn`),
+the searches of generate/ and the recorder drive it. The recorder sees the alignment as
 `decoder.cross_attention.weights`, (batch, 1, tgt_len, src_len): one "head", which `explain` shows
 as it shows the Transformer's cross-attention.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from clearformer.config import ModelConfig
+from clearformer.config import ConfigError, ModelConfig
 from clearformer.model.attention import masked_softmax, padding_mask
 from clearformer.model.embedding import TokenEmbedding
 from clearformer.model.transformer import OutputProjection
 from clearformer.record import trace
+
+
+@dataclass
+class RecurrentCache:
+    """What the GRU decoder carries from one step to the next: state (batch, layers, d_model) after the
+    last token, and the encoder's annotations memory (batch, src_len, d_model), kept at the first step.
+
+    `reorder(index)` keeps rows `index` in that order; `source=False` leaves the memory in place (it
+    depends only on a row's source: for a reorder within rows of one source), as `DecoderCache` does.
+    """
+
+    state: torch.Tensor | None = None
+    memory: torch.Tensor | None = None
+
+    def keep_memory(self, memory: torch.Tensor | None) -> torch.Tensor:
+        """The memory kept at the first step (`memory` itself, then)."""
+        if self.memory is None:
+            self.memory = memory
+        return self.memory
+
+    def reorder(self, index: torch.Tensor, source: bool = True) -> None:
+        if self.state is not None:
+            self.state = self.state.index_select(0, index)
+        if source and self.memory is not None:
+            self.memory = self.memory.index_select(0, index)
 
 
 class GRUEncoder(nn.Module):
@@ -38,7 +65,8 @@ class GRUEncoder(nn.Module):
     def __init__(self, vocab_size: int, d_model: int, layers: int, dropout: float, pad_id: int) -> None:
         super().__init__()
         if d_model % 2:
-            raise ValueError(f"the bidirectional encoder needs an even d_model, not {d_model}")
+            raise ConfigError(f"architecture='rnn' needs an even d_model (the bidirectional encoder's two halves), "
+                              f"not {d_model}")
         self.embed = TokenEmbedding(vocab_size, d_model, scale=False, pad_id=pad_id)
         self.dropout = nn.Dropout(dropout)
         self.gru = nn.GRU(d_model, d_model // 2, num_layers=layers, batch_first=True, bidirectional=True,
@@ -123,6 +151,8 @@ class RNNSeq2Seq(nn.Module):
         super().__init__()
         if config.architecture != "rnn":
             raise ValueError(f"RNNSeq2Seq needs a config with architecture='rnn', not {config.architecture!r}")
+        if config.n_encoder_layers < 1 or config.n_decoder_layers < 1:
+            raise ConfigError("architecture='rnn' needs at least one encoder and one decoder layer")
         self.config = c = config
         self.encoder = GRUEncoder(c.src_vocab_size, c.d_model, c.n_encoder_layers, c.dropout, c.pad_id)
         self.decoder = GRUDecoder(c.tgt_vocab_size, c.d_model, c.n_decoder_layers, c.dropout, c.pad_id)
@@ -138,43 +168,68 @@ class RNNSeq2Seq(nn.Module):
         src_mask = padding_mask(src_ids, self.config.pad_id)
         return self.encoder(src_ids, src_mask[:, 0, 0]), src_mask
 
-    def decode(self, tgt_ids: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               cache: list[dict] | None = None, position: int = 0) -> torch.Tensor:
-        """tgt_ids (rows, tgt_len) -> attentional states (rows, tgt_len, d_model).
+    def decode(self, tgt_ids: torch.Tensor, memory: torch.Tensor | None, src_mask: torch.Tensor,
+               cache: RecurrentCache | None = None, position: int = 0) -> torch.Tensor:
+        """tgt_ids (batch, tgt_len), memory (batch, src_len, d_model), src_mask (batch, 1, 1, src_len)
+        -> attentional states (batch, tgt_len, d_model).
 
-        With a `cache` (from `new_cache`) tgt_ids holds only the new tokens and the GRU state
-        continues from cache[0]["self"]["h"] (rows, layers, d_model); `position` is not needed (the
-        state carries it). Beam search may pass memory with one row per sentence for `rows // batch`
-        consecutive hypotheses: it is repeated to one row per hypothesis.
+        With a `cache` (from `new_cache`) tgt_ids holds only the new tokens: the GRU state continues
+        from the cache's, and the memory kept there at the first step is read (memory may then be
+        None); `position` is not needed (the state carries it).
         """
-        group = tgt_ids.shape[0] // memory.shape[0]
-        if group > 1:
-            memory, src_mask = memory.repeat_interleave(group, 0), src_mask.repeat_interleave(group, 0)
-        saved = None if cache is None else cache[0]["self"]
-        state = saved.get("h") if saved else None
+        if cache is not None:
+            memory = cache.keep_memory(memory)
+        state = None if cache is None else cache.state
         if state is None:
             state = self.decoder.first_state(memory, src_mask)
         hidden, last = self.decoder(tgt_ids, memory, src_mask, state)
-        if saved is not None:
-            saved["h"] = last.contiguous()
+        if cache is not None:
+            cache.state = last.contiguous()
         return hidden
 
     def project(self, hidden: torch.Tensor) -> torch.Tensor:
         """(batch, tgt_len, d_model) -> logits (batch, tgt_len, tgt_vocab)."""
         return self.output(hidden)
 
-    def next_token_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """(rows, d_model) -> logits (rows, tgt_vocab)."""
-        return self.output(hidden[:, None])[:, 0]
-
     def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: src_ids (batch, src_len), tgt_ids (batch, tgt_len) -> logits (batch, tgt_len, vocab)."""
         memory, src_mask = self.encode(src_ids)
         return self.project(self.decode(tgt_ids, memory, src_mask))
 
-    def new_cache(self) -> list[dict]:
-        """The decoder's recurrent state, in the layout `generate` reorders: [{"self": {"h": rows first}}]."""
-        return [{"self": {}}]
+    def new_cache(self) -> RecurrentCache:
+        """An empty decoding cache: the GRU state and the encoder's annotations (`RecurrentCache`)."""
+        return RecurrentCache()
+
+    # -- what the commands ask of any model ------------------------------------------------------
+
+    def embedding_table(self, side: str) -> torch.Tensor | None:
+        """The (vocab, d_model) token embeddings of the "source" (encoder) or the "target" (decoder) side."""
+        return (self.encoder if side == "source" else self.decoder).embed.weight
+
+    def training_flops(self, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
+        """Training FLOPs (forward + backward) of the real tokens of one batch, per real token:
+        encoder: 2 directions x 3 gates x (d/2) x (input d + state d/2) = 4.5 d^2 per layer;
+        decoder: 3 gates x d x (input d + state d) = 6 d^2 per layer, then W_a (d^2), W_c (2 d^2), the
+        output (d x vocab) and the attention products (2 x d x src_len)."""
+        config = self.config
+        d, vocab = config.d_model, config.tgt_vocab_size
+        src_len = (src != config.pad_id).sum(1).double()
+        tgt_len = (tgt_out != config.pad_id).sum(1).double()
+        encoder = config.n_encoder_layers * 4.5 * d * d * src_len.sum()
+        decoder = (config.n_decoder_layers * 6 * d * d + 3 * d * d + d * vocab) * tgt_len.sum()
+        attention = 2 * d * (tgt_len * src_len).sum()
+        return float(3 * 2 * (encoder + decoder + attention))
+
+    def summary(self) -> str:
+        """One line for `clearformer info`."""
+        c = self.config
+        return (f"GRU encoder-decoder with attention (--arch rnn): d_model={c.d_model}, GRU layers="
+                f"{c.n_encoder_layers}+{c.n_decoder_layers}, dropout={c.dropout}, vocab={c.tgt_vocab_size}, "
+                f"tied embeddings={c.tie_embeddings}")
+
+    def kv_cache_bytes(self) -> dict | None:
+        """None: the GRU decoder carries one state vector per layer, not a cache that grows per token."""
+        return None
 
     def num_parameters(self) -> int:
         """Trainable parameters, each shared (tied) matrix counted once."""

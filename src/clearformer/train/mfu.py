@@ -139,36 +139,6 @@ def flops_per_token(model: torch.nn.Module, seq_len: int) -> float:
     return 6 * matmul_parameters(model) + attention
 
 
-def translation_flops(config, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
-    """Training FLOPs (forward + backward) of the real tokens of one encoder-decoder batch:
-    encoder weights per source token, decoder and output weights per target token, attention products."""
-    if config.architecture == "rnn":
-        return rnn_translation_flops(config, src, tgt_out)
-    d, f, vocab = config.d_model, config.d_ff, config.tgt_vocab_size
-    src_len = (src != config.pad_id).sum(1).double()
-    tgt_len = (tgt_out != config.pad_id).sum(1).double()
-    encoder = config.n_encoder_layers * (4 * d * d + 2 * d * f) * src_len.sum()
-    decoder = config.n_decoder_layers * (8 * d * d + 2 * d * f) * tgt_len.sum() + d * vocab * tgt_len.sum()
-    # QK^T and weights x V: 2 products of (len_q x len_k x d) per layer.
-    attention = 2 * d * (config.n_encoder_layers * (src_len**2).sum()
-                         + config.n_decoder_layers * ((tgt_len**2).sum() + (tgt_len * src_len).sum()))
-    return float(3 * 2 * (encoder + decoder + attention))
-
-
-def rnn_translation_flops(config, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
-    """`translation_flops` of the GRU baseline (model/rnn.py), per real token:
-    encoder: 2 directions x 3 gates x (d/2) x (input d + state d/2) = 4.5 d^2 per layer;
-    decoder: 3 gates x d x (input d + state d) = 6 d^2 per layer, then W_a (d^2), W_c (2 d^2), the
-    output (d x vocab) and the attention products (2 x d x src_len)."""
-    d, vocab = config.d_model, config.tgt_vocab_size
-    src_len = (src != config.pad_id).sum(1).double()
-    tgt_len = (tgt_out != config.pad_id).sum(1).double()
-    encoder = config.n_encoder_layers * 4.5 * d * d * src_len.sum()
-    decoder = (config.n_decoder_layers * 6 * d * d + 3 * d * d + d * vocab) * tgt_len.sum()
-    attention = 2 * d * (tgt_len * src_len).sum()
-    return float(3 * 2 * (encoder + decoder + attention))
-
-
 def mfu(tokens_per_second: float, flops_per_token_: float, peak: float) -> float:
     """Fraction of the measured peak that the model's arithmetic used."""
     return tokens_per_second * flops_per_token_ / peak

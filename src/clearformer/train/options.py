@@ -20,7 +20,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from clearformer.config import PRESETS, RNN_FIELDS
+from clearformer.config import ARCHITECTURES, PRESETS
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SEED, MAX_VOCAB
 from clearformer.options import Options, option, part
@@ -32,7 +32,6 @@ TOY_DEFAULTS = dict(tokenizer="words", batch_tokens=600, warmup=100, lr_factor=1
 # The paper's recipe scaled to a CPU: subwords, 4k-token batches, 4000 warmup steps.
 REAL_DEFAULTS = dict(tokenizer="sentencepiece", batch_tokens=4096, warmup=4000, lr_factor=1.0, steps=None,
                      eval_every=500, save_every=500, patience=10, bleu_sentences=200)
-ARCHITECTURES = ("transformer", "rnn")
 TIES = ("none", "decoder", "all")
 TOKENIZERS = ("words", "sentencepiece")
 COMPILE_CHOICES = ("auto", "on", "off")
@@ -50,7 +49,7 @@ class ModelChoice(Options):
     preset: str = option("toy-translate", "--preset", "model size (toy-translate, small, base, big)")
     arch: str = option("transformer", "--arch", "transformer (default), or rnn: the GRU encoder-decoder with "
                        "attention the paper replaced (model/rnn.py), with the preset's width, depth and dropout, "
-                       "trained by the same recipe (default --out runs/<preset>-rnn)", choices=ARCHITECTURES)
+                       "trained by the same recipe (default --out runs/<preset>-rnn)", choices=tuple(ARCHITECTURES))
     tie: str = option("all", "--tie", "shared embeddings (default all)", choices=TIES)
     overrides: dict = field(default_factory=dict)
 
@@ -195,22 +194,24 @@ class TrainOptions(Options):
         super().check()
         if "architecture" in model.overrides:
             raise UserError("--set architecture: choose the model with --arch transformer|rnn")
-        if model.arch == "rnn":
-            check_rnn_options(self)
+        check_architecture_options(self)
         return self
 
 
-def check_rnn_options(o: TrainOptions) -> None:
-    """--arch rnn: a one-line error for an option the GRU baseline has nothing to apply to."""
-    foreign = [name for name in o.model.overrides if name not in RNN_FIELDS]
+def check_architecture_options(o: TrainOptions) -> None:
+    """--arch with an architecture that reads only some config fields (config.ARCHITECTURES, e.g. the GRU
+    baseline): a one-line error for an option it has nothing to apply to."""
+    reads = ARCHITECTURES[o.model.arch]
+    if reads is None:
+        return
+    foreign = [name for name in o.model.overrides if name not in reads]
     if foreign:
-        raise UserError(f"--set {foreign[0]}: does not apply to --arch rnn (the GRU encoder-decoder has no heads, "
-                        f"feed-forward layers, positions or norms; it reads "
-                        f"{', '.join(n for n in RNN_FIELDS if n != 'architecture')})")
-    for name in ("attention_dropout", "ffn_dropout"):
+        raise UserError(f"--set {foreign[0]}: does not apply to --arch {o.model.arch} (it has no heads, feed-forward "
+                        f"layers, positions or norms; it reads {', '.join(n for n in reads if n != 'architecture')})")
+    for name in ("attention_dropout", "ffn_dropout"):  # the Transformer's sublayers (train/step.py place_dropout)
         if getattr(o.recipe, name):
-            raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch rnn "
-                            f"(the GRU baseline has no {'attention-weight' if name[0] == 'a' else 'feed-forward'} "
+            raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch {o.model.arch} "
+                            f"(it has no {'attention-weight' if name[0] == 'a' else 'feed-forward'} "
                             f"dropout; --dropout sets its embedding and layer dropout)")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from clearformer.config import RNN_FIELDS, ConfigError, ModelConfig, preset
+from clearformer.config import ARCHITECTURES, ConfigError, ModelConfig, preset
 from clearformer.data.batching import drop_long
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
@@ -103,18 +103,20 @@ def restored_model(start: RunStart):
 
 
 def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelConfig:
-    """The preset's config with the run's overrides; for --arch rnn only the fields the GRU reads
-    (config.RNN_FIELDS: the preset's width, depth, dropout and max_len), the rest left at their defaults."""
+    """The preset's config with the run's overrides; for an --arch that reads only some fields
+    (config.ARCHITECTURES; the GRU: the preset's width, depth, dropout and max_len) only those, the rest
+    left at their defaults."""
     choice = options.model
     fields = dict(choice.overrides)
     if options.recipe.dropout is not None:
         fields["dropout"] = options.recipe.dropout
     sizes = dict(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, tie_embeddings=choice.tie, pad_id=pad_id)
     try:
-        if choice.arch == "rnn":
-            rnn = {name: value for name, value in preset(choice.preset).to_dict().items() if name in RNN_FIELDS}
-            return ModelConfig(**{**rnn, **sizes, **fields, "architecture": "rnn"})
-        return preset(choice.preset, **sizes, **fields)
+        reads = ARCHITECTURES[choice.arch]
+        if reads is None:
+            return preset(choice.preset, **sizes, **fields)
+        base = {name: value for name, value in preset(choice.preset).to_dict().items() if name in reads}
+        return ModelConfig(**{**base, **sizes, **fields, "architecture": choice.arch})
     except TypeError as error:
         raise UserError(f"--set: {error}") from None
     except ConfigError as error:

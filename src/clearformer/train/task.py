@@ -27,9 +27,9 @@ from typing import Protocol
 
 import torch
 
+from clearformer.config import ARCHITECTURES
 from clearformer.data.batching import BatchStream
 from clearformer.devices import optimizer_implementation
-from clearformer.train import mfu
 from clearformer.train.schedule import noam_lr
 from clearformer.train.step import TranslationLoss
 from clearformer.train.validate import validation_bleu, validation_loss
@@ -121,7 +121,7 @@ class TranslationTask:
         return loss, nll, bleu
 
     def flops(self, model, batch) -> float:
-        return mfu.translation_flops(model.config, batch.src, batch.tgt_out)
+        return model.training_flops(batch.src, batch.tgt_out)
 
     def meta(self) -> dict:
         return {"architecture": self.config.architecture, "data": self.source, **self.data_record,
@@ -133,6 +133,7 @@ class TranslationTask:
 
     def describe(self) -> str:
         dropped = f" ({self.dropped} too long, skipped)" if self.dropped else ""
-        model = "GRU encoder-decoder with attention (--arch rnn), " if self.config.architecture == "rnn" else ""
+        default = next(iter(ARCHITECTURES))  # the Transformer needs no word
+        model = f"--arch {self.config.architecture}, " if self.config.architecture != default else ""
         return (f"{model}{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train)} training pairs"
                 f"{dropped}, {len(self.valid)} validation pairs from {self.source}")

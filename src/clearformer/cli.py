@@ -37,6 +37,9 @@ COMMAND_MODULES = [
     "clearformer.commands.import_model",
     "clearformer.commands.claims",
     "clearformer.commands.learn",
+    "clearformer.commands.lens",
+    "clearformer.commands.patch",
+    "clearformer.commands.attribute",
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from clearformer.commands.lens import add_common, console, load, write
+from clearformer.errors import UserError
 from clearformer.explain.why import patch_report
 
 
@@ -48,8 +49,6 @@ def render(report: dict, top: int = 0) -> str:
 
 def run(args) -> int:
     if args.top < 0:
-        from clearformer.errors import UserError
-
         raise UserError(f"--top must be >= 0, not {args.top}")
     model, tokenizer = load(args, args.clean, args.corrupted)
     return write(args, patch_report(model, tokenizer, args.clean, args.corrupted), lambda r: render(r, args.top))

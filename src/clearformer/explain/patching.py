@@ -75,6 +75,21 @@ def capture(model, src: torch.Tensor, tgt_in: torch.Tensor, names: set[str]) -> 
     return seen
 
 
+def patcher(rows: list[tuple[int, PatchPoint]], clean: torch.Tensor):
+    """The hook that copies the clean run's value (1, ...) into each (row, point) of the batch."""
+
+    def patch(value: torch.Tensor, where: Point) -> torch.Tensor:
+        value = value.clone()
+        for row, point in rows:
+            if point.index is None:
+                value[row] = clean[0]
+            else:
+                value[row, point.index] = clean[0, point.index]
+        return value
+
+    return patch
+
+
 def patched_metrics(model, clean: torch.Tensor, corrupted: torch.Tensor, tgt_in: torch.Tensor,
                     target: torch.Tensor, points: list[PatchPoint]) -> tuple[float, float, list[float]]:
     """(M(clean), M(corrupted), M of the corrupted run with each point patched alone)."""
@@ -87,18 +102,8 @@ def patched_metrics(model, clean: torch.Tensor, corrupted: torch.Tensor, tgt_in:
         for row, point in enumerate(chunk):
             if point is not None:
                 by_name.setdefault(point.where, []).append((row, point))
-
-        def patch(value: torch.Tensor, where: Point) -> torch.Tensor:
-            value = value.clone()
-            for row, point in by_name[where.name]:
-                if point.index is None:
-                    value[row] = saved[where.name][0]
-                else:
-                    value[row, point.index] = saved[where.name][0, point.index]
-            return value
-
         sources = torch.cat([clean if start + row == 1 else corrupted for row in range(len(chunk))])
-        with torch.no_grad(), Hooks({name: patch for name in by_name}):
+        with torch.no_grad(), Hooks({name: patcher(by_name[name], saved[name]) for name in by_name}):
             logits = model(sources, tgt_in.expand(len(chunk), -1))
         metrics += clean_translation_logprob(logits, target).tolist()
     return metrics[1], metrics[0], metrics[2:]

@@ -10,6 +10,8 @@
                            -> the walkthrough JSON
     POST /api/whatif       {"sentence": "...", "ablate": [names], "beam": K} (or "prompt"): the same, rerun with
                            parts of the model switched off and with beam search (serve/whatif.py)
+    POST /api/why          {"tool": "lens"|"patch"|"attribute", "sentence": ..., "corrupted": ..., "method": ...}:
+                           the logit lens, activation patching or attribution (serve/why.py)
 
 Every refusal is a 4xx JSON answer {"error": "one line"}; a bug would be a 500 with the same shape.
 Explanations run in a bounded thread pool (`pool.AnswerPool`: parallel, identical requests share one
@@ -39,6 +41,7 @@ from clearformer.serve.explainer import Explainer, LoadedModel, RequestError, pa
 from clearformer.serve.guard import HostOriginGuard
 from clearformer.serve.pool import AnswerPool, Busy
 from clearformer.serve.whatif import check_whatif, compute, parse_whatif, whatif_info
+from clearformer.serve.why import check_why, parse_why
 
 MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
@@ -165,6 +168,16 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
         kind, text, ablate, beam = parse_whatif(body)
         check_whatif(explainer, kind, ablate)  # unknown names: 400 before anything is queued
         answer = await asyncio.shield(asyncio.wrap_future(pool.submit(("whatif", kind, text, ablate, beam))))
+        return answer_response(answer, request.headers.get("accept-encoding", ""))
+
+    @app.post("/api/why")
+    async def api_why(request: Request) -> Response:
+        body = await bounded_body(request)
+        if body is None:
+            return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
+        tool, kind, text, corrupted, method = parse_why(body)
+        check_why(explainer, tool, kind)  # no model, or a tool the model has not: 4xx before anything is queued
+        answer = await asyncio.shield(asyncio.wrap_future(pool.submit(("why", tool, kind, text, corrupted, method))))
         return answer_response(answer, request.headers.get("accept-encoding", ""))
 
     return app

@@ -24,6 +24,7 @@ from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
 from clearformer.record.interventions import parse_interventions, valid_interventions
 from clearformer.record.trace import Interventions
 from clearformer.serve.explainer import Explainer, RequestError
+from clearformer.serve.why import why_answer
 
 MAX_PAGE_BEAM = 8  # the widest tree the page draws
 MAX_ABLATED = 64
@@ -95,9 +96,12 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
 
 
 def compute(explainer: Explainer, key: tuple) -> bytes:
-    """The server pool's computation: a what-if key ("whatif", kind, text, names, beam) or an /api/explain one."""
+    """The server pool's computation: a what-if key ("whatif", kind, text, names, beam), a why key ("why", tool,
+    kind, text, corrupted, method; serve/why.py) or an /api/explain one."""
     if key[0] == "whatif":
         return whatif_answer(explainer, *key[1:])
+    if key[0] == "why":
+        return why_answer(explainer, *key[1:])
     return explainer.compute(*key)
 
 

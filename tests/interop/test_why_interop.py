@@ -3,6 +3,8 @@ with PyTorch hooks on the Transformers `MarianMTModel` it came from (1e-5)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -85,6 +87,7 @@ def test_patching_equals_marian_patched_by_hooks(marian):
     clean, corrupted = encode_source(tokenizer, CLEAN), encode_source(tokenizer, CORRUPTED)
     assert len(clean) == len(corrupted)
     translation = [5, 9, 12, 7, tokenizer.eos_id]
+    theirs = copy.deepcopy(theirs).double()  # patching computes in float64 (explain/patching.py)
     _, _, points = activation_patching(ours, clean, corrupted, translation, tokenizer.bos_id)
     src_clean, src_corrupted = torch.tensor([clean]), torch.tensor([corrupted])
     tgt_in, target = torch.tensor([[tokenizer.bos_id, *translation[:-1]]]), torch.tensor(translation)

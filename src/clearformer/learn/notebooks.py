@@ -18,6 +18,7 @@ from clearformer.errors import UserError
 from clearformer.learn.lessons import LESSONS, Lesson
 from clearformer.learn.snippets import PREAMBLE
 from clearformer.learn.toy import DEFAULT_SENTENCE
+from clearformer.learn.why import NOTEBOOK, why_notebook_text
 from clearformer.store.atomic import atomic_write_text
 
 KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
@@ -68,4 +69,6 @@ def write_notebooks(folder: Path, overwrite: bool = False) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     for item, path in zip(LESSONS, paths, strict=True):
         atomic_write_text(path, notebook_text(item))
+    if overwrite or not (folder / NOTEBOOK).exists():  # the part after the lessons (learn/why.py)
+        atomic_write_text(folder / NOTEBOOK, why_notebook_text())
     return paths

@@ -13,6 +13,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from clearformer.explain.why import attribute_report, lens_report, patch_report
+from clearformer.learn.toy import ensure_toy_model
 from clearformer.store.checkpoint import load_model
 
 TITLE = "Why did it say that?"
@@ -32,8 +33,6 @@ CONCEPT = (
 
 def why_on_sentence(sentence: str = SENTENCE, corrupted: str = CORRUPTED, checkpoint=None) -> dict:
     """The three reports on the toy model (trained first if missing): {"lens", "patch", "attribute"}."""
-    from clearformer.learn.toy import ensure_toy_model
-
     model, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
     return {"lens": lens_report(model, tokenizer, sentence), "patch": patch_report(model, tokenizer, sentence,
                                                                                    corrupted),

@@ -176,35 +176,51 @@ def cli(run_dir, *words: str, timeout: int = 120):
                           capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def test_lens_command_text_and_json(run_dir):
-    text = cli(run_dir, "lens", CLEAN)
-    assert text.returncode == 0, text.stderr
-    assert "layer 1" in text.stdout and "result:" in text.stdout
-    done = cli(run_dir, "lens", CLEAN, "--format", "json")
-    report = json.loads(done.stdout)
+def in_process(run_dir, capsys, *words: str) -> str:
+    """`clearformer WORDS --checkpoint RUN` in this process -> its standard output."""
+    assert main([*words, "--checkpoint", str(run_dir[0])]) == 0
+    return capsys.readouterr().out
+
+
+def test_lens_command_text_and_json(run_dir, capsys):
+    text = in_process(run_dir, capsys, "lens", CLEAN)
+    assert "layer 1" in text and "result:" in text
+    report = json.loads(in_process(run_dir, capsys, "lens", CLEAN, "--format", "json"))
     assert set(report) == {"result", "steps"}
     step = report["steps"][0]
     assert set(step) == {"step", "chosen", "layers"}
     assert set(step["layers"][0]) >= {"layer", "top", "p_chosen"} and len(step["layers"]) == 2
 
 
-def test_patch_command_json(run_dir):
-    done = cli(run_dir, "patch", CLEAN, CORRUPTED, "--format", "json")
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+def test_patch_command_json(run_dir, capsys):
+    report = json.loads(in_process(run_dir, capsys, "patch", CLEAN, CORRUPTED, "--format", "json"))
     assert {"clean", "corrupted", "metric", "points"} <= set(report)
     restored = {p["name"]: p["restored"] for p in report["points"]}
     assert abs(restored["encoder.output"] - 1) < 1e-6
-    assert "encoder.output" in cli(run_dir, "patch", CLEAN, CORRUPTED, "--top", "3").stdout
+    assert "encoder.output" in in_process(run_dir, capsys, "patch", CLEAN, CORRUPTED, "--top", "3")
 
 
-def test_attribute_command_json_and_alignments(run_dir):
-    done = cli(run_dir, "attribute", CLEAN, "--format", "json", "--steps", "32")
-    report = json.loads(done.stdout)
+def test_attribute_command_json_and_alignments(run_dir, capsys, tmp_path):
+    in_process(run_dir, capsys, "attribute", CLEAN, "--format", "json", "--steps", "32", "--output",
+               str(tmp_path / "a.json"))
+    report = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
     assert set(report["completeness"]) >= {"sum", "difference"}
     assert len(report["scores"]) == len(report["target_tokens"])
-    links = cli(run_dir, "attribute", CLEAN, "--alignments", "--method", "attention").stdout.split()
+    links = in_process(run_dir, capsys, "attribute", CLEAN, "--alignments", "--method", "attention").split()
     assert links and all(link.count("-") == 1 and all(x.isdigit() for x in link.split("-")) for link in links)
+
+
+def test_lens_of_a_language_model_ends_at_its_choice():
+    from clearformer.config import preset
+    from clearformer.explain.lens import lens_lm
+    from clearformer.model.lm import LanguageModel
+
+    torch.manual_seed(1)
+    model = LanguageModel(preset("lm-tiny", tgt_vocab_size=40, d_model=16, n_heads=2, n_decoder_layers=2)).eval()
+    steps = lens_lm(model, [3, 7, 9], 4)  # pre-norm: through the decoder's final LayerNorm
+    assert len(steps) == 4
+    for step in steps:
+        assert step.layers[-1][0] == step.chosen and step.layers[-1][1] == step.layers[-1][2]
 
 
 @pytest.mark.parametrize("words, message", [

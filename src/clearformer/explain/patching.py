@@ -104,7 +104,8 @@ def patched_metrics(model, clean: torch.Tensor, corrupted: torch.Tensor, tgt_in:
             if point is not None:
                 by_name.setdefault(point.where, []).append((row, point))
         sources = torch.cat([clean if start + row == 1 else corrupted for row in range(len(chunk))])
-        with torch.no_grad(), Hooks({name: patcher(by_name[name], saved[name]) for name in by_name}):
+        hooks = {name: patcher(rows, saved[name]) for name, rows in by_name.items() if name in saved}
+        with torch.no_grad(), Hooks(hooks):
             logits = model(sources, tgt_in.expand(len(chunk), -1))
         metrics += clean_translation_logprob(logits, target).tolist()
     return metrics[1], metrics[0], metrics[2:]

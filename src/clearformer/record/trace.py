@@ -9,7 +9,9 @@ Each module gets a dotted name from its place in the model (for example
 Every name is a hook point, as TransformerLens's `HookPoint`s: readable (`with Recorder() as rec:`
 keeps a copy of every value) and writable (`with Hooks({name: fn}):` replaces the value by
 `fn(value, point)` while it flows). The what-if interventions (`--ablate`), the logit lens, activation
-patching and attribution (`clearformer.explain.why`) are all writes or reads at these names. With
+patching and attribution (`clearformer.explain.why`) are all writes or reads at these names. Two kinds of
+record are views, not values the computation goes on with: an attention's `mask` (recorded expanded) and
+`output.probabilities` (recorded only for the reader); a hook there changes nothing downstream. With
 neither a recorder nor a hook active, `emit` returns its value at once, so training pays one check per call.
 
 Because the explain view, the plots and the web page read these records, they always show the

@@ -36,6 +36,9 @@ COMMAND_MODULES = [
     "clearformer.commands.import_model",
     "clearformer.commands.claims",
     "clearformer.commands.learn",
+    "clearformer.commands.lens",
+    "clearformer.commands.patch",
+    "clearformer.commands.attribute",
 ]
 
 

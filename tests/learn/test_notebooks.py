@@ -20,13 +20,15 @@ from clearformer.learn.exercises import EXERCISES
 from clearformer.learn.lessons import LESSONS
 from clearformer.learn.notebooks import notebook_name, notebook_text, write_notebooks
 from clearformer.learn.snippets import run_snippet
+from clearformer.learn.why import NOTEBOOK as WHY_NOTEBOOK
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 REMOTE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
 
 
 def test_the_committed_notebooks_are_the_generated_ones():
-    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(notebook_name(item) for item in LESSONS)
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted([*(notebook_name(item) for item in LESSONS),
+                                                                         WHY_NOTEBOOK])  # learn/why.py's
     for item in LESSONS:
         assert (NOTEBOOKS / notebook_name(item)).read_text(encoding="utf-8") == notebook_text(item), (
             f"{notebook_name(item)} is stale: run `clearformer learn --notebooks notebooks --overwrite`")

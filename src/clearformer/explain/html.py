@@ -21,8 +21,8 @@ from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.walkthrough import Walkthrough
 from clearformer.store.atomic import atomic_write_text
 
-# lessons.js: docs/learn.md; beamtree.js and whatif.js: docs/whatif.md
-EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js", "beamtree.js", "whatif.js")
+# lessons.js: docs/learn.md; beamtree.js and whatif.js: docs/whatif.md; why.js: docs/why.md
+EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js", "beamtree.js", "whatif.js", "why.js")
 LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
 STYLE = "walkthrough.css"
 TEMPLATE = "walkthrough.html"

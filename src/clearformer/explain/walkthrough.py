@@ -92,6 +92,10 @@ CATALOG: dict[str, tuple[str, str, str]] = {
                "before <eos> (generate/constraints.py)."),
 }
 
+# Hook points that repeat a neighbouring record (an Add & Norm's skip input is what the step before
+# produced, a layer's output its last Add & Norm): there for experiments (`explain/why.py`), not shown as steps.
+REPEATS = re.compile(r"(\.skip|\.layers\.\d+\.output)$")
+
 PER_HEAD = {"Q", "K", "V", "scores", "scaled", "weights", "head_outputs", "Q_rope", "K_nope", "Q_absorbed"}
 VOCAB_SIZED = {"logits", "probabilities"}
 
@@ -308,7 +312,7 @@ def build_walkthrough(records: list[Record], title: str, source_tokens: list[str
     walk = Walkthrough(title, list(source_tokens), list(target_tokens or []))
     rows_so_far = RowsSoFar()
     for index, record in enumerate(records):
-        if any(record.name.endswith(s) for s in skip):
+        if any(record.name.endswith(s) for s in skip) or REPEATS.search(record.name):
             continue
         target = (target_by_step or {}).get(record.step, target_tokens or [])
         labels = {"source": list(source_tokens), "target": list(target)}

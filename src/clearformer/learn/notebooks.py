@@ -23,6 +23,7 @@ from clearformer.learn.exercises import EXERCISES, starter_text
 from clearformer.learn.lessons import LESSONS, Lesson
 from clearformer.learn.snippets import PREAMBLE
 from clearformer.learn.toy import DEFAULT_SENTENCE
+from clearformer.learn.why import NOTEBOOK, why_notebook_text
 from clearformer.store.fixed import check_fixed, write_fixed
 from clearformer.store.lock import refuse_system_folder
 
@@ -122,4 +123,6 @@ def write_notebooks(folder: Path, overwrite: bool = False) -> list[Path]:
         raise UserError(f"--notebooks {folder}: cannot write there (permission denied)")
     for item, path in zip(LESSONS, paths, strict=True):
         write_fixed(path, notebook_text(item))
+    if overwrite or not (folder / NOTEBOOK).exists():  # the part after the lessons (learn/why.py)
+        write_fixed(folder / NOTEBOOK, why_notebook_text())
     return paths

@@ -96,18 +96,17 @@ def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: 
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     k, v = shared_heads(k, q.shape[1]), shared_heads(v, q.shape[1])
     scores = q @ k.transpose(-2, -1)
-    trace.emit(recorder_prefix, "scores", scores)
+    scores = trace.emit(recorder_prefix, "scores", scores)
     scaled = scores * scale
-    trace.emit(recorder_prefix, "scaled", scaled)
+    scaled = trace.emit(recorder_prefix, "scaled", scaled)
     if mask is not None:
         trace.emit(recorder_prefix, "mask", mask.expand(scores.shape[:1] + (1,) + scores.shape[2:])[:, 0])
     weights = masked_softmax(scaled, mask)
-    weights = trace.intervene(recorder_prefix, "weights", weights, mask)  # what-if: a head off, or uniform
-    trace.emit(recorder_prefix, "weights", weights)
+    weights = trace.emit(recorder_prefix, "weights", weights, mask=mask)  # what-if: a head off, or uniform
     if dropout > 0.0:
         weights = F.dropout(weights, p=dropout)
     output = weights @ v
-    trace.emit(recorder_prefix, "head_outputs", output)
+    output = trace.emit(recorder_prefix, "head_outputs", output)
     return output, weights
 
 
@@ -211,14 +210,14 @@ class MultiHeadAttention(nn.Module):
             k, v = self.memory_keys_values(memory, cache)
         else:
             q, k, v = self.self_keys_values(query, q, cache, position)
-        trace.emit(self, "Q", q)
-        trace.emit(self, "K", k)
-        trace.emit(self, "V", v)
+        q = trace.emit(self, "Q", q)
+        k = trace.emit(self, "K", k)
+        v = trace.emit(self, "V", v)
         dropout = self.dropout if self.training else 0.0
         heads = attention(q, k, v, mask, dropout, self.scale, self.explicit, recorder_prefix=self)
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.d_head)
-        trace.emit(self, "concat", concat)
+        concat = trace.emit(self, "concat", concat)
         output = self.w_o(concat)                                   # Concat(head_1..head_h) W^O
-        trace.emit(self, "output", output)
+        output = trace.emit(self, "output", output)
         return output

@@ -41,10 +41,10 @@ class TokenEmbedding(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """ids (batch, seq) int64 -> (batch, seq, d_model)."""
         vectors = nn.functional.embedding(ids, self.weight)
-        trace.emit(self, "lookup", vectors)
+        vectors = trace.emit(self, "lookup", vectors)
         if self.scale:
             vectors = vectors * math.sqrt(self.d_model)
-            trace.emit(self, "scaled", vectors)
+            vectors = trace.emit(self, "scaled", vectors)
         return vectors
 
 
@@ -88,8 +88,8 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (batch, seq, d_model) -> x + PE[offset : offset+seq]."""
-        pe = trace.intervene(self, "PE", self.encoding(x.shape[1], offset).to(x.dtype))  # what-if: no positions
-        trace.emit(self, "PE", pe)
+        pe = self.encoding(x.shape[1], offset).to(x.dtype)
+        pe = trace.emit(self, "PE", pe)  # what-if: no positions
         return x + pe
 
 
@@ -107,8 +107,8 @@ class LearnedPositionalEmbedding(nn.Module):
         end = offset + x.shape[1]
         if end > self.max_len:
             raise ValueError(f"sequence of {end} positions is longer than the learned table ({self.max_len})")
-        pe = trace.intervene(self, "PE", self.weight[offset:end])  # what-if: no positions
-        trace.emit(self, "PE", pe)
+        pe = self.weight[offset:end]
+        pe = trace.emit(self, "PE", pe)  # what-if: no positions
         return x + pe
 
 
@@ -144,7 +144,7 @@ class InputEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """ids (batch, seq) -> X (batch, seq, d_model); `offset` = position of ids[:, 0]."""
-        trace.emit(self, "token_ids", ids)
+        ids = trace.emit(self, "token_ids", ids)
         x = self.positions(self.tokens(ids), offset)
-        trace.emit(self, "X", x)
+        x = trace.emit(self, "X", x)
         return self.dropout(x) if self.training else x

@@ -99,7 +99,7 @@ class MultiHeadLatentAttention(nn.Module):
         """x (batch, seq, d_model) -> q_nope (batch, heads, seq, d_nope), q_rope (..., d_rope)."""
         if self.q_lora_rank:
             q_latent = self.q_norm(self.wq_a(x))
-            trace.emit(self, "q_latent", q_latent)
+            q_latent = trace.emit(self, "q_latent", q_latent)
             q = self.wq_b(q_latent)
         else:
             q = self.wq(x)
@@ -108,7 +108,7 @@ class MultiHeadLatentAttention(nn.Module):
         q_nope, q_rope = q.split([self.nope_dim, self.rope_dim], dim=-1)
         if self.rope_dim:
             q_rope = self.rotary(q_rope, position)
-            trace.emit(self, "Q_rope", q_rope)
+            q_rope = trace.emit(self, "Q_rope", q_rope)
         return q_nope, q_rope
 
     def latents(self, x: torch.Tensor, position: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,13 +140,13 @@ class MultiHeadLatentAttention(nn.Module):
         batch, k_len, _ = latent.shape
         kv = self.wkv_b(latent).view(batch, k_len, self.n_heads, self.nope_dim + self.v_dim).transpose(1, 2)
         k_nope, v = kv.split([self.nope_dim, self.v_dim], dim=-1)
-        trace.emit(self, "K_nope", k_nope)
-        trace.emit(self, "V", v)
+        k_nope = trace.emit(self, "K_nope", k_nope)
+        v = trace.emit(self, "V", v)
         shared_rope = k_rope.unsqueeze(1).expand(batch, self.n_heads, k_len, self.rope_dim)
         q = torch.cat([q_nope, q_rope], dim=-1)
         k = torch.cat([k_nope, shared_rope], dim=-1)
-        trace.emit(self, "Q", q)
-        trace.emit(self, "K", k)
+        q = trace.emit(self, "Q", q)
+        k = trace.emit(self, "K", k)
         return self.attend(q, k, v, mask, self)
 
     def absorbed(self, q_nope, q_rope, latent, k_rope, mask) -> torch.Tensor:
@@ -160,23 +160,23 @@ class MultiHeadLatentAttention(nn.Module):
         """
         w_uk, w_uv = self.up_projections()
         q_absorbed = torch.einsum("bhsd,hdc->bhsc", q_nope, w_uk)
-        trace.emit(self, "Q_absorbed", q_absorbed)
+        q_absorbed = trace.emit(self, "Q_absorbed", q_absorbed)
         batch, heads, q_len, _ = q_absorbed.shape
         rows = heads * q_len
         scores = (q_absorbed.reshape(batch, rows, -1) @ latent.transpose(1, 2)
                   + q_rope.reshape(batch, rows, -1) @ k_rope.transpose(1, 2)).view(batch, heads, q_len, -1)
         prefix = f"{getattr(self, 'trace_name', 'mla')}.absorbed"
-        trace.emit(prefix, "scores", scores)
+        scores = trace.emit(prefix, "scores", scores)
         scaled = scores * self.scale
-        trace.emit(prefix, "scaled", scaled)
+        scaled = trace.emit(prefix, "scaled", scaled)
         if mask is not None:
             trace.emit(prefix, "mask", mask.expand(batch, 1, q_len, scores.shape[-1])[:, 0])
-        weights = trace.intervene(self, "weights", masked_softmax(scaled, mask), mask)  # what-if
-        trace.emit(prefix, "weights", weights)
+        weights = masked_softmax(scaled, mask)
+        weights = trace.emit(prefix, "weights", weights, mask=mask)  # what-if: a head off, or uniform
         if self.training and self.dropout > 0:
             weights = F.dropout(weights, p=self.dropout)
         latent_heads = (weights.reshape(batch, rows, -1) @ latent).view(batch, heads, q_len, -1)
-        trace.emit(prefix, "head_outputs", latent_heads)
+        latent_heads = trace.emit(prefix, "head_outputs", latent_heads)
         return torch.einsum("bhsc,hvc->bhsv", latent_heads, w_uv)
 
     # -- forward ---------------------------------------------------------------------------------
@@ -198,20 +198,20 @@ class MultiHeadLatentAttention(nn.Module):
             raise ValueError("multi-head latent attention is self-attention only")
         q_nope, q_rope = self.queries(query, position)
         latent, k_rope = self.latents(query, position)
-        trace.emit(self, "latent", latent)
+        latent = trace.emit(self, "latent", latent)
         if self.rope_dim:
-            trace.emit(self, "K_rope", k_rope)
+            k_rope = trace.emit(self, "K_rope", k_rope)
         if cache is not None:
             latent, k_rope = cache.update(latent, k_rope)
         if self.absorb:
             heads = self.absorbed(q_nope, q_rope, latent, k_rope, mask)
-            trace.emit(self, "head_outputs", heads)  # the naive path's attention recorded these already
+            heads = trace.emit(self, "head_outputs", heads)  # the naive path's attention recorded these already
         else:
             heads = self.naive(q_nope, q_rope, latent, k_rope, mask)
         batch, _, q_len, _ = heads.shape
         concat = heads.transpose(1, 2).reshape(batch, q_len, self.n_heads * self.v_dim)
-        trace.emit(self, "concat", concat)
+        concat = trace.emit(self, "concat", concat)
         output = self.wo(concat)
-        trace.emit(self, "output", output)
+        output = trace.emit(self, "output", output)
         return output
 

@@ -33,9 +33,9 @@ class FeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, seq, d_model) -> (batch, seq, d_model) through a (batch, seq, d_ff) hidden layer."""
         hidden = self.activation(self.linear_1(x))
-        trace.emit(self, "hidden", hidden)
+        hidden = trace.emit(self, "hidden", hidden)
         output = self.linear_2(self.dropout(hidden))
-        trace.emit(self, "output", output)
+        output = trace.emit(self, "output", output)
         return output
 
 
@@ -56,14 +56,16 @@ class AddNorm(nn.Module):
         """x (batch, seq, d_model), sublayer: a function of one (batch, seq, d_model) tensor."""
         if self.norm_first:
             normed = self.norm(x)
-            trace.emit(self, "norm", normed)
-            out = trace.intervene(self, "skip", x) + self.dropout(sublayer(normed))  # what-if: no residual
-            trace.emit(self, "residual", out)
+            normed = trace.emit(self, "norm", normed)
+            skip = trace.emit(self, "skip", x)  # what-if: no residual
+            out = skip + self.dropout(sublayer(normed))
+            out = trace.emit(self, "residual", out)
             return out
-        residual = trace.intervene(self, "skip", x) + self.dropout(sublayer(x))  # what-if: no residual
-        trace.emit(self, "residual", residual)
+        skip = trace.emit(self, "skip", x)  # what-if: no residual
+        residual = skip + self.dropout(sublayer(x))
+        residual = trace.emit(self, "residual", residual)
         out = self.norm(residual)
-        trace.emit(self, "norm", out)
+        out = trace.emit(self, "norm", out)
         return out
 
 
@@ -82,7 +84,7 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """x (batch, src_len, d_model), mask (batch, 1, 1, src_len) -> (batch, src_len, d_model)."""
         x = self.add_norm_1(x, lambda h: self.self_attention(h, mask=mask))
-        return self.add_norm_2(x, self.feed_forward)
+        return trace.emit(self, "output", self.add_norm_2(x, self.feed_forward))
 
 
 class DecoderLayer(nn.Module):
@@ -123,7 +125,7 @@ class DecoderLayer(nn.Module):
         if self.cross_attention is not None:
             x = self.add_norm_2(x, lambda h: self.cross_attention(h, memory, mask=memory_mask, cache=cross_cache,
                                                                   cross=True))
-        return self.add_norm_3(x, self.feed_forward)
+        return trace.emit(self, "output", self.add_norm_3(x, self.feed_forward))
 
     def new_cache(self) -> LayerCache:
         """This layer's empty decoding cache: its self-attention's, and its cross-attention's."""
@@ -146,7 +148,7 @@ class Encoder(nn.Module):
             x = layer(x, mask)
         if self.final_norm is not None:
             x = self.final_norm(x)
-        trace.emit(self, "output", x)
+        x = trace.emit(self, "output", x)
         return x
 
 
@@ -167,7 +169,7 @@ class Decoder(nn.Module):
             x = layer(x, memory, self_mask, memory_mask, None if cache is None else cache[index], position)
         if self.final_norm is not None:
             x = self.final_norm(x)
-        trace.emit(self, "output", x)
+        x = trace.emit(self, "output", x)
         return x
 
     def new_cache(self) -> DecoderCache:

@@ -83,7 +83,7 @@ class GRUEncoder(nn.Module):
         packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
         out, _ = self.gru(packed)
         memory, _ = pad_packed_sequence(out, batch_first=True, total_length=src_ids.shape[1])
-        trace.emit(self, "output", memory)
+        memory = trace.emit(self, "output", memory)
         return memory
 
 
@@ -100,7 +100,7 @@ class LuongAttention(nn.Module):
         -> attentional states (batch, tgt_len, d_model)."""
         scores = self.w_a(states) @ memory.transpose(1, 2)  # (batch, tgt_len, src_len)
         weights = masked_softmax(scores, src_mask[:, 0])
-        trace.emit(self, "weights", weights[:, None])  # (batch, 1, tgt_len, src_len): one head
+        weights = trace.emit(self, "weights", weights[:, None])[:, 0]  # (batch, 1, tgt_len, src_len): one head
         context = weights @ memory  # (batch, tgt_len, d_model)
         return torch.tanh(self.w_c(torch.cat([context, states], dim=-1)))
 
@@ -130,9 +130,9 @@ class GRUDecoder(nn.Module):
         -> attentional states (batch, tgt_len, d_model), state after the last."""
         x = self.dropout(self.embed(tgt_ids))
         states, last = self.gru(x, state.transpose(0, 1).contiguous())  # one step per target position
-        trace.emit(self, "states", states)
+        states = trace.emit(self, "states", states)
         hidden = self.dropout(self.cross_attention(states, memory, src_mask))
-        trace.emit(self, "output", hidden)
+        hidden = trace.emit(self, "output", hidden)
         return hidden, last.transpose(0, 1)
 
 

@@ -34,7 +34,7 @@ class OutputProjection(nn.Module):
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (batch, tgt_len, d_model) -> logits (batch, tgt_len, vocab)."""
         logits = self.linear(hidden)
-        trace.emit(self, "logits", logits)
+        logits = trace.emit(self, "logits", logits)
         if trace.recording():
             trace.emit(self, "probabilities", torch.softmax(logits.float(), dim=-1))
         return logits

@@ -13,7 +13,8 @@ only a decoder), L a layer, H a head and N an Add & Norm of the layer (1, 2 or 3
     STACK.layers.L.add_norm_N.residual                drop the residual connection: Norm(Sublayer(x))
                                                       instead of Norm(x + Sublayer(x)) (pre-norm: no "x +")
 
-The model's weights are never changed: the intervention replaces a tensor while it flows.
+The model's weights are never changed: each intervention is a hook (`trace.Hooks`) that replaces the tensor
+recorded under a name while it flows: `<attention>.weights`, `<positions>.PE`, `<add_norm>.skip`.
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ def valid_interventions(model: nn.Module) -> dict[str, Intervention]:
     for module in model.modules():
         where = getattr(module, "trace_name", "")
         if isinstance(module, (MultiHeadAttention, MultiHeadLatentAttention)):
+            recorded = where + (".absorbed" if getattr(module, "absorb", False) else "")  # MLA's weights' name
             for head in range(module.n_heads):
                 name = f"{where}.head.{head}"
-                found[name] = Intervention(name, where, "weights", "zero_head", head)
-                found[f"{name}.uniform"] = Intervention(f"{name}.uniform", where, "weights", "uniform_head", head)
+                found[name] = Intervention(name, recorded, "weights", "zero_head", head)
+                found[f"{name}.uniform"] = Intervention(f"{name}.uniform", recorded, "weights", "uniform_head", head)
         elif isinstance(module, AddNorm):
             found[f"{where}.residual"] = Intervention(f"{where}.residual", where, "skip", "zero")
         elif isinstance(module, (SinusoidalPositionalEncoding, LearnedPositionalEmbedding)):

@@ -1,10 +1,18 @@
-"""The recorder: the modules that train write their named intermediates here while computing.
+"""The recorder and the hook points: the modules that train pass their named intermediates through here.
 
-Nothing is recorded unless a `Recorder` is active (`with Recorder() as rec:`), so training pays
-one `if` per call. Each module gets a dotted name from its place in the model (for example
-`encoder.layers.0.self_attention`) by `name_modules`, and emits tensors under that prefix:
+Each module gets a dotted name from its place in the model (for example
+`encoder.layers.0.self_attention`) by `name_modules`, and passes tensors under that prefix through
+`emit`, one line per point, which returns the tensor the computation goes on with:
 
-    emit(self, "scores", scores)   ->   "encoder.layers.0.self_attention.scores"
+    scores = trace.emit(self, "scores", scores)   # "encoder.layers.0.self_attention.scores"
+
+Every name is a hook point, as TransformerLens's `HookPoint`s: readable (`with Recorder() as rec:`
+keeps a copy of every value) and writable (`with Hooks({name: fn}):` replaces the value by
+`fn(value, point)` while it flows). The what-if interventions (`--ablate`), the logit lens, activation
+patching and attribution (`clearformer.explain.why`) are all writes or reads at these names. Two kinds of
+record are views, not values the computation goes on with: an attention's `mask` (recorded expanded) and
+`output.probabilities` (recorded only for the reader); a hook there changes nothing downstream. With
+neither a recorder nor a hook active, `emit` returns its value at once, so training pays one check per call.
 
 Because the explain view, the plots and the web page read these records, they always show the
 numbers of the very code that trains; there is no second copy of the math.
@@ -13,6 +21,7 @@ numbers of the very code that trains; there is no second copy of the math.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -113,13 +122,22 @@ def recording() -> bool:
     return active() is not None
 
 
-def emit(module: nn.Module | str, what: str, value: torch.Tensor, **meta) -> None:
-    """Record `value` as `<module's trace name>.<what>` if a recorder is active."""
-    recorder = active()
-    if recorder is None:
-        return
+def emit(module: nn.Module | str, what: str, value: torch.Tensor, **meta) -> torch.Tensor:
+    """The hook point `<module's trace name>.<what>`: `value` as the active hooks replace it (unchanged
+    without any), recorded if a recorder is active. `meta` goes with the record and to the hooks (the
+    attention weights pass their mask, so that a hook can give a head uniform weights)."""
+    recorder, hooks = active(), active_hooks()
+    if recorder is None and hooks is None:
+        return value
     prefix = module if isinstance(module, str) else getattr(module, "trace_name", type(module).__name__)
-    recorder.add(f"{prefix}.{what}" if prefix else what, value, **meta)
+    name = f"{prefix}.{what}" if prefix else what
+    if hooks is not None:
+        for hook in hooks.get(name, ()):
+            replaced = hook(value, Point(name, None if recorder is None else recorder.step, meta))
+            value = value if replaced is None else replaced
+    if recorder is not None:
+        recorder.add(name, value, **meta)
+    return value
 
 
 def name_modules(root: nn.Module, prefix: str = "") -> None:
@@ -129,23 +147,76 @@ def name_modules(root: nn.Module, prefix: str = "") -> None:
         object.__setattr__(module, "trace_name", full)
 
 
+# ----------------------------------------------------------------------------- hooks: writing at a name
+#
+# `with Hooks({name: fn, ...}):` makes `emit` pass the value at `name` through `fn(value, point)` (a
+# `Point`: the name, the recorder's step, the emit's notes) and go on with what `fn` returns (None:
+# unchanged), in this context only (a server thread's, a test's). The model is never modified. Hooks
+# nest: an inner block adds its hooks after the outer block's.
+
+_hooks: contextvars.ContextVar[dict | None] = contextvars.ContextVar("clearformer_hooks", default=None)
+
+Hook = Callable[[torch.Tensor, "Point"], "torch.Tensor | None"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """Where a hook runs: the recorded `name`, the decoding `step` (None outside generation or without a
+    recorder) and the emit's `meta` (for the attention weights: `mask`, True = may attend)."""
+
+    name: str
+    step: int | None
+    meta: dict
+
+
+class Hooks:
+    """`with Hooks({name: hook or [hooks]}):` replaces the values at those recorded names while the block runs."""
+
+    def __init__(self, hooks: dict[str, Hook | list[Hook]] | None = None) -> None:
+        self.table: dict[str, list[Hook]] = {}
+        for name, hook in (hooks or {}).items():
+            self.add(name, hook)
+        self._token: contextvars.Token | None = None
+
+    def add(self, name: str, hook: Hook | list[Hook]) -> None:
+        self.table.setdefault(name, []).extend(hook if isinstance(hook, list) else [hook])
+
+    def __enter__(self) -> Hooks:
+        outer = _hooks.get() or {}
+        merged = {name: list(hooks) for name, hooks in outer.items()}
+        for name, hooks in self.table.items():
+            merged.setdefault(name, []).extend(hooks)
+        self._token = _hooks.set(merged or None)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _hooks.reset(self._token)
+        self._token = None
+
+
+def active_hooks() -> dict[str, list[Hook]] | None:
+    """The hooks in force by name, or None (never inside torch.compile, as `active`)."""
+    if torch.compiler.is_compiling():
+        return None
+    return _hooks.get()
+
+
+def intervening() -> bool:
+    """Whether some hook is active (attention then takes the explicit path, where the weights and the
+    heads' outputs are)."""
+    return active_hooks() is not None
+
+
 # ----------------------------------------------------------------------------- interventions (what-if)
 #
-# The recorder reads; an `Intervention` writes. Modules pass a few named tensors through
-# `intervene(self, point, tensor)` (one line at each point); while interventions are active
-# (`with Interventions([...]):`) the ones registered for that module and point replace the tensor,
-# otherwise the tensor passes through untouched. The points:
+# An `Intervention` is a hook with a name for people: `clearformer.record.interventions` names them
+# (`decoder.layers.0.cross_attention.head.2`) and checks the names against a model. Each one writes at a
+# recorded name, `<module>.<point>`:
 #
 #   "weights"  a multi-head attention's weights, (batch, heads, q_len, k_len), with the mask of allowed keys:
 #              a head switched off gets weights 0 (so its output, 0 · V, is 0), or uniform ones
-#   "PE"       a positional encoding's rows, (seq, d_model)
-#   "skip"     an Add & Norm's skip input x of x + Sublayer(x), (batch, seq, d_model)
-#
-# `clearformer.record.interventions` names them for people (`decoder.layers.0.cross_attention.head.2`) and
-# checks the names against a model.
-
-_interventions: contextvars.ContextVar[dict | None] = contextvars.ContextVar("clearformer_interventions",
-                                                                             default=None)
+#   "PE"       a positional encoding's rows, (seq, d_model): zeros, no positions
+#   "skip"     an Add & Norm's skip input x of x + Sublayer(x), (batch, seq, d_model): zeros, no residual
 
 INTERVENTION_KINDS = ("zero", "zero_head", "uniform_head")
 
@@ -162,6 +233,14 @@ class Intervention:
     point: str
     kind: str
     head: int | None = None
+
+    @property
+    def hook_name(self) -> str:
+        """The recorded name it writes at."""
+        return f"{self.module}.{self.point}" if self.module else self.point
+
+    def hook(self, value: torch.Tensor, point: Point) -> torch.Tensor:
+        return self.apply(value, point.meta.get("mask"))
 
     def apply(self, value: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.kind == "zero":
@@ -183,41 +262,15 @@ def uniform_weights(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.T
     return allowed / allowed.sum(dim=-1, keepdim=True).clamp(min=1)
 
 
-class Interventions:
+class Interventions(Hooks):
     """`with Interventions(changes):` applies `changes` (a list of `Intervention`) to every forward pass
-    inside the block, in this context only (a server thread's, a test's). The model is never modified."""
+    inside the block: each is a hook at the recorded name it writes (an empty list: no hook, the fast path stays)."""
 
     def __init__(self, changes) -> None:
         self.changes: list[Intervention] = list(changes)
-        self.table: dict[tuple[str, str], list[Intervention]] = {}
+        super().__init__()
         for change in self.changes:
-            self.table.setdefault((change.module, change.point), []).append(change)
-        self._token: contextvars.Token | None = None
-
-    def __enter__(self) -> Interventions:
-        self._token = _interventions.set(self.table or None)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        _interventions.reset(self._token)
-        self._token = None
+            self.add(change.hook_name, change.hook)
 
     def names(self) -> list[str]:
         return [change.name for change in self.changes]
-
-
-def intervening() -> bool:
-    """Whether some intervention is active (attention then takes the explicit path, where the weights are)."""
-    return _interventions.get() is not None
-
-
-def intervene(module: nn.Module | str, point: str, value: torch.Tensor,
-              mask: torch.Tensor | None = None) -> torch.Tensor:
-    """`value` as the active interventions for this module and point change it (unchanged without any)."""
-    table = _interventions.get()
-    if table is None:
-        return value
-    name = module if isinstance(module, str) else getattr(module, "trace_name", "")
-    for change in table.get((name, point), ()):
-        value = change.apply(value, mask)
-    return value

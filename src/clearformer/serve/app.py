@@ -10,6 +10,8 @@
                            -> the walkthrough JSON
     POST /api/whatif       {"sentence": "...", "ablate": [names], "beam": K} (or "prompt"): the same, rerun with
                            parts of the model switched off and with beam search (serve/whatif.py)
+    POST /api/why          {"tool": "lens"|"patch"|"attribute", "sentence": ..., "corrupted": ..., "method": ...}:
+                           the logit lens, activation patching or attribution (serve/why.py)
 
 Every refusal is a 4xx JSON answer {"error": "one line"}; a bug would be a 500 with the same shape. Every
 POST route reads its body with one parser and every answer has one bound (serve/requests.py).
@@ -43,6 +45,7 @@ from clearformer.serve.guard import HostOriginGuard
 from clearformer.serve.pool import AnswerPool, Busy
 from clearformer.serve.requests import RequestError, read_body
 from clearformer.serve.whatif import check_whatif, compute, parse_whatif, whatif_info
+from clearformer.serve.why import check_why, parse_why
 
 MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
@@ -165,5 +168,12 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
         check_whatif(explainer, kind, ablate)  # unknown names: 400 before anything is queued
         explainer.estimate(kind, text, beam)
         return await answer(request, ("whatif", kind, text, ablate, beam))
+
+    @app.post("/api/why")
+    async def api_why(request: Request) -> Response:
+        tool, kind, text, corrupted, method = parse_why(await read_body(request))
+        check_why(explainer, tool, kind)  # no model, or a tool the model has not: 4xx before anything is queued
+        explainer.estimate(kind, text)  # surely over the answer bound: 413 before any work
+        return await answer(request, ("why", tool, kind, text, corrupted, method))
 
     return app

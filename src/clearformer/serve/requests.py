@@ -21,9 +21,8 @@ import contextlib
 import json
 from dataclasses import dataclass
 
-from clearformer.limits import MAX_ANSWER_BYTES, MAX_BODY_BYTES, MAX_SENTENCE_CHARS
+from clearformer.limits import MAX_ANSWER_BYTES, MAX_BODY_BYTES, MAX_SENTENCE_CHARS, has_surrogates
 from clearformer.record.trace import OverBudget, RecordBudget
-from clearformer.validation import has_surrogates
 
 # A walkthrough's JSON spends at least this many bytes on each number it shows ("0.1," or "12,"), so an
 # answer of MAX_ANSWER_BYTES shows at most MAX_ANSWER_BYTES / 4 numbers; recording more is refused while

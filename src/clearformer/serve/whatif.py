@@ -21,6 +21,7 @@ from clearformer.record.interventions import parse_interventions, valid_interven
 from clearformer.record.trace import Interventions
 from clearformer.serve.explainer import Explainer, page_limit
 from clearformer.serve.requests import Field, RequestError, answer_budget, bounded_answer, exactly_one, parse_body
+from clearformer.serve.why import why_answer
 
 MAX_PAGE_BEAM = 8  # the widest tree the page draws
 FIELDS = ("sentence", "prompt", "ablate", "beam")
@@ -72,11 +73,17 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
 
 
 def compute(explainer: Explainer, key: tuple) -> bytes:
-    """The server pool's computation: a what-if key ("whatif", kind, text, names, beam) or an /api/explain one,
-    within the one bound every answer has (serve/requests.py)."""
-    what = key[1] if key[0] == "whatif" else key[0]
+    """The server pool's computation: a what-if key ("whatif", kind, text, names, beam), a why key ("why", tool,
+    kind, text, corrupted, method; serve/why.py) or an /api/explain one, within the one bound every answer has
+    (serve/requests.py)."""
+    what = key[1] if key[0] in ("whatif", "why") else key[0]
     with answer_budget(what):
-        answer = whatif_answer(explainer, *key[1:]) if key[0] == "whatif" else explainer.compute(*key)
+        if key[0] == "whatif":
+            answer = whatif_answer(explainer, *key[1:])
+        elif key[0] == "why":
+            answer = why_answer(explainer, *key[1:])
+        else:
+            answer = explainer.compute(*key)
     return bounded_answer(answer, what)
 
 

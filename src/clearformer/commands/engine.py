@@ -19,7 +19,7 @@ from pathlib import Path
 from clearformer.errors import UserError
 from clearformer.evaluate import score_corpus
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress
+from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress, restore_pieces
 from clearformer.interop.ct2_engine import EngineSettings, export_folder, load_engine
 
 ENGINES = ("pytorch", "ctranslate2")
@@ -62,19 +62,19 @@ def translate_with_engine(engine, model, tokenizer, sentences: list[str], decodi
                           progress=None) -> list[str]:
     """`generate.translate` with CTranslate2 decoding: the same source reading (long inputs split into
     sentences unless --whole, `encode_source`), cut to max_len as `evaluate` does, joined back."""
-    sources, owners = encode_sources(model, tokenizer, sentences, decoding.split)
+    sources, owners, masks = encode_sources(model, tokenizer, sentences, decoding.split)
     max_len = model.config.max_len
     pieces = engine.translate_ids([ids[:max_len] for ids in sources], beam=decoding.beam, alpha=decoding.alpha,
                                   max_extra=decoding.max_extra, batch_size=decoding.batch_size,
                                   placeholders=decoding.placeholders == "exact",
                                   progress=per_input_progress(progress, len(sentences), len(sources)))
-    return join_pieces(pieces, owners, len(sentences))
+    return join_pieces(restore_pieces(masks, pieces), owners, len(sentences))
 
 
 def evaluate_engine(engine, model, tokenizer, pairs, decoding: DecodingOptions, progress=None):
     """(Evaluation, sources cut to max_len) of the CTranslate2 engine on `pairs`, as `evaluate_model`."""
     texts = [source for source, _ in pairs]
-    sources, _ = encode_sources(model, tokenizer, texts, decoding.split)
+    sources, _, _ = encode_sources(model, tokenizer, texts, decoding.split)
     truncated = sum(len(ids) > model.config.max_len for ids in sources)
     hypotheses = translate_with_engine(engine, model, tokenizer, texts, decoding, progress)
     return score_corpus(hypotheses, [target for _, target in pairs], texts), truncated

@@ -18,7 +18,8 @@ from clearformer.train.options import preset_defaults
 
 # Options a resumed run may change; every other option comes from the checkpoint.
 RESUMABLE = ("steps", "minutes", "device", "bf16", "compile")
-TUNABLE = ("tokenizer", "vocab_size", "placeholder_pieces", "batch_tokens", "accum", "lr_factor", "warmup",
+TUNABLE = ("tokenizer", "vocab_size", "placeholder_pieces", "mask_placeholders", "placeholder_patterns",
+           "batch_tokens", "accum", "lr_factor", "warmup",
            "label_smoothing", "clip", "dropout", "attention_dropout", "ffn_dropout", "seed", "patience",
            "save_every", "keep", "eval_every", "bleu_sentences", "log_every", "tie", "device", "bf16", "compile",
            "slow_down")
@@ -64,6 +65,11 @@ def register(subparsers) -> None:
     recipe.add_argument("--placeholder-pieces", action=argparse.BooleanOptionalAction, default=None,
                         help="keep frequent placeholders (%%s, {0}, <b>, ...) as single SentencePiece pieces, "
                              "which decoding then copies exactly (default on)")
+    recipe.add_argument("--mask-placeholders", action=argparse.BooleanOptionalAction, default=None,
+                        help="replace each placeholder by a reserved token ｟ph0｠, ｟ph1｠, ... before the model "
+                             "and restore its exact text after decoding (default on, off for toy presets)")
+    recipe.add_argument("--placeholder-pattern", dest="placeholder_patterns", action="append", metavar="REGEX",
+                        help="also mask what this regular expression matches (repeatable; kept by the tokenizer)")
     recipe.add_argument("--tie", choices=["none", "decoder", "all"], help="shared embeddings (default all)")
     recipe.add_argument("--batch-tokens", type=int, help="padded tokens per batch (and per process)")
     recipe.add_argument("--accum", type=int, help="batches accumulated per optimizer step")

@@ -86,6 +86,8 @@ class BeamTree:
     ranking: list[Finished]
     result: str = ""
     chosen_path: list[str] = field(default_factory=list)  # hypothesis ids, step 0 first
+    masked_source: str = ""  # a run that masks placeholders: the sentence the model read
+    masked_result: str = ""  # and the translation it wrote, before `result` got the placeholders back
     layers: int = 0
     heads: int = 0
 
@@ -113,7 +115,7 @@ def rule_for(token: int, raw: float, adjusted: float, eos_id: int, step: int, mi
             return "blocked: <eos> before the minimum length"
         if token == eos_id:  # the brevity rule's bonus is -inf for ending at once (generate/brevity.py)
             return "brevity penalty -inf: an empty translation never ends"
-        return "forbidden by the placeholder rule"
+        return "forbidden by the placeholder rule or the repeat bound"
     return f"brevity penalty {adjusted - raw:+.4f}" if token == eos_id else f"moved {adjusted - raw:+.4f}"
 
 

@@ -25,6 +25,7 @@ from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.generate.translate import decode_ids
 from clearformer.record import trace
+from clearformer.tokenize import mask_placeholders, restore_placeholders
 
 MAX_BEAM = 16  # a tree wider than this is no longer readable, on the page or in the terminal
 
@@ -67,13 +68,17 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
     source_tokens = [tokenizer.id_to_token(i) for i in ids]
     tree = read_beam_tree(recorder.records, vocab, source_tokens, tokenizer.eos_id, options.beam, options.alpha,
                           options.stop)
-    tree.result = tokenizer.decode(output)
+    masked = mask_placeholders(tokenizer, sentence)
+    tree.result = restore_placeholders(masked, tokenizer.decode(output))
+    if masked.originals:  # the beam view shows what the model read and wrote, and what comes back
+        tree.masked_source, tree.masked_result = masked.text, tokenizer.decode(output)
     generated = [tokenizer.bos_id] + (tree.ranking[0].tokens if tree.ranking else [])
     labels = [tokenizer.id_to_token(i) for i in generated]
     walk = build_walkthrough(follow_chosen(recorder.records, tree), f"Translating {sentence!r} (beam {options.beam})",
                              source_tokens, labels[:1], vocab=vocab,
                              target_by_step={t: labels[: t + 1] for t in range(len(generated) - 1)}, top=top)
-    return SearchWalkthrough(**{**walk.__dict__, "target_tokens": labels, "result": tree.result},
+    return SearchWalkthrough(**{**walk.__dict__, "target_tokens": labels, "result": tree.result,
+                                "masked_source": tree.masked_source, "masked_result": tree.masked_result},
                              beam=tree.to_dict())
 
 
@@ -98,7 +103,8 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
         model.eval()
         with torch.inference_mode():
             output = run_search(model, tokenizer, src, options)
-        walk.original = {"result": tokenizer.decode(output),
+        masked = mask_placeholders(tokenizer, sentence)
+        walk.original = {"result": restore_placeholders(masked, tokenizer.decode(output)),
                          "target_tokens": [tokenizer.id_to_token(i) for i in [tokenizer.bos_id, *output]]}
         walk.title += " with --ablate " + " ".join(walk.ablated)
     return walk
@@ -142,5 +148,7 @@ def render_beam(tree: dict, decimals: int = 3, width: int = 120, color: bool | N
     for rank, done in enumerate(tree["ranking"], start=1):
         console.print(f"{rank}. {number(done['score'])}  {' '.join(done['words'])}" + ("   ← the translation"
                                                                                        if done["best"] else ""))
+    if tree.get("masked_source"):
+        console.print(Text(f"the model read: {tree['masked_source']}\nit wrote:       {tree['masked_result']}"))
     console.print(Text(f"result: {tree['result']}", style="bold green"))
     return buffer.getvalue()

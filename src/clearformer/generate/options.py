@@ -39,6 +39,9 @@ def cli(flag: str, help: str, inverted: bool = False, **argparse_kwargs) -> dict
     return {"flag": flag, "help": help, "inverted": inverted, **argparse_kwargs}
 
 
+REPEAT_RULES = ("auto", "bounded", "free")
+
+
 def dest(flag: str) -> str:
     """Where argparse keeps a flag's value: --early-stop -> early_stop."""
     return flag.lstrip("-").replace("-", "_")
@@ -62,6 +65,10 @@ class DecodingOptions:
     placeholders: str = field(default="exact", metadata=cli(
         "--placeholders", "'exact' (default): every placeholder piece of a source (%%s, {0}, ...) comes out "
         "exactly as often as it went in; 'free': no constraint", choices=("exact", "free")))
+    repeats: str = field(default="auto", metadata=cli(
+        "--repeats", "'bounded': no piece comes more than max(3, its longest run in the source) times in a row "
+        "(no runaway repetition to the length limit); 'free': no bound; 'auto' (default): bounded for runs that "
+        "mask placeholders, free for older runs (they translate as before)", choices=REPEAT_RULES))
     max_extra: int = field(default=50, metadata=cli(
         "--max-extra", "stop at source length + N tokens (default 50, as in the paper)", metavar="N"))
     max_new: int | None = None  # a fixed token budget instead of max_extra (benchmarks; no flag)
@@ -90,6 +97,8 @@ class DecodingOptions:
             raise UserError(f"unknown early-stopping rule {self.stop!r}: choose one of {', '.join(STOP_RULES)}")
         if self.placeholders not in ("exact", "free"):
             raise UserError(f"--placeholders must be 'exact' or 'free', not {self.placeholders!r}")
+        if self.repeats not in REPEAT_RULES:
+            raise UserError(f"--repeats must be one of {', '.join(REPEAT_RULES)}, not {self.repeats!r}")
         if self.max_extra < 0:
             raise UserError(f"--max-extra must be >= 0, not {self.max_extra}")
         if self.max_new is not None and self.max_new < 1:
@@ -142,7 +151,8 @@ class SearchTokens:
 
     placeholder_ids: the pieces each source's copies of must come out exactly (empty: no constraint);
     length_ratio: target tokens per source token in the training pairs (0: unknown, no brevity penalty);
-    source_eos: whether every source ends in <eos> (it is then not counted as a source token).
+    source_eos: whether every source ends in <eos> (it is then not counted as a source token);
+    repeat_bound: no piece more than max(3, its longest source run) times in a row (generate/constraints.py).
     """
 
     bos_id: int = DEFAULT_BOS_ID
@@ -151,6 +161,7 @@ class SearchTokens:
     placeholder_ids: tuple[int, ...] = ()
     length_ratio: float = 0.0
     source_eos: bool = False
+    repeat_bound: bool = False
 
 
 def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None) -> SearchTokens:
@@ -168,4 +179,14 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
         placeholder_ids=pieces,
         length_ratio=0.0 if tokenizer is None else float(tokenizer.length_ratio),
         source_eos=False if tokenizer is None else bool(tokenizer.source_eos),
+        repeat_bound=repeat_bound(tokenizer, options),
     )
+
+
+def repeat_bound(tokenizer, options: DecodingOptions | None) -> bool:
+    """--repeats: 'bounded', 'free', or 'auto' (bounded for a run that masks placeholders: runs trained
+    before masking existed decode exactly as they did)."""
+    rule = "auto" if options is None else options.repeats
+    if rule == "auto":
+        return bool(getattr(tokenizer, "mask_placeholders", False))
+    return rule == "bounded"

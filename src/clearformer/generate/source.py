@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SENTENCE_CHARS
-from clearformer.tokenize import encode_source
+from clearformer.tokenize import encode_source, mask_placeholders
 from clearformer.validation import has_surrogates, shorten
 
 
@@ -37,7 +37,8 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
     if not words:
         raise UserError(f"{at}empty sentence (nothing to translate)")
     unknown_words = getattr(tokenizer, "unknown_words", None)
-    unknown = unknown_words(text) if unknown_words else []
+    # Words of the sentence the model reads (placeholders masked when the run masks them).
+    unknown = unknown_words(mask_placeholders(tokenizer, text).text) if unknown_words else []
     if all(i == tokenizer.unk_id for i in words):
         shown = shorten(", ".join(unknown[:5]) or repr(text))
         raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")

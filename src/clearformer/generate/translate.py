@@ -14,7 +14,7 @@ import torch
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
-from clearformer.tokenize import encode_source
+from clearformer.tokenize import Masked, encode_source, mask_placeholders, restore_placeholders
 from clearformer.tokenize.sentences import split_long
 
 
@@ -79,19 +79,30 @@ def translate(model, tokenizer, sentences: list[str], options: DecodingOptions |
     `placeholders="exact"` (the default) a translation copies every placeholder piece of its source
     exactly (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained).
     With `split` (the default) an input of more than 25 words is translated sentence by sentence.
+    A run that masks placeholders reads each piece masked and its translation comes back restored
+    (`tokenize.mask_placeholders` / `restore_placeholders`).
     """
     options = (options or DecodingOptions()).check()
-    sources, owners = encode_sources(model, tokenizer, sentences, options.split)
+    sources, owners, masks = encode_sources(model, tokenizer, sentences, options.split)
     translations = translate_ids(model, tokenizer, sources, options,
                                  per_input_progress(progress, len(sentences), len(sources)))
-    return join_pieces(translations, owners, len(sentences))
+    return join_pieces(restore_pieces(masks, translations), owners, len(sentences))
 
 
-def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = True) -> tuple[list[list[int]], list[int]]:
-    """Inputs -> (source ids of each piece to translate, the input each piece belongs to): an input of
-    more than 25 words is cut into its sentences when `split`; each piece is read by `encode_source`."""
+def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = True
+                   ) -> tuple[list[list[int]], list[int], list[Masked]]:
+    """Inputs -> (source ids of each piece to translate, the input each piece belongs to, each piece as
+    the model reads it: `mask_placeholders`, whose pair `restore_pieces` puts the placeholders back):
+    an input of more than 25 words is cut into its sentences when `split`; each piece is read by
+    `encode_source`."""
     pieces, owners = split_long_sources(sentences) if split else (list(sentences), list(range(len(sentences))))
-    return [encode_source(tokenizer, text) for text in pieces], owners
+    masks = [mask_placeholders(tokenizer, text) for text in pieces]
+    return [encode_source(tokenizer, text) for text in pieces], owners, masks
+
+
+def restore_pieces(masks: Sequence[Masked], translations: Sequence[str]) -> list[str]:
+    """Each piece's translation with its placeholders put back (`restore_placeholders`)."""
+    return [restore_placeholders(masked, text) for masked, text in zip(masks, translations, strict=True)]
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], options: DecodingOptions | None = None,

@@ -58,7 +58,7 @@ def resolve_folder(source: str, patterns: list[str]) -> Path:
 
 
 def read_config(folder: Path) -> dict:
-    return read_json_object(folder / "config.json", "missing (not a Transformers model folder?)")
+    return read_json_object(folder / "config.json", missing="missing (not a Transformers model folder?)")
 
 
 class ConfigFields:

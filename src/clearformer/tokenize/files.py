@@ -32,7 +32,7 @@ def load_files(directory: str | Path, roles: tuple[str, ...]) -> tuple[dict, dic
     """(tokenizer.json's fields, role -> bytes) for a tokenizer written by `save_files`."""
     directory = Path(directory)
     path = directory / JSON_FILE
-    info = read_json_object(path, "missing (not a clearformer checkpoint?)")
+    info = read_json_object(path, missing="missing (not a clearformer checkpoint?)")
     listed = info.get("files")
     contents = {}
     for role in roles:

@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from clearformer.config import PRESETS, RNN_FIELDS
 from clearformer.errors import UserError
 from clearformer.store.compat import upgrade_train_options
+from clearformer.tokenize.placeholders import check_patterns
 
 # The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
 # vocabulary, small batches, a short warmup and a fixed number of steps.
 TOY_DEFAULTS = dict(tokenizer="words", batch_tokens=600, warmup=100, lr_factor=1.0, steps=400,
                     eval_every=100, save_every=200, patience=0, bleu_sentences=60)
 # The paper's recipe scaled to a CPU: subwords, 4k-token batches, 4000 warmup steps.
-REAL_DEFAULTS = dict(tokenizer="sentencepiece", batch_tokens=4096, warmup=4000, lr_factor=1.0, steps=None,
+REAL_DEFAULTS = dict(tokenizer="sentencepiece", mask_placeholders=True, batch_tokens=4096, warmup=4000, lr_factor=1.0,
+                     steps=None,
                      eval_every=500, save_every=500, patience=10, bleu_sentences=200)
 
 
@@ -35,7 +37,11 @@ class TrainOptions:
     tokenizer: "words" or "sentencepiece", vocab_size (subwords only), joint vocabulary always;
         source_eos: <eos> appended to every source (kept by the tokenizer: tokenize/facts.py);
         placeholder_pieces: the placeholders frequent in the training sources (`%s`, `{0}`, ...)
-        become single SentencePiece pieces, which decoding copies exactly (generate/constraints.py).
+        become single SentencePiece pieces, which decoding copies exactly (generate/constraints.py);
+        mask_placeholders: each placeholder becomes a reserved token ｟ph{i}｠ before the model and is
+        restored after (tokenize/placeholders.py; on for the real presets, off for the toy ones, whose
+        phrases hold none, and for runs saved before it existed), placeholder_patterns: extra regexes
+        masked as placeholders too (kept by the tokenizer).
     recipe: batch_tokens (padded tokens per batch and process), accum (batches per update),
         lr_factor and warmup (the schedule), label_smoothing, clip (max gradient norm, 0 = off),
         dropout (residual + embedding dropout; None = the preset's), attention_dropout and ffn_dropout
@@ -60,6 +66,8 @@ class TrainOptions:
     tokenizer: str = "words"
     vocab_size: int = 8000
     placeholder_pieces: bool = True
+    mask_placeholders: bool = False
+    placeholder_patterns: list[str] = field(default_factory=list)
     source_eos: bool = True
     batch_tokens: int = 4096
     accum: int = 1
@@ -101,6 +109,10 @@ class TrainOptions:
         need(self.tokenizer in ("words", "sentencepiece"),
              f"--tokenizer must be words or sentencepiece, not {self.tokenizer!r}")
         need(self.vocab_size >= 16, f"--vocab-size must be at least 16, not {self.vocab_size}")
+        try:
+            check_patterns(self.placeholder_patterns)
+        except ValueError as error:
+            raise UserError(f"--placeholder-pattern: {error}") from None
         need(self.batch_tokens >= 8, f"--batch-tokens must be at least 8, not {self.batch_tokens}")
         need(self.lr_factor > 0, f"--lr-factor must be positive, not {self.lr_factor}")
         need(self.warmup >= 1, f"--warmup must be at least 1, not {self.warmup}")

@@ -155,11 +155,35 @@ def evaluate(args: argparse.Namespace) -> None:
     Path(args.out).write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
+def kept(sources: list[str], hypotheses: list[str]) -> tuple[str, str]:
+    """The share of sentences with placeholders that kept them, two ways: `find`'s multisets alike (the
+    score of main at 05b944e), and `same_placeholders` (which also counts placeholders side by side)."""
+    from clearformer.tokenize.placeholders import find, same_placeholders
+
+    pairs = [(s, h) for s, h in zip(sources, hypotheses, strict=True) if find(s)]
+    multiset = sum(Counter(find(s)) == Counter(find(h)) for s, h in pairs)
+    counted = sum(same_placeholders(s, h) for s, h in pairs)
+    return tuple(f"{100 * n / len(pairs):.1f}% ({n}/{len(pairs)})" if pairs else "-" for n in (multiset, counted))
+
+
+def ending_in_repeats(run: str, hypotheses: list[str]) -> int:
+    """Translations whose last RUNAWAY_RUN pieces (re-tokenized by the run's tokenizer, placeholders masked
+    where it masks) are one piece repeated, at the length limit or not."""
+    from clearformer.tokenize import load_tokenizer, mask_placeholders
+
+    tokenizer = load_tokenizer(run)
+    count = 0
+    for text in hypotheses:
+        pieces = tokenizer.tokenize(mask_placeholders(tokenizer, text).text)
+        count += len(pieces) >= RUNAWAY_RUN and len(set(pieces[-RUNAWAY_RUN:])) == 1
+    return count
+
+
 def row(result: dict, name: str) -> list:
     s = result["sets"][name]
-    share = 100 * s["placeholders_kept"] / s["placeholders_total"] if s["placeholders_total"] else 100.0
-    return [result["label"], name, s["sentences"], f"{share:.1f}% ({s['placeholders_kept']}/{s['placeholders_total']})",
-            f"{s['bleu']:.2f}", f"{s['chrf']:.2f}", f"{s['ratio']:.3f}", s["runaway"], s["at_limit"]]
+    return [result["label"], name, s["sentences"], *kept(s["sources"], s["hypotheses"]), f"{s['bleu']:.2f}",
+            f"{s['chrf']:.2f}", f"{s['ratio']:.3f}", s["runaway"], s["at_limit"],
+            ending_in_repeats(result["run"], s["hypotheses"])]
 
 
 def unusual_examples(results: list[dict]) -> list[str]:
@@ -176,13 +200,18 @@ def unusual_examples(results: list[dict]) -> list[str]:
 def report(args: argparse.Namespace) -> None:
     results = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.results]
     rows = [row(r, name) for name in ("test", "heldout") for r in results]
-    headers = ["run", "set", "sentences", "placeholders kept exactly", "BLEU", "chrF", "length ratio",
-               "runaway (repeat to the limit)", "at the length limit"]
+    headers = ["run", "set", "sentences", "placeholders kept (find multisets)", "placeholders kept (counted)",
+               "BLEU", "chrF", "length ratio",
+               "runaway (repeat to the limit)", "at the length limit", "ending in one piece 4+ times"]
     body = (f"{args.note.strip()}\n\n" + markdown_table(headers, rows)
             + "\n\nRunaway = a translation that reached its length limit (source tokens + 50) ending in one piece "
-              f"repeated {RUNAWAY_RUN}+ times; \"at the length limit\" counts every translation that ended there. "
-              "Placeholders kept exactly = sentences whose source holds a placeholder whose translation holds "
-              "the same multiset (`tokenize/placeholders.py`, `placeholder_score`).\n\n"
+              f"repeated {RUNAWAY_RUN}+ times; \"at the length limit\" counts every translation that ended there; "
+              f"\"ending in one piece {RUNAWAY_RUN}+ times\" counts the translations whose last {RUNAWAY_RUN} pieces "
+              "(re-tokenized by the run's tokenizer) are one piece, wherever they stopped. "
+              "Placeholders kept = of the sentences whose source holds a placeholder, those whose translation "
+              "holds the same ones: by `find`'s multisets (main's score), and counted "
+              "(`tokenize/placeholders.py` `same_placeholders`, this branch's score: two placeholders written "
+              "side by side, \"%qD%qs\", read as `find`'s \"%qD%\" and \"qs\" but are both there).\n\n"
               "Messages with unusual placeholders (beam 4):\n\n" + "\n".join(unusual_examples(results)))
     for r in results:
         for name in ("test", "heldout"):

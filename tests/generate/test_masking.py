@@ -41,6 +41,7 @@ from clearformer.tokenize.placeholders import (
     mask,
     mask_target,
     restore,
+    same_placeholders,
 )
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.train.corpus import build_tokenizer, masked_pairs
@@ -280,3 +281,11 @@ def test_sentencepiece_keeps_reserved_tokens_whole_next_to_digits_and_quotes():
     pieces = tokenizer.tokenize("link '｟ph0｠' 255 ｟ph12｠x")
     assert "｟ph0｠" in pieces and "｟ph12｠" in pieces
     assert tokenizer.decode(tokenizer.encode("link '｟ph0｠' 255")) == "link '｟ph0｠' 255"
+
+
+def test_placeholders_side_by_side_count_as_kept():
+    assert same_placeholders("expected %qD but got %qs", "attendu %qD%qs")  # find() reads "%qD%" there
+    assert same_placeholders("%PRODUCTNAME version %VERSION", "%PRODUCTNAME%VERSION")
+    assert not same_placeholders("expected %qD but got %qs", "attendu %qD%qs%d")  # one invented
+    assert not same_placeholders("%q and %qD", "%qD")  # %q dropped: not found inside %qD
+    assert not same_placeholders("%s and %s", "%s")

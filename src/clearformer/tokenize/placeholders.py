@@ -72,8 +72,21 @@ def find(text: str) -> list[str]:
 
 
 def same_placeholders(source: str, translation: str) -> bool:
-    """True when the translation holds exactly the source's placeholders (as a multiset)."""
-    return Counter(find(source)) == Counter(find(translation))
+    """True when the translation holds exactly the source's placeholders (as a multiset).
+
+    Two placeholders written side by side can read differently from how they read apart
+    ("%qD%qs" is `find`'s "%qD%" and "qs", the %-word with a closing %): so where the multisets of
+    `find` differ, the source's own placeholder texts are counted in the translation instead (longest
+    first, each taken out once counted), and what is left must hold no placeholder."""
+    wanted = Counter(find(source))
+    if Counter(find(translation)) == wanted:
+        return True
+    rest = translation
+    for placeholder in sorted(wanted, key=len, reverse=True):
+        if rest.count(placeholder) != wanted[placeholder]:
+            return False
+        rest = rest.replace(placeholder, "\0")
+    return not find(rest)
 
 
 def check_patterns(patterns: Iterable[str]) -> tuple[str, ...]:

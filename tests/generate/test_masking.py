@@ -289,3 +289,10 @@ def test_placeholders_side_by_side_count_as_kept():
     assert not same_placeholders("expected %qD but got %qs", "attendu %qD%qs%d")  # one invented
     assert not same_placeholders("%q and %qD", "%qD")  # %q dropped: not found inside %qD
     assert not same_placeholders("%s and %s", "%s")
+
+
+def test_the_beam_view_names_the_repeat_bound():
+    from clearformer.explain.beam import rule_for
+
+    assert rule_for(7, -1.0, float("-inf"), 3, 4, 0, last=7) == "forbidden by the repeat bound"
+    assert rule_for(7, -1.0, float("-inf"), 3, 4, 0, last=8) == "forbidden by the placeholder rule"

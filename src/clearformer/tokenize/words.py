@@ -62,6 +62,7 @@ class WordTokenizer(TokenizerFacts):
         if missing:
             raise UserError(f"the vocabulary lacks the special token(s) {', '.join(missing)}")
         self.specials = names
+        self._placeholder_ids: tuple[int, ...] | None = None
         self.pad_id = self.stoi[names["pad"]]
         self.unk_id = self.stoi[names["unk"]]
         self.bos_id = self.stoi[names["bos"]]
@@ -78,10 +79,17 @@ class WordTokenizer(TokenizerFacts):
 
     @property
     def placeholder_ids(self) -> tuple[int, ...]:
-        """The reserved placeholder tokens' ids when this tokenizer masks (decoding copies them exactly)."""
+        """The reserved placeholder tokens' ids when this tokenizer masks (decoding copies them exactly);
+        a test may set others."""
+        if self._placeholder_ids is not None:
+            return self._placeholder_ids
         if not self.mask_placeholders:
             return ()
         return tuple(self.stoi[t] for t in RESERVED_TOKENS if t in self.stoi)
+
+    @placeholder_ids.setter
+    def placeholder_ids(self, ids) -> None:
+        self._placeholder_ids = tuple(ids)
 
     def __len__(self) -> int:
         return len(self.itos)

@@ -44,7 +44,7 @@ def run(trained_run, tmp_path, monkeypatch):
 def ours_and_engine(run, quantize="none"):
     model, tokenizer, _ = load_model(run)
     engine, _ = load_engine(run, model, tokenizer, EngineSettings(quantize=quantize, threads=1))
-    sources, _ = encode_sources(model, tokenizer, SENTENCES)
+    sources, _, _ = encode_sources(model, tokenizer, SENTENCES)
     return model, tokenizer, engine, sources
 
 

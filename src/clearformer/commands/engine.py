@@ -78,7 +78,7 @@ def translate_with_engine(engine, model, pieces: Pieces, decoding: DecodingOptio
     max_len = model.config.max_len
     outputs = engine.translate_ids([ids[:max_len] for ids in pieces.sources], decoding,
                                    progress=per_input_progress(progress, pieces.count, len(pieces.sources)))
-    return join_pieces(outputs, pieces.owners, pieces.count)
+    return join_pieces(pieces.restore(outputs), pieces.owners, pieces.count)
 
 
 def translate_texts_with_engine(engine, model, tokenizer, sentences: list[str], decoding: DecodingOptions,
@@ -92,7 +92,7 @@ def translate_texts_with_engine(engine, model, tokenizer, sentences: list[str], 
 def evaluate_engine(engine, model, tokenizer, pairs, decoding: DecodingOptions, progress=None):
     """(Evaluation, sources cut to max_len) of the CTranslate2 engine on `pairs`, as `evaluate_model`."""
     texts = [source for source, _ in pairs]
-    sources, _ = encode_sources(model, tokenizer, texts, decoding.split)
+    sources, _, _ = encode_sources(model, tokenizer, texts, decoding.split)
     truncated = sum(len(ids) > model.config.max_len for ids in sources)
     hypotheses = translate_texts_with_engine(engine, model, tokenizer, texts, decoding, check=False,
                                              progress=progress)

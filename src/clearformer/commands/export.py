@@ -16,7 +16,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
-from clearformer.interop.marian import check_exportable, export_marian
+from clearformer.interop.marian import check_exportable, export_marian, masking_note
 from clearformer.store import lock
 from clearformer.store.checkpoint import load_model
 from clearformer.store.runs import resolve_checkpoint
@@ -53,6 +53,9 @@ def export(args, out: Path) -> int:
     checkpoint = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(checkpoint)
     check_exportable(model.config, tokenizer)
+    note = masking_note(tokenizer)
+    if note:
+        print(note)
     if args.to == "marian":
         export_marian(model, tokenizer, out)
         print(f"wrote {out}: MarianMTModel.from_pretrained({str(out)!r}) and MarianTokenizer load it")

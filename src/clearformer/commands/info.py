@@ -86,7 +86,8 @@ def run(args) -> int:
     if "tokenizer" in info:
         t = info["tokenizer"]
         print(f"  tokenizer: {t['kind']}, {t['vocab_size']:,} tokens, sources end in <eos>: "
-              f"{'yes' if t['source_eos'] else 'no'}, length ratio: {t['length_ratio'] or 'not measured'}")
+              f"{'yes' if t['source_eos'] else 'no'}, length ratio: {t['length_ratio'] or 'not measured'}, "
+              f"placeholders masked: {'yes' if t.get('mask_placeholders') else 'no'}")
     if "kv_cache_bytes_per_token" in info:
         print(f"  KV cache (decoder self-attention): {describe_kv_cache(info['kv_cache_bytes_per_token'])}")
     return 0

@@ -86,6 +86,8 @@ class BeamTree:
     ranking: list[Finished]
     result: str = ""
     chosen_path: list[str] = field(default_factory=list)  # hypothesis ids, step 0 first
+    masked_source: str = ""  # a run that masks placeholders: the sentence the model read
+    masked_result: str = ""  # and the translation it wrote, before `result` got the placeholders back
     layers: int = 0
     heads: int = 0
 
@@ -104,8 +106,10 @@ def finite(data):
     return data
 
 
-def rule_for(token: int, raw: float, adjusted: float, eos_id: int, step: int, min_length: int) -> str:
-    """Which of beam search's rules moved this candidate's score, in words ("" if none)."""
+def rule_for(token: int, raw: float, adjusted: float, eos_id: int, step: int, min_length: int,
+             last: int | None = None) -> str:
+    """Which of beam search's rules moved this candidate's score, in words ("" if none); `last` is the
+    hypothesis's last token (a forbidden repeat of it is the repeat bound's, generate/constraints.py)."""
     if adjusted == raw:
         return ""
     if adjusted == float("-inf"):
@@ -113,6 +117,8 @@ def rule_for(token: int, raw: float, adjusted: float, eos_id: int, step: int, mi
             return "blocked: <eos> before the minimum length"
         if token == eos_id:  # the brevity rule's bonus is -inf for ending at once (generate/brevity.py)
             return "brevity penalty -inf: an empty translation never ends"
+        if token == last:
+            return "forbidden by the repeat bound"
         return "forbidden by the placeholder rule"
     return f"brevity penalty {adjusted - raw:+.4f}" if token == eos_id else f"moved {adjusted - raw:+.4f}"
 
@@ -161,7 +167,8 @@ def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], voca
         for token in order:
             lp, adj = float(logprobs[row, token]), float(moved[row, token])
             candidate = Candidate(token, vocab[token], lp, adj, float(scores[row]) + adj,
-                                  rule=rule_for(token, lp, adj, eos_id, t, meta["min_length"]))
+                                  rule=rule_for(token, lp, adj, eos_id, t, meta["min_length"],
+                                                ids[-1] if ids else None))
             if (row, token) in going and done:  # among the best K, but the search ends here
                 candidate.fate = "finishes" if at_limit and going[(row, token)] == 0 else "stopped"
             elif (row, token) in going:

@@ -111,5 +111,7 @@ def render(walk: Walkthrough, decimals: int = 4, layer: int | None = None, head:
         console.print()
     if walk.result:
         console.rule(Text("RESULT", style="bold magenta"))
+        if getattr(walk, "masked_source", ""):  # placeholders masked before the model, restored after
+            console.print(Text(f"the model read: {walk.masked_source}\nit wrote:       {walk.masked_result}"))
         console.print(Text(walk.result, style="bold"), soft_wrap=True)  # one line, for scripts
     return buffer.getvalue()

@@ -27,6 +27,7 @@ from clearformer.generate.source import prepare_sources
 from clearformer.generate.translate import decode_ids, join_pieces, translate_ids
 from clearformer.limits import MAX_BEAM_SHOWN
 from clearformer.record import trace
+from clearformer.tokenize import mask_placeholders, restore_placeholders
 
 
 def check_explainable(options: DecodingOptions) -> DecodingOptions:
@@ -74,7 +75,10 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
     source_tokens = [tokenizer.id_to_token(i) for i in ids]
     tree = read_beam_tree(recorder.records, vocab, source_tokens, tokenizer.eos_id, options.beam, options.alpha,
                           options.stop)
-    tree.result = tokenizer.decode(output)
+    masked = mask_placeholders(tokenizer, sentence)
+    tree.result = restore_placeholders(masked, tokenizer.decode(output))
+    if masked.originals:  # the beam view shows what the model read and wrote, and what comes back
+        tree.masked_source, tree.masked_result = masked.text, tokenizer.decode(output)
     generated = [tokenizer.bos_id] + (tree.ranking[0].tokens if tree.ranking else [])
     labels = [tokenizer.id_to_token(i) for i in generated]
     walk = build_walkthrough(follow_chosen(recorder.records, tree), f"Translating {sentence!r} (beam {options.beam})",
@@ -85,7 +89,8 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
                         f"(beam search: score = log p / lp(n))")
         step.explanation = ("Beam search keeps the best hypotheses by score at every step; this is the word the "
                             "finally chosen hypothesis took here, which need not be this step's most probable one.")
-    return SearchWalkthrough(**{**walk.__dict__, "target_tokens": labels, "result": tree.result},
+    return SearchWalkthrough(**{**walk.__dict__, "target_tokens": labels, "result": tree.result,
+                                "masked_source": tree.masked_source, "masked_result": tree.masked_result},
                              beam=tree.to_dict())
 
 
@@ -119,6 +124,7 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
     walk.sentence = text
     walk.unknown = pieces.unknown.get(0, [])
     if total > 1:
+        translations = pieces.restore(translations)
         walk.pieces = [{"text": t, "translation": out} for t, out in zip(pieces.texts, translations, strict=True)]
         walk.piece = piece
         walk.title += f" (sentence {piece} of {total} of your text)"
@@ -130,7 +136,7 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
                                                                device=next(model.parameters()).device), shown)
             plain = ([tokenizer.decode(output)] if total == 1 else
                      translate_ids(model, tokenizer, pieces.sources, options))
-        walk.original = {"result": join_pieces(plain, pieces.owners, 1)[0],
+        walk.original = {"result": join_pieces(pieces.restore(plain), pieces.owners, 1)[0],
                          "target_tokens": [tokenizer.id_to_token(i) for i in [tokenizer.bos_id, *output]]}
         walk.title += " with --ablate " + " ".join(walk.ablated)
     return walk
@@ -176,5 +182,7 @@ def render_beam(tree: dict, decimals: int = 3, width: int | None = None, color: 
     for rank, done in enumerate(tree["ranking"], start=1):
         console.print(f"{rank}. {number(done['score'])}  {' '.join(done['words'])}" + ("   ← the translation"
                                                                                        if done["best"] else ""))
+    if tree.get("masked_source"):
+        console.print(Text(f"the model read: {tree['masked_source']}\nit wrote:       {tree['masked_result']}"))
     console.print(Text(f"result: {tree['result']}", style="bold green"), soft_wrap=True)  # one line, for scripts
     return buffer.getvalue()

@@ -19,6 +19,7 @@ from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import prepare_sources
 from clearformer.record import trace
+from clearformer.tokenize import mask_placeholders, restore_placeholders
 
 
 def explain_translation(model, tokenizer, sentence: str, options: DecodingOptions | None = None,
@@ -52,5 +53,14 @@ def explain_translation(model, tokenizer, sentence: str, options: DecodingOption
         for step in walk.find(".scaled"):
             step.formula = "scaled = Q · Kᵀ  (this model has scale_attention=False: no division by √d_k)"
     walk.target_tokens = labels
-    walk.result = tokenizer.decode(decoded.sequences()[0])
+    set_result(walk, tokenizer, sentence, tokenizer.decode(decoded.sequences()[0]))
     return walk
+
+
+def set_result(walk, tokenizer, sentence: str, decoded: str) -> None:
+    """walk.result: the translation as `translate` returns it (placeholders restored); where the run
+    masks placeholders, also the sentence the model read and the translation it wrote."""
+    masked = mask_placeholders(tokenizer, sentence)
+    walk.result = restore_placeholders(masked, decoded)
+    if masked.originals:
+        walk.masked_source, walk.masked_result = masked.text, decoded

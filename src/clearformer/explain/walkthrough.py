@@ -137,6 +137,10 @@ class Walkthrough:
     # What computed it: "translation" (the encoder-decoder and the seeds' examples) or "lm" (decoder-only:
     # source_tokens are the prompt, target_tokens the prompt and then the generated tokens).
     model_kind: str = "translation"
+    # A run that masks placeholders (tokenize/placeholders.py): the sentence the model reads and the
+    # translation it wrote, before `result` got the placeholders back ("" when nothing was masked).
+    masked_source: str = ""
+    masked_result: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)

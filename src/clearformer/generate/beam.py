@@ -34,7 +34,7 @@ from __future__ import annotations
 import torch
 
 from clearformer.generate.brevity import BrevityPenalty
-from clearformer.generate.constraints import PlaceholderConstraint
+from clearformer.generate.constraints import DecodingRules
 from clearformer.generate.greedy import search_setup
 from clearformer.generate.options import DEFAULT_ALPHA, STOP_RULES, DecodingOptions, SearchTokens
 from clearformer.generate.state import Decoded, DecoderState
@@ -49,7 +49,7 @@ def length_penalty(length: int | float | torch.Tensor, alpha: float):
 
 
 def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, blocked: int | None = None,
-               constraint: PlaceholderConstraint | None = None,
+               constraint: DecodingRules | None = None,
                eos_bonus: tuple[int, torch.Tensor] | None = None, t: int | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The best 2 x beam extensions of each sentence's beams; token `blocked` (<eos> before the
@@ -164,7 +164,7 @@ def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = 
     alive = torch.arange(batch, device=device)  # original index of every sentence still searched
     state = DecoderState(model, memory, src_mask, tokens.bos_id, options.use_cache, options.compile)
     beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
-    constraint = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, eos_id, limits)
+    constraint = DecodingRules.for_batch(src_ids, tokens, limits)
     short = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)
     for t in range(steps):
         if recorder is not None:

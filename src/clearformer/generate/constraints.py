@@ -17,7 +17,18 @@ so a placeholder in a source sentence is one token id, and copying it is one dec
   translation is poor either way, but it still holds every placeholder of the source).
 
 Both are masks on the next-token logits; the rest of decoding is unchanged. Placeholders that are
-not single pieces (rare ones, below the vocabulary's frequency threshold) are not constrained.
+not single pieces (rare ones, below the vocabulary's frequency threshold) are not constrained; a
+run that masks placeholders (tokenize/placeholders.py) has every one of them as a reserved token
+｟ph{i}｠, a single piece, so there all are.
+
+`RepeatBound` stops runaway repetition: a piece may come at most max(3, its longest run in the
+source) times in a row. A young model that lost its place in the source (a number spelled digit by
+digit, a placeholder it never saw as one piece) otherwise writes the same piece again and again until
+its length limit (BENCHMARKS.md, "Placeholders: masked before the model, restored after"); with
+the repeat forbidden, it has to choose another piece, most often <eos>. Placeholder pieces are left
+to `PlaceholderConstraint`, which counts them.
+
+`DecodingRules` applies both, in that order, with the same interface (mask, chose, select).
 """
 
 from __future__ import annotations
@@ -83,3 +94,85 @@ class PlaceholderConstraint:
         self.remaining = self.remaining.index_select(0, rows)
         if self.limits is not None:
             self.limits = self.limits.index_select(0, rows)
+
+
+MIN_RUN = 3  # a piece may always repeat this often in a row ("...", "000"); more only where the source does
+
+
+class RepeatBound:
+    """Per-hypothesis runs of the last piece, and the longest run of every source piece.
+
+    src_ids (sentences, src_len) -> `runs` (rows, src_len): the length of the run of src[j] that ends at
+    position j; `last` and `count` (rows,): the last piece each hypothesis produced, and how many
+    times in a row. `select` follows the hypotheses as `PlaceholderConstraint.select` does.
+    """
+
+    def __init__(self, src_ids: torch.Tensor, pad_id: int, exempt: Sequence[int] = ()) -> None:
+        runs = torch.ones_like(src_ids)
+        for j in range(1, src_ids.shape[1]):
+            runs[:, j] = torch.where(src_ids[:, j] == src_ids[:, j - 1], runs[:, j - 1] + 1, 1)
+        self.src = src_ids.masked_fill(src_ids == pad_id, -1)
+        self.runs = runs
+        self.exempt = torch.tensor(sorted(exempt), dtype=torch.long, device=src_ids.device)
+        self.last = torch.full((src_ids.shape[0],), -1, dtype=torch.long, device=src_ids.device)
+        self.count = torch.zeros_like(self.last)
+
+    def allowed(self) -> torch.Tensor:
+        """(rows,) how often the last piece may come in a row: max(MIN_RUN, its longest run in the source)."""
+        in_source = (self.src == self.last[:, None]).long() * self.runs
+        return in_source.amax(dim=1).clamp(min=MIN_RUN)
+
+    def mask(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
+        """Set the logit of the last piece to -inf, in place, where one more would exceed its bound."""
+        if not bool((self.count >= MIN_RUN).any()):  # the common case: no run long enough to check
+            return logits
+        stop = (self.count >= self.allowed()) & (self.last >= 0)
+        if self.exempt.numel():
+            stop &= ~(self.last[:, None] == self.exempt[None, :]).any(dim=1)
+        rows = stop.nonzero()[:, 0]
+        if rows.numel():
+            logits[rows, self.last[rows]] = float("-inf")
+        return logits
+
+    def chose(self, tokens: torch.Tensor) -> None:
+        """Count the chosen tokens (rows,)."""
+        self.count = torch.where(tokens == self.last, self.count + 1, torch.ones_like(self.count))
+        self.last = tokens.clone()
+
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep hypotheses `rows`."""
+        self.src, self.runs = self.src.index_select(0, rows), self.runs.index_select(0, rows)
+        self.last, self.count = self.last.index_select(0, rows), self.count.index_select(0, rows)
+
+
+class DecodingRules:
+    """The rules a search applies to each step's logits: the repeat bound (`SearchTokens.repeat_bound`,
+    decoding's --repeats), then the placeholder constraint (when the source holds placeholder pieces)."""
+
+    def __init__(self, rules: list) -> None:
+        self.rules = rules
+
+    @classmethod
+    def for_batch(cls, src_ids: torch.Tensor, tokens, limits: torch.Tensor | None = None) -> DecodingRules | None:
+        """The rules for a batch, from the search's `SearchTokens` (which say whether the repeat bound
+        applies, and which pieces are placeholders); None when none applies."""
+        rules: list = []
+        if tokens.repeat_bound:
+            rules.append(RepeatBound(src_ids, tokens.pad_id, tokens.placeholder_ids))
+        constraint = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, tokens.eos_id, limits)
+        if constraint is not None:
+            rules.append(constraint)
+        return cls(rules) if rules else None
+
+    def mask(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
+        for rule in self.rules:
+            logits = rule.mask(logits, t)
+        return logits
+
+    def chose(self, tokens: torch.Tensor) -> None:
+        for rule in self.rules:
+            rule.chose(tokens)
+
+    def select(self, rows: torch.Tensor) -> None:
+        for rule in self.rules:
+            rule.select(rows)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from clearformer.generate.brevity import BrevityPenalty
-from clearformer.generate.constraints import PlaceholderConstraint
+from clearformer.generate.constraints import DecodingRules
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
 from clearformer.record import trace
@@ -59,7 +59,7 @@ def greedy_decode(model, src_ids: torch.Tensor, options: DecodingOptions | None 
     scores = torch.zeros(batch, dtype=torch.float32, device=src_ids.device)
     alive = torch.arange(batch, device=src_ids.device)  # original index of every row still decoding
     state = DecoderState(model, memory, src_mask, tokens.bos_id, options.use_cache, options.compile)
-    constraint = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, eos_id, limits)
+    constraint = DecodingRules.for_batch(src_ids, tokens, limits)
     short = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)
     for t in range(steps):
         if recorder is not None:
@@ -69,15 +69,17 @@ def greedy_decode(model, src_ids: torch.Tensor, options: DecodingOptions | None 
             logits[:, eos_id] = float("-inf")
         if short is not None:
             logits[:, eos_id] += short.bonus(t, alive).to(logits.dtype)
+        # log p(chosen) = logit - logsumexp(logits): one pass less than a full log_softmax. Taken before
+        # the rules mask tokens (they forbid, they do not renormalise), as beam search does.
+        normaliser = torch.logsumexp(logits, dim=-1) if options.with_scores else None
         if constraint is not None:
             logits = constraint.mask(logits, t)
         chosen = logits.argmax(dim=-1)
         if constraint is not None:
             constraint.chose(chosen)
-        if options.with_scores:
-            # log p(chosen) = logit - logsumexp(logits): one pass less than a full log_softmax.
+        if normaliser is not None:
             best = logits.gather(1, chosen[:, None])[:, 0]
-            scores.index_add_(0, alive, (best - torch.logsumexp(logits, dim=-1)).float())
+            scores.index_add_(0, alive, (best - normaliser).float())
         output[alive, t] = chosen
         if recorder is not None:
             full = torch.full((batch,), pad_id, dtype=torch.long, device=chosen.device)

@@ -33,6 +33,9 @@ DEFAULT_BOS_ID = 2  # the WordTokenizer's order: <pad> <unk> <bos> <eos>
 DEFAULT_EOS_ID = 3
 
 
+REPEAT_RULES = ("auto", "bounded", "free")
+
+
 @dataclass
 class DecodingOptions(Options):
     """How to decode: the search, its limits and rules, and how sentences are batched. Every range is
@@ -51,6 +54,10 @@ class DecodingOptions(Options):
     placeholders: str = option("exact", "--placeholders", "'exact' (default): every placeholder piece of a "
                                "source (%%s, {0}, ...) comes out exactly as often as it went in; 'free': no "
                                "constraint", choices=PLACEHOLDER_RULES)
+    repeats: str = option("auto", "--repeats", "'bounded': no piece comes more than max(3, its longest run in the "
+                          "source) times in a row (no runaway repetition to the length limit); 'free': no bound; "
+                          "'auto' (default): bounded for runs that mask placeholders, free for older runs (they "
+                          "translate as before)", choices=REPEAT_RULES)
     max_extra: int = option(50, "--max-extra", "stop at source length + N tokens (default 50, as in the paper)",
                             metavar="N", at_least=0, at_most=MAX_NEW_TOKENS)
     # A fixed token budget instead of max_extra, and <eos> forbidden before min_length tokens (benchmarks).
@@ -79,7 +86,8 @@ class SearchTokens:
 
     placeholder_ids: the pieces each source's copies of must come out exactly (empty: no constraint);
     length_ratio: target tokens per source token in the training pairs (0: unknown, no brevity penalty);
-    source_eos: whether every source ends in <eos> (it is then not counted as a source token).
+    source_eos: whether every source ends in <eos> (it is then not counted as a source token);
+    repeat_bound: no piece more than max(3, its longest source run) times in a row (generate/constraints.py).
     """
 
     bos_id: int = DEFAULT_BOS_ID
@@ -88,6 +96,7 @@ class SearchTokens:
     placeholder_ids: tuple[int, ...] = ()
     length_ratio: float = 0.0
     source_eos: bool = False
+    repeat_bound: bool = False
 
 
 def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None) -> SearchTokens:
@@ -105,4 +114,14 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
         placeholder_ids=pieces,
         length_ratio=0.0 if tokenizer is None else float(tokenizer.length_ratio),
         source_eos=False if tokenizer is None else bool(tokenizer.source_eos),
+        repeat_bound=repeat_bound(tokenizer, options),
     )
+
+
+def repeat_bound(tokenizer, options: DecodingOptions | None) -> bool:
+    """--repeats: 'bounded', 'free', or 'auto' (bounded for a run that masks placeholders: runs trained
+    before masking existed decode exactly as they did)."""
+    rule = "auto" if options is None else options.repeats
+    if rule == "auto":
+        return bool(getattr(tokenizer, "mask_placeholders", False))
+    return rule == "bounded"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SENTENCE_CHARS, has_surrogates, shorten
-from clearformer.tokenize import encode_source
+from clearformer.tokenize import Masked, encode_source, mask_placeholders, restore_placeholders
 from clearformer.tokenize.sentences import split_long
 
 
@@ -47,7 +47,8 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
     if not words:
         raise UserError(f"{at}empty sentence (nothing to translate)")
     unknown_words = getattr(tokenizer, "unknown_words", None)
-    unknown = unknown_words(text) if unknown_words else []
+    # Words of the sentence the model reads (placeholders masked when the run masks them).
+    unknown = unknown_words(mask_placeholders(tokenizer, text).text) if unknown_words else []
     if all(i == tokenizer.unk_id for i in words):
         shown = shorten(", ".join(unknown[:5]) or repr(text))
         raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
@@ -70,13 +71,20 @@ def unknown_words_line(unknown: Sequence[str], where: str | None = None) -> str:
 class Pieces:
     """The pieces to translate of `count` inputs: `texts[i]` (a sentence of its input, or the whole input),
     `sources[i]` its encoder input (ids, <eos> included when the model reads one; [] for an empty input),
-    `owners[i]` the index of the input it belongs to. `unknown[k]`: the unknown words of input k."""
+    `owners[i]` the index of the input it belongs to, `masks[i]` the piece as the model reads it
+    (`tokenize.mask_placeholders`: placeholders masked when the run masks them), whose pair
+    `restore` puts each translation's placeholders back. `unknown[k]`: the unknown words of input k."""
 
     texts: list[str] = field(default_factory=list)
     sources: list[list[int]] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
+    masks: list[Masked] = field(default_factory=list)
     count: int = 0
     unknown: dict[int, list[str]] = field(default_factory=dict)
+
+    def restore(self, translations: Sequence[str]) -> list[str]:
+        """Each piece's translation with its placeholders put back (`tokenize.restore_placeholders`)."""
+        return [restore_placeholders(masked, text) for masked, text in zip(self.masks, translations, strict=True)]
 
     def of(self, index: int) -> list[int]:
         """The positions of input `index`'s pieces."""
@@ -110,6 +118,7 @@ def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool 
             else:
                 ids = encode_source(tokenizer, part)
             pieces.texts.append(part)
+            pieces.masks.append(mask_placeholders(tokenizer, part))
             pieces.sources.append(ids)
             pieces.owners.append(index)
         unknown = unknown_words(text) if check and unknown_words and text.strip() else []

@@ -15,6 +15,7 @@ from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.source import Pieces, prepare_sources
+from clearformer.tokenize import Masked
 from clearformer.tokenize.sentences import split_long
 
 
@@ -80,7 +81,8 @@ def translate(model, tokenizer, sentences: list[str], options: DecodingOptions |
     exactly (`generate/constraints.py`; tokenizers without placeholder pieces are not constrained).
     With `split` (the default) an input of more than 25 words is translated sentence by sentence.
     Inputs are read by `generate.source.prepare_sources`, as every command reads them: a piece no model
-    can use (too long, not UTF-8, only unknown words) is a one-line UserError naming it.
+    can use (too long, not UTF-8, only unknown words) is a one-line UserError naming it. A run that masks
+    placeholders reads each piece masked and its translation comes back restored (`Pieces.restore`).
     """
     options = (options or DecodingOptions()).check()
     pieces = prepare_sources(tokenizer, sentences, model.config.max_len, options.split)
@@ -92,14 +94,21 @@ def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions 
     """`translate` of inputs already read by `prepare_sources`: one translation per input."""
     translations = translate_ids(model, tokenizer, pieces.sources, options,
                                  per_input_progress(progress, pieces.count, len(pieces.sources)))
-    return join_pieces(translations, pieces.owners, pieces.count)
+    return join_pieces(pieces.restore(translations), pieces.owners, pieces.count)
 
 
-def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = True) -> tuple[list[list[int]], list[int]]:
-    """Inputs -> (source ids of each piece to translate, the input each piece belongs to), unchecked
-    (`evaluate` scores every line of a corpus): `prepare_sources` without its check."""
+def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = True
+                   ) -> tuple[list[list[int]], list[int], list[Masked]]:
+    """Inputs -> (source ids of each piece to translate, the input each piece belongs to, each piece as the
+    model reads it, for `restore_pieces`), unchecked (`evaluate` scores every line of a corpus):
+    `prepare_sources` without its check."""
     pieces = prepare_sources(tokenizer, sentences, model.config.max_len, split, check=False)
-    return pieces.sources, pieces.owners
+    return pieces.sources, pieces.owners, pieces.masks
+
+
+def restore_pieces(masks: Sequence[Masked], translations: Sequence[str]) -> list[str]:
+    """Each piece's translation with its placeholders put back (`tokenize.restore_placeholders`)."""
+    return Pieces(masks=list(masks)).restore(translations)
 
 
 def translate_ids(model, tokenizer, sources: list[list[int]], options: DecodingOptions | None = None,

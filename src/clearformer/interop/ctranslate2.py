@@ -19,6 +19,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.interop.hf import require
+from clearformer.interop.marian import PLACEHOLDER_FILE
 from clearformer.store.lock import is_empty
 
 
@@ -63,8 +64,9 @@ def convert_marian_folder(marian_folder: Path, out: Path, quantization: str | No
     """Run CTranslate2's converter on a Marian folder written by `export_marian`."""
     ctranslate2 = require("ctranslate2", "exporting to CTranslate2")
     require("transformers", "exporting to CTranslate2")
+    extra = [PLACEHOLDER_FILE] if (marian_folder / PLACEHOLDER_FILE).exists() else []  # a masking run's tokens
     converter = ctranslate2.converters.TransformersConverter(
-        str(marian_folder), copy_files=["source.spm", "target.spm"])
+        str(marian_folder), copy_files=["source.spm", "target.spm", *extra])
     if out.exists() and not is_empty(out):  # `export` holds the folder's lock file (runlock.py)
         raise UserError(f"{out}: exists and is not empty")
     with marian_loader(start_token_loader()):

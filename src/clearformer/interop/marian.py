@@ -15,6 +15,12 @@ layout, each handled here:
 * Tokens: Marian's decoder starts from <pad>; a model of ours starts from <bos>, which an exported
   config names as `decoder_start_token_id`. MarianTokenizer appends </s> to every source: a model
   of ours is exported only if it was trained that way (its tokenizer's `source_eos=True`).
+
+Placeholders: a run that masks them (tokenize/placeholders.py) has the reserved tokens ｟ph0｠... as
+user-defined symbols of its SentencePiece model, so MarianTokenizer and CTranslate2's source.spm keep
+each one a single piece. Neither masks nor restores, nor copies them by constraint: the export writes
+`clearformer_placeholders.json` (the reserved tokens and the patterns) and says so in one line, and
+`import marian` of such a folder restores the run's masking.
 """
 
 from __future__ import annotations
@@ -36,12 +42,14 @@ from clearformer.store.checkpoint import atomic_save_tensors, save_model
 from clearformer.store.safeio import read_bytes, read_json_object
 from clearformer.tokenize.files import read_vocabulary
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
+from clearformer.tokenize.placeholders import RESERVED_TOKENS
 
 # Marian's activation_function -> ours, and back (Marian's "swish" is SiLU, x * sigmoid(x)).
 FROM_MARIAN_ACTIVATION = {"relu": "relu", "swish": "silu", "silu": "silu", "gelu": "gelu",
                           "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 TO_MARIAN_ACTIVATION = {"relu": "relu", "silu": "swish", "gelu": "gelu", "gelu_tanh": "gelu_new"}
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+PLACEHOLDER_FILE = "clearformer_placeholders.json"  # a masking run's reserved tokens, for whoever runs the export
 LAYER_NORM_EPS = 1e-5  # Marian's nn.LayerNorm default
 
 # (our sublayer, Marian's sublayer, d_model axes of its weight, d_model axes of its bias)
@@ -199,7 +207,27 @@ def export_marian(model, tokenizer, out: Path, beam: int = 4) -> Path:
     atomic_save_tensors(out / "model.safetensors", marian_tensors(model), metadata={"format": "pt"})
     for name, data in tokenizer_files(tokenizer, model.config.max_len).items():
         atomic_write_bytes(out / name, data)
+    if tokenizer.mask_placeholders:
+        atomic_write_text(out / PLACEHOLDER_FILE, json.dumps(placeholder_record(tokenizer), ensure_ascii=False,
+                                                             indent=1) + "\n")
     return out
+
+
+def placeholder_record(tokenizer) -> dict:
+    """What a user of the exported model must do with placeholders (clearformer_placeholders.json)."""
+    return {"mask_placeholders": True, "reserved_tokens": list(RESERVED_TOKENS),
+            "placeholder_patterns": list(tokenizer.placeholder_patterns),
+            "how": "before translating, replace the i-th placeholder of a sentence (clearformer's "
+                   "tokenize/placeholders.py find(), plus placeholder_patterns) by reserved_tokens[i]; after, "
+                   "replace each reserved token by the text it stands for"}
+
+
+def masking_note(tokenizer) -> str | None:
+    """The one line `export` prints for a run that masks placeholders (None for one that does not)."""
+    if not tokenizer.mask_placeholders:
+        return None
+    return (f"note: this model reads placeholders masked as {RESERVED_TOKENS[0]}, {RESERVED_TOKENS[1]}, ...; the "
+            f"exported model does not mask, restore or constrain them: do it yourself ({PLACEHOLDER_FILE})")
 
 
 # ----------------------------------------------------------------------------- import: Marian -> ours
@@ -311,10 +339,29 @@ def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
     tokenizer = MarianVocabularyTokenizer(files["source.spm"], files["target.spm"], vocab, **names,
                                           start=itos[fields.int("decoder_start_token_id", minimum=0)])
     tokenizer.source_eos = True  # MarianTokenizer appends </s> to every source: the model was trained so
+    read_placeholder_record(folder, tokenizer)
     for field, value in (("pad_token_id", tokenizer.pad_id), ("eos_token_id", tokenizer.eos_id)):
         if fields.data.get(field) not in (None, value):
             raise UserError(f"{fields.path}: field {field!r} = {fields.data.get(field)} but vocab.json gives {value}")
     return tokenizer
+
+
+def read_placeholder_record(folder: Path, tokenizer) -> None:
+    """A folder clearformer exported from a masking run: the imported run masks as the original did."""
+    path = folder / PLACEHOLDER_FILE
+    if not path.exists():
+        return
+    record = read_json_object(path)
+    try:
+        tokenizer.set_facts({"mask_placeholders": record.get("mask_placeholders", False),
+                             "placeholder_patterns": record.get("placeholder_patterns", [])})
+    except ValueError as error:
+        raise UserError(f"{path}: {error}") from None
+    if record.get("reserved_tokens") != list(RESERVED_TOKENS):
+        raise UserError(f"{path}: reserved_tokens differ from this clearformer's ({RESERVED_TOKENS[0]}, ...)")
+    missing = [t for t in RESERVED_TOKENS if t not in tokenizer.vocab]
+    if tokenizer.mask_placeholders and missing:
+        raise UserError(f"{path}: the vocabulary lacks the reserved token(s) {missing[:3]}")
 
 
 def special_name(value, default: str) -> str:

@@ -8,19 +8,42 @@ from clearformer.errors import UserError
 from clearformer.store.safeio import read_json
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
+from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokenizer, detokenize, split_words
 
 
+def mask_placeholders(tokenizer, text: str) -> Masked:
+    """The sentence the model reads: with a masking tokenizer (its `mask_placeholders` fact) each
+    placeholder becomes ｟ph{i}｠ (tokenize/placeholders.py); otherwise the text unchanged."""
+    if not getattr(tokenizer, "mask_placeholders", False):
+        return Masked(text)
+    return mask(text, tokenizer.placeholder_patterns)
+
+
+def restore_placeholders(masked: Masked, translation: str) -> str:
+    """The translation the user gets: each ｟ph{i}｠ back to the source text it stands for (the pair of
+    `mask_placeholders`; unchanged when nothing was masked)."""
+    return restore(masked, translation)
+
+
 def encode_source(tokenizer, text: str) -> list[int]:
-    """The encoder input of one sentence: its token ids, without <bos>, and with <eos> appended when
-    the model was trained that way (the tokenizer's `source_eos`, tokenize/facts.py). An empty
-    sentence stays empty.
+    """The encoder input of one sentence: its token ids (of the masked sentence when the tokenizer
+    masks placeholders), without <bos>, and with <eos> appended when the model was trained that way
+    (the tokenizer's `source_eos`, tokenize/facts.py). An empty sentence stays empty.
 
     The one place sources become ids: training, `translate`, `evaluate` and `explain` all call it.
     """
-    ids = tokenizer.encode(text)
+    ids = tokenizer.encode(mask_placeholders(tokenizer, text).text)
     return ids + [tokenizer.eos_id] if tokenizer.source_eos and ids else ids
+
+
+def encode_target(tokenizer, source: str, target: str) -> list[int]:
+    """A training target's ids, its placeholders masked by the source's (`mask_target`: the same
+    placeholder text gets the same reserved token, so reordering is learnt)."""
+    if getattr(tokenizer, "mask_placeholders", False):
+        target = mask_target(target, mask_placeholders(tokenizer, source).originals, tokenizer.placeholder_patterns)
+    return tokenizer.encode(target)
 
 
 def load_tokenizer(directory: str | Path):
@@ -42,5 +65,5 @@ def load_tokenizer(directory: str | Path):
     raise UserError(f"{path}: unknown tokenizer kind {kind!r}")
 
 
-__all__ = ["BOS", "EOS", "PAD", "SPECIALS", "UNK", "WordTokenizer", "detokenize", "encode_source", "load_tokenizer",
-           "split_words"]
+__all__ = ["BOS", "EOS", "PAD", "SPECIALS", "UNK", "WordTokenizer", "detokenize", "encode_source", "encode_target",
+           "load_tokenizer", "mask_placeholders", "restore_placeholders", "split_words"]

@@ -9,25 +9,36 @@ translations run in its tokens. Saved in tokenizer.json by every tokenizer class
                    counted), measured by `clearformer train`; decoding's brevity rule
                    (generate/brevity.py) expects a translation of about this many tokens per
                    source token. 0 = not measured (imported models, language models): no rule.
+    mask_placeholders  every placeholder of a sentence (tokenize/placeholders.py `find`, plus
+                   `placeholder_patterns`, the user's extra regexes) is replaced by a reserved
+                   token ｟ph0｠, ｟ph1｠, ... before the model and restored after decoding
+                   (`tokenize.mask_placeholders` / `restore_placeholders`). Off for runs trained
+                   before it existed, which therefore translate exactly as they did.
 
-Both are facts about this tokenizer's tokens on the run's data, not about the architecture, and
+All are facts about this tokenizer's tokens on the run's data, not about the architecture, and
 the tokenizer is at hand wherever text is encoded or decoded.
 """
 
 from __future__ import annotations
 
+from clearformer.tokenize.placeholders import check_patterns
+
 
 class TokenizerFacts:
-    """Mixed into every tokenizer: the two facts, their JSON form and their check on loading."""
+    """Mixed into every tokenizer: the facts, their JSON form and their check on loading."""
 
     source_eos: bool = False
     length_ratio: float = 0.0
+    mask_placeholders: bool = False
+    placeholder_patterns: tuple[str, ...] = ()
 
     def facts(self) -> dict:
-        return {"source_eos": self.source_eos, "length_ratio": self.length_ratio}
+        return {"source_eos": self.source_eos, "length_ratio": self.length_ratio,
+                "mask_placeholders": self.mask_placeholders, "placeholder_patterns": list(self.placeholder_patterns)}
 
     def set_facts(self, data: dict) -> None:
-        """Take source_eos / length_ratio from a tokenizer.json object (each absent one keeps its value);
+        """Take source_eos / length_ratio / mask_placeholders / placeholder_patterns from a tokenizer.json
+        object (each absent one keeps its value);
         ValueError for a wrong type (load_tokenizer reports it as a damaged tokenizer)."""
         source_eos = data.get("source_eos", self.source_eos)
         length_ratio = data.get("length_ratio", self.length_ratio)
@@ -36,3 +47,10 @@ class TokenizerFacts:
         if isinstance(length_ratio, bool) or not isinstance(length_ratio, (int, float)) or length_ratio < 0:
             raise ValueError(f"length_ratio must be a number >= 0, not {length_ratio!r}")
         self.source_eos, self.length_ratio = source_eos, float(length_ratio)
+        masking = data.get("mask_placeholders", self.mask_placeholders)
+        if not isinstance(masking, bool):
+            raise ValueError(f"mask_placeholders must be true or false, not {masking!r}")
+        patterns = data.get("placeholder_patterns", list(self.placeholder_patterns))
+        if not isinstance(patterns, list):
+            raise ValueError(f"placeholder_patterns must be a list of regular expressions, not {patterns!r}")
+        self.mask_placeholders, self.placeholder_patterns = masking, check_patterns(patterns)

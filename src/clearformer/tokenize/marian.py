@@ -20,6 +20,7 @@ import sentencepiece as spm
 from clearformer.errors import UserError
 from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.files import load_files, read_vocabulary, save_files
+from clearformer.tokenize.placeholders import RESERVED_TOKENS
 
 FILES = {"source": "source.spm", "target": "target.spm", "vocab": "vocab.json"}
 LANGUAGE_CODE = re.compile(r">>.+?<<")  # a leading >>fra<< picks the target language of multilingual models
@@ -51,6 +52,13 @@ class MarianVocabularyTokenizer(TokenizerFacts):
 
     def __len__(self) -> int:
         return len(self.itos)
+
+    @property
+    def placeholder_ids(self) -> tuple[int, ...]:
+        """The reserved placeholder tokens' ids when this tokenizer masks (a run clearformer exported)."""
+        if not self.mask_placeholders:
+            return ()
+        return tuple(self.vocab[t] for t in RESERVED_TOKENS if t in self.vocab)
 
     def tokenize(self, text: str) -> list[str]:
         """Source text -> pieces; a leading language code (>>fra<<) stays one token, as in MarianTokenizer."""

@@ -15,6 +15,26 @@ translation that drops or changes `%d` or `%s` breaks it (a crash in C, a wrong 
 
 `placeholder_score` is the share of sentences whose translation holds exactly the placeholders
 of its source (the same multiset, order free: French may reorder `%1$s` and `%2$s`).
+
+Masking (`mask`, `mask_target`, `restore`): a run trained with masking (its tokenizer's
+`mask_placeholders` fact, tokenize/facts.py) never sees a placeholder's spelling. Before the model,
+the i-th placeholder of a sentence becomes the reserved token `｟ph{i}｠`; after decoding, each
+reserved token is replaced by the exact source text it stands for (byte for byte):
+
+    mask("Copy %1$s to %2$s?")            -> Masked("Copy ｟ph0｠ to ｟ph1｠?", ("%1$s", "%2$s"))
+    mask_target("Copier %2$s vers %1$s ?", ("%1$s", "%2$s")) -> "Copier ｟ph1｠ vers ｟ph0｠ ?"
+    restore(masked, "Copier ｟ph1｠ vers ｟ph0｠ ?")           -> "Copier %2$s vers %1$s ?"
+
+The model then copies a reserved token, one piece in every vocabulary (a SentencePiece
+user-defined symbol, a word of the word vocabulary), and decoding copies each exactly as often as
+the source holds it (generate/constraints.py). A placeholder the tokenizer would have spelled in
+digits and letters (`%.255s` -> `%` `.` `2` `5` `5` `s`) can then neither be mangled nor start a
+loop of digits (BENCHMARKS.md, "Placeholders: masked before the model, restored after").
+
+The spelling `｟ph0｠` uses U+FF5F/U+FF60 (fullwidth white parentheses), the protected-sequence
+brackets of OpenNMT's tokenizer: no message of the en-fr-software corpus holds either character,
+and a source that does hold a `｟...｠` span has that span masked and restored like a placeholder,
+so even a literal `｟ph0｠` in a user's text comes back unchanged.
 """
 
 from __future__ import annotations
@@ -23,6 +43,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 HTML_TAGS = ("a|abbr|b|big|blockquote|br|code|div|em|font|h[1-6]|hr|i|img|kbd|li|ol|p|pre|s|small|span|"
              "strong|sub|sup|table|td|th|tr|tt|u|ul")
@@ -38,14 +59,105 @@ PATTERN = re.compile("|".join((
 )))
 
 
+RESERVED_COUNT = 32  # reserved tokens ｟ph0｠..｟ph31｠; the training data has at most 23 placeholders a message
+RESERVED_TOKENS = tuple(f"｟ph{i}｠" for i in range(RESERVED_COUNT))
+RESERVED_PATTERN = re.compile(r"｟ph(\d+)｠")
+# Any ｟...｠ span already in a text is protected too (masked, then restored unchanged).
+_BRACKETED = r"｟[^｟｠\s]{1,40}｠"
+
+
 def find(text: str) -> list[str]:
     """The placeholders of `text`, in order: find("Delete %d files from {0}?") -> ['%d', '{0}']."""
     return PATTERN.findall(text)
 
 
 def same_placeholders(source: str, translation: str) -> bool:
-    """True when the translation holds exactly the source's placeholders (as a multiset)."""
-    return Counter(find(source)) == Counter(find(translation))
+    """True when the translation holds exactly the source's placeholders (as a multiset).
+
+    Two placeholders written side by side can read differently from how they read apart
+    ("%qD%qs" is `find`'s "%qD%" and "qs", the %-word with a closing %): so where the multisets of
+    `find` differ, the source's own placeholder texts are counted in the translation instead (longest
+    first, each taken out once counted), and what is left must hold no placeholder."""
+    wanted = Counter(find(source))
+    if Counter(find(translation)) == wanted:
+        return True
+    rest = translation
+    for placeholder in sorted(wanted, key=len, reverse=True):
+        if rest.count(placeholder) != wanted[placeholder]:
+            return False
+        rest = rest.replace(placeholder, "\0")
+    return not find(rest)
+
+
+def check_patterns(patterns: Iterable[str]) -> tuple[str, ...]:
+    """Extra placeholder regexes a user adds (`--placeholder-pattern`): each must compile and must not
+    match the empty string; ValueError names the first that fails."""
+    checked = []
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            raise ValueError(f"a placeholder pattern must be a string, not {pattern!r}")
+        try:
+            compiled = re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"placeholder pattern {pattern!r} is not a regular expression ({error})") from None
+        if compiled.match(""):
+            raise ValueError(f"placeholder pattern {pattern!r} matches the empty string")
+        checked.append(pattern)
+    return tuple(checked)
+
+
+@lru_cache(maxsize=32)
+def masking_pattern(extra: tuple[str, ...] = ()) -> re.Pattern:
+    """What masking protects: a `｟...｠` span, then the user's patterns (first match wins), then `PATTERN`."""
+    return re.compile("|".join([_BRACKETED, *(f"(?:{p})" for p in extra), PATTERN.pattern]))
+
+
+@dataclass(frozen=True)
+class Masked:
+    """A sentence as a masking model reads it: `text` holds ｟ph{i}｠ where `originals[i]` was."""
+
+    text: str
+    originals: tuple[str, ...] = ()
+
+
+def mask(text: str, extra: tuple[str, ...] = ()) -> Masked:
+    """The i-th placeholder of `text` (i < RESERVED_COUNT) -> ｟ph{i}｠; later ones stay as they are."""
+    originals: list[str] = []
+
+    def reserve(match: re.Match) -> str:
+        if len(originals) == RESERVED_COUNT:
+            return match.group(0)
+        originals.append(match.group(0))
+        return RESERVED_TOKENS[len(originals) - 1]
+
+    return Masked(masking_pattern(extra).sub(reserve, text), tuple(originals))
+
+
+def mask_target(target: str, originals: Sequence[str], extra: tuple[str, ...] = ()) -> str:
+    """A training target masked as its source was: the k-th `%s` of the target becomes the token of the
+    k-th `%s` of the source (so `%2$s ... %1$s` keeps its order); a placeholder the source lacks stays."""
+    unused: dict[str, list[int]] = {}
+    for index, original in enumerate(originals):
+        unused.setdefault(original, []).append(index)
+
+    def reserve(match: re.Match) -> str:
+        slots = unused.get(match.group(0))
+        return RESERVED_TOKENS[slots.pop(0)] if slots else match.group(0)
+
+    return masking_pattern(extra).sub(reserve, target)
+
+
+def restore(masked: Masked, translation: str) -> str:
+    """Each ｟ph{i}｠ of a translation -> the source text it stands for; one the source has no
+    placeholder for (a model decoding without the constraint) stays visible as it is."""
+    if not masked.originals:
+        return translation
+
+    def original(match: re.Match) -> str:
+        index = int(match.group(1))
+        return masked.originals[index] if index < len(masked.originals) else match.group(0)
+
+    return RESERVED_PATTERN.sub(original, translation)
 
 
 @dataclass

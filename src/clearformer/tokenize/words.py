@@ -16,6 +16,7 @@ from pathlib import Path
 from clearformer.errors import UserError
 from clearformer.store.atomic import atomic_write_text
 from clearformer.tokenize.facts import TokenizerFacts
+from clearformer.tokenize.placeholders import RESERVED_TOKENS
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -23,7 +24,8 @@ SPECIALS = (PAD, UNK, BOS, EOS)
 # An elided French article or pronoun (l', d', j', t', qu', ...) split off the next word; a word
 # with inner apostrophes otherwise stays whole ("don't"); any other symbol is a token by itself.
 _ELISION = r"(?:[lLdDjJtTmMsSnNcC]|[qQ]u|[jJ]usqu|[lL]orsqu|[pP]uisqu)['’](?=\w)"
-_TOKEN = re.compile(rf"{_ELISION}|\w+(?:['’]\w+)*|[^\w\s]")
+# A reserved placeholder token (｟ph0｠, tokenize/placeholders.py) is one word.
+_TOKEN = re.compile(rf"｟ph\d+｠|{_ELISION}|\w+(?:['’]\w+)*|[^\w\s]")
 _NO_SPACE_BEFORE = set(",.;:!?)]}%")
 _NO_SPACE_AFTER = set("([{")
 
@@ -60,17 +62,34 @@ class WordTokenizer(TokenizerFacts):
         if missing:
             raise UserError(f"the vocabulary lacks the special token(s) {', '.join(missing)}")
         self.specials = names
+        self._placeholder_ids: tuple[int, ...] | None = None
         self.pad_id = self.stoi[names["pad"]]
         self.unk_id = self.stoi[names["unk"]]
         self.bos_id = self.stoi[names["bos"]]
         self.eos_id = self.stoi[names["eos"]]
 
     @classmethod
-    def build(cls, sentences: Iterable[str], min_count: int = 1) -> WordTokenizer:
-        """Vocabulary of every word seen at least `min_count` times, most frequent first."""
+    def build(cls, sentences: Iterable[str], min_count: int = 1, reserved: Iterable[str] = ()) -> WordTokenizer:
+        """Vocabulary of every word seen at least `min_count` times, most frequent first, after the
+        specials and the `reserved` tokens (the placeholder tokens ｟ph0｠... of a masking run)."""
         counts = Counter(word for sentence in sentences for word in split_words(sentence))
         words = sorted((w for w, n in counts.items() if n >= min_count), key=lambda w: (-counts[w], w))
-        return cls(list(SPECIALS) + [w for w in words if w not in SPECIALS])
+        fixed = list(SPECIALS) + [t for t in dict.fromkeys(reserved) if t not in SPECIALS]
+        return cls(fixed + [w for w in words if w not in set(fixed)])
+
+    @property
+    def placeholder_ids(self) -> tuple[int, ...]:
+        """The reserved placeholder tokens' ids when this tokenizer masks (decoding copies them exactly);
+        a test may set others."""
+        if self._placeholder_ids is not None:
+            return self._placeholder_ids
+        if not self.mask_placeholders:
+            return ()
+        return tuple(self.stoi[t] for t in RESERVED_TOKENS if t in self.stoi)
+
+    @placeholder_ids.setter
+    def placeholder_ids(self, ids) -> None:
+        self._placeholder_ids = tuple(ids)
 
     def __len__(self) -> int:
         return len(self.itos)

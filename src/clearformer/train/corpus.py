@@ -15,8 +15,8 @@ from clearformer.data.parallel import read_parallel
 from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
-from clearformer.tokenize import WordTokenizer, encode_source
-from clearformer.tokenize.placeholders import frequent_placeholders
+from clearformer.tokenize import WordTokenizer, encode_source, encode_target
+from clearformer.tokenize.placeholders import RESERVED_TOKENS, check_patterns, frequent_placeholders, mask, mask_target
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.train.options import DataOptions, Vocabulary, is_toy
 
@@ -86,17 +86,35 @@ def default_corpus_dir() -> Path:
 
 def build_tokenizer(vocabulary: Vocabulary, train: Pairs, seed: int = 1):
     """A joint source/target tokenizer learned from the training split only, framing sources as
-    vocabulary.source_eos says (seed: SentencePiece's sampling)."""
+    vocabulary.source_eos says and masking placeholders as vocabulary.mask_placeholders says (then it is
+    learnt from the masked sentences, and the reserved tokens ｟ph0｠... are in its vocabulary)."""
+    patterns = check_patterns(vocabulary.placeholder_patterns)
+    if vocabulary.mask_placeholders:
+        train = masked_pairs(train, patterns)
     sentences = [s for pair in train for s in pair]
+    reserved = RESERVED_TOKENS if vocabulary.mask_placeholders else ()
     if vocabulary.tokenizer == "words":
-        tokenizer = WordTokenizer.build(sentences)
+        tokenizer = WordTokenizer.build(sentences, reserved=reserved)
+    elif vocabulary.mask_placeholders:  # the reserved tokens are the single pieces decoding copies
+        tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=vocabulary.vocab_size, seed=seed,
+                                                 placeholders=reserved)
     else:
         # Placeholders frequent in the training sources stay single pieces (copied whole, constrainable).
         symbols = frequent_placeholders(s for s, _ in train) if vocabulary.placeholder_pieces else ()
         tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=vocabulary.vocab_size, seed=seed,
                                                  placeholders=symbols)
     tokenizer.source_eos = vocabulary.source_eos
+    tokenizer.mask_placeholders, tokenizer.placeholder_patterns = vocabulary.mask_placeholders, patterns
     return tokenizer
+
+
+def masked_pairs(pairs: Pairs, patterns: tuple[str, ...] = ()) -> Pairs:
+    """Pairs as a masking model reads and writes them (tokenize/placeholders.py `mask`, `mask_target`)."""
+    masked = []
+    for source, target in pairs:
+        source_masked = mask(source, patterns)
+        masked.append((source_masked.text, mask_target(target, source_masked.originals, patterns)))
+    return masked
 
 
 def length_ratio(examples: list[Example], source_eos: bool) -> float:
@@ -107,5 +125,6 @@ def length_ratio(examples: list[Example], source_eos: bool) -> float:
 
 
 def encode_pairs(tokenizer, pairs: Pairs) -> list[Example]:
-    """Sources as the model reads them (`encode_source`), targets as plain ids (<bos>/<eos> come later)."""
-    return [Example(tuple(encode_source(tokenizer, s)), tuple(tokenizer.encode(t))) for s, t in pairs]
+    """Sources as the model reads them (`encode_source`), targets as plain ids, masked as their source
+    when the tokenizer masks placeholders (`encode_target`; <bos>/<eos> come later)."""
+    return [Example(tuple(encode_source(tokenizer, s)), tuple(encode_target(tokenizer, s, t))) for s, t in pairs]

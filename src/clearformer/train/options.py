@@ -24,13 +24,15 @@ from clearformer.config import ARCHITECTURES, PRESETS
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SEED, MAX_VOCAB
 from clearformer.options import Options, option, part
+from clearformer.tokenize.placeholders import check_patterns
 
 # The toy preset must learn its phrase set in well under a minute on a laptop CPU: a word
 # vocabulary, small batches, a short warmup and a fixed number of steps.
 TOY_DEFAULTS = dict(tokenizer="words", batch_tokens=600, warmup=100, lr_factor=1.0, steps=400,
-                    eval_every=100, save_every=200, patience=0, bleu_sentences=60)
+                    eval_every=100, save_every=200, patience=0, bleu_sentences=60, mask_placeholders=False)
 # The paper's recipe scaled to a CPU: subwords, 4k-token batches, 4000 warmup steps.
-REAL_DEFAULTS = dict(tokenizer="sentencepiece", batch_tokens=4096, warmup=4000, lr_factor=1.0, steps=None,
+REAL_DEFAULTS = dict(tokenizer="sentencepiece", mask_placeholders=True, batch_tokens=4096, warmup=4000, lr_factor=1.0,
+                     steps=None,
                      eval_every=500, save_every=500, patience=10, bleu_sentences=200)
 TIES = ("none", "decoder", "all")
 TOKENIZERS = ("words", "sentencepiece")
@@ -82,7 +84,9 @@ class Vocabulary(Options):
 
     source_eos: <eos> appended to every source; placeholder_pieces: the placeholders frequent in the
     training sources (`%s`, `{0}`, ...) become single SentencePiece pieces, which decoding copies
-    exactly (generate/constraints.py)."""
+    exactly (generate/constraints.py); mask_placeholders: each placeholder becomes a reserved token ｟ph{i}｠
+    before the model and is restored after (tokenize/placeholders.py; on for the real presets, off for the
+    toy ones, whose phrases hold none); placeholder_patterns: extra regexes masked as placeholders too."""
 
     title: ClassVar[str] = "vocabulary"
     tokenizer: str = option("words", "--tokenizer", "vocabulary kind (joint)", choices=TOKENIZERS)
@@ -93,6 +97,20 @@ class Vocabulary(Options):
                                       "(default on)", action=argparse.BooleanOptionalAction)
     source_eos: bool = option(True, "--source-eos", "append <eos> to every source sentence (kept by the "
                               "tokenizer; default on)", action=argparse.BooleanOptionalAction)
+    mask_placeholders: bool = option(False, "--mask-placeholders", "replace each placeholder by a reserved token "
+                                     "｟ph0｠, ｟ph1｠, ... before the model and restore its exact text after decoding "
+                                     "(default on, off for toy presets)", action=argparse.BooleanOptionalAction)
+    placeholder_patterns: list = option(flag="--placeholder-pattern", help="also mask what this regular "
+                                        "expression matches (repeatable; kept by the tokenizer)", factory=list,
+                                        action="append", metavar="REGEX")
+
+    def check(self) -> Vocabulary:
+        super().check()
+        try:
+            self.placeholder_patterns = list(check_patterns(self.placeholder_patterns or ()))
+        except ValueError as error:
+            raise UserError(f"--placeholder-pattern: {error}") from None
+        return self
 
 
 @dataclass

@@ -288,6 +288,15 @@
       line.appendChild(el("strong", "", walk.result)).id = "cf-result";
     }
     box.appendChild(line);
+    if (walk.masked_source) {  // placeholders masked before the model, restored after (tokenize/placeholders.py)
+      const masked = el("p", "");
+      masked.id = "cf-masked";
+      masked.appendChild(el("span", "cf-caption", "the model read: "));
+      masked.appendChild(document.createTextNode(walk.masked_source));
+      masked.appendChild(el("span", "cf-caption", "   it wrote: "));
+      masked.appendChild(document.createTextNode(walk.masked_result));
+      box.appendChild(masked);
+    }
   }
 
   CF.load = function (walk) {

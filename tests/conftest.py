@@ -63,6 +63,10 @@ def pytest_configure(config):
 
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor"))
         _sandbox["inductor"] = True
+    # Hypothesis keeps its example database and constants cache in ./.hypothesis: in the sandbox instead.
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(folder / "hypothesis")
     _sandbox.update(folder=folder, saved={name: os.environ.get(name) for name in SANDBOX_VARIABLES},
                     before=checkout_state())
     for name, sub in SANDBOX_VARIABLES.items():

@@ -8,7 +8,7 @@ from clearformer.train import mfu
 
 
 def test_peak_keeps_the_best_measurement(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("CLEARFORMER_CACHE", str(tmp_path / "clearformer"))
     rates = iter([50e9, 150e9, 90e9])
     monkeypatch.setattr(mfu, "measure_matmul_peak", lambda **kwargs: next(rates))
     assert mfu.matmul_peak() == 50e9

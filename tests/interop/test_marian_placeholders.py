@@ -17,7 +17,7 @@ from clearformer.interop.marian import PLACEHOLDER_FILE, export_marian, load_mar
 from clearformer.model.build import build_model  # noqa: E402
 from clearformer.tokenize.placeholders import RESERVED_TOKENS, find  # noqa: E402
 from clearformer.train.corpus import build_tokenizer  # noqa: E402
-from clearformer.train.options import TrainOptions  # noqa: E402
+from clearformer.train.options import Vocabulary  # noqa: E402
 
 PAIRS = [("Delete %d files from %s?", "Supprimer %d fichiers de %s ?"),
          ("unable to read link '%.255s'", "impossible de lire le lien « %.255s »"),
@@ -26,8 +26,7 @@ PAIRS = [("Delete %d files from %s?", "Supprimer %d fichiers de %s ?"),
 
 def tiny_run(mask: bool):
     """A random-weight post-norm model (what Marian expresses) over a joint SentencePiece vocabulary."""
-    tokenizer = build_tokenizer(TrainOptions(preset="small", tokenizer="sentencepiece", vocab_size=400,
-                                             mask_placeholders=mask), PAIRS)
+    tokenizer = build_tokenizer(Vocabulary(tokenizer="sentencepiece", vocab_size=400, mask_placeholders=mask), PAIRS)
     torch.manual_seed(0)
     config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
                     n_heads=2, d_ff=32, max_len=48, pad_id=tokenizer.pad_id)

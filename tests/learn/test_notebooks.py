@@ -90,7 +90,9 @@ def test_a_notebook_executes_from_an_empty_folder_with_no_model(tmp_path):
     assert not any(o.output_type == "error" for o in outputs)
     assert "training one into" in "".join(o.get("text", "") for o in outputs)
     assert (tmp_path / "cache" / "toy-translate" / "model.safetensors").exists()
-    assert not (tmp_path / "runs").exists() and list((tmp_path / "here").iterdir()) == []
+    # Nothing but the lesson's own exercise: its starter file, written by the exercise cell for the learner.
+    assert not (tmp_path / "runs").exists()
+    assert [p.name for p in (tmp_path / "here").iterdir()] == ["attention.py"]
 
 
 def test_every_notebook_executes(kernel):

@@ -60,6 +60,9 @@ def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
         # Beside it, the translation's hypotheses' cross-attention (last layer, mean of the heads), checked against
         # a teacher-forced pass of the model over the translation's words.
         values, _ = shown(page, "#cf-beam-matrix")
+        # Every source column, <eos> included, is in view: the side panel grows to its matrix (nothing clipped).
+        assert page.eval_on_selector("#cf-beam-matrix", "e => e.scrollWidth <= e.clientWidth + 1")
+        assert page.eval_on_selector("#cf-beam-attention", "e => e.scrollWidth <= e.clientWidth + 1")
         tokens = tree["ranking"][0]["tokens"]
         ids = encode_source(tokenizer, "I love you")
         with trace.Recorder() as recorder:
@@ -134,3 +137,16 @@ def test_claims_run_their_experiment_on_the_sentence(page, live_server, tiny_mod
     page.wait_for_function("document.querySelector('#cf-whatif-compare') && document.querySelector("
                            f"'#cf-whatif-compare').textContent.includes('{HEAD}')")
     assert page.inner_text("#cf-whatif-changed").strip() == server_translation(tiny_model, "I love you", [HEAD])
+
+
+def test_the_beam_pages_cross_attention_keeps_every_column_in_view(page, tiny_model, tmp_path):
+    model, tokenizer = tiny_model
+    sentence = "She does not love you and I love you"  # eight source columns and <eos>, numbers in the cells
+    walk = explain_search(model, tokenizer, sentence, DecodingOptions(beam=2, max_new=4))
+    page.goto(write_html(walk, tmp_path / "beam.html").as_uri())
+    page.wait_for_selector("#cf-beam-matrix")
+    labels = page.eval_on_selector_all("#cf-beam-matrix .cf-col-label", "ls => ls.map(l => l.textContent)")
+    assert labels[-1] == "<eos>"
+    # The last column's right edge lies inside the panel: the side panel grows to its matrix, nothing is clipped.
+    assert page.eval_on_selector("#cf-beam-matrix", "e => e.scrollWidth <= e.clientWidth + 1")
+    assert page.eval_on_selector("#cf-beam-attention", "e => e.scrollWidth <= e.clientWidth + 1")

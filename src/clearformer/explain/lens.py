@@ -21,7 +21,7 @@ import torch
 
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens
-from clearformer.generate.sampling import SamplingSettings, generate
+from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.record.trace import Recorder
 
 
@@ -70,7 +70,7 @@ def lens_lm(model, prompt_ids: list[int], max_new_tokens: int) -> list[LensStep]
     """The lens of a language model's greedy continuation (`lm generate`'s own function) of `prompt_ids`."""
     model.eval()
     with Recorder() as recorder:
-        new = generate(model, prompt_ids, max_new_tokens, SamplingSettings(greedy=True))
+        new = generate(model, prompt_ids, max_new_tokens, SamplingOptions(greedy=True))
     return read_lens(model, recorder, new)
 
 

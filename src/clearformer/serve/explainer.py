@@ -21,7 +21,7 @@ from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.lm import explain_text
 from clearformer.explain.search import explain_search
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.source import check_source
+from clearformer.generate.source import prepare_sources
 from clearformer.limits import (
     SERVER_LM_NEW_TOKENS,
 )
@@ -122,8 +122,9 @@ class Explainer:
             return
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         try:
-            if kind == "sentence":
-                tokens = len(check_source(tokenizer, text, model.config.max_len))
+            if kind == "sentence":  # the one input path: a paragraph's pieces, each checked; one is shown
+                pieces = prepare_sources(tokenizer, [text], model.config.max_len, allow_empty=False)
+                tokens = min(len(ids) for ids in pieces.sources)
             else:
                 tokens = len(tokenizer.encode(text)) + self.lm_new_tokens
         except UserError as error:

@@ -34,7 +34,9 @@ def mark_latest(checkpoint: Path) -> None:
 
 
 def in_default_place(run_dir: Path) -> bool:
-    return Path(run_dir).resolve().parent == runs_root().resolve()
+    """A run inside runs/ (`runs/<preset>`, `average`'s `runs/<run>/averaged`): the places LATEST follows."""
+    run, root = Path(run_dir).resolve(), runs_root().resolve()
+    return run != root and run.is_relative_to(root)
 
 
 def mark_latest_if_default(run_dir: Path) -> bool:

@@ -20,7 +20,7 @@
 .cf-beam { margin: 10px 18px 0; padding: 10px 14px; border: 1px solid var(--line); border-radius: 8px; }
 .cf-beam h3 { margin: 0 0 6px; font-size: 1.05rem; }
 .cf-beam-bar { display: flex; gap: 10px; align-items: center; flex-wrap: wrap; margin-bottom: 6px; font-size: 0.9rem; }
-.cf-beam-body { display: grid; grid-template-columns: minmax(0, 1fr) 340px; gap: 14px; }
+.cf-beam-body { display: grid; grid-template-columns: minmax(0, 1fr) minmax(340px, max-content); gap: 14px; }
 .cf-beam-svg { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; background: #fbfcfd; }
 .cf-beam-node rect { fill: #fff; stroke: #8a96a6; rx: 6; }
 .cf-beam-node.cf-chosen rect { stroke: var(--chosen); stroke-width: 2.5; }

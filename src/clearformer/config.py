@@ -220,7 +220,7 @@ class ModelConfig:
     def load(cls, path: str | Path) -> ModelConfig:
         """The config of a config.json of this format (`check_format_version`), or a one-line ConfigError."""
         try:
-            data = read_json_object(path)  # bounded in size and nesting depth (safeio.py)
+            data = read_json_object(path)  # bounded in size and nesting depth (store/safeio.py)
         except UserError as error:
             raise ConfigError(f"not a readable JSON config ({error})") from None
         return cls.from_dict(check_format_version(data, path))

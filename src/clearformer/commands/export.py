@@ -38,7 +38,7 @@ def run_export(args) -> int:
     if args.quantization and args.to != "ctranslate2":
         raise UserError("--quantization applies only to --to ctranslate2")
     created = not out.exists()
-    lock.acquire(out, "export")  # one writer at a time (runlock.py); released when the command ends
+    lock.acquire(out, "export")  # one writer at a time (store/lock.py); released when the command ends
     try:
         if not lock.is_empty(out):
             raise UserError(f"{out}: exists and is not an empty folder")

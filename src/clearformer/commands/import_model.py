@@ -6,7 +6,7 @@
 
 The run directory is an ordinary checkpoint: translate, explain, evaluate and serve read it. Only a name
 written `hf:OWNER/NAME` is downloaded from the Hugging Face Hub (needs the `hf` extra); anything else is a
-local folder. RUN must be new or empty, or a clearformer run replaced with --overwrite (runlock.py).
+local folder. RUN must be new or empty, or a clearformer run replaced with --overwrite (store/lock.py).
 (GPT-2 language models: `clearformer lm import gpt2`.)
 """
 

@@ -67,7 +67,7 @@ def convert_marian_folder(marian_folder: Path, out: Path, quantization: str | No
     extra = [PLACEHOLDER_FILE] if (marian_folder / PLACEHOLDER_FILE).exists() else []  # a masking run's tokens
     converter = ctranslate2.converters.TransformersConverter(
         str(marian_folder), copy_files=["source.spm", "target.spm", *extra])
-    if out.exists() and not is_empty(out):  # `export` holds the folder's lock file (runlock.py)
+    if out.exists() and not is_empty(out):  # `export` holds the folder's lock file (store/lock.py)
         raise UserError(f"{out}: exists and is not empty")
     with marian_loader(start_token_loader()):
         try:

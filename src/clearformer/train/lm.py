@@ -232,4 +232,4 @@ def train_language_model(options: LMOptions, resume: bool = False, progress: boo
     try:
         return run_setup(prepare_language_model(options, resume, overwrite, fresh), progress)
     finally:
-        lock.release(options.loop.run_dir)  # the run folder's lock (runlock.py), taken by prepare
+        lock.release(options.loop.run_dir)  # the run folder's lock (store/lock.py), taken by prepare

@@ -89,7 +89,7 @@ def train(options: TrainOptions, resume: bool = False, progress: bool = True, ov
     try:
         return run_setup(prepare(options, resume, Path(options.loop.run_dir), overwrite), progress)
     finally:
-        lock.release(options.loop.run_dir)  # the run folder's lock (runlock.py), taken by prepare
+        lock.release(options.loop.run_dir)  # the run folder's lock (store/lock.py), taken by prepare
 
 
 def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:

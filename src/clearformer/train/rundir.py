@@ -6,7 +6,7 @@
     train --out DIR --overwrite  deletes the run files in DIR (only those a run writes), then starts afresh
 
 The run holds DIR's lock while it writes (a second writer gets a one-line error naming it) and marks DIR
-as a run (runlock.py); a folder holding files that are not a run's is refused, with or without
+as a run (store/lock.py); a folder holding files that are not a run's is refused, with or without
 --overwrite. At every start, temporaries that a killed process left in DIR (step folders being written,
 `checkpoints/.tmp-step-NNNNNNNN-PID/`, and clearformer.store.atomic's `.<name>.PID-<random>` files of the names
 a run writes) are removed when their process is gone. Nothing else, and nothing outside DIR, is touched.

@@ -27,9 +27,15 @@ from clearformer.options import check_value
 from clearformer.record.interventions import add_ablate_argument, interventions_from_args
 from clearformer.store.checkpoint import load_model
 from clearformer.store.lock import owned_output
+from clearformer.store.runs import runs_root
 from clearformer.train.lm import LMOptions, resume_options, train_language_model
 
 DEFAULT_RUN = "runs/lm"
+
+
+def lm_run(path: str) -> str:
+    """The LM's default place, `runs/lm`, follows $CLEARFORMER_RUNS as every run folder does (store/runs.py)."""
+    return str(runs_root() / "lm") if path == DEFAULT_RUN else path
 
 
 def register(subparsers) -> None:
@@ -140,6 +146,7 @@ def run_train(args) -> int:
     options.apply_test_knobs(args)
     options.apply_threads(args.threads)
     given = LMOptions.given(args)
+    args.out = given["run_dir"] = lm_run(given["run_dir"])
     if given["save_every"] is None:
         given["save_every"] = given["eval_every"]
     if args.resume:
@@ -202,7 +209,7 @@ def run_generate(args) -> int:
     check_value("--max-new-tokens", args.max_new_tokens, at_least=1, at_most=MAX_NEW_TOKENS)
     require_utf8("the prompt", args.prompt)
     options.apply_threads(args.threads)
-    model, tokenizer, _ = load_lm(args.checkpoint, args.device)
+    model, tokenizer, _ = load_lm(lm_run(args.checkpoint), args.device)
     model.set_mla_path(args.mla_path == "absorbed")
     ids = prompt_ids(tokenizer, args.prompt)
     with interventions_from_args(model, args):  # what-if: --ablate NAME
@@ -221,7 +228,7 @@ def run_explain(args) -> int:
     views.check_views(args)
     require_utf8("the text", args.text)
     check_value("--max-new-tokens", args.max_new_tokens, at_least=0, at_most=MAX_NEW_TOKENS)
-    model, tokenizer, _ = load_lm(args.checkpoint)
+    model, tokenizer, _ = load_lm(lm_run(args.checkpoint))
     if not 0 <= args.decimals <= 12:
         raise UserError("--decimals must be between 0 and 12")
     layers = model.config.n_decoder_layers

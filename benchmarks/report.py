@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime
 import os
-import platform
 import re
 import shlex
 import sys
 from pathlib import Path
 
 import torch
+
+from clearformer.train.mfu import cpu_name
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "BENCHMARKS.md"
@@ -24,15 +25,7 @@ HEADER = "# Benchmarks\n\n<!-- contents -->\n<!-- /contents -->\n"
 
 def machine() -> str:
     """One line describing where the numbers come from."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    where = f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    where = f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
     if torch.cuda.is_available():
         where += f", GPU {torch.cuda.get_device_name(0)}"
     return where

@@ -38,16 +38,20 @@ def cache_file() -> Path | None:
     return None if root is None else root / "matmul_peak.json"
 
 
-def machine_key(device: torch.device, dtype: torch.dtype = torch.float32) -> str:
-    """What the peak depends on: processor, thread count, torch version, device, dtype."""
-    cpu = platform.processor() or platform.machine()
+def cpu_name() -> str:
+    """The processor's model name (/proc/cpuinfo), else what `platform` says."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or platform.machine()
+
+
+def machine_key(device: torch.device, dtype: torch.dtype = torch.float32) -> str:
+    """What the peak depends on: processor, thread count, torch version, device, dtype."""
+    cpu = cpu_name()
     if device.type == "cuda":
         cpu = torch.cuda.get_device_name(device)
     key = f"{cpu}|threads={torch.get_num_threads()}|torch={torch.__version__}|{device.type}"

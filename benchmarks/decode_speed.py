@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import multiprocessing
 import os
 import random
@@ -156,8 +157,11 @@ def ctranslate2_vocabulary(vocab: int) -> list[str]:
     return ["</s>", "<unk>"] + [f"t{i}" for i in range(2, vocab - 1)] + ["<pad>"]
 
 
-def save_and_convert(model, vocab: int, directory: Path) -> None:
+def save_and_convert(model, vocab: int, directory: Path, convert: bool = True) -> None:
     """Save the Marian model (directory/hf) and convert it with CTranslate2's TransformersConverter (directory/ct2)."""
+    model.save_pretrained(directory / "hf")
+    if not convert:
+        return
     from ctranslate2.converters import TransformersConverter
 
     tokens = ctranslate2_vocabulary(vocab)
@@ -174,7 +178,6 @@ def save_and_convert(model, vocab: int, directory: Path) -> None:
         def load_tokenizer(self, tokenizer_class, model_name_or_path, **kwargs):
             return VocabularyOnly()
 
-    model.save_pretrained(directory / "hf")
     Converter(str(directory / "hf")).convert(str(directory / "ct2"), force=True)
 
 
@@ -298,10 +301,15 @@ def main() -> None:
     tokens = args.sentences * args.new_tokens
     temporary = tempfile.TemporaryDirectory()
     systems = ["clearformer"]
+    # A machine without CTranslate2 (a GPU image, say) still compares against Transformers; the
+    # section then says that CTranslate2 was not there, rather than the run failing at the end.
+    has_ct2 = importlib.util.find_spec("ctranslate2") is not None
+    missing = "" if has_ct2 or args.skip_peers else " CTranslate2 is not installed here: its rows are left out."
     if not args.skip_peers:
-        systems += ["transformers", "ctranslate2", *ct2_export_row.SYSTEMS]
-        save_and_convert(marian_model(args.vocab), args.vocab, Path(temporary.name))
-        ct2_export_row.prepare(args, Path(temporary.name))
+        systems += ["transformers", *(["ctranslate2", *ct2_export_row.SYSTEMS] if has_ct2 else [])]
+        save_and_convert(marian_model(args.vocab), args.vocab, Path(temporary.name), has_ct2)
+        if has_ct2:
+            ct2_export_row.prepare(args, Path(temporary.name))
 
     # Round-robin over the systems, best time of each: a busy machine slows every system alike
     # instead of whichever happened to run during a burst of other work.
@@ -357,7 +365,7 @@ def main() -> None:
             f"against best); per-round: the median over the {args.repeats} rounds of the same ratio within "
             f"each round. "
             f"1-minute load average of the machine: {load} (other jobs sharing the cores slow every "
-            f"system; the best-of rounds damp that but do not remove it).\n\n"
+            f"system; the best-of rounds damp that but do not remove it).{missing}\n\n"
             + markdown_table(["system", "search", "seconds", "tokens/s", "clearformer (cache) speed-up",
                               "per-round median"], rows))
     print(body)

@@ -1,6 +1,6 @@
 """Translation quality after N minutes of GPU training: `base` on en-fr-software, test BLEU.
 
-One `clearformer train` run (the same code as the command: compiled step, bf16 autocast, fused Adam,
+One `clearformer train` run (the same code as the command: bf16 autocast, fused Adam, `--compile` as given,
 batches sized to the GPU by devices.gpu_batch_tokens) for `--minutes` of training time, with
 validation loss every `--eval-every` steps outside the budget; the model with the best validation
 loss then translates the test split with beam search (beam 4) and greedily, scored by sacrebleu
@@ -27,6 +27,7 @@ from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer import devices  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.evaluate import evaluate_model  # noqa: E402
+from clearformer.generate import DecodingOptions  # noqa: E402
 from clearformer.store.checkpoint import load_model  # noqa: E402
 from clearformer.train import TrainOptions, train  # noqa: E402
 from clearformer.train.corpus import read_pairs  # noqa: E402
@@ -80,15 +81,15 @@ def main() -> None:
     test = test[: args.test_sentences] if args.test_sentences else test
     finals = {}
     for name, beam in ((f"beam {args.beam}", args.beam), ("greedy", 1)):
-        finals[name], _ = evaluate_model(model, tokenizer, test, beam=beam, batch_size=64)
+        finals[name], _ = evaluate_model(model, tokenizer, test, DecodingOptions(beam=beam, batch_size=64))
         print(name, finals[name].bleu_line, finals[name].chrf_line, sep="\n", flush=True)
     wall = (time.monotonic() - started) / 60
     rows = [[name, f"{e.bleu:.2f}", f"{e.chrf:.2f}", f"{e.ratio:.3f}"] for name, e in finals.items()]
     speed = (f"{result.tokens_per_second:,.0f} real tokens/s, MFU {result.mfu:.1%} of the measured "
              f"{'bf16' if args.bf16 else 'fp32'} matmul peak" if result.tokens_per_second else "no timed steps")
     body = (f"`{args.preset}` preset trained by `clearformer train` for {args.minutes:g} minutes of training time "
-            f"on {args.data} ({args.vocab_size}-piece joint SentencePiece vocabulary, <= {options.batch_tokens} "
-            f"padded tokens per batch side, warmup {options.warmup}, device {device}"
+            f"on {args.data} ({args.vocab_size}-piece joint SentencePiece vocabulary, <= {options.recipe.batch_tokens} "
+            f"padded tokens per batch side, warmup {options.recipe.warmup}, device {device}"
             f"{', bf16 autocast' if args.bf16 else ''}, --compile {args.compile}): {result.step} steps, {speed}; "
             f"stopped: {result.stopped_because}; the model of step {meta.get('step')} (validation loss "
             f"{meta.get('valid_loss') or float('nan'):.3f}, the best); {wall:.1f} minutes of wall time with "

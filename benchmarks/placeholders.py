@@ -31,8 +31,6 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.report import markdown_table, write_section
-
 HELDOUT_PACKAGES = ("dpkg", "coreutils", "tar", "apt", "bash", "cpio", "diffutils", "e2fsprogs-l10n", "findutils",
                     "gawk", "grep", "make", "sed", "wget", "xz-utils")
 PER_PACKAGE = 30
@@ -156,8 +154,8 @@ def evaluate(args: argparse.Namespace) -> None:
 
 
 def kept(sources: list[str], hypotheses: list[str]) -> tuple[str, str]:
-    """The share of sentences with placeholders that kept them, two ways: `find`'s multisets alike (the
-    score of main at 05b944e), and `same_placeholders` (which also counts placeholders side by side)."""
+    """The share of sentences with placeholders that kept them, two ways: `find`'s multisets alike, and
+    `same_placeholders` (`clearformer evaluate`'s share)."""
     from clearformer.tokenize.placeholders import find, same_placeholders
 
     pairs = [(s, h) for s, h in zip(sources, hypotheses, strict=True) if find(s)]
@@ -198,6 +196,9 @@ def unusual_examples(results: list[dict]) -> list[str]:
 
 
 def report(args: argparse.Namespace) -> None:
+    # Imported here: `evaluate` also runs under the code before masking, which report.py's imports outgrew.
+    from benchmarks.report import markdown_table, write_section
+
     results = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.results]
     rows = [row(r, name) for name in ("test", "heldout") for r in results]
     headers = ["run", "set", "sentences", "placeholders kept (find multisets)", "placeholders kept (counted)",
@@ -209,9 +210,10 @@ def report(args: argparse.Namespace) -> None:
               f"\"ending in one piece {RUNAWAY_RUN}+ times\" counts the translations whose last {RUNAWAY_RUN} pieces "
               "(re-tokenized by the run's tokenizer) are one piece, wherever they stopped. "
               "Placeholders kept = of the sentences whose source holds a placeholder, those whose translation "
-              "holds the same ones: by `find`'s multisets (main's score), and counted "
-              "(`tokenize/placeholders.py` `same_placeholders`, this branch's score: two placeholders written "
-              "side by side, \"%qD%qs\", read as `find`'s \"%qD%\" and \"qs\" but are both there).\n\n"
+              "holds the same ones: by `find`'s multisets, and counted (`tokenize/placeholders.py` "
+              "`same_placeholders`, the share `clearformer evaluate` prints, which also finds a source's "
+              "placeholder written against another in the translation). Both are read by this code's `find` "
+              "for every row.\n\n"
               "Messages with unusual placeholders (beam 4):\n\n" + "\n".join(unusual_examples(results)))
     for r in results:
         for name in ("test", "heldout"):

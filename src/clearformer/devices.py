@@ -56,14 +56,13 @@ def autocast_dtype(device: torch.device, bf16: bool) -> torch.dtype | None:
 def use_compile(setting: str, device: torch.device) -> bool:
     """--compile on|off|auto -> whether the training step is compiled with torch.compile.
 
-    auto compiles on CUDA, where a step without it is bound by kernel launches, and not on a CPU,
-    where compiling costs a minute at the start and did not pay for itself in the A/B of
-    docs/gpu.md ("Compiling on a CPU").
+    auto stays eager on every device, until a measurement shows compiling pays for a run: on a
+    CPU it did not pay in the A/B of docs/gpu.md ("Compiling on a CPU"), and on an H200 a 2-minute
+    run spent its whole budget compiling (BENCHMARKS.md, "Translation quality after 2 GPU minutes,
+    compiled step"). `on` compiles anywhere.
     """
     if setting not in ("auto", "on", "off"):
         raise UserError(f"--compile must be auto, on or off, not {setting!r}")
-    if setting == "auto":
-        return device.type == "cuda"
     return setting == "on"
 
 

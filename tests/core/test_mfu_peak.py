@@ -22,3 +22,14 @@ def test_peak_keeps_the_best_measurement(tmp_path, monkeypatch):
 def test_measured_peak_is_a_positive_rate():
     rate = mfu.measure_matmul_peak(size=256, repeats=2)
     assert 1e6 < rate < 1e15
+
+
+def test_measuring_leaves_the_global_random_state_alone():
+    """A run that measures the peak (the first of a process) and one that reads the stored value must
+    draw the same dropout masks, or a resumed run would not continue a straight one bit for bit."""
+    import torch
+
+    torch.manual_seed(7)
+    before = torch.get_rng_state()
+    mfu.measure_matmul_peak(size=64, repeats=1)
+    assert torch.equal(torch.get_rng_state(), before)

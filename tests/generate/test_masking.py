@@ -49,7 +49,7 @@ from clearformer.train.options import TrainOptions, Vocabulary
 
 UNUSUAL = ["unable to read link '%.255s'", "symbolic link '%.250s' size has changed from %jd to %zd",
            "Optional negative values (%-10f) will left align.", "Really delete folder “{0}”?",
-           "copy %1$s to %2$s", "%d of %d files", "<b>bold</b> &amp; \\n"]
+           "copy %1$s to %2$s", "%d of %d files", "<b>bold</b> &amp; \\n", "%r%s:%d:%R in %qs%qD"]
 
 
 # ----------------------------------------------------------------------------- mask and restore
@@ -248,6 +248,42 @@ def test_a_planted_digit_loop_runs_to_the_limit_without_the_bound_and_stops_with
     assert not any(beam[i:i + 4] == [5] * 4 for i in range(len(beam)))
 
 
+def span_loop_table(vocab: int = 12) -> torch.Tensor:
+    """After <bos> the model writes 4, then 5 6 5 6 5 6 ... for ever (issue 30's "de code de code de code"
+    once one piece may not repeat); piece 7 is its second choice after 5 and 6, <eos> third after 7."""
+    table = torch.full((vocab, vocab), 0.01)
+    table[BOS, 4] = 1.0
+    table[4, 5] = table[6, 5] = 1.0
+    table[5, 6] = 1.0
+    table[5, 7] = table[6, 7] = 0.5
+    table[7, EOS] = 1.0
+    table[:, PAD] = 1e-9
+    return table / table.sum(dim=1, keepdim=True)
+
+
+def test_a_loop_of_two_pieces_is_cut_at_its_third_copy_unless_the_source_has_it():
+    model = TableModel(span_loop_table(), max_len=40)
+    tokens = search_tokens(model)
+    src = torch.tensor([[4, 5, 6, 8, EOS]])
+    free = greedy_decode(model, src, DecodingOptions(), replace(tokens, repeat_bound=False)).sequences()[0]
+    assert len(free) == 40 and set(free[-6:]) == {5, 6}  # the loop runs to the length limit
+    bounded = greedy_decode(model, src, DecodingOptions(), replace(tokens, repeat_bound=True)).sequences()[0]
+    assert bounded == [4, 5, 6, 5, 6, 5, 7]  # "5 6" twice, then 7 instead of the 6 closing a third copy
+    beam = beam_search(model, src, DecodingOptions(beam=3, alpha=0.0, brevity=0.0),
+                       replace(tokens, repeat_bound=True)).sequences()[0]
+    assert not any(beam[i:i + 6] == [5, 6] * 3 for i in range(len(beam)))
+    # A source that holds the loop itself ("5 6 5 6 5 6") lets the translation copy it.
+    looped = torch.tensor([[5, 6, 5, 6, 5, 6, EOS]])
+    bound = RepeatBound(looped, pad_id=PAD)
+    for token in [5, 6, 5, 6, 5]:
+        bound.chose(torch.tensor([token]))
+    assert not torch.isinf(bound.mask(torch.zeros(1, 12))[0, 6])
+    bound = RepeatBound(src, pad_id=PAD)
+    for token in [5, 6, 5, 6, 5]:
+        bound.chose(torch.tensor([token]))
+    assert torch.isinf(bound.mask(torch.zeros(1, 12))[0, 6]).item()
+
+
 def test_the_bound_allows_the_sources_own_runs_and_spares_placeholder_pieces():
     src = torch.tensor([[7, 7, 7, 7, 7, 9, 9, 3]])  # five 7s in a row in the source
     bound = RepeatBound(src, pad_id=0, exempt=(9,))
@@ -294,5 +330,6 @@ def test_placeholders_side_by_side_count_as_kept():
 def test_the_beam_view_names_the_repeat_bound():
     from clearformer.explain.beam import rule_for
 
-    assert rule_for(7, -1.0, float("-inf"), 3, 4, 0, last=7) == "forbidden by the repeat bound"
-    assert rule_for(7, -1.0, float("-inf"), 3, 4, 0, last=8) == "forbidden by the placeholder rule"
+    assert rule_for(7, -1.0, float("-inf"), 3, 4, 0, before=[5, 7]) == "forbidden by the repeat bound"
+    assert rule_for(6, -1.0, float("-inf"), 3, 4, 0, before=[5, 6, 5, 6, 5]) == "forbidden by the repeat bound"
+    assert rule_for(7, -1.0, float("-inf"), 3, 4, 0, before=[5, 8]) == "forbidden by the placeholder rule"

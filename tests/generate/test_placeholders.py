@@ -31,6 +31,10 @@ from clearformer.tokenize.subword import JSON_FILE, SentencePieceTokenizer
     ("<b>Bold</b> and <a href=\"x\">link</a><br/>", ["<b>", "</b>", "<a href=\"x\">", "</a>", "<br/>"]),
     ("Tom &amp; Jerry &#160; line\\nbreak", ["&amp;", "&#160;", "\\n"]),
     ("Usage: cp <file> <dir>; 50 % done", []),  # usage metavariables are words; "50 %" is text
+    # Side by side: a closing % that starts the next placeholder belongs to it (GCC's "%r%s", "%qs%qD"),
+    # else masking would restore "%r%" and drop the "s"; a closing % before text closes a %-word.
+    ("%r%s:%d:%R in %qs%qD, %r%.2f", ["%r", "%s", "%d", "%R", "%qs", "%qD", "%r", "%.2f"]),
+    ("Run %PRODUCTNAME% now, %NAME%.", ["%PRODUCTNAME%", "%NAME%"]),
 ])
 def test_find(text, expected):
     assert find(text) == expected

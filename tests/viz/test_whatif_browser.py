@@ -150,3 +150,33 @@ def test_the_beam_pages_cross_attention_keeps_every_column_in_view(page, tiny_mo
     # The last column's right edge lies inside the panel: the side panel grows to its matrix, nothing is clipped.
     assert page.eval_on_selector("#cf-beam-matrix", "e => e.scrollWidth <= e.clientWidth + 1")
     assert page.eval_on_selector("#cf-beam-attention", "e => e.scrollWidth <= e.clientWidth + 1")
+
+
+def test_masked_placeholders_are_shown_on_the_page_and_in_the_beam_view(page, tmp_path):
+    """A run that masks placeholders: the page's summary and the beam view both say which sentence the model
+    read (reserved tokens) and what it wrote, and the result shown holds the source's placeholders again."""
+    from clearformer.config import preset
+    from clearformer.model.transformer import Transformer
+    from clearformer.train.corpus import build_tokenizer
+    from clearformer.train.options import Vocabulary
+
+    pairs = [("copy %1$s to %2$s", "copier %2$s vers %1$s"), ("the cat sleeps", "le chat dort")] * 5
+    tokenizer = build_tokenizer(Vocabulary(tokenizer="words", vocab_size=100, mask_placeholders=True), pairs)
+    tokenizer.source_eos = True
+    config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
+                    n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, max_len=16)
+    torch.manual_seed(3)
+    model = Transformer(config).eval()
+    sentence = "copy %1$s to %2$s"
+    walk = explain_search(model, tokenizer, sentence, DecodingOptions(beam=2, max_new=6))
+    assert walk.masked_source == "copy ｟ph0｠ to ｟ph1｠" and "%1$s" in walk.result and "｟" not in walk.result
+    page.goto(write_html(walk, tmp_path / "masked.html").as_uri())
+    page.wait_for_selector("#cf-beam .cf-beam-node")
+    summary = page.inner_text("#cf-masked")
+    assert walk.masked_source in summary and walk.masked_result in summary
+    assert page.inner_text("#cf-result") == walk.result
+    note = page.inner_text("#cf-beam-masked")
+    assert walk.masked_source in note and walk.masked_result in note and walk.result in note
+    # The tree's nodes hold what the model wrote: the reserved tokens, never the restored text.
+    words = " ".join(page.eval_on_selector_all("#cf-beam .cf-beam-node text", "n => n.map(x => x.textContent)"))
+    assert "｟ph" in words and "%1$s" not in words

@@ -16,10 +16,12 @@ terminal's table per step. One sentence at a time (explain translates one).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
 
+from clearformer.generate.constraints import ends_in_loop
 from clearformer.record.trace import Record
 
 
@@ -107,9 +109,10 @@ def finite(data):
 
 
 def rule_for(token: int, raw: float, adjusted: float, eos_id: int, step: int, min_length: int,
-             last: int | None = None) -> str:
-    """Which of beam search's rules moved this candidate's score, in words ("" if none); `last` is the
-    hypothesis's last token (a forbidden repeat of it is the repeat bound's, generate/constraints.py)."""
+             before: Sequence[int] = ()) -> str:
+    """Which of beam search's rules moved this candidate's score, in words ("" if none); `before` is the
+    hypothesis's tokens (a forbidden repeat of its last one, or a piece closing a loop, is the repeat
+    bound's, generate/constraints.py)."""
     if adjusted == raw:
         return ""
     if adjusted == float("-inf"):
@@ -117,7 +120,7 @@ def rule_for(token: int, raw: float, adjusted: float, eos_id: int, step: int, mi
             return "blocked: <eos> before the minimum length"
         if token == eos_id:  # the brevity rule's bonus is -inf for ending at once (generate/brevity.py)
             return "brevity penalty -inf: an empty translation never ends"
-        if token == last:
+        if before and (token == before[-1] or ends_in_loop([*before, token])):
             return "forbidden by the repeat bound"
         return "forbidden by the placeholder rule"
     return f"brevity penalty {adjusted - raw:+.4f}" if token == eos_id else f"moved {adjusted - raw:+.4f}"
@@ -167,8 +170,7 @@ def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], voca
         for token in order:
             lp, adj = float(logprobs[row, token]), float(moved[row, token])
             candidate = Candidate(token, vocab[token], lp, adj, float(scores[row]) + adj,
-                                  rule=rule_for(token, lp, adj, eos_id, t, meta["min_length"],
-                                                ids[-1] if ids else None))
+                                  rule=rule_for(token, lp, adj, eos_id, t, meta["min_length"], ids))
             if (row, token) in going and done:  # among the best K, but the search ends here
                 candidate.fate = "finishes" if at_limit and going[(row, token)] == 0 else "stopped"
             elif (row, token) in going:

@@ -97,14 +97,28 @@ class PlaceholderConstraint:
 
 
 MIN_RUN = 3  # a piece may always repeat this often in a row ("...", "000"); more only where the source does
+# A span of 2..MAX_SPAN pieces may come twice in a row ("de la de la" is rare but French); the piece that would
+# complete a third copy is refused unless the source holds that loop itself. Without this, a model kept from
+# repeating one piece loops over two ("de code de code de code ...") to the length limit instead
+# (BENCHMARKS.md, "Placeholders: masked before the model, restored after").
+SPAN_COPIES, MAX_SPAN = 3, 8
+
+
+def ends_in_loop(pieces: Sequence[int]) -> bool:
+    """Whether `pieces` end in SPAN_COPIES copies in a row of one span of 2..MAX_SPAN pieces (what
+    `RepeatBound` refuses to complete, unless the source holds the loop)."""
+    return any(len(pieces) >= SPAN_COPIES * span
+               and all(pieces[-i] == pieces[-i - span] for i in range(1, (SPAN_COPIES - 1) * span + 1))
+               for span in range(2, MAX_SPAN + 1))
 
 
 class RepeatBound:
-    """Per-hypothesis runs of the last piece, and the longest run of every source piece.
+    """Runaway repetition, bounded: runs of one piece, and loops of a span of 2..MAX_SPAN pieces.
 
     src_ids (sentences, src_len) -> `runs` (rows, src_len): the length of the run of src[j] that ends at
     position j; `last` and `count` (rows,): the last piece each hypothesis produced, and how many
-    times in a row. `select` follows the hypotheses as `PlaceholderConstraint.select` does.
+    times in a row; `recent` (rows, <= SPAN_COPIES * MAX_SPAN): its last pieces, for the loops.
+    `select` follows the hypotheses as `PlaceholderConstraint.select` does.
     """
 
     def __init__(self, src_ids: torch.Tensor, pad_id: int, exempt: Sequence[int] = ()) -> None:
@@ -116,6 +130,7 @@ class RepeatBound:
         self.exempt = torch.tensor(sorted(exempt), dtype=torch.long, device=src_ids.device)
         self.last = torch.full((src_ids.shape[0],), -1, dtype=torch.long, device=src_ids.device)
         self.count = torch.zeros_like(self.last)
+        self.recent = src_ids.new_empty((src_ids.shape[0], 0))
 
     def allowed(self) -> torch.Tensor:
         """(rows,) how often the last piece may come in a row: max(MIN_RUN, its longest run in the source)."""
@@ -123,26 +138,56 @@ class RepeatBound:
         return in_source.amax(dim=1).clamp(min=MIN_RUN)
 
     def mask(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
-        """Set the logit of the last piece to -inf, in place, where one more would exceed its bound."""
-        if not bool((self.count >= MIN_RUN).any()):  # the common case: no run long enough to check
-            return logits
-        stop = (self.count >= self.allowed()) & (self.last >= 0)
-        if self.exempt.numel():
-            stop &= ~(self.last[:, None] == self.exempt[None, :]).any(dim=1)
-        rows = stop.nonzero()[:, 0]
-        if rows.numel():
-            logits[rows, self.last[rows]] = float("-inf")
+        """Set to -inf, in place, the logit of a piece that would run past its bound or close a loop."""
+        if bool((self.count >= MIN_RUN).any()):  # the common case: no run long enough to check
+            stop = (self.count >= self.allowed()) & (self.last >= 0)
+            rows = (stop & ~self.is_exempt(self.last)).nonzero()[:, 0]
+            if rows.numel():
+                logits[rows, self.last[rows]] = float("-inf")
+        for rows, pieces in self.loop_closers():
+            logits[rows, pieces] = float("-inf")
         return logits
+
+    def is_exempt(self, pieces: torch.Tensor) -> torch.Tensor:
+        """(rows,) bool: placeholder pieces, which the placeholder constraint counts instead."""
+        if not self.exempt.numel():
+            return torch.zeros_like(pieces, dtype=torch.bool)
+        return (pieces[:, None] == self.exempt[None, :]).any(dim=1)
+
+    def loop_closers(self):
+        """For each span length L: (rows, piece) where the last SPAN_COPIES * L - 1 pieces repeat with period L,
+        so that `piece` would complete SPAN_COPIES copies of the span, and the source has no such loop."""
+        for span in range(2, MAX_SPAN + 1):
+            width = SPAN_COPIES * span - 1
+            if self.recent.shape[1] < width:
+                break
+            window = self.recent[:, -width:]
+            periodic = (window[:, span:] == window[:, :-span]).all(dim=1)
+            if not bool(periodic.any()):
+                continue
+            pieces = window[:, -span]
+            rows = (periodic & ~self.is_exempt(pieces)).nonzero()[:, 0]
+            keep = [r for r in rows.tolist() if not self.source_holds(r, window[r].tolist() + [pieces[r].item()])]
+            if keep:
+                keep_rows = torch.tensor(keep, dtype=torch.long, device=rows.device)
+                yield keep_rows, pieces[keep_rows]
+
+    def source_holds(self, row: int, loop: list[int]) -> bool:
+        """Whether source row `row` contains the pieces `loop` in a row (a loop the input itself has)."""
+        source, n = self.src[row].tolist(), len(loop)
+        return any(source[i:i + n] == loop for i in range(len(source) - n + 1))
 
     def chose(self, tokens: torch.Tensor) -> None:
         """Count the chosen tokens (rows,)."""
         self.count = torch.where(tokens == self.last, self.count + 1, torch.ones_like(self.count))
         self.last = tokens.clone()
+        self.recent = torch.cat([self.recent, tokens[:, None]], dim=1)[:, -SPAN_COPIES * MAX_SPAN:]
 
     def select(self, rows: torch.Tensor) -> None:
         """Keep hypotheses `rows`."""
         self.src, self.runs = self.src.index_select(0, rows), self.runs.index_select(0, rows)
         self.last, self.count = self.last.index_select(0, rows), self.count.index_select(0, rows)
+        self.recent = self.recent.index_select(0, rows)
 
 
 class DecodingRules:

@@ -55,7 +55,8 @@ class DecodingOptions(Options):
                                "source (%%s, {0}, ...) comes out exactly as often as it went in; 'free': no "
                                "constraint", choices=PLACEHOLDER_RULES)
     repeats: str = option("auto", "--repeats", "'bounded': no piece comes more than max(3, its longest run in the "
-                          "source) times in a row (no runaway repetition to the length limit); 'free': no bound; "
+                          "source) times in a row, and no span of 2-8 pieces three times in a row unless the "
+                          "source does (no runaway repetition to the length limit); 'free': no bound; "
                           "'auto' (default): bounded for runs that mask placeholders, free for older runs (they "
                           "translate as before)", choices=REPEAT_RULES)
     max_extra: int = option(50, "--max-extra", "stop at source length + N tokens (default 50, as in the paper)",

@@ -6,7 +6,7 @@
 
 It holds `matmul_peak.json` (this machine's measured matrix-product peak, for `train`'s MFU figure:
 clearformer.train.mfu), `matplotlib/` (matplotlib's font cache, which it would otherwise keep in
-~/.cache/matplotlib) and, once `--compile on` (or a GPU's `auto`) has compiled a step, `inductor/`
+~/.cache/matplotlib) and, once `--compile on` has compiled a step, `inductor/`
 (torch.compile's compiled kernels and precompiled headers, which PyTorch would otherwise keep in
 /tmp/torchinductor_USER; kept so that a second run does not compile again) and, on a GPU, `triton/`
 (Triton's kernels, otherwise in ~/.triton), and `toy-translate/`, the lessons' toy model

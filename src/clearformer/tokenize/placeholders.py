@@ -50,7 +50,9 @@ HTML_TAGS = ("a|abbr|b|big|blockquote|br|code|div|em|font|h[1-6]|hr|i|img|kbd|li
 PATTERN = re.compile("|".join((
     r"%\([A-Za-z_]\w*\)[-+#0 ]*\d*(?:\.\d+)?[sdifrxXeEgGc]",  # %(name)s
     r"%(?:\d+\$)?[-+#0]?\d*(?:\.\d+)?(?:ll|l|h|z|j|t)?[sdiufFeEgGxXoc@]",  # %s %5.2f %1$s %lld
-    r"%[A-Za-z][A-Za-z0-9_]*%?",  # %PRODUCTNAME %MOD1 %qs
+    # %PRODUCTNAME %MOD1 %qs %NAME%; a closing % that starts the next placeholder is left to it
+    # ("%r%s" is %r and %s, "%qs%qD" is %qs and %qD), or masking would cut the "s" off a program's string.
+    r"%[A-Za-z][A-Za-z0-9_]*(?:%(?!(?:\d+\$)?[-+#0]*\d*(?:\.\d+)?[A-Za-z(]|\d))?",
     r"%\d+",  # Qt's %1
     r"\$?\{[A-Za-z_0-9][\w.]*\}|\{\}",  # {0} {name} ${name} {}
     rf"(?i:</?(?:{HTML_TAGS})(?:\s[^<>]*)?/?>)",  # <b> </b> <br/>
@@ -74,10 +76,10 @@ def find(text: str) -> list[str]:
 def same_placeholders(source: str, translation: str) -> bool:
     """True when the translation holds exactly the source's placeholders (as a multiset).
 
-    Two placeholders written side by side can read differently from how they read apart
-    ("%qD%qs" is `find`'s "%qD%" and "qs", the %-word with a closing %): so where the multisets of
-    `find` differ, the source's own placeholder texts are counted in the translation instead (longest
-    first, each taken out once counted), and what is left must hold no placeholder."""
+    Placeholders written side by side can read differently from how they read apart (a translation's
+    "%NAME%s" against a source's "%NAME% ... %s"): so where the multisets of `find` differ, the source's
+    own placeholder texts are counted in the translation instead (longest first, each taken out once
+    counted), and what is left must hold no placeholder."""
     wanted = Counter(find(source))
     if Counter(find(translation)) == wanted:
         return True

@@ -66,9 +66,12 @@ def measure_matmul_peak(size: int | None = None, repeats: int = 5, device: str |
     device = torch.device(device)
     size = size or (8192 if device.type == "cuda" else 2048)
     best = 0.0
+    # A generator of its own: measuring must not move the global random state, or a run that measures
+    # (the first of a process) and one that reads the stored peak would draw different dropout masks.
+    generator = torch.Generator(device=device).manual_seed(0)
     for m, k, n in ((size, size, size), (4 * size, size // 8, size // 2)):
-        a = torch.randn(m, k, device=device, dtype=dtype)
-        b = torch.randn(k, n, device=device, dtype=dtype)
+        a = torch.randn(m, k, device=device, dtype=dtype, generator=generator)
+        b = torch.randn(k, n, device=device, dtype=dtype, generator=generator)
         for attempt in range(repeats + 1):
             if device.type == "cuda":
                 torch.cuda.synchronize(device)

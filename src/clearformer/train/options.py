@@ -170,13 +170,14 @@ class LoopOptions(Options):
 @dataclass
 class Hardware(Options):
     """Where the run computes: device ("cpu", "cuda", "cuda:1", "auto"), bf16 autocast, and compile
-    ("auto", "on", "off": the training step through torch.compile; auto = on CUDA only, devices.use_compile)."""
+    ("auto", "on", "off": the training step through torch.compile; auto = eager for now, devices.use_compile)."""
 
     title: ClassVar[str] = "hardware"
     device: str = option("cpu", "--device", "cpu, cuda, cuda:N or auto (default cpu)")
     bf16: bool = option(False, "--bf16", "bfloat16 autocast", action="store_true")
-    compile: str = option("auto", "--compile", "compile the training step with torch.compile (default auto: on "
-                          "CUDA only; falls back to eager with a warning if compiling fails)", choices=COMPILE_CHOICES)
+    compile: str = option("auto", "--compile", "compile the training step with torch.compile: on, off, or auto "
+                          "(default: eager for now, see docs/gpu.md; falls back to eager with a warning if "
+                          "compiling fails)", choices=COMPILE_CHOICES)
 
 
 @dataclass

@@ -278,6 +278,13 @@
     box.appendChild(el("h3", "", `Beam search, beam ${tree.beam}: the hypotheses it kept, step by step`));
     box.appendChild(el("p", "cf-beam-note", `score = log p / lp(n), lp(n) = ((5 + n) / 6)^${tree.alpha}. `
       + "Orange: the translation's path. Green: finished hypotheses. Click a node to see what it read."));
+    if (tree.masked_source) {  // a run that masks placeholders: the tree holds the reserved tokens, not the text
+      const masked = el("p", "cf-beam-note", `The search ran on the masked sentence "${tree.masked_source}" and `
+        + `wrote "${tree.masked_result}"; each reserved token ｟ph…｠ became its placeholder again after the search: `
+        + `"${walk.result}".`);
+      masked.id = "cf-beam-masked";
+      box.appendChild(masked);
+    }
     const bar = el("div", "cf-beam-bar");
     const prev = el("button", "", "◀ Previous step");
     prev.id = "cf-beam-prev";

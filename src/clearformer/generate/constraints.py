@@ -139,7 +139,7 @@ class RepeatBound:
 
     def mask(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
         """Set to -inf, in place, the logit of a piece that would run past its bound or close a loop."""
-        if bool((self.count >= MIN_RUN).any()):  # the common case: no run long enough to check
+        if bool((self.count >= MIN_RUN).any()):  # rarely true: most steps have no run long enough to check
             stop = (self.count >= self.allowed()) & (self.last >= 0)
             rows = (stop & ~self.is_exempt(self.last)).nonzero()[:, 0]
             if rows.numel():

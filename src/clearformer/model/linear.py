@@ -15,9 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# At most this many rows take the transposed layout; beyond it both layouts use every thread alike.
-# 0 turns the layout off (`benchmarks/decode_speed.py --ab few_rows_layout`).
-FEW_ROWS = 128
+# At most this many rows take the transposed layout: a greedy batch's. Beam search's rows (32 sentences
+# x 4 beams) ran slower with it, so 128 was lowered to 64 (BENCHMARKS.md, "Decoding: each switch on
+# against off (alternating A/B)"). 0 turns the layout off (`benchmarks/decode_speed.py --ab few_rows_layout`).
+FEW_ROWS = 64
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

@@ -135,6 +135,33 @@ def causal_mask(size):
     assert not running(pid)     # killed with the checker's process group
 
 
+def test_a_process_that_leaves_the_group_does_not_outlive_the_command(tmp_path, capsys):
+    """A double fork with setsid: the grandchild is in a session of its own and its parent is gone, so the
+    group kill cannot reach it; the checker's child adopts it (learn/child.py) and kills it."""
+    pid_file = tmp_path / "pid"
+    path = tmp_path / "mine.py"
+    path.write_text(f'''import os, time
+import torch
+
+def causal_mask(size):
+    if not os.path.exists({str(pid_file)!r}):
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open({str(pid_file)!r}, "w").write(str(os.getpid()))
+                while True:
+                    time.sleep(1)
+            os._exit(0)
+        time.sleep(0.5)
+    return torch.tril(torch.ones(size, size, dtype=torch.bool))
+''', encoding="utf-8")
+    code, out, _ = run(["learn", "check", "causal-mask", str(path)], capsys)
+    assert code == 0, out
+    pid = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not running(pid), f"{pid} outlived the check"
+
+
 def running(pid: int) -> bool:
     """True while `pid` runs (a zombie, killed but not yet reaped by whatever adopted it, does not)."""
     try:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.learn.processes import adopt_orphans, kill_descendants
 
 
 class Events:
@@ -78,6 +79,7 @@ JOBS = {"check": run_check, "transformer": run_capstone, "train": run_capstone}
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    adopt_orphans()
     emit = Events(job["events"])
     try:
         result = JOBS[job["kind"]](job, emit)
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         emit("done", **result)
     finally:
+        kill_descendants(os.getpid())  # nothing the learner started outlives the check
         os._exit(0)
 
 

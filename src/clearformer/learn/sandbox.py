@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.learn.processes import kill_descendants
 from clearformer.limits import MAX_LEARNER_SOURCE_BYTES
 from clearformer.store.safeio import read_bytes
 
@@ -170,6 +171,7 @@ def run_child(job: dict, timeout: float, quiet: bool = True) -> ChildRun:
                     break
                 time.sleep(POLL_SECONDS)
         finally:
+            kill_descendants(process.pid)  # whatever it started, in its group or not (it adopts orphans)
             _kill_group(process.pid)   # the child, if still running, and anything it forked
             process.wait()
         run.returncode = process.returncode

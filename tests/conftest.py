@@ -124,3 +124,19 @@ def toy_model() -> Path:
 def _deterministic():
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless chromium for a module's browser tests (live_support.chromium: skipped without it, failed in CI)."""
+    from live_support import chromium
+
+    yield from chromium()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh tab; any page or console error fails the test (a module may override this to allow one)."""
+    from live_support import browser_tab
+
+    yield from browser_tab(browser)

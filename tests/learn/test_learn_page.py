@@ -6,7 +6,7 @@ import re
 
 import httpx
 import pytest
-from live_support import browser_tab, chromium, serve
+from live_support import browser_tab, serve
 
 from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
@@ -31,11 +31,6 @@ def test_every_step_of_a_translation_and_of_the_seed_examples_has_its_lesson(toy
     names |= {s.name for example in ("i-love-you", "india-is-great") for s in run_example(example)[0].steps}
     assert [name for name in sorted(names) if not expected_lessons(name)] == []
     assert {entry["number"] for entry in lesson_index()} >= {2, 3, 4, 5, 6, 7, 8, 9, 10}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from chromium()
 
 
 @pytest.fixture

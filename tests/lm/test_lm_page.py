@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from live_support import assert_bars_show, browser_tab, chromium, serve
+from live_support import assert_bars_show, serve
 
 import clearformer.explain.lm as lm_explain
 from clearformer.cli import main
@@ -287,16 +287,6 @@ def test_imported_gpt2_explained_as_a_page_and_served(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- in a browser
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from chromium()
-
-
-@pytest.fixture
-def page(browser):
-    yield from browser_tab(browser)
 
 
 @pytest.fixture(scope="module")

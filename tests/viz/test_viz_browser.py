@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from live_support import assert_bars_show, browser_tab, chromium
+from live_support import assert_bars_show, browser_tab
 
 from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.examples import run_example
@@ -26,11 +26,6 @@ from clearformer.record import trace
 from clearformer.tokenize import encode_source
 
 MAX_PRESSES = 400
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from chromium()
 
 
 @pytest.fixture

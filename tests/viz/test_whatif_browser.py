@@ -5,9 +5,7 @@ the page shows are compared with the model's, computed here independently."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-from live_support import browser_tab, chromium
 from test_viz_browser import click_step, shown
 from test_whatif_server import expected as server_translation  # what the server must answer
 
@@ -18,16 +16,6 @@ from clearformer.record import trace
 from clearformer.tokenize import encode_source
 
 HEAD = "decoder.layers.0.cross_attention.head.1"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from chromium()
-
-
-@pytest.fixture
-def page(browser):
-    yield from browser_tab(browser)
 
 
 def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from live_support import browser_tab, chromium
+from live_support import browser_tab
 from test_viz_browser import shown
 
 from clearformer.explain.html import write_html
@@ -16,16 +16,6 @@ from clearformer.generate import DecodingOptions
 from clearformer.serve.why import SERVER_STEPS
 
 SENTENCE, CORRUPTED = "I love you", "I love cat"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from chromium()
-
-
-@pytest.fixture
-def page(browser):
-    yield from browser_tab(browser)
 
 
 def test_live_page_shows_lens_patching_and_attribution(page, live_server, tiny_model):

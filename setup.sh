@@ -20,7 +20,7 @@ if ! .venv/bin/python -c "import torch, sys; v = tuple(int(x) for x in torch.__v
 fi
 echo "==> installing clearformer and its tools"
 # hf: Transformers, tokenizers and CTranslate2, so that the import/export tests run too (offline).
-"${PIP[@]}" install -q -e ".[serve,dev,hf]"
+"${PIP[@]}" install -q -e ".[serve,dev,hf,firefox]"
 
 # The browser tests drive Debian's Chromium (never a downloaded browser). Install it where we may:
 # as root, or in CI, where a failure must stop us; elsewhere say how, since it needs sudo.

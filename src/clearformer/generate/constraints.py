@@ -37,6 +37,8 @@ from collections.abc import Sequence
 
 import torch
 
+from clearformer.generate.shortlist import ShortlistRule
+
 
 class PlaceholderConstraint:
     """Per-hypothesis counts of the placeholder pieces still to be produced.
@@ -191,7 +193,8 @@ class RepeatBound:
 
 
 class DecodingRules:
-    """The rules a search applies to each step's logits: the repeat bound (`SearchTokens.repeat_bound`,
+    """The rules a search applies to each step's logits: the lexical shortlist (`generate/shortlist.py`,
+    decoding's --shortlist), the repeat bound (`SearchTokens.repeat_bound`,
     decoding's --repeats), then the placeholder constraint (when the source holds placeholder pieces)."""
 
     def __init__(self, rules: list) -> None:
@@ -202,6 +205,8 @@ class DecodingRules:
         """The rules for a batch, from the search's `SearchTokens` (which say whether the repeat bound
         applies, and which pieces are placeholders); None when none applies."""
         rules: list = []
+        if tokens.shortlist is not None:  # first: the other rules choose among the candidates
+            rules.append(ShortlistRule.for_batch(src_ids, tokens.shortlist, tokens.pad_id))
         if tokens.repeat_bound:
             rules.append(RepeatBound(src_ids, tokens.pad_id, tokens.placeholder_ids))
         constraint = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, tokens.eos_id, limits)

@@ -22,6 +22,7 @@ the tokenizer is at hand wherever text is encoded or decoded.
 from __future__ import annotations
 
 from clearformer.tokenize.placeholders import check_patterns
+from clearformer.tokenize.shortlist import LexicalShortlist
 
 
 class TokenizerFacts:
@@ -31,6 +32,9 @@ class TokenizerFacts:
     length_ratio: float = 0.0
     mask_placeholders: bool = False
     placeholder_patterns: tuple[str, ...] = ()
+    # A lexical shortlist over this vocabulary (tokenize/shortlist.py; Firefox's models ship one), kept in
+    # the run folder as shortlist.bin beside the SentencePiece model; None for every other run.
+    shortlist: LexicalShortlist | None = None
 
     def facts(self) -> dict:
         return {"source_eos": self.source_eos, "length_ratio": self.length_ratio,

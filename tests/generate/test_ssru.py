@@ -74,7 +74,7 @@ def test_searches_equal_with_and_without_cache_and_under_the_recorder(beam):
     with trace.Recorder() as recorder:
         recorded = search(model, src, options).sequences()
     assert cached == recorded == search(model, src, options.but(use_cache=False)).sequences()
-    for name in ("forget_gate", "cell", "xW", "output"):
+    for name in ("forget_gate", "cell", "candidate", "relu_cell"):
         assert recorder.find(f"decoder.layers.0.self_attention.{name}"), name
     assert recorder.find("tgt_embed.start")  # the zero start vector, at the first step
     assert not recorder.find("decoder.layers.0.self_attention.weights")  # no attention there

@@ -14,8 +14,9 @@ step reads one vector per row, the previous cell (`RecurrentCache`, model/cache.
 earlier key and value: the cost of a step does not grow with the output.
 
 Time runs in a loop (the recurrence is sequential: each cell needs the one before); both inputs'
-products are computed for all positions at once. Under a recorder every step's gate, cell and output
-are recorded as `forget_gate`, `cell`, `output` (batch, t, d_model), the same names at every position.
+products are computed for all positions at once. Under a recorder each call records `candidate` (x W),
+`forget_gate`, `cell` and `relu_cell` (the output), each (batch, t, d_model); while decoding, one call
+per step (t = 1), as every other step of the decoder.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class SSRU(nn.Module):
         """
         if memory is not None:
             raise ValueError("the SSRU is a self-attention alternative: it reads no memory")
-        candidate = trace.emit(self, "xW", self.w(query))
+        candidate = trace.emit(self, "candidate", self.w(query))
         gate = trace.emit(self, "forget_gate", torch.sigmoid(self.w_f(query)))
         previous = None if cache is None else cache.cell
         if previous is None:
@@ -63,4 +64,4 @@ class SSRU(nn.Module):
         cell = trace.emit(self, "cell", torch.stack(cells, dim=1))
         if cache is not None:
             cache.store(cell[:, -1])
-        return trace.emit(self, "output", torch.relu(cell))
+        return trace.emit(self, "relu_cell", torch.relu(cell))

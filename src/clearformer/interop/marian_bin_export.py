@@ -25,6 +25,7 @@ import torch
 
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
+from clearformer.generate import translate
 from clearformer.interop.firefox import (
     ENGINE_TOKENIZER_FILE,
     LAYER_NORM_EPS,
@@ -123,8 +124,6 @@ def original_vocabulary(tokenizer) -> bytes:
 def activation_scales(model, tokenizer) -> dict[str, float]:
     """Per Linear (our module name): 127 / max |input| over the CALIBRATION sentences (forward pre-hooks on
     the Linear modules: the inputs the int8 engine quantizes with these fixed scales)."""
-    from clearformer.generate import translate
-
     peaks: dict[str, float] = {}
     handles = []
     for name, module in model.named_modules():

@@ -6,7 +6,7 @@ import re
 
 import httpx
 import pytest
-from live_support import browser_tab, serve
+from live_support import browser_tab, serve, wait_for, wait_until
 
 from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
@@ -81,12 +81,13 @@ def live(toy_runs, tmp_path_factory):
 def test_the_live_page_shows_the_lessons_for_the_seed_example_and_a_typed_sentence(tab, live):
     assert httpx.get(live + "static/lessons.js").status_code == 200
     tab.goto(live)
-    tab.wait_for_selector("#cf-nav .cf-nav-step")
+    wait_for(tab, "#cf-nav .cf-nav-step", "the step navigation's entries")
     open_step(tab, "self_attention.scaled")              # the page opens on seed 002's example
     assert_lesson_panel(tab, "self_attention.scaled")
     tab.fill("#cf-sentence", "I love you")
     tab.click("#cf-explain")
-    tab.wait_for_function("document.querySelector('#cf-result') && "
-                          "document.querySelector('#cf-summary h1').textContent.includes('Translating')")
+    wait_until(tab, "the typed sentence's translation and walkthrough",
+               "document.querySelector('#cf-result') && "
+               "document.querySelector('#cf-summary h1').textContent.includes('Translating')")
     open_step(tab, "encoder.layers.0.self_attention.weights")
     assert_lesson_panel(tab, "encoder.layers.0.self_attention.weights")

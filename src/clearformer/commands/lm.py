@@ -66,7 +66,6 @@ def register(subparsers) -> None:
     train.add_argument("--overwrite", action="store_true",
                        help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
-    options.add_test_knobs(train)
     train.set_defaults(func=run_train)
 
     gen = commands.add_parser("generate", help="continue a prompt with a trained language model")
@@ -143,7 +142,6 @@ def build_config(args, vocab_size: int):
 
 
 def run_train(args) -> int:
-    options.apply_test_knobs(args)
     options.apply_threads(args.threads)
     given = LMOptions.given(args)
     args.out = given["run_dir"] = lm_run(given["run_dir"])

@@ -35,7 +35,6 @@ def register(subparsers) -> None:
                    help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
     options.add_threads(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    options.add_test_knobs(p)
     p.set_defaults(func=run_train)
 
 
@@ -115,7 +114,6 @@ def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, de
 def run_train(args) -> int:
     import torch
 
-    options.apply_test_knobs(args)
     if args.threads is not None:
         options.apply_threads(args.threads)
     elif getattr(args, "preset", "toy-translate").startswith("toy"):

@@ -57,8 +57,9 @@ class DecodingOptions(Options):
     repeats: str = option("auto", "--repeats", "'bounded': no piece comes more than max(3, its longest run in the "
                           "source) times in a row, and no span of 2-8 pieces three times in a row unless the "
                           "source does (no runaway repetition to the length limit); 'free': no bound; "
-                          "'auto' (default): bounded for runs that mask placeholders, free for older runs (they "
-                          "translate as before)", choices=REPEAT_RULES)
+                          "'auto' (default): bounded for runs that mask placeholders (every corpus run unless "
+                          "--no-mask-placeholders), free for the others (the toy phrase set, imported models: "
+                          "they decode as their own engines do)", choices=REPEAT_RULES)
     max_extra: int = option(50, "--max-extra", "stop at source length + N tokens (default 50, as in the paper)",
                             metavar="N", at_least=0, at_most=MAX_NEW_TOKENS)
     # A fixed token budget instead of max_extra, and <eos> forbidden before min_length tokens (benchmarks).

@@ -61,12 +61,6 @@ class TrainResult:
     mfu: float | None = None  # of the measured matmul peak
 
 
-# Seconds of sleep after every step: a test-only knob (the kill -9 and SIGTERM tests need a run that is
-# still going when they strike). Not an option, never saved with a run: the hidden `--slow-down` flag of
-# `train` and `lm train` sets it (commands/options.py, add_test_knobs).
-TEST_STEP_DELAY_S = 0.0
-
-
 def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None) -> TrainOptions:
     """The options of the run being resumed (from its newest checkpoint), with a new length if given."""
     checkpoints = state.step_checkpoints(run_dir)
@@ -254,8 +248,6 @@ class Trainer:
                 self.validate(bar)
             if self.step % self.o.save_every == 0:
                 self.save()
-            if TEST_STEP_DELAY_S:
-                time.sleep(TEST_STEP_DELAY_S)
             reason = self.should_stop()
         bar.close()
         if self.interval["steps"]:

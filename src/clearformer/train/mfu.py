@@ -54,8 +54,8 @@ def machine_key(device: torch.device, dtype: torch.dtype = torch.float32) -> str
     cpu = cpu_name()
     if device.type == "cuda":
         cpu = torch.cuda.get_device_name(device)
-    key = f"{cpu}|threads={torch.get_num_threads()}|torch={torch.__version__}|{device.type}"
-    return key if dtype == torch.float32 else f"{key}|{str(dtype).removeprefix('torch.')}"  # fp32 keys as before
+    return (f"{cpu}|threads={torch.get_num_threads()}|torch={torch.__version__}|{device.type}"
+            f"|{str(dtype).removeprefix('torch.')}")
 
 
 def measure_matmul_peak(size: int | None = None, repeats: int = 5, device: str | torch.device = "cpu",

@@ -32,7 +32,7 @@ from clearformer.evaluate import evaluate_model, score_corpus
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.generate.brevity import DEFAULT_BREVITY
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.corpus import read_pairs
 

@@ -27,7 +27,7 @@ PUBLIC = {
     "LMOptions": "clearformer.train.lm",                 # a language-model run
     "UserError": "clearformer.errors",                   # what every bad input raises, with a one-line message
     "latest_checkpoint": "clearformer.store.runs",       # the run the last `clearformer train` wrote
-    "load_model": "clearformer.store.checkpoint",        # (model, tokenizer, meta) of a run folder
+    "load_model": "clearformer.load",                    # (model, tokenizer, meta) of a run folder
     "translate": "clearformer.generate.translate",       # sentences -> translations
     "explain_translation": "clearformer.explain.translation",  # one sentence -> every recorded step
     "Recorder": "clearformer.record.trace",              # records every intermediate of what runs inside it

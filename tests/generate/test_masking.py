@@ -23,7 +23,8 @@ from clearformer.generate import DecodingOptions, search_tokens, translate
 from clearformer.generate.beam import beam_search
 from clearformer.generate.constraints import MIN_RUN, DecodingRules, RepeatBound
 from clearformer.generate.greedy import greedy_decode
-from clearformer.store.checkpoint import load_model, save_model
+from clearformer.load import load_model
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import (
     WordTokenizer,
     encode_source,

@@ -12,8 +12,8 @@ from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
 from clearformer.explain.translation import explain_translation
 from clearformer.learn.lessons import LESSONS, lesson
-from clearformer.learn.page import lesson_index
-from clearformer.store.checkpoint import load_model
+from clearformer.learn.page import lesson_index, page_sections
+from clearformer.load import load_model
 
 
 def expected_lessons(name: str) -> list[int]:
@@ -64,7 +64,7 @@ STEPS = ["src_embed.positions.PE", "encoder.layers.0.self_attention.Q", "encoder
 
 
 def test_the_exported_page_shows_the_lesson_beside_each_step(tab, toy_walk, tmp_path):
-    path = write_html(toy_walk, tmp_path / "page.html")
+    path = write_html(toy_walk, tmp_path / "page.html", sections=page_sections())
     tab.goto(path.as_uri())
     for name in STEPS:
         open_step(tab, name)

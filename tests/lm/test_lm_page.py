@@ -19,8 +19,8 @@ import clearformer.explain.lm as lm_explain
 from clearformer.cli import main
 from clearformer.data.lm import prompt_ids
 from clearformer.generate.sampling import SamplingOptions, generate
+from clearformer.load import load_model
 from clearformer.record import trace
-from clearformer.store.checkpoint import load_model
 
 PROMPT = "the dog ran to"
 LOCAL = "http://127.0.0.1:8000"

@@ -14,8 +14,8 @@ from safetensors.torch import load_file
 from slowed_cli import slowed_command
 
 from clearformer.cli import main
+from clearformer.load import load_model
 from clearformer.model.lm import LanguageModel
-from clearformer.store.checkpoint import load_model
 from clearformer.train import mfu
 from clearformer.train.lm import LMOptions, learning_rate
 from clearformer.train.state import step_checkpoints

@@ -8,14 +8,14 @@ from pathlib import Path
 from clearformer.commands import options, views
 from clearformer.errors import UserError
 from clearformer.explain.examples import run_example
+from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.explain.render import render, to_json
 from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions
 from clearformer.generate.source import unknown_words_line
 from clearformer.limits import require_utf8
-from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.load import load_model
 from clearformer.store.atomic import atomic_write_text
-from clearformer.store.checkpoint import load_model
 from clearformer.store.runs import resolve_checkpoint
 
 

@@ -7,9 +7,9 @@ import sys
 
 from clearformer.config import PRESETS, VARIANTS, preset, variant_overrides
 from clearformer.errors import UserError
+from clearformer.load import load_model
 from clearformer.model.build import build_model
 from clearformer.model.cache import describe_kv_cache
-from clearformer.store.checkpoint import load_model
 
 
 def register(subparsers) -> None:

@@ -17,8 +17,8 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.explain.why import lens_report
 from clearformer.limits import require_utf8
+from clearformer.load import load_model
 from clearformer.store.atomic import atomic_write_text
-from clearformer.store.checkpoint import load_model
 from clearformer.store.runs import resolve_checkpoint
 
 

@@ -17,15 +17,15 @@ from clearformer.config import VARIANTS, MLAConfig, preset, variant_overrides
 from clearformer.data import lm as lm_data
 from clearformer.data.lm import prompt_ids
 from clearformer.errors import UserError
+from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.explain.lm import explain_text, focus
 from clearformer.explain.render import render, to_json
 from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.interop.gpt2 import import_gpt2
 from clearformer.limits import MAX_NEW_TOKENS, check_model_size, require_utf8
+from clearformer.load import load_model
 from clearformer.model.lm import LanguageModel
 from clearformer.options import check_value
-from clearformer.record.interventions import add_ablate_argument, interventions_from_args
-from clearformer.store.checkpoint import load_model
 from clearformer.store.lock import owned_output
 from clearformer.store.runs import runs_root
 from clearformer.train.lm import LMOptions, resume_options, train_language_model

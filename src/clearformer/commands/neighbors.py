@@ -14,7 +14,7 @@ import torch
 
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.store.runs import resolve_checkpoint
 
 

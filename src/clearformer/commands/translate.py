@@ -21,14 +21,14 @@ from pathlib import Path
 from clearformer.commands import engine as engine_options
 from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
-from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.load import load_model
 from clearformer.store import safeio
 from clearformer.store.atomic import atomic_write_text
-from clearformer.store.checkpoint import load_model
 from clearformer.store.runs import resolve_checkpoint
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.explain.html import check_page_path, write_html
-from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
+from clearformer.learn.page import page_sections
 
 
 def add_view_options(parser, what: str = "every recorded step") -> None:
@@ -48,4 +48,4 @@ def write_views(walk, args) -> None:
         for path in write_plots(walk, Path(args.plots)):
             print(f"wrote {path}", file=sys.stderr)
     if args.html:
-        print(f"wrote {write_html(walk, Path(args.html), args.overwrite)}", file=sys.stderr)
+        print(f"wrote {write_html(walk, Path(args.html), args.overwrite, page_sections())}", file=sys.stderr)

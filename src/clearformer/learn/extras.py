@@ -19,7 +19,7 @@ def beam_table(sentence: str, checkpoint=None) -> str:
     """The beam search of `sentence` (beam 2, translate's own alpha and brevity penalty), as `explain --beam`."""
     from clearformer.explain.search import explain_beam, render_beam
     from clearformer.generate.options import DecodingOptions
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
     walk = explain_beam(model, tokenizer, sentence, DecodingOptions(beam=BEAM))
@@ -30,10 +30,10 @@ def mla_latent(sentence: str, checkpoint=None) -> str:
     """Your sentence's tokens through one decoder layer with MLA (random weights, the toy model's width):
     the latent c_KV each token leaves in the cache, against the keys and values MHA would keep."""
     from clearformer.config import preset, variant_overrides
+    from clearformer.load import load_model
     from clearformer.model.cache import kv_cache_bytes_per_token
     from clearformer.model.lm import LanguageModel
     from clearformer.record import trace
-    from clearformer.store.checkpoint import load_model
     from clearformer.tokenize import encode_source
 
     toy, tokenizer, _ = load_model(ensure_toy_model(checkpoint))

@@ -27,8 +27,8 @@ from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
+from clearformer.load import load_model
 from clearformer.store.cachedir import cache_dir
-from clearformer.store.checkpoint import load_model
 from clearformer.train import TrainOptions, train
 
 TOY_PRESET = "toy-translate"

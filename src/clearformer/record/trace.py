@@ -209,7 +209,7 @@ def intervening() -> bool:
 
 # ----------------------------------------------------------------------------- interventions (what-if)
 #
-# An `Intervention` is a hook with a name for people: `clearformer.record.interventions` names them
+# An `Intervention` is a hook with a name for people: `clearformer.explain.interventions` names them
 # (`decoder.layers.0.cross_attention.head.2`) and checks the names against a model. Each one writes at a
 # recorded name, `<module>.<point>`:
 #

@@ -21,8 +21,9 @@ from clearformer.data.batching import drop_long
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
+from clearformer.load import load_config_and_tokenizer
 from clearformer.model.build import build_model
-from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into
+from clearformer.store.checkpoint import load_weights_into
 from clearformer.store.runs import check_latest_if_default
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.options import TrainOptions

@@ -15,6 +15,7 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.source import unknown_words_line
 from clearformer.limits import require_utf8
 from clearformer.load import load_model
+from clearformer.model.protocol import is_encoder_decoder
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.runs import resolve_checkpoint
 
@@ -62,7 +63,7 @@ def build(args):
     require_utf8("the sentence", args.sentence)  # as translate refuses it
     directory = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(directory)
-    if not hasattr(model, "encode"):
+    if not is_encoder_decoder(model):
         raise UserError(f"{directory}: holds a decoder-only language model; explain it with "
                         f"`clearformer lm explain TEXT --checkpoint {directory}`")
     check_layer_and_head(model.config, args.layer, args.head)

@@ -27,6 +27,7 @@ from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.load import load_model
+from clearformer.model.protocol import is_encoder_decoder
 from clearformer.store import safeio
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.runs import resolve_checkpoint
@@ -38,7 +39,7 @@ def load_translator(checkpoint: str | None, device: str = "cpu"):
     directory = resolve_checkpoint(checkpoint)
     model, tokenizer, meta = load_model(directory, options.device(device))
     config = model.config
-    if config.n_encoder_layers == 0 or not hasattr(model, "encode"):
+    if config.n_encoder_layers == 0 or not is_encoder_decoder(model):
         raise UserError(f"{directory}: holds a decoder-only language model; translation needs an "
                         f"encoder-decoder checkpoint (try `clearformer lm`)")
     if config.src_vocab_size != len(tokenizer):

@@ -108,7 +108,7 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
     """
     config = model.config
     pieces = () if tokenizer is None or (options is not None and options.placeholders == "free") \
-        else tuple(getattr(tokenizer, "placeholder_ids", ()))
+        else tuple(tokenizer.placeholder_ids)
     return SearchTokens(
         bos_id=DEFAULT_BOS_ID if tokenizer is None else tokenizer.bos_id,
         eos_id=DEFAULT_EOS_ID if tokenizer is None else tokenizer.eos_id,
@@ -121,9 +121,9 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
 
 
 def repeat_bound(tokenizer, options: DecodingOptions | None) -> bool:
-    """--repeats: 'bounded', 'free', or 'auto' (bounded for a run that masks placeholders: runs trained
-    before masking existed decode exactly as they did)."""
+    """--repeats: 'bounded', 'free', or 'auto' (bounded for a run that masks placeholders; free without a
+    tokenizer, for the toy phrase set and for imported models, which decode as their own engines do)."""
     rule = "auto" if options is None else options.repeats
     if rule == "auto":
-        return bool(getattr(tokenizer, "mask_placeholders", False))
+        return tokenizer is not None and tokenizer.mask_placeholders
     return rule == "bounded"

@@ -31,6 +31,7 @@ class TokenizerFacts:
     length_ratio: float = 0.0
     mask_placeholders: bool = False
     placeholder_patterns: tuple[str, ...] = ()
+    placeholder_ids: tuple[int, ...] = ()  # the masked placeholders' reserved pieces (a class may compute them)
 
     def facts(self) -> dict:
         return {"source_eos": self.source_eos, "length_ratio": self.length_ratio,

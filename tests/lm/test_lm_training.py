@@ -16,7 +16,7 @@ from slowed_cli import slowed_command
 from clearformer.cli import main
 from clearformer.load import load_model
 from clearformer.model.lm import LanguageModel
-from clearformer.train import mfu
+from clearformer.report.flops import FlopCount
 from clearformer.train.lm import LMOptions, learning_rate
 from clearformer.train.state import step_checkpoints
 
@@ -39,7 +39,7 @@ def test_flops_per_token_is_nanogpts_formula_for_mha():
     model = fresh_model()
     c = model.config
     n = sum(p.numel() for p in model.parameters())  # tied output: the embedding is a matmul too
-    assert mfu.flops_per_token(model, 32) == 6 * n + 12 * c.n_decoder_layers * c.n_heads * c.head_dim * 32
+    assert FlopCount.of(model).per_token(32) == 6 * n + 12 * c.n_decoder_layers * c.n_heads * c.head_dim * 32
 
 
 def test_resume_after_kill_equals_straight_run(tmp_path, corpus_file):

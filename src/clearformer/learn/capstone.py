@@ -25,7 +25,6 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
-from clearformer.model.transformer import translation_flops
 
 # learner's parameter name (regular expression) -> clearformer's (docs/learn.md, lesson 15)
 NAMES = [
@@ -288,10 +287,6 @@ class LearnerAsClearformer(torch.nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-    def training_flops(self, src, tgt_out) -> float:
-        """The trainer's MFU figure: the same Transformer's FLOPs (model/transformer.py)."""
-        return translation_flops(self.config, src, tgt_out)
 
     def state_dict(self, *args, **kwargs):
         return {clearformer_name(name): tensor for name, tensor in self.learner.state_dict(*args, **kwargs).items()}

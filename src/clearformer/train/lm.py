@@ -23,8 +23,9 @@ from clearformer.data import lm as lm_data
 from clearformer.errors import UserError
 from clearformer.limits import MAX_BATCH_SIZE
 from clearformer.options import Options, option, part
+from clearformer.report.flops import FlopCount
 from clearformer.store import lock
-from clearformer.train import mfu, rundir, state
+from clearformer.train import rundir, state
 from clearformer.train.loop import TrainResult, run_setup
 from clearformer.train.options import Hardware, LoopOptions
 from clearformer.train.setup import finish_setup, open_run, restored_model
@@ -131,12 +132,13 @@ class LanguageModelTask:
     can_validate = True
 
     def __init__(self, options: LMOptions, tokenizer, config, train: torch.Tensor, valid: torch.Tensor,
-                 corpus: str, words: int) -> None:
+                 corpus: str, words: int, flop_count: FlopCount) -> None:
         self.o, self.tokenizer, self.config = options, tokenizer, config
         self.train, self.valid, self.corpus, self.words = train, valid, corpus, words
         self.block = min(options.block_size, config.max_len)
         if len(train) < self.block + 2 or len(valid) < 3:
             raise UserError(f"the corpus is too small: {len(train)} tokens for windows of {self.block}")
+        self.flops_per_token = flop_count.per_token(self.block)  # report/flops.py, nanoGPT's count
         self.generator = torch.Generator().manual_seed(options.loop.seed)
         self.draws = 0
         self.last_valid: float | None = None
@@ -179,8 +181,8 @@ class LanguageModelTask:
         self.last_valid = loss
         return loss, loss, None
 
-    def flops(self, model, batch: WindowBatch) -> float:
-        return mfu.flops_per_token(model, self.block) * batch.inputs.numel()
+    def flops(self, batch: WindowBatch) -> float:
+        return self.flops_per_token * batch.inputs.numel()
 
     def meta(self) -> dict:
         return {"kind": "lm", "corpus": self.corpus, "corpus_words": self.words, "tokenizer": self.tokenizer.kind,
@@ -222,7 +224,7 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
     model.to(start.device).train()
     streams = lm_data.build_streams(tokenizer, train_lines, valid_lines)
     task = LanguageModelTask(options, tokenizer, model.config, streams.train, streams.valid, options.corpus,
-                             streams.words)
+                             streams.words, FlopCount.of(model))
     return finish_setup(start, options, tokenizer, model, task)
 
 

@@ -206,7 +206,7 @@ class Trainer:
         self.s.optimizer.step()
         real = sum(b.real_tokens for b in batches)
         padded = sum(b.padded_tokens for b in batches)
-        flops = sum(self.task.flops(self.model, b) for b in batches) if self.world.is_main else 0.0
+        flops = sum(self.task.flops(b) for b in batches) if self.world.is_main else 0.0
         return {"lr": lr, "sums": sums, "labels": step_labels, "real": real, "padded": padded,
                 "grad_norm": grad_norm, "flops": flops}
 

@@ -23,6 +23,7 @@ from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.load import load_config_and_tokenizer
 from clearformer.model.build import build_model
+from clearformer.report.flops import FlopCount
 from clearformer.store.checkpoint import load_weights_into
 from clearformer.store.runs import check_latest_if_default
 from clearformer.train import corpus, distributed, rundir, state
@@ -148,5 +149,5 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     if not resume:  # a resumed run keeps the ratio its first start measured
         tokenizer.length_ratio = corpus.length_ratio(train, tokenizer.source_eos)
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
-                           dropped)
+                           dropped, FlopCount.of(model))
     return finish_setup(start, options, tokenizer, model, task)

@@ -88,6 +88,7 @@ def refuse_foreign(folder: Path, option: str = "--out") -> None:
     model): clearformer never writes into one, with or without --overwrite."""
     if folder.is_dir() and not (folder / LOCK_FILE).exists() and not is_empty(folder) \
             and not is_clearformer_run(folder):
+        check_fixed(folder / MARKER_FILE)  # a link, FIFO or folder at the marker's name: said as such
         shown = ", ".join(foreign_entries(folder)[:5]) or "files"
         raise UserError(f"{option} {folder}: holds files that are not a clearformer run's ({shown}); "
                         f"choose a new or empty folder")
@@ -170,6 +171,7 @@ def claim_output(folder: str | Path, overwrite: bool, kind: str, option: str = "
     acquire(folder, option)
     if existed and not is_empty(folder):
         if not is_clearformer_run(folder):
+            check_fixed(folder / MARKER_FILE)
             shown = ", ".join(foreign_entries(folder)[:5]) or "files"
             raise UserError(f"{option} {folder}: holds files that are not a clearformer run's ({shown}); "
                             f"choose a new or empty folder")

@@ -86,7 +86,7 @@ def train_curve(options: TrainOptions, minutes: float, every: float, valid: list
     while budget < minutes - 1e-9:
         budget = min(minutes, budget + every)
         if points:
-            options = resume_options(out, minutes=budget)
+            options = resume_options(out, "translate", minutes=budget)
         else:
             options.loop.minutes = budget
         # The first segment replaces an earlier run in the folder (train/rundir.py); the others continue it.

@@ -31,7 +31,7 @@ PUBLIC = {
     "translate": "clearformer.generate.translate",       # sentences -> translations
     "explain_translation": "clearformer.explain.translation",  # one sentence -> every recorded step
     "Recorder": "clearformer.record.trace",              # records every intermediate of what runs inside it
-    "train_model": "clearformer.train.loop",             # train (or --resume) a translation run
+    "train_model": "clearformer.train.front",            # train (or --resume) a translation or LM run
 }
 ALIASES = {"train_model": "train"}  # `clearformer.train` is the training package; its function is `train`
 

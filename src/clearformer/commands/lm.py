@@ -28,7 +28,8 @@ from clearformer.model.lm import LanguageModel
 from clearformer.options import check_value
 from clearformer.store.lock import owned_output
 from clearformer.store.runs import runs_root
-from clearformer.train.lm import LMOptions, resume_options, train_language_model
+from clearformer.train import resume_options, train
+from clearformer.train.lm import LMOptions
 
 DEFAULT_RUN = "runs/lm"
 
@@ -149,7 +150,7 @@ def run_train(args) -> int:
         given["save_every"] = given["eval_every"]
     if args.resume:
         changed = {name: given[name] for name in ("steps", "minutes", "device", "corpus") if given[name]}
-        run_options = resume_options(Path(args.out), **changed)
+        run_options = resume_options(Path(args.out), "lm", **changed)
     else:
         if given["steps"] is None and given["minutes"] is None:
             given["steps"] = 1000  # about 4.5 passes over en-web
@@ -171,8 +172,7 @@ def run_train(args) -> int:
         torch.manual_seed(run_options.loop.seed)
         return tokenizer, LanguageModel(config), train_lines, valid_lines
 
-    result = train_language_model(run_options, resume=args.resume, progress=not args.quiet,
-                                  overwrite=args.overwrite, fresh=fresh)
+    result = train(run_options, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite, fresh=fresh)
     valid = f", validation loss {result.valid_loss:.4f}" if result.valid_loss is not None else ""
     print(f"saved {result.run_dir} (step {result.step}{valid}); try: "
           f"clearformer lm generate \"In the beginning\" --checkpoint {result.run_dir}")

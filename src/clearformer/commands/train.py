@@ -76,7 +76,7 @@ def build_options(args) -> TrainOptions:
         if set(given) - set(RESUMABLE) or args.set:
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
                             "--device, --bf16 and --compile may change")
-        saved = resume_options(run_dir, given.get("steps"), given.get("minutes"))
+        saved = resume_options(run_dir, "translate", steps=given.get("steps"), minutes=given.get("minutes"))
         if "arch" in given and given["arch"] != saved.model.arch:
             raise UserError(f"{run_dir}: a run of --arch {saved.model.arch}; --resume continues it as it was trained")
         hardware = {name: given[name] for name in ("device", "bf16", "compile") if name in given}

@@ -24,9 +24,6 @@ from clearformer.errors import UserError
 from clearformer.limits import MAX_BATCH_SIZE
 from clearformer.options import Options, option, part
 from clearformer.report.flops import FlopCount
-from clearformer.store import lock
-from clearformer.train import rundir, state
-from clearformer.train.loop import TrainResult, run_setup
 from clearformer.train.options import Hardware, LoopOptions
 from clearformer.train.setup import finish_setup, open_run, restored_model
 
@@ -193,22 +190,6 @@ class LanguageModelTask:
                 f"from {self.corpus}, batches of {self.o.batch_size} x {self.block}")
 
 
-def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None,
-                   device: str | None = None, corpus: str | None = None) -> LMOptions:
-    """The options of the LM run being resumed, with a new length, device or corpus path if given."""
-    checkpoints = state.step_checkpoints(run_dir)
-    if not checkpoints:
-        raise rundir.no_checkpoint(run_dir, "lm train")
-    saved = state.load_step_checkpoint(checkpoints[-1])[2]
-    if saved.get("task") != "lm":
-        raise UserError(f"{run_dir}: a translation run; continue it with `clearformer train --resume --out "
-                        f"{run_dir}`")
-    options = LMOptions.from_dict(saved["options"], f"{checkpoints[-1]}/trainer_state.json options")
-    changes = {"steps": steps, "minutes": minutes, "device": device, "corpus": corpus}
-    return options.with_values(**{name: value for name, value in changes.items() if value is not None},
-                               run_dir=str(run_dir))
-
-
 def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = False, fresh=None):
     """A RunSetup for the LM task. fresh() -> (tokenizer, model, train_lines, valid_lines) builds a new run;
     on --resume the tokenizer and model come from the run's newest checkpoint."""
@@ -226,12 +207,3 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
     task = LanguageModelTask(options, tokenizer, model.config, streams.train, streams.valid, options.corpus,
                              streams.words, FlopCount.of(model))
     return finish_setup(start, options, tokenizer, model, task)
-
-
-def train_language_model(options: LMOptions, resume: bool = False, progress: bool = True, overwrite: bool = False,
-                         fresh=None) -> TrainResult:
-    """Train (or continue) a language model run in options.loop.run_dir with the one trainer."""
-    try:
-        return run_setup(prepare_language_model(options, resume, overwrite, fresh), progress)
-    finally:
-        lock.release(options.loop.run_dir)  # the run folder's lock (store/lock.py), taken by prepare

@@ -157,3 +157,16 @@ def test_the_libretranslatepy_client_works_against_a_live_server(live_url, maski
                                {"code": "fr", "name": "French", "targets": []}]
     assert api.translate("Save the file", "en", "fr") == expected(masking_run, ["Save the file"])[0]
     assert api.detect("Save the file") == [{"confidence": 100.0, "language": "en"}]
+
+
+@pytest.mark.parametrize(("flags", "words"), [(["--batch", "0"], "--batch must be between 1"),
+                                              (["--batch-wait", "-1"], "--batch-wait must be between"),
+                                              (["--batch-queue", "0"], "--batch-queue must be between"),
+                                              (["--languages", "english"], "give SOURCE:TARGET"),
+                                              (["--threads", "0"], "--threads")])
+def test_the_api_options_are_checked_before_the_model_loads(flags, words, capsys):
+    from clearformer.cli import main
+
+    assert main(["serve", "--checkpoint", "/nonexistent", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1

@@ -63,6 +63,7 @@ def register(subparsers) -> None:
                           "request alone)")
     api.add_argument("--batch-wait", type=float, default=5.0, metavar="MS",
                      help="how long the first sentence waits for others to join its batch (default 5 ms)")
+    options.add_threads(api)  # a busy machine decodes faster on fewer threads (BENCHMARKS.md, catalogues section)
     api.add_argument("--batch-queue", type=int, default=512, metavar="N",
                      help="sentences that may wait to be translated; beyond, a request gets 429 (default 512)")
     parser.set_defaults(func=run)
@@ -129,6 +130,7 @@ def run(args) -> int:
         raise UserError(f"`clearformer serve` needs fastapi and uvicorn ({error.name} is missing): "
                         "pip install 'clearformer[serve]'") from None
     api = batching(args)  # checked before the model loads
+    options.apply_threads(args.threads)
     checkpoint = choose_checkpoint(args)
     loaded = load(checkpoint) if checkpoint is not None else None
     new_tokens = lm_new_tokens(args, loaded)

@@ -210,7 +210,7 @@ def catalogues(args, model, tokenizer, folder: Path) -> tuple[str, list[str]]:
             f"translations under the same flags. Placeholders kept exactly: ours {ours_score.share:.1%} "
             f"({ours_score.kept}/{ours_score.total} forms), plain translate {plain_score.share:.1%} "
             f"({plain_score.kept}/{plain_score.total}). Greedy decoding, batches of 32, "
-            f"{torch.get_num_threads()} threads; entries/s counts filling alone (the model loaded).\n\n{table}\n")
+            f"torch threads: {torch.get_num_threads()}; entries/s counts filling alone (the model loaded).\n\n{table}\n")
     return body, sorted(set(short))
 
 
@@ -315,9 +315,19 @@ def api(args, messages: list[str], folder: Path) -> str:
                          f"{percentile(latencies, 0.99):.3f}", failures])
         rows.append([clients, "", "**ratio**", f"**{batched[0] / alone[0]:.2f}x**", "", "", ""])
     table = markdown_table(["clients", "requests", "server", "requests/s", "p50 s", "p99 s", "failed"], rows)
+    most = LEVELS[-1][0]
+    batched_most = results["batched", most]
+    p99 = ", ".join(f"{percentile(results['batched', c][1], 0.99):.2f} s at {c}" for c, _ in LEVELS)
+    verdict = (f"At {most} clients, batching gives {batched_most[0] / results['alone', most][0]:.2f}x the throughput "
+               f"of decoding each request alone (the goal: at least 4x). The batched server's p99 for a short "
+               f"message: {p99} client(s) (the goal: under 1 s). With {most} clients each waiting for its answer "
+               f"before sending the next, a request waits behind the others in flight: at "
+               f"{batched_most[0]:.1f} requests/s the mean latency cannot be under {most} / {batched_most[0]:.1f} = "
+               f"{most / batched_most[0]:.2f} s, whatever the batching.")
     return (f"POST /translate, one short message a request ({len(messages)} distinct messages of at most five "
-            f"words from the catalogues above), greedy; each client sends its requests one after the other. Two "
-            f"servers on the same run, levels alternating which goes first.\n\n{table}\n")
+            f"words from the catalogues above), greedy; each client sends its requests one after the other on "
+            f"its own connection. Two servers on the same run (`serve --batch 32 --batch-wait 5` and "
+            f"`--batch 1`), levels alternating which goes first.\n\n{table}\n\n{verdict}\n")
 
 
 def main() -> None:

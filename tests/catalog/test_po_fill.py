@@ -112,6 +112,12 @@ def test_the_singular_and_the_plural_go_to_the_forms_of_the_header(tmp_path):
     entry = po.find("%d file")
     assert po.metadata["Language"] == "ru" and po.metadata["Plural-Forms"] == PLURAL_FORMS["ru"]
     assert entry.msgstr_plural == {0: "T(%d file)", 1: "T(%d files)", 2: "T(%d files)"}
+    path.write_text(TEMPLATE, encoding="utf-8")
+    po, _ = fill(path, lambda texts: [f"T({text})" for text in texts], language="ja")
+    assert po.find("%d file").msgstr_plural == {0: "T(%d files)"}  # one form, for every number
+    out = tmp_path / "ja.po"
+    out.write_text(po.__unicode__(), encoding="utf-8")
+    assert msgfmt_check(out).returncode == 0, msgfmt_check(out).stderr
 
 
 @pytest.mark.parametrize("fixture", ["masking_run", "plain_run"])

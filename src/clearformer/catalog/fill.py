@@ -159,6 +159,8 @@ class Plan:
                 for form in range(self.plural_forms.count):
                     if not entry.msgstr_plural.get(form):
                         entry.msgstr_plural[form] = singular if form in one else plural
+                for form in [f for f, text in entry.msgstr_plural.items() if f >= self.plural_forms.count and not text]:
+                    del entry.msgstr_plural[form]  # a template's msgstr[1] in a one-form language
             if "fuzzy" not in entry.flags:
                 entry.flags.insert(0, "fuzzy")  # first, where msgmerge writes it
             if notes:

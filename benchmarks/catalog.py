@@ -210,7 +210,8 @@ def catalogues(args, model, tokenizer, folder: Path) -> tuple[str, list[str]]:
             f"translations under the same flags. Placeholders kept exactly: ours {ours_score.share:.1%} "
             f"({ours_score.kept}/{ours_score.total} forms), plain translate {plain_score.share:.1%} "
             f"({plain_score.kept}/{plain_score.total}). Greedy decoding, batches of 32, "
-            f"torch threads: {torch.get_num_threads()}; entries/s counts filling alone (the model loaded).\n\n{table}\n")
+            f"torch threads: {torch.get_num_threads()}; entries/s counts filling alone (the model loaded)."
+            f"\n\n{table}\n")
     return body, sorted(set(short))
 
 

@@ -38,7 +38,7 @@ def require_translation(model, tool: str) -> None:
     require_layers(model, tool)
 
 
-def translate_ids(model, tokenizer, text: str, options: DecodingOptions) -> tuple[list[int], list[int]]:
+def source_and_output_ids(model, tokenizer, text: str, options: DecodingOptions) -> tuple[list[int], list[int]]:
     """(source ids as the model reads them, the translation's ids with <eos> last) by `translate`'s search."""
     ids = check_source(tokenizer, text, model.config.max_len)
     model.eval()
@@ -71,7 +71,7 @@ def patch_report(model, tokenizer, clean: str, corrupted: str) -> dict:
     """`clearformer patch CLEAN CORRUPTED`: {"clean", "corrupted", "metric", "points": [{"name", "restored"}]}."""
     require_translation(model, "patch")
     options = DecodingOptions()
-    clean_ids, translation = translate_ids(model, tokenizer, clean, options)
+    clean_ids, translation = source_and_output_ids(model, tokenizer, clean, options)
     corrupted_ids = check_source(tokenizer, corrupted, model.config.max_len)
     m_clean, m_corrupted, points = activation_patching(model, clean_ids, corrupted_ids, translation,
                                                        tokenizer.bos_id)
@@ -101,7 +101,7 @@ def attribute_report(model, tokenizer, text: str, method: str = METHODS[0], step
     require_translation(model, "attribute")
     check_method(method, steps)
     if target is None:
-        ids, translation = translate_ids(model, tokenizer, text, DecodingOptions())
+        ids, translation = source_and_output_ids(model, tokenizer, text, DecodingOptions())
     else:
         ids = check_source(tokenizer, text, model.config.max_len)
         translation = [*tokenizer.encode(target), tokenizer.eos_id]

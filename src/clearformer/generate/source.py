@@ -86,6 +86,12 @@ class Pieces:
         """Each piece's translation with its placeholders put back (`tokenize.restore_placeholders`)."""
         return [restore_placeholders(masked, text) for masked, text in zip(self.masks, translations, strict=True)]
 
+    @classmethod
+    def whole(cls, sources: Sequence[list[int]]) -> Pieces:
+        """Sources already encoded, each its own input and its own piece, nothing masked."""
+        return cls(texts=[""] * len(sources), sources=list(sources), owners=list(range(len(sources))),
+                   masks=[Masked("")] * len(sources), count=len(sources))
+
     def of(self, index: int) -> list[int]:
         """The positions of input `index`'s pieces."""
         return [i for i, owner in enumerate(self.owners) if owner == index]

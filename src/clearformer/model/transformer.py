@@ -15,7 +15,6 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.cache import DecoderCache, kv_cache_bytes_per_token
 from clearformer.model.embedding import InputEmbedding
 from clearformer.model.layers import Decoder, Encoder
-from clearformer.model.linear import Linear
 from clearformer.record import trace
 
 
@@ -27,7 +26,7 @@ class OutputProjection(nn.Module):
 
     def __init__(self, d_model: int, vocab_size: int) -> None:
         super().__init__()
-        self.linear = Linear(d_model, vocab_size)
+        self.linear = nn.Linear(d_model, vocab_size)
         nn.init.normal_(self.linear.weight, std=d_model**-0.5)
         nn.init.zeros_(self.linear.bias)
 

@@ -3,6 +3,7 @@
     clearformer translate "I love you"
     echo "I love you" | clearformer translate
     clearformer translate --file sentences.txt --beam 4 --output translations.txt
+    clearformer translate --po app.pot --out fr.po      (a gettext catalogue: commands/catalog.py)
 
 Greedy decoding (stop at <eos>) by default; `--beam N` for beam search. Input lines keep their
 order; empty lines stay empty. Inputs are read as every entry point reads them
@@ -18,8 +19,8 @@ import os
 import sys
 from pathlib import Path
 
+from clearformer.commands import catalog, options
 from clearformer.commands import engine as engine_options
-from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
@@ -115,6 +116,9 @@ def warn(message: str) -> None:
 
 
 def run(args) -> int:
+    if args.po:  # a gettext catalogue: commands/catalog.py
+        return catalog.run(args, catalog.TranslateParts(load_translator, check_output_path, check_not_input,
+                                                        write_output))
     decoding = DecodingOptions.from_args(args)
     engine_options.check_engine_arguments(args)
     if args.engine == "ctranslate2":
@@ -213,4 +217,5 @@ def register(subparsers) -> None:
     add_decoding_options(parser)
     add_ablate_argument(parser)
     engine_options.add_engine_arguments(parser)
+    catalog.add_catalogue_arguments(parser)
     parser.set_defaults(func=run)

@@ -27,9 +27,10 @@ from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.store import output as store_output
 from clearformer.store import safeio
-from clearformer.store.atomic import atomic_write_text
 from clearformer.store.checkpoint import load_model
+from clearformer.store.output import check_output
 from clearformer.store.runs import resolve_checkpoint
 
 
@@ -125,8 +126,8 @@ def run(args) -> int:
         decoding = engine_options.engine_decoding(args, decoding)
     if args.ablate and args.engine != "pytorch":
         raise UserError("--ablate changes clearformer's own decoder; it does not apply to --engine ctranslate2")
+    check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
-    check_not_input(output, args.file, "--file")
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, directory = load_translator(args.checkpoint, args.device)
@@ -162,18 +163,12 @@ def run(args) -> int:
 
 
 def check_output_path(output: str | None) -> Path | None:
-    """--output PATH, checked before any work: not a directory, in a folder that exists or can be made."""
+    """--output PATH, checked before any work (store/output.py: a file in a folder that exists and takes
+    it, or a stream such as /dev/stdout; never a folder, a link, a FIFO)."""
     if not output:
         return None
-    path = Path(output)
-    if path.is_dir():
-        raise UserError(f"--output {path}: is a directory; give a file path")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"--output {path}: {parent} is a file, not a directory")
-            break
-    return path
+    check_output(output, "--output")
+    return Path(output)
 
 
 def check_not_input(output: Path | None, source: str | Path | None, option: str) -> None:
@@ -192,11 +187,8 @@ def check_not_input(output: Path | None, source: str | Path | None, option: str)
 
 
 def write_output(path: Path, text: str) -> None:
-    """Atomically; a folder that cannot be written is a one-line error."""
-    try:
-        atomic_write_text(path, text)
-    except OSError as error:
-        raise UserError(f"cannot write {path} ({error.strerror or error})") from None
+    """Through store/output.py: atomically for a file, as a stream for a device; one line for any failure."""
+    store_output.write_output(check_output(path, "--output"), text)
 
 
 def add_decoding_options(parser) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SENTENCE_CHARS, has_surrogates, shorten
 from clearformer.tokenize import Masked, encode_source, mask_placeholders, restore_placeholders
+from clearformer.tokenize.placeholders import PlaceholderError
 from clearformer.tokenize.sentences import split_long
 
 
@@ -41,7 +42,10 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
         raise UserError(f"{at}not UTF-8 text")
     if len(text) > MAX_SENTENCE_CHARS:
         raise UserError(f"{at}sentence of {len(text):,} characters; at most {MAX_SENTENCE_CHARS:,}")
-    ids = encode_source(tokenizer, text)
+    try:
+        ids = encode_source(tokenizer, text)
+    except PlaceholderError as error:  # a runaway user pattern, too many placeholders: where, then why
+        raise UserError(f"{at}{error}") from None
     source_eos = tokenizer.source_eos
     words = ids[:-1] if source_eos and ids else ids
     if not words:

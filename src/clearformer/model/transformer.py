@@ -127,6 +127,10 @@ class Transformer(nn.Module):
         """Training FLOPs of the real tokens of one batch (`translation_flops`; train/mfu.py's MFU)."""
         return translation_flops(self.config, src, tgt_out)
 
+    def decoder_layers(self) -> nn.ModuleList:
+        """The decoder's layers, in order (model/layered.py: what the why tools read)."""
+        return self.decoder.layers
+
     def summary(self) -> str:
         """One line for `clearformer info`."""
         return summary(self.config)

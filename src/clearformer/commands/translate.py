@@ -213,7 +213,8 @@ def add_decoding_options(parser) -> None:
 def register(subparsers) -> None:
     parser = subparsers.add_parser("translate", help="translate text with a trained model",
                                    description=__doc__.split("\n\n")[0])
-    parser.add_argument("text", nargs="*", help="the sentences to translate, one per argument and one translation per line out "
+    parser.add_argument("text", nargs="*",
+                        help="the sentences to translate, one per argument and one translation per line out "
                              "(quote a sentence of several words; default: stdin or --file)")
     parser.add_argument("--file", metavar="PATH",
                         help="translate every line of PATH (empty lines stay empty)")

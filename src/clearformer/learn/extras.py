@@ -1,12 +1,15 @@
 """What two lessons show on the learner's sentence beyond the greedy walkthrough (`Lesson.extra["show"]`):
 
     beam   lesson 12: `clearformer explain SENTENCE --beam 2`'s own table (explain/search.py), on the toy model
+    lm     lesson 13: a decoder-only model (model/lm.py) on the sentence: its scaled scores before the causal mask
     mla    lesson 14: the latent c_KV that Multi-Head Latent Attention caches, per token of the sentence
 
 Both read the same toy run the lesson's walkthrough comes from (learn/toy.py's ensure_toy_model).
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -15,15 +18,60 @@ from clearformer.learn.toy import ensure_toy_model
 BEAM = 2
 
 
-def beam_table(sentence: str, checkpoint=None) -> str:
-    """The beam search of `sentence` (beam 2, translate's own alpha and brevity penalty), as `explain --beam`."""
-    from clearformer.explain.search import explain_beam, render_beam
+@functools.lru_cache(maxsize=4)
+def beam_walk(sentence: str, checkpoint=None):
+    """`clearformer explain SENTENCE --beam 2` (translate's own alpha and brevity penalty) on the toy model:
+    the question of lesson 12 and its table read the same search."""
+    from clearformer.explain.search import explain_beam
     from clearformer.generate.options import DecodingOptions
     from clearformer.store.checkpoint import load_model
 
     model, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
-    walk = explain_beam(model, tokenizer, sentence, DecodingOptions(beam=BEAM))
-    return render_beam(walk.beam, 4, color=False)
+    return explain_beam(model, tokenizer, sentence, DecodingOptions(beam=BEAM))
+
+
+def beam_table(sentence: str, checkpoint=None) -> str:
+    """The beam search of `sentence` (beam 2, translate's own alpha and brevity penalty), as `explain --beam`."""
+    from clearformer.explain.search import render_beam
+
+    return render_beam(beam_walk(sentence, checkpoint).beam, 4, color=False)
+
+
+@functools.lru_cache(maxsize=4)
+def lm_scores(sentence: str, checkpoint=None) -> tuple[list[str], list[list[float]]]:
+    """(tokens, scaled scores) of head 0 in layer 0 of a decoder-only model (model/lm.py: one layer of the toy
+    translator's width, random weights of seed 0: the lessons train no language model) reading <bos> + the
+    sentence: Q·Kᵀ/√d_k for every pair, before the causal mask."""
+    from clearformer.config import preset
+    from clearformer.model.lm import LanguageModel
+    from clearformer.record import trace
+    from clearformer.store.checkpoint import load_model
+    from clearformer.tokenize import encode_source
+
+    toy, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
+    ids = [tokenizer.bos_id] + encode_source(tokenizer, sentence)
+    config = preset("lm-tiny", tgt_vocab_size=len(tokenizer), d_model=toy.config.d_model, n_heads=toy.config.n_heads,
+                    n_decoder_layers=1)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = LanguageModel(config).eval()
+    with torch.no_grad(), trace.Recorder() as recorder:
+        model(torch.tensor([ids]))
+    scaled = recorder.get("decoder.layers.0.self_attention.scaled")[0, 0].double().tolist()
+    return [tokenizer.id_to_token(i) for i in ids], scaled
+
+
+def lm_table(sentence: str, checkpoint=None) -> str:
+    """Lesson 13's table: `lm_scores` with its row and column numbers."""
+    words, scaled = lm_scores(sentence, checkpoint)
+    width = max(9, *(len(w) + 2 for w in words))
+    lines = ["A decoder-only model reads your sentence (model/lm.py, one layer, random weights:",
+             "the mechanism, not learned language). Layer 0, head 0:",
+             "scaled scores Q·Kᵀ/√d_k, BEFORE the causal mask (row = query, column = key):", "",
+             " " * (width + 4) + "".join(f"{f'{j} {w}':>{width}s}" for j, w in enumerate(words))]
+    for i, (word, row) in enumerate(zip(words, scaled, strict=True)):
+        lines.append(f"{i:2d} {word:>{width}s} " + "".join(f"{v:{width}.4f}" for v in row))
+    return "\n".join(lines) + "\n"
 
 
 def mla_latent(sentence: str, checkpoint=None) -> str:
@@ -66,7 +114,7 @@ def mla_latent(sentence: str, checkpoint=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-SHOW = {"beam": beam_table, "mla": mla_latent}
+SHOW = {"beam": beam_table, "lm": lm_table, "mla": mla_latent}
 
 
 def extra_text(kind: str | None, sentence: str, checkpoint=None) -> str:

@@ -122,6 +122,7 @@ def test_html_keeps_the_markup_exactly(fixture, request):
     ({"q": "hi", "source": "en", "target": "fr", "format": "pdf"}, 400, "is not text or html"),
     ({"q": "zzz qqq", "source": "en", "target": "fr"}, 400, "every word is unknown"),
     ({"q": "hi", "source": "en", "target": "fr", "voice": 1}, 400, "unknown field"),
+    ({"q": "<b>x</b>" * 20, "source": "en", "target": "fr", "format": "html"}, 400, "40 placeholders"),
 ])
 def test_errors_have_libretranslates_shape_and_codes(api, body, status, words):
     response = api.post("/translate", json=body)

@@ -105,6 +105,16 @@ def test_a_template_is_filled_as_msginit_and_msgmerge_would_leave_it(template, t
     assert outcome.filled == len(live) - 1
 
 
+def test_a_line_with_more_placeholders_than_reserved_tokens_is_copied_and_said(tmp_path):
+    path = tmp_path / "many.po"
+    many = " ".join(f"%{i + 1}$s" for i in range(40))
+    path.write_text(TEMPLATE + f'\n#, c-format\nmsgid "{many}"\nmsgstr ""\n', encoding="utf-8")
+    po, outcome = fill(path, lambda texts: ["x" for _ in texts])
+    entry = po.find(many)
+    assert entry.msgstr == many and entry.fuzzy and "copied from the source" in entry.tcomment
+    assert outcome.copied == 1
+
+
 def test_the_singular_and_the_plural_go_to_the_forms_of_the_header(tmp_path):
     path = tmp_path / "ru.po"
     path.write_text(TEMPLATE.replace('"Language: \\n"', '"Language: ru\\n"'), encoding="utf-8")
@@ -140,7 +150,7 @@ def test_the_command_fills_a_catalogue_msgfmt_accepts(fixture, template, tmp_pat
 
     # an existing --out is refused; --overwrite replaces it; --in-place writes IN itself
     assert main(["translate", "--checkpoint", str(run), "--po", str(template), "--out", str(out)]) == 2
-    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert "exists: pass --overwrite" in capsys.readouterr().err
     assert main(["translate", "--checkpoint", str(run), "--po", str(out), "--out", str(out), "--overwrite"]) == 2
     assert "would replace the input" in capsys.readouterr().err
     assert main(["translate", "--checkpoint", str(run), "--po", str(template), "--in-place"]) == 0

@@ -44,7 +44,7 @@ from clearformer.catalog.plurals import (
 from clearformer.errors import UserError
 from clearformer.limits import MAX_TEXT_FILE_BYTES
 from clearformer.store import safeio
-from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
+from clearformer.tokenize.placeholders import Masked, PlaceholderError, mask, mask_target, restore
 
 COMMENT = "clearformer:"  # the prefix of the translator comments this module adds
 _CHARSET = re.compile(rb"charset=([A-Za-z0-9_.:-]+)")
@@ -101,7 +101,7 @@ def needs_filling(entry: polib.POEntry) -> bool:
 class Line:
     """One line of a source text: `lead` + core + `trail`, the core without its accelerator (`stripped`),
     its placeholders masked (`masked`, by the entry's `formats`); `job` indexes the plan's texts (None: a
-    blank line)."""
+    blank line, or a `copied` one, whose `lead` is the whole line)."""
 
     lead: str
     trail: str
@@ -110,6 +110,7 @@ class Line:
     formats: tuple[Format, ...] = ()
     patterns: tuple[str, ...] = ()
     job: int | None = None
+    copied: bool = False  # a line masking cannot take, copied from the source
 
 
 @dataclass
@@ -174,6 +175,8 @@ class Plan:
     def _assemble(self, lines: list[Line], translations: Sequence[str | None], notes: list[str]) -> str:
         out = []
         for line in lines:
+            if line.copied:
+                notes.append(f"{COMMENT} a line the model cannot read was copied from the source")
             if line.job is None:
                 out.append(line.lead + line.trail)
                 continue
@@ -226,7 +229,11 @@ def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, setting
             continue
         lead, trail = raw[: len(raw) - len(raw.lstrip())], raw[len(raw.rstrip()):]
         stripped = strip_mark(core, mark)
-        masked = mask(stripped.text, patterns)
+        try:
+            masked = mask(stripped.text, patterns)
+        except PlaceholderError:  # more placeholders than reserved tokens: no model can copy them all
+            lines.append(Line(raw, "", stripped=Stripped(raw), copied=True))
+            continue
         model_input = masked.text if settings.model_masks else stripped.text
         if model_input not in index:
             index[model_input] = len(texts)

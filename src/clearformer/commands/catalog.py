@@ -25,6 +25,7 @@ from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.languages import Languages, run_languages
 from clearformer.record.interventions import interventions_from_args
+from clearformer.store.output import OutputTarget, check_output, write_output
 
 ACCELERATORS = ("auto", "none", "_", "&", "~")
 
@@ -48,26 +49,25 @@ def add_catalogue_arguments(parser) -> None:
 @dataclass(frozen=True)
 class TranslateParts:
     """What `translate --po` shares with `translate` (commands/translate.py owns them, and passes them in):
-    loading the checkpoint, checking --out against the input, writing atomically."""
+    loading the checkpoint, and refusing an output that is the input."""
 
     load_translator: Callable  # (checkpoint, device) -> (model, tokenizer, meta, directory)
-    check_output_path: Callable[[str | None], Path | None]
     check_not_input: Callable[[Path | None, Path, str], None]
-    write_output: Callable[[Path, str], None]
 
 
-def catalogue_output(args, parts: TranslateParts) -> Path | None:
-    """Where the filled catalogue goes (None: stdout), checked before any work."""
+def catalogue_output(args, parts: TranslateParts) -> OutputTarget | None:
+    """Where the filled catalogue goes (None: stdout), checked before any work (store/output.py): --in-place
+    replaces --po, an existing --out only with --overwrite."""
     source = Path(args.po)
     if args.in_place:
         if args.out:
             raise UserError("give --out OUT or --in-place, not both")
-        return source
-    output = parts.check_output_path(args.out)
-    parts.check_not_input(output, source, "--po")
-    if output is not None and output.exists() and not args.overwrite:
-        raise UserError(f"--out {output}: exists; pass --overwrite to replace it, or --in-place to fill --po itself")
-    return output
+        return check_output(source, "--po")
+    if not args.out:
+        return None
+    parts.check_not_input(Path(args.out), source, "--po")
+    return check_output(args.out, "--out", overwrite=args.overwrite,
+                        exists_hint="pass --overwrite to replace it, or --in-place to fill --po itself")
 
 
 def merged_pieces(parts: list[Pieces]) -> Pieces:
@@ -132,7 +132,7 @@ def run(args, parts: TranslateParts) -> int:
     outcome = plan.fill(translations)
     text = po.__unicode__()
     if output is not None:
-        parts.write_output(output, text)
+        write_output(output, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -140,8 +140,8 @@ def run(args, parts: TranslateParts) -> int:
     return 0
 
 
-def report(outcome: Outcome, output: Path | None) -> None:
-    where = f" -> {output}" if output is not None else ""
+def report(outcome: Outcome, output: OutputTarget | None) -> None:
+    where = f" -> {output.path}" if output is not None else ""
     notes = []
     if outcome.copied:
         notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them)")

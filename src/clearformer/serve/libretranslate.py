@@ -171,7 +171,10 @@ class TranslationService:
 
     async def translate(self, request: TranslateRequest) -> list[str]:
         """The translations of the request's texts (a 400 for a text the model cannot read, 429 when full)."""
-        lines, inputs = self.lines(request)
+        try:
+            lines, inputs = self.lines(request)
+        except UserError as error:  # html with more tags than a masking model has reserved tokens
+            raise RequestError(400, str(error)) from None
         labels = [f"q[{line.owner}]" if not request.single else "q" for line in lines if line.masked is not None]
         try:
             pieces = prepare_sources(self.tokenizer, inputs, self.model.config.max_len, self.decoding.split,

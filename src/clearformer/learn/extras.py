@@ -9,61 +9,22 @@ Both read the same toy run the lesson's walkthrough comes from (learn/toy.py's e
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
+from clearformer.learn.onsentence import beam_walk, lm_scores
 from clearformer.learn.toy import ensure_toy_model
-
-BEAM = 2
-
-
-@functools.lru_cache(maxsize=4)
-def beam_walk(sentence: str, checkpoint=None):
-    """`clearformer explain SENTENCE --beam 2` (translate's own alpha and brevity penalty) on the toy model:
-    the question of lesson 12 and its table read the same search."""
-    from clearformer.explain.search import explain_beam
-    from clearformer.generate.options import DecodingOptions
-    from clearformer.store.checkpoint import load_model
-
-    model, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
-    return explain_beam(model, tokenizer, sentence, DecodingOptions(beam=BEAM))
 
 
 def beam_table(sentence: str, checkpoint=None) -> str:
     """The beam search of `sentence` (beam 2, translate's own alpha and brevity penalty), as `explain --beam`."""
     from clearformer.explain.search import render_beam
 
-    return render_beam(beam_walk(sentence, checkpoint).beam, 4, color=False)
-
-
-@functools.lru_cache(maxsize=4)
-def lm_scores(sentence: str, checkpoint=None) -> tuple[list[str], list[list[float]]]:
-    """(tokens, scaled scores) of head 0 in layer 0 of a decoder-only model (model/lm.py: one layer of the toy
-    translator's width, random weights of seed 0: the lessons train no language model) reading <bos> + the
-    sentence: Q·Kᵀ/√d_k for every pair, before the causal mask."""
-    from clearformer.config import preset
-    from clearformer.model.lm import LanguageModel
-    from clearformer.record import trace
-    from clearformer.store.checkpoint import load_model
-    from clearformer.tokenize import encode_source
-
-    toy, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
-    ids = [tokenizer.bos_id] + encode_source(tokenizer, sentence)
-    config = preset("lm-tiny", tgt_vocab_size=len(tokenizer), d_model=toy.config.d_model, n_heads=toy.config.n_heads,
-                    n_decoder_layers=1)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = LanguageModel(config).eval()
-    with torch.no_grad(), trace.Recorder() as recorder:
-        model(torch.tensor([ids]))
-    scaled = recorder.get("decoder.layers.0.self_attention.scaled")[0, 0].double().tolist()
-    return [tokenizer.id_to_token(i) for i in ids], scaled
+    return render_beam(beam_walk(sentence, ensure_toy_model(checkpoint)).beam, 4, color=False)
 
 
 def lm_table(sentence: str, checkpoint=None) -> str:
     """Lesson 13's table: `lm_scores` with its row and column numbers."""
-    words, scaled = lm_scores(sentence, checkpoint)
+    words, scaled = lm_scores(sentence, ensure_toy_model(checkpoint))
     width = max(9, *(len(w) + 2 for w in words))
     lines = ["A decoder-only model reads your sentence (model/lm.py, one layer, random weights:",
              "the mechanism, not learned language). Layer 0, head 0:",

@@ -388,7 +388,7 @@ def ask_smoothing(run):
 
 def ask_penalty(run):
     """Lesson 12: the winner's score had beam search used the paper's α, from the beam table's sum."""
-    from clearformer.learn.extras import beam_walk
+    from clearformer.learn.onsentence import beam_walk
 
     tree = beam_walk(run.sentence, run.checkpoint).beam
     best = tree["ranking"][0]
@@ -409,7 +409,7 @@ def ask_penalty(run):
 def ask_decoder_only(run):
     """Lesson 13: a causal weight of a decoder-only model on the learner's sentence, computed from its scores
     before the mask (the learner chooses which scores count)."""
-    from clearformer.learn.extras import lm_scores
+    from clearformer.learn.onsentence import lm_scores
 
     words, scaled = lm_scores(run.sentence, run.checkpoint)
     key = 0

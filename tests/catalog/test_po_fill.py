@@ -172,3 +172,16 @@ def test_a_file_that_is_not_a_catalogue_is_one_line_with_its_line(masking_run, t
     latin.write_bytes(b'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "a"\nmsgstr "\xe9"\n')
     assert main(["translate", "--checkpoint", str(masking_run), "--po", str(latin)]) == 2
     assert f"{latin}:5: not UTF-8 text" in capsys.readouterr().err
+
+
+def test_the_journey_a_trained_toy_run_fills_a_template_msgfmt_accepts(toy_model, template, tmp_path, capsys):
+    """The README's path: `clearformer train` (the toy preset), then `translate --po X.pot --out Y.po` with the
+    run's own languages (its meta says toy: en -> fr)."""
+    out = tmp_path / "fr.po"
+    assert main(["translate", "--checkpoint", str(toy_model), "--po", str(template), "--out", str(out)]) == 0
+    capsys.readouterr()
+    check = msgfmt_check(out)
+    assert check.returncode == 0, check.stderr
+    filled = polib.pofile(str(out))
+    assert filled.metadata["Language"] == "fr" and not filled.untranslated_entries()
+    assert all(entry.fuzzy for entry in filled if not entry.obsolete and entry.msgid != "Hello")

@@ -23,6 +23,11 @@ MAX_LEARNER_SOURCE_BYTES = 1024 * 1024
 MAX_QUOTED_CHARS = 200
 # The server: a request body is one JSON object holding one sentence.
 MAX_BODY_BYTES = 16 * 1024
+# The server's LibreTranslate API (serve/libretranslate.py): one request is a page of strings (Weblate sends
+# its suggestions in batches): at most MAX_TRANSLATE_TEXTS texts of MAX_SENTENCE_CHARS, in a body of at most
+# MAX_TRANSLATE_BODY_BYTES.
+MAX_TRANSLATE_TEXTS = 128
+MAX_TRANSLATE_BODY_BYTES = 512 * 1024
 # The server: explanations computed at once, and requests waiting for a worker beyond those
 # (then 503 "busy": a full queue is refused at once instead of growing without bound).
 SERVER_WORKERS = 2

@@ -171,3 +171,11 @@ def test_the_api_options_are_checked_before_the_model_loads(flags, words, capsys
     assert main(["serve", "--checkpoint", "/nonexistent", *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1
+
+
+def test_a_page_of_strings_fits_and_a_body_over_the_bound_is_413(api):
+    page = {"q": ["Open the file " * 10] * 100, "source": "en", "target": "fr"}  # ~15 KB of strings, 100 texts
+    assert api.post("/translate", json=page).status_code == 200
+    huge = {"q": ["Open the file " * 135] * 300, "source": "en", "target": "fr"}  # 570 KB, over the 512 KiB
+    response = api.post("/translate", json=huge)
+    assert response.status_code == 413 and "request body over" in response.json()["error"]

@@ -13,8 +13,8 @@
 Errors have LibreTranslate's shape and codes: {"error": "..."} with 400 (a bad request, a language the
 model does not translate, a text the model cannot read), 403 (the host guard: serve/guard.py), 429 (the
 translation queue is full: retry), 500 (a bug). A body is read with the bound every route has
-(serve/requests.py: 413 over MAX_BODY_BYTES); a request holds at most MAX_TEXTS texts of at most
-MAX_SENTENCE_CHARS characters each.
+(serve/requests.py: 413 over MAX_TRANSLATE_BODY_BYTES for /translate, a page of strings; over MAX_BODY_BYTES
+for /detect); a request holds at most MAX_TRANSLATE_TEXTS texts of at most MAX_SENTENCE_CHARS characters each.
 
 Every text goes through the one input path (`prepare_sources`), line by line; sentences of requests that
 arrive together are decoded together (serve/batcher.py). format=html: every tag, comment and entity is
@@ -38,13 +38,12 @@ from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import prepare_sources
 from clearformer.generate.translate import join_pieces, translate_ids
 from clearformer.languages import Languages, name_of, run_languages
-from clearformer.limits import MAX_SENTENCE_CHARS, has_surrogates
+from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve.batcher import Batching, BatchQueue
 from clearformer.serve.pool import Busy
 from clearformer.serve.requests import RequestError, read_body
 from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
 
-MAX_TEXTS = 128  # texts in one request's q list (Weblate sends a page of strings at a time)
 MAX_ALTERNATIVES = 16
 FIELDS = ("q", "source", "target", "format", "api_key", "alternatives")
 # Markup a format=html text keeps exactly: a tag (any name), a comment, an entity.
@@ -100,8 +99,8 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
     texts = [q] if single else q
     if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
         raise RequestError(400, "Invalid request: q must be a string or a list of strings")
-    if len(texts) > MAX_TEXTS:
-        raise RequestError(400, f"Invalid request: {len(texts)} texts in q; at most {MAX_TEXTS}")
+    if len(texts) > MAX_TRANSLATE_TEXTS:
+        raise RequestError(400, f"Invalid request: {len(texts)} texts in q; at most {MAX_TRANSLATE_TEXTS}")
     for index, text in enumerate(texts):
         if len(text) > MAX_SENTENCE_CHARS:
             raise RequestError(400, f"Invalid request: request ({len(text)}) exceeds text limit ({MAX_SENTENCE_CHARS})"
@@ -256,7 +255,7 @@ def add_routes(app, service: TranslationService | None, security_headers: dict) 
 
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
-        body = await read_body(request)
+        body = await read_body(request, MAX_TRANSLATE_BODY_BYTES)
         checked = check_translate(request_fields(body, request.headers.get("content-type", "")),
                                   served().languages)
         return answer(translate_answer(checked, await served().translate(checked)))

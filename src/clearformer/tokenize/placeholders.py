@@ -120,14 +120,17 @@ class Masked:
 
     text: str
     originals: tuple[str, ...] = ()
+    # What a ｟ph{i}｠ beyond the originals stands for: with a vocabulary not made for placeholders, the numeral
+    # its stand-in piece spells (tokenize/standins.py); empty: it stays visible.
+    spelled: tuple[str, ...] = ()
 
 
-def mask(text: str, extra: tuple[str, ...] = ()) -> Masked:
-    """The i-th placeholder of `text` (i < RESERVED_COUNT) -> ｟ph{i}｠; later ones stay as they are."""
+def mask(text: str, extra: tuple[str, ...] = (), limit: int = RESERVED_COUNT) -> Masked:
+    """The i-th placeholder of `text` (i < limit <= RESERVED_COUNT) -> ｟ph{i}｠; later ones stay as they are."""
     originals: list[str] = []
 
     def reserve(match: re.Match) -> str:
-        if len(originals) == RESERVED_COUNT:
+        if len(originals) == min(limit, RESERVED_COUNT):
             return match.group(0)
         originals.append(match.group(0))
         return RESERVED_TOKENS[len(originals) - 1]
@@ -152,12 +155,14 @@ def mask_target(target: str, originals: Sequence[str], extra: tuple[str, ...] = 
 def restore(masked: Masked, translation: str) -> str:
     """Each ｟ph{i}｠ of a translation -> the source text it stands for; one the source has no
     placeholder for (a model decoding without the constraint) stays visible as it is."""
-    if not masked.originals:
+    if not (masked.originals or masked.spelled):
         return translation
 
     def original(match: re.Match) -> str:
         index = int(match.group(1))
-        return masked.originals[index] if index < len(masked.originals) else match.group(0)
+        if index < len(masked.originals):
+            return masked.originals[index]
+        return masked.spelled[index] if index < len(masked.spelled) else match.group(0)
 
     return RESERVED_PATTERN.sub(original, translation)
 

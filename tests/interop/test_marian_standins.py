@@ -98,3 +98,16 @@ def test_train_init_from_an_imported_marian_run(imported, tmp_path, capsys):
     assert tokenizer.stand_ins is not None and tokenizer.mask_placeholders
     (output,) = translate(model, tokenizer, ["Delete %d files from %s?"], DecodingOptions(beam=2))
     assert Counter(find(output)) == Counter(["%d", "%s"])
+
+
+def test_only_the_numerals_a_sentence_needs_keep_it_from_being_masked():
+    from clearformer.tokenize.placeholders import mask
+    from clearformer.tokenize.standins import StandIns
+
+    stand_ins = StandIns.from_vocabulary({f"▁{n}": n for n in range(1, 100)} | {"7": 200})
+    assert stand_ins.texts[:3] == ("1", "2", "3") and len(stand_ins.texts) == 32
+    assert stand_ins.attached[6] == "7" and stand_ins.attached[0] is None and stand_ins.spaced[0] == "▁1"
+    for text, collides in (("Page 1 of %d", True), ("UTF-8 name: %s", False), ("%1$s and %2$s", False),
+                           ("copy %s to 2 places %s", True), ("copy %s to 3 places %s", False)):
+        masked = mask(text, (), len(stand_ins.texts))
+        assert stand_ins.collides(masked.text, len(masked.originals)) == collides, text

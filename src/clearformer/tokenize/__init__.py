@@ -22,7 +22,7 @@ def mask_placeholders(tokenizer, text: str) -> Masked:
     if stand_ins is None:
         return mask(text, tokenizer.placeholder_patterns)
     masked = mask(text, tokenizer.placeholder_patterns, limit=len(stand_ins.texts))
-    if stand_ins.collides(masked.text):  # its own numerals stay numerals: nothing masked
+    if stand_ins.collides(masked.text, len(masked.originals)):  # its own numerals stay numerals: nothing masked
         return Masked(text, (), stand_ins.texts)
     return Masked(masked.text, masked.originals, stand_ins.texts)
 

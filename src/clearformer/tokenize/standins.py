@@ -83,14 +83,17 @@ class StandIns:
             pieces += self._segment(text[position:match.start()], pieces, encode, known)
             index = int(match.group(1))
             spaced_here = not pieces or text[:match.start()][-1:].isspace()
-            piece = self._form(index, spaced_here) if index < len(self.texts) else None
-            pieces += [piece] if piece is not None else encode(match.group(0))
+            pieces += self._form(index, spaced_here, known) if index < len(self.texts) else encode(match.group(0))
             position = match.end()
         return pieces + self._segment(text[position:], pieces, encode, known)
 
-    def _form(self, index: int, spaced: bool) -> str | None:
+    def _form(self, index: int, spaced: bool, known: Callable[[str], bool]) -> list[str]:
+        """The stand-in of ｟ph{index}｠: its spaced or attached form as the text wants; a vocabulary that splits
+        digits from the word-start mark (split_digits: "▁" "2") gets the mark, then the attached form."""
+        if spaced and self.spaced[index] is None and known(SPACE):
+            return [SPACE, self.attached[index]]
         first, second = (self.spaced, self.attached) if spaced else (self.attached, self.spaced)
-        return first[index] if first[index] is not None else second[index]
+        return [first[index] if first[index] is not None else second[index]]
 
     @staticmethod
     def _segment(segment: str, before: list[str], encode, known) -> list[str]:

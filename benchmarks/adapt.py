@@ -136,7 +136,7 @@ def run_all(args) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     sets = evaluation_sets(data, args.sentences)
     print("evaluation sets: " + ", ".join(f"{name} {len(pairs)}" for name, pairs in sets.items()))
-    m, model = args.minutes, ("--preset", args.preset)
+    m, model = args.minutes, ("--preset", args.preset, *args.model_flags.split())
     base = train(work, "fr-base", m, *model, "--data", str(data / "en-fr-software"))
     recipe_runs = {name: train(work, f"fr-ft-{name}", m, "--init", str(base), "--data", str(data / "en-fr-bible"),
                                "--lr-factor", str(factor), "--warmup", str(warmup))
@@ -150,7 +150,8 @@ def run_all(args) -> dict:
         runs["(a) pt: Firefox en-pt as shipped"] = args.firefox
         runs["(b) pt: Firefox en-pt fine-tuned on en-pt-software"] = train(
             work, "pt-firefox-ft", m, "--init", str(args.firefox), "--data", str(data / "en-pt-software"))
-    results = {"minutes": m, "preset": args.preset, "sentences": args.sentences, "beam": args.beam, "rows": {},
+    results = {"minutes": m, "preset": " ".join([args.preset, *args.model_flags.split()]),
+               "sentences": args.sentences, "beam": args.beam, "rows": {},
                "recipes": {}}
     for name, factor, warmup in RECIPES:
         run = recipe_runs[name]
@@ -212,6 +213,9 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--preset", default="small",
                         help="the model of the from-scratch runs (issue: small; a busy machine: toy-translate)")
+    parser.add_argument("--model-flags", default="", metavar="FLAGS",
+                        help="more `train` flags for the from-scratch runs, e.g. '--tokenizer sentencepiece "
+                             "--vocab-size 1000' (the fine-tuned runs keep what they start from)")
     args = parser.parse_args()
     results = run_all(args)
     report(results, args.firefox is not None, "CLEARFORMER_DATA=DATA python -m benchmarks.adapt "

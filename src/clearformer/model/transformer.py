@@ -15,7 +15,6 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.cache import DecoderCache, kv_cache_bytes_per_token
 from clearformer.model.embedding import InputEmbedding
 from clearformer.model.layers import Decoder, Encoder
-from clearformer.model.linear import Linear
 from clearformer.record import trace
 
 
@@ -27,7 +26,7 @@ class OutputProjection(nn.Module):
 
     def __init__(self, d_model: int, vocab_size: int) -> None:
         super().__init__()
-        self.linear = Linear(d_model, vocab_size)
+        self.linear = nn.Linear(d_model, vocab_size)
         nn.init.normal_(self.linear.weight, std=d_model**-0.5)
         nn.init.zeros_(self.linear.bias)
 
@@ -127,6 +126,10 @@ class Transformer(nn.Module):
     def training_flops(self, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
         """Training FLOPs of the real tokens of one batch (`translation_flops`; train/mfu.py's MFU)."""
         return translation_flops(self.config, src, tgt_out)
+
+    def decoder_layers(self) -> nn.ModuleList:
+        """The decoder's layers, in order (model/layered.py: what the why tools read)."""
+        return self.decoder.layers
 
     def summary(self) -> str:
         """One line for `clearformer info`."""

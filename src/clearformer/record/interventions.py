@@ -44,7 +44,8 @@ def valid_interventions(model: nn.Module) -> dict[str, Intervention]:
     for module in model.modules():
         where = getattr(module, "trace_name", "")
         if isinstance(module, (MultiHeadAttention, MultiHeadLatentAttention)):
-            recorded = where + (".absorbed" if getattr(module, "absorb", False) else "")  # MLA's weights' name
+            absorbed = isinstance(module, MultiHeadLatentAttention) and module.absorb  # weights in latent space
+            recorded = module.absorbed.trace_name if absorbed else where
             for head in range(module.n_heads):
                 name = f"{where}.head.{head}"
                 found[name] = Intervention(name, recorded, "weights", "zero_head", head)

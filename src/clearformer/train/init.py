@@ -34,7 +34,7 @@ from clearformer.errors import UserError
 from clearformer.model.build import build_model
 from clearformer.store.checkpoint import META_FILE, WEIGHTS_FILE, load_model, model_tensors, read_config
 from clearformer.store.safeio import read_json
-from clearformer.train.options import FREEZABLE, StartOptions
+from clearformer.train.options import FREEZABLE, Recipe, StartOptions
 
 # Flags that would change what --init keeps: the tokenizer, the vocabulary, the architecture (field -> flag).
 REFUSED_WITH_INIT = {"preset": "--preset", "arch": "--arch", "tie": "--tie", "tokenizer": "--tokenizer",
@@ -96,16 +96,20 @@ def init_values(run: Path) -> dict:
     return {"preset": name, "arch": config.architecture}
 
 
-def load_init(start: StartOptions, dropout: float | None):
-    """(tokenizer, model in train mode, InitRecord) of the run --init names; `dropout` (--dropout) replaces
-    the config's, the only config field a fine-tuning run may change (it has no weights)."""
+def load_init(start: StartOptions, recipe: Recipe):
+    """(tokenizer, model in train mode, InitRecord) of the run --init names; the recipe's dropouts (--dropout, and
+    --attention-dropout / --ffn-dropout when not 0) replace the config's: the only config fields a fine-tuning run
+    may change (they have no weights)."""
     run = Path(start.init)  # never --out: TrainOptions.check refused that before the run folder was claimed
     model, tokenizer, meta = load_model(run)
     if model.config.n_encoder_layers == 0:
         raise UserError(f"--init {run}: a language model run; `clearformer train` fine-tunes translation runs")
-    if dropout is not None and dropout != model.config.dropout:
+    given = (("dropout", recipe.dropout), ("attention_dropout", recipe.attention_dropout or None),
+             ("ffn_dropout", recipe.ffn_dropout or None))  # None: not given (the two sublayer rates default to 0)
+    rates = {name: value for name, value in given if value is not None and value != getattr(model.config, name)}
+    if rates:
         weights = model_tensors(model)
-        model = build_model(dataclasses.replace(model.config, dropout=dropout))
+        model = build_model(dataclasses.replace(model.config, **rates))
         model.load_state_dict(weights, strict=False)
     step = meta.get("step") if isinstance(meta.get("step"), int) else None
     preset = meta.get("preset") if isinstance(meta.get("preset"), str) else None

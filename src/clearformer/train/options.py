@@ -265,7 +265,7 @@ def check_architecture_options(o: TrainOptions) -> None:
     if foreign:
         raise UserError(f"--set {foreign[0]}: does not apply to --arch {o.model.arch} (it has no heads, feed-forward "
                         f"layers, positions or norms; it reads {', '.join(n for n in reads if n != 'architecture')})")
-    for name in ("attention_dropout", "ffn_dropout"):  # the Transformer's sublayers (train/step.py place_dropout)
+    for name in ("attention_dropout", "ffn_dropout"):  # the Transformer's sublayers (ModelConfig)
         if getattr(o.recipe, name):
             raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch {o.model.arch} "
                             f"(it has no {'attention-weight' if name[0] == 'a' else 'feed-forward'} "

@@ -27,7 +27,6 @@ from clearformer.store.runs import check_latest_if_default
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.init import InitRecord, freeze, load_init
 from clearformer.train.options import TrainOptions
-from clearformer.train.step import place_dropout
 from clearformer.train.task import TranslationTask, paper_adam
 
 new_optimizer = paper_adam  # the translation model's optimizer (tests and benchmarks name it so)
@@ -112,6 +111,8 @@ def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelCo
     fields = dict(choice.overrides)
     if options.recipe.dropout is not None:
         fields["dropout"] = options.recipe.dropout
+    # Dropout lives in the config, read by each module when it is built (a resumed run keeps its config's).
+    fields.update(attention_dropout=options.recipe.attention_dropout, ffn_dropout=options.recipe.ffn_dropout)
     sizes = dict(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, tie_embeddings=choice.tie, pad_id=pad_id)
     try:
         reads = ARCHITECTURES[choice.arch]
@@ -136,14 +137,13 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
         tokenizer, model = restored_model(start)
         init_record = InitRecord.from_dict(start.trainer_state.get("init"))
     elif options.start.init is not None:  # fine-tuning: the run's tokenizer, config and weights (train/init.py)
-        tokenizer, model, init_record = load_init(options.start, options.recipe.dropout)
+        tokenizer, model, init_record = load_init(options.start, options.recipe)
     else:
         tokenizer = corpus.build_tokenizer(options.vocabulary, splits["train"], options.loop.seed)
         config = model_config(options, len(tokenizer), tokenizer.pad_id)
         check_model_size(config, "the model config (--preset, --set)")  # before allocating (clearformer.limits)
         model = build_model(config)
     freeze(model, options.start.frozen)
-    place_dropout(model, options.recipe.attention_dropout, options.recipe.ffn_dropout)
     model.to(start.device).train()
     limit = min(model.config.max_len, options.recipe.batch_tokens)
     train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)

@@ -23,6 +23,11 @@ MAX_LEARNER_SOURCE_BYTES = 1024 * 1024
 MAX_QUOTED_CHARS = 200
 # The server: a request body is one JSON object holding one sentence.
 MAX_BODY_BYTES = 16 * 1024
+# The server's LibreTranslate API (serve/libretranslate.py): one request is a page of strings (Weblate sends
+# its suggestions in batches): at most MAX_TRANSLATE_TEXTS texts of MAX_SENTENCE_CHARS, in a body of at most
+# MAX_TRANSLATE_BODY_BYTES.
+MAX_TRANSLATE_TEXTS = 128
+MAX_TRANSLATE_BODY_BYTES = 512 * 1024
 # The server: explanations computed at once, and requests waiting for a worker beyond those
 # (then 503 "busy": a full queue is refused at once instead of growing without bound).
 SERVER_WORKERS = 2
@@ -69,6 +74,16 @@ MAX_SEED = 2**63 - 1       # what torch.manual_seed accepts
 MAX_ALPHA = 10.0           # GNMT's length penalty exponent: the paper uses 0.6, GNMT searched [0, 1]
 MIN_TEMPERATURE = 1e-3     # below this softmax(logits / T) is argmax (use --greedy) or overflows
 MAX_TEMPERATURE = 100.0    # above this every token is equally likely
+
+# `attribute` (explain/attribution.py): integrated gradients run one forward and backward pass per path point
+# and target token (a row). The work is estimated from the sizes before it starts and refused above either
+# bound, about two minutes of a laptop CPU: rows x tokens (measured on the toy model, whose small products
+# cost per token; the measurement is in docs/reliability.md, "Limits")
+# and floating-point operations (larger models). The activations of one pass stay under
+# ATTRIBUTION_PASS_BYTES (fewer rows a pass for long sentences and large vocabularies).
+MAX_ATTRIBUTION_ROW_TOKENS = 3_000_000
+MAX_ATTRIBUTION_FLOPS = 10e12
+ATTRIBUTION_PASS_BYTES = 512 * 1024 * 1024
 
 # ----------------------------------------------------------------------------- model sizes
 # Checked on every config before a tensor is allocated (clearformer.limits.check_model_size): run folders,

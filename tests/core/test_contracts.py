@@ -59,7 +59,7 @@ def test_models_say_what_they_are_by_protocol():
 
 
 def test_no_code_probes_a_tokenizer_or_a_model_for_what_it_is():
-    probe = re.compile(r"\b(?:get|has)attr\((?:tokenizer|model)\b")
+    probe = re.compile(r"\b(?:get|has)attr\((?:tokenizer|model)\s*,")
     found = [f"{path.relative_to(SOURCE)}:{number}: {line.strip()}"
              for path in sorted(SOURCE.rglob("*.py"))
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from clearformer.commands import options, views
 from clearformer.errors import UserError
@@ -16,7 +15,6 @@ from clearformer.generate.source import unknown_words_line
 from clearformer.limits import require_utf8
 from clearformer.load import load_model
 from clearformer.model.protocol import is_encoder_decoder
-from clearformer.store.atomic import atomic_write_text
 from clearformer.store.runs import resolve_checkpoint
 
 
@@ -139,9 +137,6 @@ def run(args) -> int:
     if getattr(walk, "original", None):
         text += (f"without --ablate: {walk.original['result']}\n"
                  f"with --ablate {' '.join(walk.ablated)}: {walk.result}\n")
-    if args.output:
-        atomic_write_text(Path(args.output), text)
-    else:
-        sys.stdout.write(text)
+    views.write_text_output(args, text)
     views.write_views(walk, args)
     return 0

@@ -15,10 +15,9 @@ from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 
-from clearformer.errors import UserError
 from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.walkthrough import Walkthrough
-from clearformer.store.atomic import atomic_write_text
+from clearformer.store.output import check_output, write_output
 
 # lessons.js: docs/learn.md; beamtree.js and whatif.js: docs/whatif.md; why.js: docs/why.md
 EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js", "beamtree.js", "whatif.js", "why.js")
@@ -86,13 +85,13 @@ def render_page(data: dict, live: bool = False, inline: bool = True, sections: d
     return page
 
 
+PAGE_EXISTS = "pass --overwrite to replace it, or choose another --html FILE"
+
+
 def check_page_path(path: Path, overwrite: bool) -> Path:
     """Refuse, before any work, a page path that is a folder, or an existing file unless `overwrite`."""
     path = Path(path)
-    if path.is_dir():
-        raise UserError(f"--html {path} is a folder; give a file name such as page.html")
-    if path.exists() and not overwrite:
-        raise UserError(f"{path} exists: pass --overwrite to replace it, or choose another --html FILE")
+    check_output(path, "--html", overwrite, PAGE_EXISTS)
     return path
 
 
@@ -104,10 +103,7 @@ def write_html(walk: Walkthrough, path: Path, overwrite: bool = True, sections: 
     doc = claims_doc()
     page = render_page({"config": {"live": False, "docs": doc.as_uri() if doc else None}, "walk": walk_payload(walk)},
                        sections=sections)
-    try:
-        atomic_write_text(path, page, overwrite)
-    except FileExistsError:
-        raise UserError(f"{path} exists: pass --overwrite to replace it, or choose another --html FILE") from None
+    write_output(check_output(path, "--html", overwrite, PAGE_EXISTS), page)
     return path
 
 

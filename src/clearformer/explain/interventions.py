@@ -67,8 +67,8 @@ def valid_interventions(model: nn.Module) -> dict[str, Intervention]:
     for module in model.modules():
         where = module.trace_name  # every module of a built model is named (trace.name_modules)
         if isinstance(module, (MultiHeadAttention, MultiHeadLatentAttention)):
-            absorbed = isinstance(module, MultiHeadLatentAttention) and module.absorb
-            recorded = where + (".absorbed" if absorbed else "")  # MLA's weights' name
+            absorbed = isinstance(module, MultiHeadLatentAttention) and module.absorb  # weights in latent space
+            recorded = module.absorbed.trace_name if absorbed else where
             for head in range(module.n_heads):
                 name = f"{where}.head.{head}"
                 found[name] = Intervention(name, recorded, "weights", "zero_head", head)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SENTENCE_CHARS, has_surrogates, shorten
 from clearformer.tokenize import Masked, encode_source, mask_placeholders, restore_placeholders
+from clearformer.tokenize.placeholders import PlaceholderError
 from clearformer.tokenize.sentences import split_long
 
 
@@ -41,7 +42,10 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
         raise UserError(f"{at}not UTF-8 text")
     if len(text) > MAX_SENTENCE_CHARS:
         raise UserError(f"{at}sentence of {len(text):,} characters; at most {MAX_SENTENCE_CHARS:,}")
-    ids = encode_source(tokenizer, text)
+    try:
+        ids = encode_source(tokenizer, text)
+    except PlaceholderError as error:  # a runaway user pattern, too many placeholders: where, then why
+        raise UserError(f"{at}{error}") from None
     source_eos = tokenizer.source_eos
     words = ids[:-1] if source_eos and ids else ids
     if not words:
@@ -84,6 +88,12 @@ class Pieces:
     def restore(self, translations: Sequence[str]) -> list[str]:
         """Each piece's translation with its placeholders put back (`tokenize.restore_placeholders`)."""
         return [restore_placeholders(masked, text) for masked, text in zip(self.masks, translations, strict=True)]
+
+    @classmethod
+    def whole(cls, sources: Sequence[list[int]]) -> Pieces:
+        """Sources already encoded, each its own input and its own piece, nothing masked."""
+        return cls(texts=[""] * len(sources), sources=list(sources), owners=list(range(len(sources))),
+                   masks=[Masked("")] * len(sources), count=len(sources))
 
     def of(self, index: int) -> list[int]:
         """The positions of input `index`'s pieces."""

@@ -97,20 +97,31 @@ def check_exercise(name: str, path: str | Path, timeout: float = 60.0) -> bool |
 
 
 def write_missing_solutions(folder: str | Path = ".") -> list[str]:
-    """Lesson 15's notebook: the worked solution of every exercise file not yet in `folder` (never over a file)."""
+    """Lesson 15's notebook: the worked solution of every exercise file not yet in `folder`, or still the untouched
+    starter an earlier lesson's notebook wrote there (not the learner's work: learn/starters.py). A file the learner
+    changed is never replaced."""
     from clearformer.learn.exercises import EXERCISES
     from clearformer.learn.solutions import solution_text
+    from clearformer.learn.starters import is_untouched_starter
     from clearformer.store.atomic import atomic_write_text
 
-    written = []
+    written, replaced = [], []
     for item in EXERCISES:
         path = Path(folder) / item.filename
         if not path.exists():
             atomic_write_text(path, solution_text(item.name), overwrite=False)
             written.append(item.filename)
-    print("wrote the worked solutions of: " + ", ".join(written) if written else
-          "every exercise file is here already (yours are kept)")
-    return written
+        elif is_untouched_starter(item, path):
+            atomic_write_text(path, solution_text(item.name))
+            replaced.append(item.filename)
+    if written:
+        print("wrote the worked solutions of: " + ", ".join(written))
+    if replaced:
+        print("replaced the untouched starters (no block filled) of: " + ", ".join(replaced) +
+              " with their worked solutions")
+    if not written and not replaced:
+        print("every exercise file is here already (yours are kept)")
+    return written + replaced
 
 
 def train_exercise(path: str | Path = "transformer.py", out: str | Path | None = None, steps: int | None = None,

@@ -117,13 +117,13 @@ def known_words(tokenizer) -> list[str]:
 def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | None = None) -> LearnerRun:
     """Translate `sentence` with the toy model under the recorder (exactly as `clearformer explain` does).
     Words the model does not know are named in one warning line on standard error (they become <unk>)."""
-    model, tokenizer, _ = load_toy_model(checkpoint)
+    model, tokenizer, path = load_toy_model(checkpoint)
     walk = explain_translation(model, tokenizer, sentence)
     unknown = tokenizer.unknown_words(sentence)
     if unknown:
         print(f"clearformer learn: warning: {unknown_words_line(unknown)} "
               f"(`clearformer learn --vocab` lists the words the model knows)", file=sys.stderr)
-    return LearnerRun(sentence, walk, model.config.tgt_vocab_size)
+    return LearnerRun(sentence, walk, model.config.tgt_vocab_size, Path(path))
 
 
 def main(argv: list[str]) -> int:

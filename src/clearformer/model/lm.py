@@ -69,6 +69,10 @@ class LanguageModel(nn.Module):
         """The (vocab, d_model) token embeddings: "target" (the one vocabulary); None for "source" (no encoder)."""
         return self.embed.tokens.weight if side == "target" else None
 
+    def decoder_layers(self) -> nn.ModuleList:
+        """The decoder's layers, in order (model/layered.py: what the why tools read)."""
+        return self.decoder.layers
+
     def num_parameters(self) -> int:
         """Trainable parameters, a tied matrix counted once."""
         return sum(p.numel() for p in self.parameters())

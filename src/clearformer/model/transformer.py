@@ -2,7 +2,7 @@
 
     src ids -> embed + positions -> encoder -> memory
     tgt ids -> embed + positions -> decoder (masked self-attention, cross-attention to memory)
-            -> output projection -> logits -> softmax -> probabilities
+            -> output projection -> logits  (softmax -> probabilities: the loss's, the search's, a view's)
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from clearformer.model.attention import causal_mask, padding_mask
 from clearformer.model.cache import DecoderCache
 from clearformer.model.embedding import InputEmbedding
 from clearformer.model.layers import Decoder, Encoder
-from clearformer.model.linear import Linear
 from clearformer.record import trace
 
 
@@ -27,16 +26,14 @@ class OutputProjection(nn.Module):
 
     def __init__(self, d_model: int, vocab_size: int) -> None:
         super().__init__()
-        self.linear = Linear(d_model, vocab_size)
+        self.linear = nn.Linear(d_model, vocab_size)
         nn.init.normal_(self.linear.weight, std=d_model**-0.5)
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (batch, tgt_len, d_model) -> logits (batch, tgt_len, vocab)."""
         logits = self.linear(hidden)
-        logits = trace.emit(self, "logits", logits)
-        if trace.recording():
-            trace.emit(self, "probabilities", torch.softmax(logits.float(), dim=-1))
+        logits = trace.emit(self, "logits", logits)  # a view shows softmax(logits) itself (explain/walkthrough.py)
         return logits
 
 
@@ -101,6 +98,10 @@ class Transformer(nn.Module):
     def embedding_table(self, side: str) -> torch.Tensor | None:
         """The (vocab, d_model) token embeddings of the "source" or the "target" side."""
         return (self.src_embed if side == "source" else self.tgt_embed).tokens.weight
+
+    def decoder_layers(self) -> nn.ModuleList:
+        """The decoder's layers, in order (model/layered.py: what the why tools read)."""
+        return self.decoder.layers
 
     def num_parameters(self) -> int:
         """Trainable parameters, each shared (tied) matrix counted once."""

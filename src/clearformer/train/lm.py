@@ -130,7 +130,7 @@ class LanguageModelTask:
 
     def __init__(self, options: LMOptions, tokenizer, config, train: torch.Tensor, valid: torch.Tensor,
                  corpus: str, words: int, flop_count: FlopCount) -> None:
-        self.o, self.tokenizer, self.config = options, tokenizer, config
+        self.options, self.tokenizer, self.config = options, tokenizer, config
         self.train, self.valid, self.corpus, self.words = train, valid, corpus, words
         self.block = min(options.block_size, config.max_len)
         if len(train) < self.block + 2 or len(valid) < 3:
@@ -143,7 +143,7 @@ class LanguageModelTask:
     def batches(self, count: int) -> list[WindowBatch]:
         out = []
         for _ in range(count):
-            starts = torch.randint(0, len(self.train) - self.block - 1, (self.o.batch_size,),
+            starts = torch.randint(0, len(self.train) - self.block - 1, (self.options.batch_size,),
                                    generator=self.generator)
             out.append(WindowBatch(*windows(self.train, starts, self.block)))
             self.draws += 1
@@ -156,7 +156,7 @@ class LanguageModelTask:
 
     @property
     def epoch(self) -> int:
-        return self.draws * self.o.batch_size * self.block // len(self.train)
+        return self.draws * self.options.batch_size * self.block // len(self.train)
 
     def restore(self, position: dict) -> None:
         raw = base64.b64decode(position["generator"])
@@ -167,14 +167,14 @@ class LanguageModelTask:
         return NextTokenLoss(model)
 
     def learning_rate(self, step: int) -> float:
-        return learning_rate(step - 1, self.o)
+        return learning_rate(step - 1, self.options)
 
     def new_optimizer(self, model):
-        return make_optimizer(model, self.o)
+        return make_optimizer(model, self.options)
 
     def validate(self, model, device, autocast):
         with autocast():
-            loss = evaluate(model, self.valid, self.o.batch_size, self.block, self.o.eval_batches)
+            loss = evaluate(model, self.valid, self.options.batch_size, self.block, self.options.eval_batches)
         self.last_valid = loss
         return loss, loss, None
 
@@ -187,7 +187,7 @@ class LanguageModelTask:
 
     def describe(self) -> str:
         return (f"{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train):,} training tokens "
-                f"from {self.corpus}, batches of {self.o.batch_size} x {self.block}")
+                f"from {self.corpus}, batches of {self.options.batch_size} x {self.block}")
 
 
 def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = False, fresh=None):

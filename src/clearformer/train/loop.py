@@ -211,6 +211,7 @@ class Trainer:
         self.loop = setup.options.loop  # the loop's part of the options, the same class for every task
         self.task, self.model, self.world = setup.task, setup.model, setup.world
         self.standing = Standing.from_saved(setup.trainer_state)
+        self.init = setup.init  # a fine-tuning run's start (train/init.py): validated at step 0, compared with
         self.clock = Clock(before=self.standing.elapsed_s)
         self.execution = Execution.on(setup)
         self.interval, self.session = Tally(), Tally()  # since the last log line; this process's whole run
@@ -278,6 +279,8 @@ class Trainer:
                    dynamic_ncols=True, desc="train",
                    # In a log (CI, `setup.sh | tee`) a redrawn bar becomes thousands of lines: update rarely.
                    mininterval=0.1 if sys.stderr.isatty() else 15.0)
+        if self.init is not None and self.standing.step == 0:
+            self.validate(bar)  # the starting weights on the new data: what every later validation must beat
         reason = self.should_stop()
         while reason is None:
             began = time.monotonic()
@@ -404,6 +407,7 @@ class Trainer:
             "valid_loss": standing.last_valid_loss, "valid_bleu": standing.last_valid_bleu,
             "best_step": standing.best_step, "parameters": self.model.num_parameters(),
             "options": self.setup.options.to_dict(),
+            **({"init": self.init.to_dict()} if self.init is not None else {}),
         }
 
     def validate(self, bar) -> None:
@@ -418,11 +422,16 @@ class Trainer:
             loss, nll, bleu = self.task.validate(self.model, self.setup.device, self.execution.autocast)
             standing.last_valid_loss, standing.last_valid_bleu = loss, bleu
             improved = standing.best_valid_loss is None or loss < standing.best_valid_loss - 1e-4
+            if self.init is not None and standing.step == 0:
+                self.init = self.init.with_start_loss(loss)
+            start = self.init.valid_loss_at_start if self.init is not None else None
             self.metrics.append({"step": standing.step, "epoch": self.task.epoch,
                                  "elapsed_s": round(self.clock.elapsed(), 2), "valid_loss": loss,
-                                 "valid_ppl": perplexity(nll), "valid_bleu": bleu})
+                                 "valid_ppl": perplexity(nll), "valid_bleu": bleu,
+                                 "valid_vs_start": loss - start if start is not None else None})
             line = (f"step {standing.step}: valid loss {loss:.3f}, ppl {perplexity(nll):.2f}"
-                    + (f", BLEU {bleu:.1f}" if bleu is not None else "") + (" (best)" if improved else ""))
+                    + (f", BLEU {bleu:.1f}" if bleu is not None else "") + (" (best)" if improved else "")
+                    + self.against_start(loss))
             (bar.write if bar is not None and self.show_bar else print)(line)
         improved = distributed.broadcast_flag(improved, self.world, self.setup.device)
         if improved:
@@ -432,6 +441,15 @@ class Trainer:
             standing.bad_validations += 1
         if self.world.is_main and (improved or not self.task.keep_best):
             save_model(self.setup.run_dir, self.model, self.setup.tokenizer, self.meta())
+
+    def against_start(self, loss: float) -> str:
+        """For a fine-tuning run: how this validation compares with the starting weights' (step 0)."""
+        start = self.init.valid_loss_at_start if self.init is not None else None
+        if start is None or self.standing.step == 0:
+            return " (the starting weights)" if self.init is not None else ""
+        if loss > start:
+            return f"; WORSE than the run it started from ({loss:.3f} > {start:.3f} at step 0)"
+        return f"; {start - loss:.3f} below the run it started from"
 
     def save(self) -> None:
         with self.clock.pause():
@@ -443,7 +461,8 @@ class Trainer:
         if self.world.is_main:
             trainer_state = {"task": self.task.kind, "stream": self.task.position,
                              **asdict(self.standing), "elapsed_s": self.clock.elapsed(),
-                             "world_size": self.world.size, "options": setup.options.to_dict()}
+                             "world_size": self.world.size, "options": setup.options.to_dict(),
+                             "init": self.init.to_dict() if self.init is not None else None}
             state.save_step_checkpoint(setup.run_dir, self.standing.step, self.model, setup.tokenizer, self.meta(),
                                        setup.optimizer, rng, trainer_state, self.loop.keep)
             if self.standing.best_step is None or not self.task.keep_best:  # the newest model is the run's model
@@ -476,3 +495,6 @@ class Trainer:
                   flush=True)
         print(f"clearformer train: {reason} after {standing.step} steps in {self.clock.elapsed():.0f} s{valid}; "
               f"model in {setup.run_dir}{best}", flush=True)
+        if self.init is not None and standing.best_step == 0 and standing.step > 0:
+            print(f"clearformer train: fine-tuning never beat the validation loss of {self.init.run} (step 0); "
+                  "the run's model is its starting weights: try a lower --lr-factor or more data", flush=True)

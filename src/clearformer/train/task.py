@@ -78,7 +78,7 @@ class TranslationTask:
 
     def __init__(self, options, tokenizer, config, train, valid, valid_pairs, source: str, data_record: dict,
                  dropped: int, flop_count: FlopCount) -> None:
-        self.o = options.recipe
+        self.recipe = options.recipe
         self.config = config
         self.flop_count = flop_count  # report/flops.py: the model's training FLOPs per batch
         self.tokenizer = tokenizer
@@ -106,20 +106,20 @@ class TranslationTask:
         self.stream.epoch, self.stream.index = position["epoch"], position["index"]
 
     def network(self, model):
-        return TranslationLossOfBatch(model, self.o.label_smoothing)
+        return TranslationLossOfBatch(model, self.recipe.label_smoothing)
 
     def learning_rate(self, step: int) -> float:
-        return noam_lr(step, self.config.d_model, self.o.warmup, self.o.lr_factor)
+        return noam_lr(step, self.config.d_model, self.recipe.warmup, self.recipe.lr_factor)
 
     def new_optimizer(self, model):
         return paper_adam(model)
 
     def validate(self, model, device, autocast):
-        loss, nll = validation_loss(model, self.valid, self.tokenizer, self.o.batch_tokens, self.o.label_smoothing,
-                                    device, autocast)
+        loss, nll = validation_loss(model, self.valid, self.tokenizer, self.recipe.batch_tokens,
+                                    self.recipe.label_smoothing, device, autocast)
         bleu = None
-        if self.o.bleu_sentences:
-            bleu = validation_bleu(model, self.tokenizer, self.valid_pairs, self.o.bleu_sentences)
+        if self.recipe.bleu_sentences:
+            bleu = validation_bleu(model, self.tokenizer, self.valid_pairs, self.recipe.bleu_sentences)
         return loss, nll, bleu
 
     def flops(self, batch) -> float:

@@ -75,6 +75,16 @@ MAX_ALPHA = 10.0           # GNMT's length penalty exponent: the paper uses 0.6,
 MIN_TEMPERATURE = 1e-3     # below this softmax(logits / T) is argmax (use --greedy) or overflows
 MAX_TEMPERATURE = 100.0    # above this every token is equally likely
 
+# `attribute` (explain/attribution.py): integrated gradients run one forward and backward pass per path point
+# and target token (a row). The work is estimated from the sizes before it starts and refused above either
+# bound, about two minutes of a laptop CPU: rows x tokens (measured on the toy model, whose small products
+# cost per token; the measurement is in docs/reliability.md, "Limits")
+# and floating-point operations (larger models). The activations of one pass stay under
+# ATTRIBUTION_PASS_BYTES (fewer rows a pass for long sentences and large vocabularies).
+MAX_ATTRIBUTION_ROW_TOKENS = 3_000_000
+MAX_ATTRIBUTION_FLOPS = 10e12
+ATTRIBUTION_PASS_BYTES = 512 * 1024 * 1024
+
 # ----------------------------------------------------------------------------- model sizes
 # Checked on every config before a tensor is allocated (clearformer.limits.check_model_size): run folders,
 # imported Marian and GPT-2 configs, `train --set`. Far above the paper's big model (d_model 1024,

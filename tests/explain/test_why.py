@@ -89,7 +89,7 @@ def test_lens_last_layer_is_the_models_choice(trained):
     for step in steps:
         top, p_top, p_chosen = step.layers[-1]
         assert top == step.chosen and p_top == p_chosen
-        model_p = recorder.get("output.probabilities", step=step.step)[0, -1]
+        model_p = torch.softmax(recorder.get("output.logits", step=step.step)[0, -1].float(), dim=-1)
         assert abs(float(model_p[step.chosen]) - p_chosen) < 1e-6
 
 

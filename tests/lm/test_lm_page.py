@@ -329,7 +329,7 @@ def recorded_self_attention(run: Path, prompt: str, layer: int) -> tuple[list[in
     rows = [recorder.get(name, t)[0] for t in range(3)]  # (heads, rows_t, keys_t)
     keys = rows[-1].shape[-1]
     stacked = torch.cat([torch.nn.functional.pad(r, (0, keys - r.shape[-1])) for r in rows], dim=-2)
-    return new, recorder.get("output.probabilities", 2)[0, -1], stacked
+    return new, torch.softmax(recorder.get("output.logits", 2)[0, -1].float(), dim=-1), stacked
 
 
 def test_live_page_continues_a_prompt_token_by_token(page, lm_server, trained_lm):

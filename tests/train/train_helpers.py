@@ -34,3 +34,17 @@ def losses(run: Path) -> dict[int, float]:
     """Training loss by step from a run's metrics.csv."""
     with open(run / "metrics.csv", encoding="utf-8") as stream:
         return {int(r["step"]): float(r["train_loss"]) for r in csv.DictReader(stream) if r["train_loss"]}
+
+
+def kill_when_saved(process: subprocess.Popen, run: Path, step_folder: str, timeout_s: float = 120) -> None:
+    """SIGKILL a training process as soon as its checkpoint `step_folder` (e.g. "step-00000012") exists."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not (run / "checkpoints" / step_folder).is_dir():
+        assert process.poll() is None, process.stdout.read()
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()

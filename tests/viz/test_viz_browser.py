@@ -148,7 +148,7 @@ def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, 
     assert page.locator("#cf-produced .cf-token").all_inner_texts() == words
     assert page.inner_text("#cf-result") == tokenizer.decode(generated[1:])
     press_until(page, "ArrowLeft", "output.probabilities", final)
-    probabilities = last.get("output.probabilities")[0, -1]
+    probabilities = torch.softmax(last.get("output.logits")[0, -1].float(), dim=-1)  # what the view shows
     assert_bars_show(page, probabilities, tokenizer, words[-1])
     press_until(page, "ArrowLeft", "decoder.layers.0.cross_attention.weights", final)
     cross = cross[0]
@@ -239,9 +239,13 @@ def test_live_page_links_the_claims_from_the_seed_example(page, live_server):
     page.wait_for_function("document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
     click_step(page, "self_attention.scaled")
     number, href, text = claim_shown(page)
-    assert (number, href) == ("2", "docs/claims.md#claim-2") and "sqrt(d_k)" in text
+    assert (number, href) == ("2", "docs/claims.html#claim-2") and "sqrt(d_k)" in text
     click_step(page, "embedding.positions.PE")
-    assert claim_shown(page)[:2] == ("3", "docs/claims.md#claim-3")
+    assert claim_shown(page)[:2] == ("3", "docs/claims.html#claim-3")
+    page.click("#cf-claim a")                            # the link opens docs/claims.md rendered, at its section
+    page.wait_for_selector("h1")
+    assert page.url.endswith("docs/claims.html#claim-3") and page.locator("#claim-3").count() == 1
+    assert "# The tutorials" not in page.inner_text("body") and page.locator("table").count() > 0
     click_step(page, "self_attention.weights")
     assert claim_shown(page) == (None, None, "")
 
@@ -300,7 +304,7 @@ def test_no_link_of_the_served_or_exported_page_is_broken(page, live_server, tin
     page.goto(live_server)
     page.wait_for_selector("#cf-view[data-step-name]")
     served = every_link(page)
-    assert any(link.endswith("docs/claims.md#claim-2") for link in served)  # the seed example's claim link
+    assert any(link.endswith("docs/claims.html#claim-2") for link in served)  # the seed example's claim link
     assert_reachable(page, served)
     model, tokenizer = tiny_model
     path = write_html(explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=2)),

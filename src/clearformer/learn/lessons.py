@@ -65,6 +65,8 @@ class Lesson:
     # the exercise that practises it (`clearformer learn exercise NAME`) and, for the capstone, the part to read
     exercise: str = "transformer"
     exercise_part: str = ""
+    # the steps (regular expressions) where the page opens this lesson first, before others that match too
+    page_leads: tuple[str, ...] = ()
 
 
 def _source(run: LearnerRun) -> list[str]:
@@ -666,7 +668,8 @@ print("masked self-attention weights (head 0) =",
       recorder.get("decoder.layers.0.self_attention.weights")[0, 0], sep="\\n")
 print("cross-attention weights (head 0; rows: target, columns: source) =",
       recorder.get("decoder.layers.0.cross_attention.weights")[0, 0], sep="\\n")
-''', ask=ask_cross, exercise="transformer", exercise_part="its DecoderLayer (self-attention, then cross-attention)",
+''', ask=ask_cross, page_leads=(r"cross_attention\.",), exercise="transformer",
+           exercise_part="its DecoderLayer (self-attention, then cross-attention)",
            page_steps=(r"cross_attention\.", r"^decoder\.layers\.\d+\.self_attention\.(weights|mask)$")),
     Lesson(10, "output-greedy", "The output softmax and greedy decoding", seeds="002",
            concept="The decoder's last vector for a position is projected to one score (logit) per vocabulary word "

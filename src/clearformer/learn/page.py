@@ -16,6 +16,7 @@ from clearformer.learn.lessons import LESSONS
 
 def lesson_index() -> list[dict]:
     return [{"number": item.number, "title": item.title, "concept": item.concept, "steps": list(item.page_steps),
+             "leads": list(item.page_leads),
              "command": f"clearformer learn {item.number}",
              "exercises": [f"clearformer learn exercise {e.name}" for e in EXERCISES if e.lesson == item.number],
              "notebook": f"notebooks/lesson-{item.number:02d}-{item.slug}.ipynb"}

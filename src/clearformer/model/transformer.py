@@ -2,7 +2,7 @@
 
     src ids -> embed + positions -> encoder -> memory
     tgt ids -> embed + positions -> decoder (masked self-attention, cross-attention to memory)
-            -> output projection -> logits -> softmax -> probabilities
+            -> output projection -> logits  (softmax -> probabilities: the loss's, the search's, a view's)
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ class OutputProjection(nn.Module):
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (batch, tgt_len, d_model) -> logits (batch, tgt_len, vocab)."""
         logits = self.linear(hidden)
-        logits = trace.emit(self, "logits", logits)
-        if trace.recording():
-            trace.emit(self, "probabilities", torch.softmax(logits.float(), dim=-1))
+        logits = trace.emit(self, "logits", logits)  # a view shows softmax(logits) itself (explain/walkthrough.py)
         return logits
 
 

@@ -44,6 +44,7 @@ from clearformer.limits import SERVER_CACHE_BYTES, SERVER_LM_NEW_TOKENS, SERVER_
 from clearformer.serve.batcher import Batching
 from clearformer.serve.claim_results import MEDIA_TYPES as RESULT_TYPES
 from clearformer.serve.claim_results import read_claim_results
+from clearformer.serve.docs_page import render_markdown
 from clearformer.serve.explainer import Explainer, LoadedModel, parse_request
 from clearformer.serve.guard import HostOriginGuard
 from clearformer.serve.libretranslate import add_routes as add_libretranslate_routes
@@ -94,8 +95,10 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     # the model's name, never where it lives on this machine
     doc = claims_doc()
     claims_text = doc.read_bytes() if doc else None  # read once: the route never opens a path
+    claims_page = render_markdown(claims_text.decode("utf-8"), "clearformer: the tutorials' claims, measured") \
+        .encode("utf-8") if claims_text else None  # what the step's claim link opens (serve/docs_page.py)
     info = {**explainer.info(), "claims": results_index, "whatif": whatif_info(explainer),
-            "docs": "docs/claims.md" if claims_text else None}
+            "docs": "docs/claims.html" if claims_text else None}
     page = render_page({"config": info, "walk": explainer.example_payload(explainer.examples[0])},
                        live=True, inline=False).encode("utf-8")
 
@@ -153,6 +156,12 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
         if claims_text is None:
             return _error(404, "docs/claims.md is not installed with clearformer")
         return Response(claims_text, media_type="text/markdown; charset=utf-8", headers=SECURITY_HEADERS)
+
+    @app.get("/docs/claims.html")
+    async def claims_docs_page() -> Response:
+        if claims_page is None:
+            return _error(404, "docs/claims.md is not installed with clearformer")
+        return Response(claims_page, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
     @app.get("/api/info")
     async def api_info() -> JSONResponse:

@@ -18,7 +18,13 @@ def mask_placeholders(tokenizer, text: str) -> Masked:
     placeholder becomes ｟ph{i}｠ (tokenize/placeholders.py); otherwise the text unchanged."""
     if not getattr(tokenizer, "mask_placeholders", False):
         return Masked(text)
-    return mask(text, tokenizer.placeholder_patterns)
+    stand_ins = tokenizer.stand_ins  # a vocabulary without reserved tokens: numerals stand in (tokenize/standins.py)
+    if stand_ins is None:
+        return mask(text, tokenizer.placeholder_patterns)
+    masked = mask(text, tokenizer.placeholder_patterns, limit=len(stand_ins.texts))
+    if stand_ins.collides(masked.text, len(masked.originals)):  # its own numerals stay numerals: nothing masked
+        return Masked(text, (), stand_ins.texts)
+    return Masked(masked.text, masked.originals, stand_ins.texts)
 
 
 def restore_placeholders(masked: Masked, translation: str) -> str:
@@ -43,7 +49,7 @@ def encode_target(tokenizer, source: str, target: str) -> list[int]:
     placeholder text gets the same reserved token, so reordering is learnt)."""
     if getattr(tokenizer, "mask_placeholders", False):
         target = mask_target(target, mask_placeholders(tokenizer, source).originals, tokenizer.placeholder_patterns)
-    return tokenizer.encode(target)
+    return tokenizer.encode_target_text(target)
 
 
 def load_tokenizer(directory: str | Path):

@@ -121,6 +121,7 @@ class Trainer:
         self.best_step = saved.get("best_step")
         self.bad_validations = saved.get("bad_validations", 0)
         self.last_valid = (saved.get("last_valid_loss"), saved.get("last_valid_bleu"))
+        self.init = setup.init  # a fine-tuning run's start (train/init.py): validated at step 0, compared with
         self.metrics = MetricsLog(setup.run_dir / "metrics.csv")
         self.progress = progress and self.world.is_main
         if self.world.is_main and setup.resumed_from is not None:
@@ -182,6 +183,7 @@ class Trainer:
             "valid_loss": self.last_valid[0], "valid_bleu": self.last_valid[1],
             "best_step": self.best_step, "parameters": self.model.num_parameters(),
             "options": self.options.to_dict(),
+            **({"init": self.init.to_dict()} if self.init is not None else {}),
         }
 
     # -- one optimizer step -------------------------------------------------------------------
@@ -239,6 +241,8 @@ class Trainer:
                    dynamic_ncols=True, desc="train",
                    # In a log (CI, `setup.sh | tee`) a redrawn bar becomes thousands of lines: update rarely.
                    mininterval=0.1 if sys.stderr.isatty() else 15.0)
+        if self.init is not None and self.step == 0:
+            self.validate(bar)  # the starting weights on the new data: what every later validation must beat
         reason = self.should_stop()
         while reason is None:
             began = time.monotonic()
@@ -376,11 +380,16 @@ class Trainer:
             loss, nll, bleu = self.task.validate(self.model, self.s.device, self.autocast)
             self.last_valid = (loss, bleu)
             improved = self.best_valid is None or loss < self.best_valid - 1e-4
+            if self.init is not None and self.step == 0:
+                self.init = self.init.with_start_loss(loss)
+            start = self.init.valid_loss_at_start if self.init is not None else None
             self.metrics.append({"step": self.step, "epoch": self.task.epoch,
                                  "elapsed_s": round(self.elapsed(), 2), "valid_loss": loss,
-                                 "valid_ppl": perplexity(nll), "valid_bleu": bleu})
+                                 "valid_ppl": perplexity(nll), "valid_bleu": bleu,
+                                 "valid_vs_start": loss - start if start is not None else None})
             line = (f"step {self.step}: valid loss {loss:.3f}, ppl {perplexity(nll):.2f}"
-                    + (f", BLEU {bleu:.1f}" if bleu is not None else "") + (" (best)" if improved else ""))
+                    + (f", BLEU {bleu:.1f}" if bleu is not None else "") + (" (best)" if improved else "")
+                    + self.against_start(loss))
             (bar.write if bar is not None and self.progress else print)(line)
         improved = distributed.broadcast_flag(improved, self.world, self.s.device)
         if improved:
@@ -389,6 +398,15 @@ class Trainer:
             self.bad_validations += 1
         if self.world.is_main and (improved or not self.task.keep_best):
             save_model(self.s.run_dir, self.model, self.s.tokenizer, self.meta())
+
+    def against_start(self, loss: float) -> str:
+        """For a fine-tuning run: how this validation compares with the starting weights' (step 0)."""
+        start = self.init.valid_loss_at_start if self.init is not None else None
+        if start is None or self.step == 0:
+            return " (the starting weights)" if self.init is not None else ""
+        if loss > start:
+            return f"; WORSE than the run it started from ({loss:.3f} > {start:.3f} at step 0)"
+        return f"; {start - loss:.3f} below the run it started from"
 
     def save(self) -> None:
         began = time.monotonic()
@@ -407,7 +425,8 @@ class Trainer:
                 "best_step": self.best_step,
                 "bad_validations": self.bad_validations, "last_valid_loss": self.last_valid[0],
                 "last_valid_bleu": self.last_valid[1], "world_size": self.world.size,
-                "options": self.options.to_dict()}
+                "options": self.options.to_dict(),
+                "init": self.init.to_dict() if self.init is not None else None}
             state.save_step_checkpoint(self.s.run_dir, self.step, self.model, self.s.tokenizer, self.meta(),
                                        self.s.optimizer, rng, trainer_state, self.o.keep)
             if self.best_step is None or not self.task.keep_best:  # the newest model is the run's model
@@ -440,3 +459,6 @@ class Trainer:
                   flush=True)
         print(f"clearformer train: {reason} after {self.step} steps in {self.elapsed():.0f} s{valid}; "
               f"model in {self.s.run_dir}{best}", flush=True)
+        if self.init is not None and self.best_step == 0 and self.step > 0:
+            print(f"clearformer train: fine-tuning never beat the validation loss of {self.init.run} (step 0); "
+                  "the run's model is its starting weights: try a lower --lr-factor or more data", flush=True)

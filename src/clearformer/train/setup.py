@@ -25,6 +25,7 @@ from clearformer.model.build import build_model
 from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into
 from clearformer.store.runs import check_latest_if_default
 from clearformer.train import corpus, distributed, rundir, state
+from clearformer.train.init import InitRecord, freeze, load_init
 from clearformer.train.options import TrainOptions
 from clearformer.train.task import TranslationTask, paper_adam
 
@@ -56,6 +57,7 @@ class RunSetup:
     task: object
     resumed_from: Path | None = None
     trainer_state: dict = field(default_factory=dict)
+    init: InitRecord | None = None  # where a fine-tuning run (--init) started
 
 
 def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False,
@@ -130,13 +132,18 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     check_latest_if_default(run_dir)  # a link or a folder at runs/LATEST: refused before training, not after
     start = open_run(options, resume, run_dir, overwrite)
     splits, source, data_record = corpus.load_splits(options.data, options.model.preset)
+    init_record = None
     if resume:
         tokenizer, model = restored_model(start)
+        init_record = InitRecord.from_dict(start.trainer_state.get("init"))
+    elif options.start.init is not None:  # fine-tuning: the run's tokenizer, config and weights (train/init.py)
+        tokenizer, model, init_record = load_init(options.start, options.recipe)
     else:
         tokenizer = corpus.build_tokenizer(options.vocabulary, splits["train"], options.loop.seed)
         config = model_config(options, len(tokenizer), tokenizer.pad_id)
         check_model_size(config, "the model config (--preset, --set)")  # before allocating (clearformer.limits)
         model = build_model(config)
+    freeze(model, options.start.frozen)
     model.to(start.device).train()
     limit = min(model.config.max_len, options.recipe.batch_tokens)
     train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)
@@ -148,4 +155,6 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
         tokenizer.length_ratio = corpus.length_ratio(train, tokenizer.source_eos)
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
                            dropped)
-    return finish_setup(start, options, tokenizer, model, task)
+    setup = finish_setup(start, options, tokenizer, model, task)
+    setup.init = init_record
+    return setup

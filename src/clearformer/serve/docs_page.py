@@ -53,5 +53,5 @@ def render_markdown(text: str, title: str, folder: Path | None = None) -> str:
                     child.attrSet("src", url)
     body = parser.renderer.render(tokens, parser.options, {})
     body = re.sub(rf"(?:<p>)?{MARK}([\w-]+){MARK}(?:</p>)?", r'<a id="\1"></a>', body)
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>{html.escape(title)}</title>'
-            f"<style>{STYLE}</style></head><body>\n{body}</body></html>\n")
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">'
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n")

@@ -53,7 +53,7 @@ def engine():
 def our_translations(firefox_runs) -> dict[str, list[str]]:
     """clearformer's greedy translations (shortlist on) of the parity sentences, batched, once per session."""
     from clearformer.generate import DecodingOptions, translate
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     out = {}
     for direction, sources in parity_sentences().items():

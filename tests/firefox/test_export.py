@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from clearformer.cli import main
 from clearformer.errors import UserError
 from clearformer.interop.marian_bin_export import check_marian_bin_exportable
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 
 
 @pytest.mark.slow

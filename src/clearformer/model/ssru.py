@@ -26,7 +26,6 @@ from torch import nn
 
 from clearformer.config import ModelConfig
 from clearformer.model.cache import RecurrentCache
-from clearformer.model.linear import Linear
 from clearformer.record import trace
 
 
@@ -36,8 +35,8 @@ class SSRU(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         d = config.d_model
-        self.w = Linear(d, d, bias=False)  # x W: the candidate cell
-        self.w_f = Linear(d, d)  # x W_f + b_f: the forget gate's pre-activation
+        self.w = nn.Linear(d, d, bias=False)  # x W: the candidate cell
+        self.w_f = nn.Linear(d, d)  # x W_f + b_f: the forget gate's pre-activation
 
     def new_cache(self) -> RecurrentCache:
         """An empty cache: the cell starts at zero (`model/cache.py`)."""

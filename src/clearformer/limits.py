@@ -127,7 +127,7 @@ def machine_memory_bytes() -> int:
 def check_model_size(config, where: str = "config") -> None:
     """A UserError naming the field (or the memory figure) when a config's sizes are out of bounds.
 
-    Called on every config before its model is built: run folders (checkpoint.load_model), imported
+    Called on every config before its model is built: run folders (clearformer.load.load_model), imported
     Marian and GPT-2 configs, `train --set` and `lm train`. Sizes must be positive (layers may be 0 on one
     side) and under the MAX_ limits; then the weights' estimated bytes must fit in the machine's memory."""
     fields = {"d_model": (1, MAX_D_MODEL), "d_ff": (1, MAX_D_FF), "n_heads": (1, MAX_HEADS),

@@ -11,11 +11,11 @@ from libretranslatepy import LibreTranslateAPI
 from live_support import serve
 
 from clearformer.generate import DecodingOptions, translate
+from clearformer.load import load_model
 from clearformer.serve.app import create_app
 from clearformer.serve.batcher import Batching, BatchQueue
 from clearformer.serve.explainer import load
 from clearformer.serve.pool import Busy
-from clearformer.store.checkpoint import load_model
 
 # ----------------------------------------------------------------------------- the batch queue
 

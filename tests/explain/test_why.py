@@ -29,7 +29,7 @@ CLEAN, CORRUPTED = "I love you", "I love music"
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """The toy translator (2 + 2 layers, 4 heads), trained 250 steps (about 15 s), and its folder."""
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     base = tmp_path_factory.mktemp("why")
     os.environ.setdefault("CLEARFORMER_RUNS", str(base / "runs"))

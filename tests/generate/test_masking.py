@@ -24,7 +24,8 @@ from clearformer.generate.beam import beam_search
 from clearformer.generate.constraints import MIN_RUN, RepeatBound
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.rules import DecodingRules
-from clearformer.store.checkpoint import load_model, save_model
+from clearformer.load import load_model
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import (
     WordTokenizer,
     encode_source,

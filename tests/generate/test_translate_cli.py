@@ -14,7 +14,8 @@ import torch
 
 from clearformer.cli import main
 from clearformer.generate import DecodingOptions, translate
-from clearformer.store.checkpoint import WEIGHTS_FILE, load_model, save_model
+from clearformer.load import load_model
+from clearformer.store.checkpoint import WEIGHTS_FILE, save_model
 
 LINES = ["I love you", "", "the dog sleeps", "   ", "we eat bread .", "I love the cat"]
 

@@ -23,7 +23,7 @@ def test_a_long_sentence_with_many_steps_is_refused_before_the_work(toy_run, tmp
 
 def test_the_steps_it_names_fit(toy_run, in_process):
     from clearformer.explain.attribution import attribution_cost
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     _, err = in_process("attribute", LONG, "--steps", "1024", "--checkpoint", toy_run)[1:]
     fitting = int(one_line(err).rsplit("--steps ", 1)[1].split()[0])
@@ -37,7 +37,7 @@ def test_the_steps_it_names_fit(toy_run, in_process):
 
 def test_the_gradient_mean_is_the_same_in_any_number_of_passes(toy_run):
     from clearformer.explain.attribution import gradients, mean_gradients, source_inputs
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, _ = load_model(toy_run)
     model.eval()

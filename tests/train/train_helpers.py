@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
+from slowed_cli import slowed_command
 
 # A model small enough that a few dozen steps take a second or two.
 TINY = ["--set", "d_model=16", "--set", "n_heads=2", "--set", "d_ff=32", "--set", "n_encoder_layers=1",
@@ -20,10 +21,12 @@ def tiny_args(out: Path, *extra: str) -> list[str]:
     return ["train", "--out", str(out), *TINY, *extra]
 
 
-def run_subprocess(args: list[str], **kwargs) -> subprocess.Popen:
+def run_subprocess(args: list[str], slowed: float = 0.0, **kwargs) -> subprocess.Popen:
+    """`clearformer ARGS` in a child process; slowed=S sleeps S seconds after every training step
+    (tests/slowed_cli.py), so that a test can strike a run that is still going."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, "-m", "clearformer.cli", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+    command = slowed_command(slowed, *args) if slowed else [sys.executable, "-m", "clearformer.cli", *args]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
 
 
 def weights(checkpoint: Path) -> dict[str, torch.Tensor]:

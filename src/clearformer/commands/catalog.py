@@ -20,11 +20,11 @@ from pathlib import Path
 from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text, plan_catalogue, read_catalogue
 from clearformer.commands import engine as engine_options
 from clearformer.errors import UserError
+from clearformer.explain.interventions import interventions_from_args
 from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.languages import Languages, run_languages
-from clearformer.record.interventions import interventions_from_args
 from clearformer.store.output import OutputTarget, check_output, write_output
 
 ACCELERATORS = ("auto", "none", "_", "&", "~")
@@ -110,8 +110,8 @@ def run(args, parts: TranslateParts) -> int:
     changes = interventions_from_args(model, args)
     languages = given or run_languages(meta)
     settings = CatalogueSettings(language=languages.target if languages else None, accelerator=args.accelerator,
-                                 model_masks=bool(getattr(tokenizer, "mask_placeholders", False)),
-                                 model_patterns=tuple(getattr(tokenizer, "placeholder_patterns", ()) or ()))
+                                 model_masks=bool(tokenizer.mask_placeholders),
+                                 model_patterns=tuple(tokenizer.placeholder_patterns))
     plan = plan_catalogue(po, settings, str(args.po))
     kept, pieces = readable_pieces(tokenizer, plan.texts, model.config.max_len, decoding.split)
     engine = engine_options.open_engine(args, model, tokenizer, directory, "translate") \

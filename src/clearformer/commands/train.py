@@ -36,7 +36,6 @@ def register(subparsers) -> None:
                    help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
     options.add_threads(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    options.add_test_knobs(p)
     p.set_defaults(func=run_train)
 
 
@@ -80,7 +79,7 @@ def build_options(args) -> TrainOptions:
         if set(given) - set(RESUMABLE) or args.set:
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
                             "--device, --bf16 and --compile may change")
-        saved = resume_options(run_dir, given.get("steps"), given.get("minutes"))
+        saved = resume_options(run_dir, "translate", steps=given.get("steps"), minutes=given.get("minutes"))
         if "arch" in given and given["arch"] != saved.model.arch:
             raise UserError(f"{run_dir}: a run of --arch {saved.model.arch}; --resume continues it as it was trained")
         hardware = {name: given[name] for name in ("device", "bf16", "compile") if name in given}
@@ -131,7 +130,6 @@ def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, de
 def run_train(args) -> int:
     import torch
 
-    options.apply_test_knobs(args)
     if args.threads is not None:
         options.apply_threads(args.threads)
     elif getattr(args, "preset", "toy-translate").startswith("toy"):

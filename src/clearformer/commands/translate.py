@@ -24,14 +24,15 @@ from pathlib import Path
 from clearformer.commands import catalog, options
 from clearformer.commands import engine as engine_options
 from clearformer.errors import UserError
+from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
-from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.load import load_model
+from clearformer.model.protocol import is_encoder_decoder
 from clearformer.store import output as store_output
 from clearformer.store import safeio
-from clearformer.store.checkpoint import load_model
 from clearformer.store.output import check_output
 from clearformer.store.runs import resolve_checkpoint
 
@@ -42,7 +43,7 @@ def load_translator(checkpoint: str | None, device: str = "cpu"):
     directory = resolve_checkpoint(checkpoint)
     model, tokenizer, meta = load_model(directory, options.device(device))
     config = model.config
-    if config.n_encoder_layers == 0 or not hasattr(model, "encode"):
+    if config.n_encoder_layers == 0 or not is_encoder_decoder(model):
         raise UserError(f"{directory}: holds a decoder-only language model; translation needs an "
                         f"encoder-decoder checkpoint (try `clearformer lm`)")
     if config.src_vocab_size != len(tokenizer):

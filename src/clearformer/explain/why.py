@@ -18,12 +18,13 @@ from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.generate.translate import decode_ids
 from clearformer.model.layered import LayeredModel, model_kind
+from clearformer.model.protocol import is_encoder_decoder
 
 MAX_STEPS = 1024  # integrated gradients' path points: more buys nothing the report can show
 
 
 def is_language_model(model) -> bool:
-    return not hasattr(model, "encode")
+    return not is_encoder_decoder(model)
 
 
 def require_layers(model, tool: str) -> None:

@@ -39,7 +39,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
 from clearformer.generate.options import DecodingOptions
-from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
+from clearformer.learn.page import page_sections
 from clearformer.limits import SERVER_CACHE_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
 from clearformer.serve.batcher import Batching
 from clearformer.serve.claim_results import MEDIA_TYPES as RESULT_TYPES
@@ -95,12 +95,12 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     # the model's name, never where it lives on this machine
     doc = claims_doc()
     claims_text = doc.read_bytes() if doc else None  # read once: the route never opens a path
-    claims_page = render_markdown(claims_text.decode("utf-8"), "clearformer: the tutorials' claims, measured") \
-        .encode("utf-8") if claims_text else None  # what the step's claim link opens (serve/docs_page.py)
+    claims_page = render_markdown(claims_text.decode("utf-8"), "clearformer: the tutorials' claims, measured",
+                                  doc.parent).encode("utf-8") if claims_text else None  # serve/docs_page.py
     info = {**explainer.info(), "claims": results_index, "whatif": whatif_info(explainer),
             "docs": "docs/claims.html" if claims_text else None}
     page = render_page({"config": info, "walk": explainer.example_payload(explainer.examples[0])},
-                       live=True, inline=False).encode("utf-8")
+                       live=True, inline=False, sections=page_sections()).encode("utf-8")
 
     app = FastAPI(title="clearformer", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(GZipMiddleware, minimum_size=4096)

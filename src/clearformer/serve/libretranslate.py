@@ -147,7 +147,7 @@ class TranslationService:
                  max_batch: int = 32, wait_s: float = 0.005, capacity: int = 512) -> None:
         self.model, self.tokenizer, self.languages = model, tokenizer, languages
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
-        self.masks = bool(getattr(tokenizer, "mask_placeholders", False))
+        self.masks = bool(tokenizer.mask_placeholders)
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
 
     def _decode(self, sources: list[list[int]]) -> list[str]:

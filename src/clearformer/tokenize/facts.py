@@ -32,6 +32,7 @@ class TokenizerFacts:
     length_ratio: float = 0.0
     mask_placeholders: bool = False
     placeholder_patterns: tuple[str, ...] = ()
+    placeholder_ids: tuple[int, ...] = ()  # the masked placeholders' reserved pieces (a class may compute them)
     # Pieces that stand in for the reserved placeholder tokens in a vocabulary without them (tokenize/standins.py;
     # Marian's); None: the vocabulary has the reserved tokens, or does not mask.
     stand_ins: StandIns | None = None

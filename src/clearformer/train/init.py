@@ -31,8 +31,9 @@ import torch
 
 from clearformer.data.deb import sha256_file
 from clearformer.errors import UserError
+from clearformer.load import load_model, read_config
 from clearformer.model.build import build_model
-from clearformer.store.checkpoint import META_FILE, WEIGHTS_FILE, load_model, model_tensors, read_config
+from clearformer.store.checkpoint import META_FILE, WEIGHTS_FILE, model_tensors
 from clearformer.store.safeio import read_json
 from clearformer.train.options import FREEZABLE, Recipe, StartOptions
 

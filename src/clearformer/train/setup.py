@@ -21,9 +21,12 @@ from clearformer.data.batching import drop_long
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
+from clearformer.load import load_config_and_tokenizer
 from clearformer.model.build import build_model
-from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into
+from clearformer.report.flops import FlopCount
+from clearformer.store.checkpoint import load_weights_into
 from clearformer.store.runs import check_latest_if_default
+from clearformer.tokenize import encode_source
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.init import InitRecord, freeze, load_init
 from clearformer.train.options import TrainOptions
@@ -147,14 +150,16 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     model.to(start.device).train()
     limit = min(model.config.max_len, options.recipe.batch_tokens)
     train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)
-    valid_pairs = splits["valid"]
-    valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs), limit)
+    valid, _ = drop_long(corpus.encode_pairs(tokenizer, splits["valid"]), limit)
+    # BLEU decodes only sources the model can read: a run started from another (--init) may have a shorter
+    # max_len than the new data's sentences, and translate refuses a source longer than max_len.
+    valid_pairs = [pair for pair in splits["valid"] if len(encode_source(tokenizer, pair[0])) <= model.config.max_len]
     if not train:
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
     if not resume:  # a resumed run keeps the ratio its first start measured
         tokenizer.length_ratio = corpus.length_ratio(train, tokenizer.source_eos)
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
-                           dropped)
+                           dropped, FlopCount.of(model))
     setup = finish_setup(start, options, tokenizer, model, task)
     setup.init = init_record
     return setup

@@ -113,6 +113,8 @@ def test_a_line_with_more_placeholders_than_reserved_tokens_is_copied_and_said(t
     entry = po.find(many)
     assert entry.msgstr == many and entry.fuzzy and "copied from the source" in entry.tcomment
     assert outcome.copied == 1
+    po, outcome = fill(path, lambda texts: [" " for _ in texts])  # the model wrote nothing: copied, and said
+    assert po.find("_Quit").msgstr == "_Quit" and "the model wrote nothing" in po.find("_Quit").tcomment
 
 
 def test_the_singular_and_the_plural_go_to_the_forms_of_the_header(tmp_path):

@@ -139,7 +139,7 @@ def run(args, parts: TranslateParts) -> int:
         bar.close()
     translations: list[str | None] = [None] * len(plan.texts)
     for index, text in zip(kept, outputs, strict=True):
-        translations[index] = text if text.strip() else None  # nothing written: the source is copied
+        translations[index] = text
     outcome = plan.fill(translations)
     text = catalogue_text(po)
     if output is not None:
@@ -155,7 +155,7 @@ def report(outcome: Outcome, output: OutputTarget | None) -> None:
     where = f" -> {output.path}" if output is not None else ""
     notes = []
     if outcome.copied:
-        notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them)")
+        notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them, or wrote nothing)")
     if outcome.moved_accelerators:
         notes.append(f"{outcome.moved_accelerators} accelerator(s) on another letter")
     extra = f"; {', '.join(notes)}: see the '# clearformer:' comments" if notes else ""

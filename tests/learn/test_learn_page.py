@@ -15,6 +15,8 @@ from clearformer.learn.lessons import LESSONS, lesson
 from clearformer.learn.page import lesson_index, page_sections
 from clearformer.load import load_model
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 def expected_lessons(name: str) -> list[int]:
     return [item.number for item in LESSONS if any(re.search(p, name) for p in item.page_steps)]

@@ -14,7 +14,8 @@ import torch
 
 from clearformer.cli import main
 from clearformer.generate import DecodingOptions, translate
-from clearformer.store.checkpoint import WEIGHTS_FILE, load_model, save_model
+from clearformer.load import load_model
+from clearformer.store.checkpoint import WEIGHTS_FILE, save_model
 
 LINES = ["I love you", "", "the dog sleeps", "   ", "we eat bread .", "I love the cat"]
 
@@ -216,11 +217,11 @@ def test_no_float_option_of_any_command_takes_nan_or_inf(capsys, argv):
 def test_output_that_is_a_directory_is_a_one_line_error(checkpoint, tmp_path, capsys):
     code, out, err = run_cli(["translate", "I love you", "--output", str(tmp_path), "--checkpoint",
                               str(checkpoint)], capsys)
-    assert code == 2 and out == "" and err.strip().endswith("is a directory; give a file path")
+    assert code == 2 and out == "" and err.strip().endswith("is a folder; give a file name")
     (tmp_path / "file").write_text("x")
     code, _, err = run_cli(["translate", "I love you", "--output", str(tmp_path / "file" / "out.txt"),
                             "--checkpoint", str(checkpoint)], capsys)
-    assert code == 2 and "is a file, not a directory" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "is a file, not a folder" in err and len(err.strip().splitlines()) == 1
 
 
 def test_unknown_word_errors_do_not_echo_a_huge_input(checkpoint, capsys):

@@ -16,7 +16,7 @@ from clearformer.learn.capstone_source import skeleton_text, solution_text
 from clearformer.learn.check import check_here, format_report, load_module
 from clearformer.learn.exercises import EXERCISES, exercise
 from clearformer.learn.solutions import solution_text as worked
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 
 # Written from seed 002 and the Annotated Transformer (not from clearformer's solution): blocked cells -1e9 or
 # -inf, softmax, times V; it differs from clearformer only on a row the Transformer never creates.

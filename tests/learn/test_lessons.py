@@ -14,8 +14,8 @@ from clearformer.cli import main
 from clearformer.learn.lessons import LESSONS, lesson
 from clearformer.learn.session import open_lesson
 from clearformer.learn.snippets import run_snippet
+from clearformer.load import load_model
 from clearformer.record import trace
-from clearformer.store.checkpoint import load_model
 
 ISSUE_TOPICS = ["token ids and embeddings", "positional encoding", "queries, keys and values",
                 "scaled dot-product attention", "masks", "multi-head attention", "add & norm",

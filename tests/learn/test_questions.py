@@ -13,8 +13,8 @@ from clearformer.learn.exercises import EXERCISES
 from clearformer.learn.lessons import LESSONS, cross_rows
 from clearformer.learn.questions import is_right
 from clearformer.learn.session import open_lesson
+from clearformer.load import load_model
 from clearformer.record import trace
-from clearformer.store.checkpoint import load_model
 from clearformer.tokenize import encode_source
 
 SENTENCES = ["I love you", "the cat sleeps"]

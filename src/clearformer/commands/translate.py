@@ -4,6 +4,7 @@
     clearformer translate "I love you" "the dog sleeps"      # two sentences, two lines out
     echo "I love you" | clearformer translate
     clearformer translate --file sentences.txt --beam 4 --output translations.txt
+    clearformer translate --po app.pot --out fr.po      (a gettext catalogue: commands/catalog.py)
 
 Greedy decoding (stop at <eos>) by default; `--beam N` for beam search. Several text arguments are
 several sentences, one translation per line, as the same sentences on stdin are (quote a sentence of
@@ -20,17 +21,19 @@ import os
 import sys
 from pathlib import Path
 
+from clearformer.commands import catalog, options
 from clearformer.commands import engine as engine_options
-from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
-from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.load import load_model
+from clearformer.model.protocol import is_encoder_decoder
+from clearformer.store import output as store_output
 from clearformer.store import safeio
-from clearformer.store.atomic import atomic_write_text
-from clearformer.store.checkpoint import load_model
+from clearformer.store.output import check_output
 from clearformer.store.runs import resolve_checkpoint
 
 
@@ -40,7 +43,7 @@ def load_translator(checkpoint: str | None, device: str = "cpu"):
     directory = resolve_checkpoint(checkpoint)
     model, tokenizer, meta = load_model(directory, options.device(device))
     config = model.config
-    if config.n_encoder_layers == 0 or not hasattr(model, "encode"):
+    if config.n_encoder_layers == 0 or not is_encoder_decoder(model):
         raise UserError(f"{directory}: holds a decoder-only language model; translation needs an "
                         f"encoder-decoder checkpoint (try `clearformer lm`)")
     if config.src_vocab_size != len(tokenizer):
@@ -122,14 +125,16 @@ def warn(message: str) -> None:
 
 
 def run(args) -> int:
+    if args.po:  # a gettext catalogue: commands/catalog.py
+        return catalog.run(args, catalog.TranslateParts(load_translator, check_not_input))
     decoding = DecodingOptions.from_args(args)
     engine_options.check_engine_arguments(args)
     if args.engine == "ctranslate2":
         decoding = engine_options.engine_decoding(args, decoding)
     if args.ablate and args.engine != "pytorch":
         raise UserError("--ablate changes clearformer's own decoder; it does not apply to --engine ctranslate2")
+    check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
-    check_not_input(output, args.file, "--file")
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
     model, tokenizer, _, directory = load_translator(args.checkpoint, args.device)
@@ -165,18 +170,12 @@ def run(args) -> int:
 
 
 def check_output_path(output: str | None) -> Path | None:
-    """--output PATH, checked before any work: not a directory, in a folder that exists or can be made."""
+    """--output PATH, checked before any work (store/output.py: a file in a folder that exists and takes
+    it, or a stream such as /dev/stdout; never a folder, a link, a FIFO)."""
     if not output:
         return None
-    path = Path(output)
-    if path.is_dir():
-        raise UserError(f"--output {path}: is a directory; give a file path")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"--output {path}: {parent} is a file, not a directory")
-            break
-    return path
+    check_output(output, "--output")
+    return Path(output)
 
 
 def check_not_input(output: Path | None, source: str | Path | None, option: str) -> None:
@@ -195,11 +194,8 @@ def check_not_input(output: Path | None, source: str | Path | None, option: str)
 
 
 def write_output(path: Path, text: str) -> None:
-    """Atomically; a folder that cannot be written is a one-line error."""
-    try:
-        atomic_write_text(path, text)
-    except OSError as error:
-        raise UserError(f"cannot write {path} ({error.strerror or error})") from None
+    """Through store/output.py: atomically for a file, as a stream for a device; one line for any failure."""
+    store_output.write_output(check_output(path, "--output"), text)
 
 
 def add_decoding_options(parser) -> None:
@@ -222,4 +218,5 @@ def register(subparsers) -> None:
     add_decoding_options(parser)
     add_ablate_argument(parser)
     engine_options.add_engine_arguments(parser)
+    catalog.add_catalogue_arguments(parser)
     parser.set_defaults(func=run)

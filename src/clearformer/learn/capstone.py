@@ -25,7 +25,6 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
-from clearformer.model.transformer import translation_flops
 
 # learner's parameter name (regular expression) -> clearformer's (docs/learn.md, lesson 15)
 NAMES = [
@@ -193,7 +192,7 @@ def test_sentences() -> list[tuple[str, str]]:
 def child_job(job: dict, emit, limit) -> dict:
     from clearformer.learn.check import load_module
     from clearformer.learn.sandbox import read_source
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     path = Path(job["path"])
     source = read_source(path)
@@ -369,10 +368,6 @@ class LearnerAsClearformer(torch.nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def training_flops(self, src, tgt_out) -> float:
-        """The trainer's MFU figure: the same Transformer's FLOPs (model/transformer.py)."""
-        return translation_flops(self.config, src, tgt_out)
-
     def state_dict(self, *args, **kwargs):
         return {clearformer_name(name): tensor for name, tensor in self.learner.state_dict(*args, **kwargs).items()}
 
@@ -380,21 +375,18 @@ class LearnerAsClearformer(torch.nn.Module):
 def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
     """clearformer's trainer (train/loop.py) on the learner's model, started from the weights clearformer's
     own initialisation gives (so a right model trains as the toy run did); then "I love you"."""
-    from clearformer.commands.train import build_options, register
     from clearformer.learn.check import describe, learner_line
     from clearformer.store import lock
     from clearformer.tokenize import encode_source
     from clearformer.train.loop import run_setup
+    from clearformer.train.options import TrainOptions
     from clearformer.train.setup import prepare
 
     path = Path(job["path"])
-    parser = _train_parser(register)
-    args = parser.parse_args(["train", "--preset", "toy-translate", "--out", job["out"], "--quiet", "--threads", "1",
-                              # BLEU decodes with clearformer's cached search, which this model does not have
-                              "--bleu-sentences", "0",
-                              *(["--steps", str(job["steps"])] if job.get("steps") else []),
-                              *(["--overwrite"] if job.get("overwrite") else [])])
-    options = build_options(args)
+    # `clearformer train --preset toy-translate --out OUT`'s options; no BLEU: it decodes with clearformer's
+    # cached search, which the learner's model does not have.
+    steps = {"steps": int(job["steps"])} if job.get("steps") else {}
+    options = TrainOptions.for_preset("toy-translate", run_dir=str(job["out"]), bleu_sentences=0, **steps).check()
     try:
         setup = prepare(options, resume=False, run_dir=Path(options.loop.run_dir), overwrite=bool(job.get("overwrite")))
         learner, error = _model_or_error(module, setup.model, path)
@@ -425,14 +417,6 @@ def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
     return {"trained": {"steps": result.step, "seconds": round(time.monotonic() - began, 1),
                         "loss": result.train_loss, "valid_loss": result.valid_loss, "run": str(result.run_dir),
                         "translation": tokenizer.decode(ids)}}
-
-
-def _train_parser(register):
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="clearformer")
-    register(parser.add_subparsers(dest="command"))
-    return parser
 
 
 def write_line(text: str) -> None:

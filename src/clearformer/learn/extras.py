@@ -39,10 +39,10 @@ def mla_latent(sentence: str, checkpoint=None) -> str:
     """Your sentence's tokens through one decoder layer with MLA (random weights, the toy model's width):
     the latent c_KV each token leaves in the cache, against the keys and values MHA would keep."""
     from clearformer.config import preset, variant_overrides
+    from clearformer.load import load_model
     from clearformer.model.cache import kv_cache_bytes_per_token
     from clearformer.model.lm import LanguageModel
     from clearformer.record import trace
-    from clearformer.store.checkpoint import load_model
     from clearformer.tokenize import encode_source
 
     toy, tokenizer, _ = load_model(ensure_toy_model(checkpoint))

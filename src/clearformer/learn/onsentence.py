@@ -18,7 +18,7 @@ def beam_walk(sentence: str, run: Path):
     the question of lesson 12 and its table read the same search."""
     from clearformer.explain.search import explain_beam
     from clearformer.generate.options import DecodingOptions
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, _ = load_model(run)
     return explain_beam(model, tokenizer, sentence, DecodingOptions(beam=BEAM))
@@ -30,9 +30,9 @@ def lm_scores(sentence: str, run: Path) -> tuple[list[str], list[list[float]]]:
     translator's width, random weights of seed 0: the lessons train no language model) reading <bos> + the
     sentence: Q·Kᵀ/√d_k for every pair, before the causal mask."""
     from clearformer.config import preset
+    from clearformer.load import load_model
     from clearformer.model.lm import LanguageModel
     from clearformer.record import trace
-    from clearformer.store.checkpoint import load_model
     from clearformer.tokenize import encode_source
 
     toy, tokenizer, _ = load_model(run)

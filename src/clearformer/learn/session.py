@@ -9,15 +9,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from clearformer.explain.html import notebook_html
 from clearformer.explain.walkthrough import Walkthrough
 from clearformer.learn.extras import extra_text
 from clearformer.learn.lessons import LearnerRun, Lesson, StepView, lesson
+from clearformer.learn.page import page_sections
 from clearformer.learn.present import render_views
 from clearformer.learn.questions import Question, is_right, step
 from clearformer.learn.toy import DEFAULT_SENTENCE, record_sentence
+
+
+class LessonWalkthrough(Walkthrough):
+    """A lesson's steps, which Jupyter shows as the page of `explain --html` with the lessons beside the steps."""
+
+    def _repr_html_(self) -> str:
+        return notebook_html(self, sections=page_sections())
 
 
 @dataclass
@@ -32,8 +41,9 @@ class LessonSession:
         """The walkthrough of your sentence limited to the steps this lesson asks about."""
         chosen = [step(self.run.walk, view.name, view.decode_step) for view in self.views]
         unique = list({id(s): s for s in chosen}.values())
-        return replace(self.run.walk, title=f"Lesson {self.lesson.number}: {self.lesson.title} — "
+        walk = replace(self.run.walk, title=f"Lesson {self.lesson.number}: {self.lesson.title} — "
                                             f"{self.run.sentence!r}", steps=unique)
+        return LessonWalkthrough(**{item.name: getattr(walk, item.name) for item in fields(walk)})
 
     def steps_text(self) -> str:
         """The same steps as the terminal lesson prints them."""

@@ -27,8 +27,8 @@ from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
+from clearformer.load import load_model
 from clearformer.store.cachedir import cache_dir
-from clearformer.store.checkpoint import load_model
 from clearformer.train import TrainOptions, train
 
 TOY_PRESET = "toy-translate"
@@ -119,7 +119,7 @@ def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | N
     Words the model does not know are named in one warning line on standard error (they become <unk>)."""
     model, tokenizer, path = load_toy_model(checkpoint)
     walk = explain_translation(model, tokenizer, sentence)
-    unknown = getattr(tokenizer, "unknown_words", lambda text: [])(sentence)
+    unknown = tokenizer.unknown_words(sentence)
     if unknown:
         print(f"clearformer learn: warning: {unknown_words_line(unknown)} "
               f"(`clearformer learn --vocab` lists the words the model knows)", file=sys.stderr)

@@ -14,7 +14,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from clearformer.explain.why import attribute_report, lens_report, patch_report
 from clearformer.learn.toy import ensure_toy_model
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 
 TITLE = "Why did it say that?"
 NOTEBOOK = "why-did-it-say-that.ipynb"

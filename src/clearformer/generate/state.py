@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 import torch
 
+from clearformer.generate import graphs
 from clearformer.generate.compiled import decode_step
+from clearformer.record import trace
 
 
 def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: int,
@@ -55,6 +57,9 @@ class DecoderState:
         self.src_mask = src_mask
         self.cache = model.new_cache() if use_cache else None
         self.step = decode_step(model, compile) if use_cache else None
+        if use_cache and graphs.wants_graph(compile, memory.device) and graphs.supported(model) \
+                and not (trace.recording() or trace.intervening()):
+            self.step = self.cache = graphs.GraphStep(model)  # static cache; a CUDA graph on a GPU
         self.prefix = torch.full((memory.shape[0], 1), bos_id, dtype=torch.long, device=memory.device)
 
     @property

@@ -1,0 +1,76 @@
+"""generate/graphs.py on the CPU: the static, preallocated cache (model/cache.py's StaticKVCache) run as
+the CUDA graph would run it gives the growing cache's logits (1e-5) and tokens, greedy and beam 4, on the
+lessons' trained toy model; its buffers never move between steps; the positions double when a
+sentence outgrows them. (The graph's replay itself needs a GPU: benchmarks/gpu_window.py checks its
+tokens against the eager path there.)"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from gen_helpers import random_model
+
+from clearformer.generate import DecoderState, DecodingOptions, beam_search, graphs, greedy_decode
+from clearformer.store.checkpoint import load_model
+from clearformer.tokenize import encode_source
+
+
+@pytest.fixture(scope="module")
+def trained(toy_model):
+    model, tokenizer, _ = load_model(toy_model)
+    sentences = ["the cat sleeps", "a small dog runs in the garden", "hello", "the red house is big"]
+    ids = [encode_source(tokenizer, s) for s in sentences]
+    width = max(len(i) for i in ids)
+    src = torch.tensor([i + [model.config.pad_id] * (width - len(i)) for i in ids])
+    return model.eval(), src
+
+
+def test_static_steps_give_the_growing_cache_logits_row_by_row(trained):
+    model, src = trained
+    memory, src_mask = model.encode(src)
+    with torch.inference_mode():
+        growing = DecoderState(model, memory, src_mask, 1, compile="off")
+        static = DecoderState(model, memory, src_mask, 1, compile="graph")
+        assert isinstance(static.step, graphs.GraphStep) and not static.step.capture
+        for t in range(6):
+            expected, got = growing.logits(), static.logits()
+            torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+            chosen = expected.argmax(-1)
+            for state in (growing, static):
+                state.append(chosen)
+            if t == 0:
+                buffers = [b.data_ptr() for c in static.step.static_caches() for b in (c.k, c.v)]
+            if t == 2:  # a sentence leaves, the others swap places: the cache follows in place
+                rows = torch.tensor([2, 0, 3])
+                for state in (growing, static):
+                    state.select(rows, sentences=rows)
+        assert [b.data_ptr() for c in static.step.static_caches() for b in (c.k, c.v)] == buffers
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_static_decoding_gives_the_tokens_of_the_growing_cache(trained, beam):
+    model, src = trained
+    search = greedy_decode if beam == 1 else beam_search
+    options = DecodingOptions(beam=beam, max_extra=12)
+    eager = search(model, src, options.but(compile="off"))
+    static = search(model, src, options.but(compile="graph"))
+    assert torch.equal(static.tokens, eager.tokens) and torch.equal(static.lengths, eager.lengths)
+    torch.testing.assert_close(static.scores, eager.scores, rtol=1e-5, atol=1e-5)
+
+
+def test_positions_double_when_a_sentence_outgrows_them(monkeypatch):
+    monkeypatch.setattr(graphs, "FIRST_TIME", 4)
+    model = random_model(dtype=torch.float32)
+    src = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0]])
+    options = DecodingOptions(max_new=20, min_length=20)
+    for beam in (1, 3):
+        search = greedy_decode if beam == 1 else beam_search
+        expected = search(model, src, options.but(beam=beam, compile="off"))
+        got = search(model, src, options.but(beam=beam, compile="graph"))
+        assert torch.equal(got.tokens, expected.tokens)
+
+
+def test_auto_uses_the_static_step_on_a_gpu_only():
+    assert graphs.wants_graph("auto", torch.device("cuda")) and not graphs.wants_graph("auto", torch.device("cpu"))
+    assert graphs.wants_graph("graph", torch.device("cpu")) and not graphs.wants_graph("off", torch.device("cuda"))
+    assert graphs.supported(random_model()) and not graphs.supported(random_model(positional="rope"))

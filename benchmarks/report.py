@@ -44,8 +44,8 @@ def invocation() -> str:
 TOPICS = {
     "Translation quality": ("quality", "gpu_bleu", "placeholder"),
     "Translation length": ("length", "beam_stopping"),
-    "Decoding speed": ("decode", "ct2"),
-    "Training throughput": ("train_throughput", "gpu-check"),
+    "Decoding speed": ("decode", "ct2", "gpu_window_decode"),
+    "Training throughput": ("train_throughput", "gpu-check", "gpu_window_train"),
     "Language model": ("lm-", "kv-cache"),
     "The tutorials' claims": ("claims",),
     "Around the model": (),

@@ -74,3 +74,21 @@ def test_auto_uses_the_static_step_on_a_gpu_only():
     assert graphs.wants_graph("auto", torch.device("cuda")) and not graphs.wants_graph("auto", torch.device("cpu"))
     assert graphs.wants_graph("graph", torch.device("cpu")) and not graphs.wants_graph("off", torch.device("cuda"))
     assert graphs.supported(random_model()) and not graphs.supported(random_model(positional="rope"))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run by benchmarks/gpu_window.sh)")
+def test_the_cuda_graph_replays_the_eager_tokens():
+    model = random_model(dtype=torch.float32).cuda()
+    src = torch.tensor([[5, 6, 7, 8, 9], [9, 10, 11, 0, 0], [12, 13, 0, 0, 0]], device="cuda")
+    for beam in (1, 4):
+        search = greedy_decode if beam == 1 else beam_search
+        options = DecodingOptions(beam=beam, max_new=20, min_length=20)
+        eager = search(model, src, options.but(compile="off"))
+        graphed = search(model, src, options.but(compile="graph"))
+        assert torch.equal(graphed.tokens, eager.tokens)
+        torch.testing.assert_close(graphed.scores, eager.scores, rtol=1e-4, atol=1e-4)
+    memory, src_mask = model.encode(src)
+    state = DecoderState(model, memory, src_mask, 1, compile="auto")  # auto on a GPU: the graph
+    for _ in range(3):
+        state.append(state.logits().argmax(-1))
+    assert isinstance(state.step, graphs.GraphStep) and state.step.capture and state.step.captures == 1

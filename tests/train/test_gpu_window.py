@@ -22,7 +22,7 @@ def window(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("window")
     env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable,
            # a loaded 2-core CI machine is far slower than the GPU the real limits are set for
-           "GPU_WINDOW_LIMITS": "profile=600 train=600 decode=600 compiled=600"}
+           "GPU_WINDOW_LIMITS": "checks=600 profile=600 train=600 decode=600 compiled=600"}
     result = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_window.sh"), "--device", "cpu", "--tiny"],
                             env=env, capture_output=True, text=True, timeout=2400)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -35,7 +35,7 @@ def test_every_stage_runs_and_leaves_its_files(window):
     assert names == ["profile.txt", "results.jsonl", "sections.md", "summary.txt", "trace.json.gz", "window.log"]
     summary = (window / "summary.txt").read_text()
     assert "FAILED" not in summary, summary
-    for stage in ("profile", "train", "decode", "compiled"):
+    for stage in ("checks", "profile", "train", "decode", "compiled"):
         assert f"[{stage}] stage done" in summary, summary
     results = [json.loads(line) for line in (window / "results.jsonl").read_text().splitlines()]
     rows = {(r["model"], r["mode"]) for r in results if "model" in r}

@@ -125,3 +125,38 @@ def test_the_fused_loss_equals_the_explicit_one(dtype):
     (grad_explicit,) = torch.autograd.grad(explicit[0], logits)
     (grad_fused,) = torch.autograd.grad(fused[0], logits)
     torch.testing.assert_close(grad_fused.float(), grad_explicit.float(), rtol=1e-2, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run by benchmarks/gpu_window.sh)")
+@pytest.mark.parametrize("fixed", [False, True])
+def test_a_training_step_never_waits_for_the_gpu(fixed):
+    """The trainer's step (pinned copy, bf16 forward + loss, backward, clipping, fused Adam) under
+    torch.cuda.set_sync_debug_mode("error"): any device-to-host wait inside it raises."""
+    from clearformer import devices
+    from clearformer.train.step import to_device
+
+    device = torch.device("cuda")
+    model = tiny_model().to(device)
+    network = TrainingForward(TranslationLoss(model, 0.1, fused=fixed), "cuda", torch.bfloat16)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, **devices.optimizer_implementation(device))
+    shapes = FixedShapes(budget=128, lengths=(16, 32))
+    batches = shapes.batches(examples(60, 30), seed=0, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+
+    def step(batch):
+        moved = to_device(batch, device)
+        labels = batch.tgt_out.numel() if fixed else moved.host_label_count
+        optimizer.zero_grad(set_to_none=True)
+        loss, _, _ = network(moved.src, moved.tgt_in, moved.tgt_out, labels)
+        (loss / batch.target_tokens).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return loss.detach()
+
+    step(batches[0])  # first use: the libraries' one-time set-up may wait
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        losses = [step(batch) for batch in batches[1:4]]
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert all(torch.isfinite(loss) for loss in losses)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU window (benchmarks/gpu_window.py): every stage in its own process under its own time limit,
 # so a hang or a crash in one still leaves the others' files in $OUT. Under 8 minutes on one GPU:
-# checks 45 s + profile 70 s + train 90 s + decode 90 s + compiled 170 s at most (465 s), plus start-up.
+# checks 40 s + profile 60 s + train 80 s + decode 80 s + compiled 150 s at most (410 s), plus start-up.
 # `checks` runs the tests that need a GPU (the CUDA graph's tokens against eager decoding, a training
 # step under torch.cuda.set_sync_debug_mode("error")); on a CPU they are skipped.
 #
@@ -17,7 +17,7 @@ OUT=${OUT:-gpu-window}
 mkdir -p "$OUT"
 PYTHON=${PYTHON:-python3}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-LIMITS=${GPU_WINDOW_LIMITS:-"checks=45 profile=70 train=90 decode=90 compiled=170"}
+LIMITS=${GPU_WINDOW_LIMITS:-"checks=40 profile=60 train=80 decode=80 compiled=150"}
 CHECKS="tests/generate/test_graphs.py::test_the_cuda_graph_replays_the_eager_tokens
         tests/train/test_shapes.py::test_a_training_step_never_waits_for_the_gpu"
 {

@@ -48,10 +48,11 @@ from benchmarks.report import machine, markdown_table, put_section, section_text
 from clearformer import devices  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.data.batching import BatchStream, Example  # noqa: E402
-from clearformer.model.transformer import Transformer, translation_flops  # noqa: E402
+from clearformer.model.transformer import Transformer  # noqa: E402
+from clearformer.report.flops import FlopCount  # noqa: E402
 from clearformer.train import mfu  # noqa: E402
 from clearformer.train.shapes import FixedShapes  # noqa: E402
-from clearformer.train.step import TrainingForward, TranslationLoss, place_dropout  # noqa: E402
+from clearformer.train.step import TrainingForward, TranslationLoss  # noqa: E402
 
 PAD, BOS, EOS = 0, 1, 2
 STAGES = ("profile", "train", "decode", "compiled")
@@ -145,6 +146,8 @@ class Runner:
                                           **devices.optimizer_implementation(window.device))
         self.batches = [(b.src.to(window.device), b.tgt_in.to(window.device), b.tgt_out.to(window.device),
                          b.tgt_out.numel() if every_cell else b.target_tokens, b) for b in batches]
+        self.count = FlopCount.of(model) if isinstance(model, Transformer) else FlopCount.of(
+            Transformer(model.config))  # the peer: the same sizes, counted as clearformer's model
         self.times: list[float] = []
         self.losses: list[torch.Tensor] = []  # device tensors, read after the timing (no sync per step)
 
@@ -169,7 +172,7 @@ class Runner:
 
     def flops(self, index: int) -> float:
         batch = self.batches[index % len(self.batches)][4]
-        return translation_flops(self.model.config, batch.src, batch.tgt_out)
+        return self.count.batch(batch.src, batch.tgt_out, self.model.config.pad_id)
 
 
 def clearformer_model(window: Window, config):
@@ -276,7 +279,6 @@ def stage_train(window: Window) -> None:
                           TranslationLoss(model, 0.1, fused=True), fixed, every_cell=True))
     torch.manual_seed(0)
     peer = TorchPeer(config).to(window.device).train()
-    place_dropout(peer, 0.1, 0.1)
     runners.append(Runner(window, "torch.nn.Transformer, token-count batches", peer, FullLogitsLoss(peer), tokens,
                           every_cell=False))
     for runner in runners:
@@ -316,7 +318,7 @@ def train_body(window, config, budget, shapes, peak, rows, mode) -> str:
             f"{args.steps} timed steps per row after {args.warmup} warm-up steps, "
             f"{'in rotating order; ' if mode == 'eager' else ''}measured bf16 matmul peak {peak / 1e12:.3g} TFLOP/s. "
             "Tokens/s count real (non-pad) source + target tokens; MFU their model FLOPs "
-            "(model/transformer.py translation_flops) over the peak.\n\n"
+            "(clearformer.report.flops, the trainer's count) over the peak.\n\n"
             + markdown_table(["step", "mode", "median step (ms)", "real tokens/s", "model TFLOP/s", "MFU",
                               "vs torch.nn.Transformer", "last loss"], rows))
 

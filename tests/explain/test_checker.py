@@ -171,7 +171,7 @@ def test_the_golden_true_values_pass(golden):
     identity = np.eye(4).tolist()
     assert check_example({"tokens": ["<START>", "Je", "t'", "aime"], "d_k": 1, "mask": "causal",
                           "given": {"Q": masked["scores"], "K": identity, "V": identity},
-                          "claimed": {"weights": masked["weights"]}}).ok
+               "claimed": {"weights": masked["weights"]}}).ok
 
 
 # ----------------------------------------------------------------------------- the rounding rule

@@ -11,7 +11,7 @@ import torch
 from gen_helpers import random_model
 
 from clearformer.generate import DecoderState, DecodingOptions, beam_search, graphs, greedy_decode
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.tokenize import encode_source
 
 
@@ -25,26 +25,41 @@ def trained(toy_model):
     return model.eval(), src
 
 
+def next_logits(model, state: DecoderState, decode) -> torch.Tensor:
+    """One step as the searches run it: the decoder over `state.inputs()`, then the projection."""
+    return model.project(decode(*state.inputs())[:, -1:])[:, 0]
+
+
 def test_static_steps_give_the_growing_cache_logits_row_by_row(trained):
     model, src = trained
     memory, src_mask = model.encode(src)
     with torch.inference_mode():
-        growing = DecoderState(model, memory, src_mask, 1, compile="off")
-        static = DecoderState(model, memory, src_mask, 1, compile="graph")
-        assert isinstance(static.step, graphs.GraphStep) and not static.step.capture
+        growing = DecoderState(model, memory, src_mask, 1)
+        static = DecoderState(model, memory, src_mask, 1)
+        step = static.cache = graphs.GraphStep(model)
+        assert not step.capture  # the CPU: the same static computation, eagerly
         for t in range(6):
-            expected, got = growing.logits(), static.logits()
+            expected, got = next_logits(model, growing, model.decode), next_logits(model, static, step)
             torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
             chosen = expected.argmax(-1)
             for state in (growing, static):
                 state.append(chosen)
             if t == 0:
-                buffers = [b.data_ptr() for c in static.step.static_caches() for b in (c.k, c.v)]
+                buffers = [b.data_ptr() for c in step.static_caches() for b in (c.k, c.v)]
             if t == 2:  # a sentence leaves, the others swap places: the cache follows in place
                 rows = torch.tensor([2, 0, 3])
                 for state in (growing, static):
                     state.select(rows, sentences=rows)
-        assert [b.data_ptr() for c in static.step.static_caches() for b in (c.k, c.v)] == buffers
+        assert [b.data_ptr() for c in step.static_caches() for b in (c.k, c.v)] == buffers
+
+
+def test_a_search_with_compile_graph_decodes_through_the_static_step(monkeypatch):
+    model = random_model(dtype=torch.float32)
+    built, original = [], graphs.GraphStep
+    monkeypatch.setattr(graphs, "GraphStep", lambda m, *a: built.append(original(m, *a)) or built[-1])
+    greedy_decode(model, torch.tensor([[5, 6, 7]]), DecodingOptions(max_new=3, compile="graph"))
+    greedy_decode(model, torch.tensor([[5, 6, 7]]), DecodingOptions(max_new=3, compile="off"))
+    assert len(built) == 1 and built[0].cache is not None
 
 
 @pytest.mark.parametrize("beam", [1, 4])
@@ -88,7 +103,9 @@ def test_the_cuda_graph_replays_the_eager_tokens():
         assert torch.equal(graphed.tokens, eager.tokens)
         torch.testing.assert_close(graphed.scores, eager.scores, rtol=1e-4, atol=1e-4)
     memory, src_mask = model.encode(src)
-    state = DecoderState(model, memory, src_mask, 1, compile="auto")  # auto on a GPU: the graph
+    state = DecoderState(model, memory, src_mask, 1)
+    assert graphs.applies(model, "auto", memory.device)  # auto on a GPU: the graph
+    step = state.cache = graphs.GraphStep(model)
     for _ in range(3):
-        state.append(state.logits().argmax(-1))
-    assert isinstance(state.step, graphs.GraphStep) and state.step.capture and state.step.captures == 1
+        state.append(next_logits(model, state, step).argmax(-1))
+    assert step.capture and step.captures == 1

@@ -21,9 +21,11 @@ from clearformer.explain.render import render
 from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions, search_tokens, translate
 from clearformer.generate.beam import beam_search
-from clearformer.generate.constraints import MIN_RUN, DecodingRules, RepeatBound
+from clearformer.generate.constraints import MIN_RUN, RepeatBound
 from clearformer.generate.greedy import greedy_decode
-from clearformer.store.checkpoint import load_model, save_model
+from clearformer.generate.rules import DecodingRules
+from clearformer.load import load_model
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import (
     WordTokenizer,
     encode_source,
@@ -83,11 +85,13 @@ def test_a_literal_reserved_spelling_in_the_input_comes_back_unchanged():
     assert restore(masked, masked.text) == text
 
 
-def test_more_placeholders_than_reserved_tokens_leave_the_rest_as_they_are():
-    text = " ".join(f"%{i}" for i in range(1, RESERVED_COUNT + 4))
-    masked = mask(text)
-    assert len(masked.originals) == RESERVED_COUNT and masked.text.endswith("%33 %34 %35")
-    assert restore(masked, masked.text) == text
+def test_more_placeholders_than_reserved_tokens_is_refused_naming_the_limit():
+    from clearformer.tokenize.placeholders import TooManyPlaceholders
+
+    full = " ".join(f"%{i}" for i in range(1, RESERVED_COUNT + 1))
+    assert restore(mask(full), mask(full).text) == full
+    with pytest.raises(TooManyPlaceholders, match=f"35 placeholders; a masking model has {RESERVED_COUNT}"):
+        mask(full + " %33 %34 %35")  # issue 41: the rest would have been lost from the translation
 
 
 def test_an_unknown_reserved_token_in_a_translation_stays_visible():
@@ -277,11 +281,11 @@ def test_a_loop_of_two_pieces_is_cut_at_its_third_copy_unless_the_source_has_it(
     bound = RepeatBound(looped, pad_id=PAD)
     for token in [5, 6, 5, 6, 5]:
         bound.chose(torch.tensor([token]))
-    assert not torch.isinf(bound.mask(torch.zeros(1, 12))[0, 6])
+    assert not torch.isinf(bound(torch.zeros(1, 12))[0, 6])
     bound = RepeatBound(src, pad_id=PAD)
     for token in [5, 6, 5, 6, 5]:
         bound.chose(torch.tensor([token]))
-    assert torch.isinf(bound.mask(torch.zeros(1, 12))[0, 6]).item()
+    assert torch.isinf(bound(torch.zeros(1, 12))[0, 6]).item()
 
 
 def test_the_bound_allows_the_sources_own_runs_and_spares_placeholder_pieces():
@@ -289,15 +293,15 @@ def test_the_bound_allows_the_sources_own_runs_and_spares_placeholder_pieces():
     bound = RepeatBound(src, pad_id=0, exempt=(9,))
     for token in [7, 7, 7, 7, 7]:
         logits = torch.zeros(1, 12)
-        assert not torch.isinf(bound.mask(logits)[0, 7])
+        assert not torch.isinf(bound(logits)[0, 7])
         bound.chose(torch.tensor([token]))
-    assert torch.isinf(bound.mask(torch.zeros(1, 12))[0, 7])  # a sixth 7: forbidden
+    assert torch.isinf(bound(torch.zeros(1, 12))[0, 7])  # a sixth 7: forbidden
     bound = RepeatBound(src, pad_id=0, exempt=(9,))
     for _ in range(MIN_RUN + 2):
         bound.chose(torch.tensor([9]))
-    assert not torch.isinf(bound.mask(torch.zeros(1, 12))[0, 9])  # the placeholder rule counts those
-    plain = DecodingRules.for_batch(src, search_tokens(TableModel(digit_loop_table())))
-    assert plain is None  # no repeat bound asked for, no placeholder piece: decoding runs unruled
+    assert not torch.isinf(bound(torch.zeros(1, 12))[0, 9])  # the placeholder rule counts those
+    plain = DecodingRules.for_search(src, search_tokens(TableModel(digit_loop_table())))
+    assert plain.rules == []  # no repeat bound asked for, no placeholder piece: decoding runs unruled
 
 
 def test_repeats_option_auto_follows_the_run(masking_run):

@@ -27,7 +27,8 @@ from clearformer.interop.ct2_engine import (  # noqa: E402
     load_engine,
     with_engine_defaults,
 )
-from clearformer.store.checkpoint import WEIGHTS_FILE, atomic_save_tensors, load_model, model_tensors, save_model  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
+from clearformer.store.checkpoint import WEIGHTS_FILE, atomic_save_tensors, model_tensors, save_model  # noqa: E402
 
 SENTENCES = [source for source, _ in toy_pairs()[:24]]
 

@@ -111,7 +111,7 @@ def test_ctranslate2_decodes_the_reexported_model_as_marian_does(pair, tmp_path)
 
 
 def test_import_writes_a_run_that_loads(pair, tmp_path):
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     theirs, ours, tokenizer, folder = pair
     import_marian(str(folder), tmp_path / "run")

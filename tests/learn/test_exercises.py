@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from planted import BUGS, NOTES, SOLUTIONS
+from planted import BUGS, MISLEADING, NOTES, SOLUTIONS
 
 from clearformer.cli import main
 from clearformer.errors import UserError
@@ -77,6 +77,7 @@ def test_each_planted_bug_is_caught_and_named(name, bug, source, words, tmp_path
     assert not ok, bug
     assert "... WRONG" in out and out.splitlines()[-1].startswith("wrong: ")
     assert words in out, f"{bug}: the report does not say {words!r}:\n{out}"
+    assert bug not in MISLEADING or MISLEADING[bug] not in out, f"{bug}: the report misleads:\n{out}"
     if "first wrong cell" in out:
         assert re.search(r"first wrong cell \[[\d, ]+\]: expected \S+, got \S+", out)
 

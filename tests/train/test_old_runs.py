@@ -14,7 +14,7 @@ import pytest
 from clearformer.cli import main
 from clearformer.config import FORMAT_VERSION, ModelConfig
 from clearformer.errors import UserError
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.train.state import step_checkpoints
 from tests.train.train_helpers import tiny_args
 

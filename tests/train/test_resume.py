@@ -21,7 +21,7 @@ def test_resume_after_kill_equals_straight_run(tmp_path):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     assert main(tiny_args(straight, *OPTIONS)) == 0
 
-    process = run_subprocess(tiny_args(killed, *OPTIONS, "--slow-down", "0.25"))
+    process = run_subprocess(tiny_args(killed, *OPTIONS), slowed=0.25)
     deadline = time.monotonic() + 120
     while not (killed / "checkpoints" / "step-00000012").is_dir():
         assert process.poll() is None, process.stdout.read()

@@ -10,7 +10,7 @@ import torch
 from clearformer.cli import main
 from clearformer.data.toy import SEED_SOURCES, toy_pairs, toy_splits
 from clearformer.generate import DecodingOptions, greedy_decode, search_tokens
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.store.runs import default_run_dir, resolve_checkpoint
 from clearformer.train.corpus import encode_pairs, length_ratio
 from clearformer.train.metrics import MetricsLog

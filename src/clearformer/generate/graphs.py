@@ -9,10 +9,10 @@ the batch's rows and a number of positions, written in place at the position a d
     step 0 (eager):  the encoder output's keys and values fill the cross-attention buffers, and
                      <bos>'s the self-attention buffers at position 0;
     step t >= 1:     embed the new tokens (eager: their position is a Python int), copy them, the
-                     source mask and t into static inputs, replay the graph of
-                     model.decoder (mask: positions <= t) + model.project, read rows 0 .. rows - 1.
+                     source mask and t into static inputs, replay the graph of model.decoder
+                     (mask: positions <= t), read rows 0 .. rows - 1; the search projects them.
 
-The graph runs the model's own modules (model.decoder, model.project; model.tgt_embed outside it),
+The graph runs the model's own modules (model.decoder; model.tgt_embed outside it),
 never a copy of a layer. Rows that left the batch (a finished sentence) stay in the buffers and are
 computed and ignored: the graph's shape does not change. A beam search's first reorder widens the
 rows (one per sentence -> beam per sentence) before any graph is recorded; a sentence longer than
@@ -29,6 +29,7 @@ from __future__ import annotations
 import torch
 
 from clearformer.model.cache import DecoderCache, LayerCache, StaticKVCache
+from clearformer.record import trace
 
 FIRST_TIME = 64  # positions allocated first; doubled when a sentence reaches them
 
@@ -47,10 +48,17 @@ def wants_graph(compile: str, device: torch.device) -> bool:
     return compile == "graph" or (compile == "auto" and device.type == "cuda")
 
 
+def applies(model, compile: str, device: torch.device) -> bool:
+    """Whether a search over `model` on `device` decodes through `GraphStep`: wanted, supported, and no
+    recorder or hook active (they see the eager modules)."""
+    return wants_graph(compile, device) and supported(model) and not (trace.recording() or trace.intervening())
+
+
 class GraphStep:
-    """The decoding step and its cache in one: called as `DecoderState` calls a step,
-    (tokens (rows, 1), memory, src_mask (rows, 1, 1, src_len), cache (ignored), position) -> logits
-    (rows, vocab), and reordered as it reorders a cache (`reorder(index, source)`)."""
+    """The search's decoder and its cache in one: called as a search calls `model.decode` with
+    `DecoderState.inputs()`, (tokens (rows, 1), memory, src_mask (rows, 1, 1, src_len), cache (this
+    object), position) -> decoder states (rows, 1, d_model), and reordered as `DecoderState.select`
+    reorders a cache (`reorder(index, source)`)."""
 
     def __init__(self, model, capture: bool | None = None) -> None:
         device = next(model.parameters()).device
@@ -60,7 +68,7 @@ class GraphStep:
         self.cache: DecoderCache | None = None
         self.inputs: dict[str, torch.Tensor] = {}
         self.graph: torch.cuda.CUDAGraph | None = None
-        self.logits: torch.Tensor | None = None  # the graph's output buffer
+        self.hidden: torch.Tensor | None = None  # the graph's output buffer
         self.recorded = (-1, -1)  # (generation, rows) the graph was recorded for
         self.captures = 0  # graphs recorded so far (a benchmark reports it)
 
@@ -107,16 +115,15 @@ class GraphStep:
         if self.graph is None or self.recorded != (self.generation(), self.capacity_rows()):
             self.record()
         self.graph.replay()
-        return self.logits[:rows]
+        return self.hidden[:rows]
 
     def static_forward(self, x: torch.Tensor, memory: torch.Tensor | None, src_mask: torch.Tensor) -> torch.Tensor:
-        """The model over the static caches: x (rows, 1, d_model) at position `cursor`, src_mask
-        (rows, 1, 1, src_len) -> logits (rows, vocab). Self-attention sees positions <= cursor;
+        """The model's decoder over the static caches: x (rows, 1, d_model) at position `cursor`, src_mask
+        (rows, 1, 1, src_len) -> decoder states (rows, 1, d_model). Self-attention sees positions <= cursor;
         `memory` (step 0 only) fills the cross-attention buffers."""
         time = self.cache[0].self_attention.capacity_time
         self_mask = torch.arange(time, device=x.device)[None, :] <= self.cursor  # (1, time)
-        hidden = self.model.decoder(x, memory, self_mask, src_mask, self.cache, 0)
-        return self.model.project(hidden)[:, -1]
+        return self.model.decoder(x, memory, self_mask, src_mask, self.cache, 0)
 
     def generation(self) -> int:
         return sum(c.generation for c in self.static_caches())
@@ -144,6 +151,6 @@ class GraphStep:
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.logits = self.static_forward(self.inputs["x"], None, self.inputs["src_mask"])
+            self.hidden = self.static_forward(self.inputs["x"], None, self.inputs["src_mask"])
         self.recorded = (self.generation(), self.capacity_rows())
         self.captures += 1

@@ -45,7 +45,8 @@ from clearformer.config import preset  # noqa: E402
 from clearformer.data.batching import BatchStream, drop_long  # noqa: E402
 from clearformer.devices import CompiledOrEager  # noqa: E402
 from clearformer.model.embedding import sinusoidal_table  # noqa: E402
-from clearformer.model.transformer import Transformer, translation_flops  # noqa: E402
+from clearformer.model.transformer import Transformer  # noqa: E402
+from clearformer.report.flops import FlopCount  # noqa: E402
 from clearformer.train import mfu  # noqa: E402
 from clearformer.train.corpus import encode_pairs, read_pairs  # noqa: E402
 from clearformer.train.loss import label_smoothed_sums  # noqa: E402
@@ -82,9 +83,10 @@ class TorchPeer(nn.Module):
         return self.output(hidden)
 
 
-def model_flops(config, batch) -> float:
-    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.model.transformer)."""
-    return translation_flops(config, batch.src, batch.tgt_out)
+def model_flops(count: FlopCount, config, batch) -> float:
+    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.report.flops, the count
+    the trainer's MFU divides by)."""
+    return count.batch(batch.src, batch.tgt_out, config.pad_id)
 
 
 def make_step(forward, parameters, optimizer):
@@ -187,7 +189,8 @@ def measure_preset(name: str, args, device, dtype, tokenizer, batches, modes: li
     peak = max(peaks)
     timed = [batch for batch, _ in batches[args.warmup:]]
     real = [int((b.src != tokenizer.pad_id).sum() + (b.tgt_out != tokenizer.pad_id).sum()) for b in timed]
-    flops = sum(model_flops(config, b) for b in timed)
+    count = FlopCount.of(Transformer(config))
+    flops = sum(model_flops(count, config, b) for b in timed)
     rows, fallbacks = [], []
     for (model_name, mode), (model, _, compiled) in runners.items():
         total, peer = sum(times[model_name, mode]), times[PEER, mode]

@@ -67,7 +67,7 @@ def test_greedy_generation_gives_gpt2s_tokens(pair):
 
 
 def test_import_writes_a_run_that_loads(pair, tmp_path):
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     _, _, _, folder = pair
     import_gpt2(str(folder), tmp_path / "run")

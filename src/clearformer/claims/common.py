@@ -26,7 +26,7 @@ from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
 from clearformer.evaluate import evaluate_model
 from clearformer.model.build import build_model
-from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
+from clearformer.store.output import check_output, write_output
 from clearformer.tokenize import WordTokenizer, encode_source
 from clearformer.train.loss import label_smoothed_loss
 from clearformer.train.schedule import noam_lr
@@ -171,19 +171,27 @@ def result_paths(out_dir: Path, number: int, slug: str, quick: bool) -> tuple[Pa
     return out_dir / f"{stem}.json", out_dir / f"{stem}.png"
 
 
+RESULT_EXISTS = "pass --overwrite to replace it, or --out DIR for a fresh folder"
+
+
 def check_writable(paths: tuple[Path, ...], overwrite: bool) -> None:
-    """Refuse (UserError) when a result file exists and overwriting was not asked for."""
-    existing = [str(p) for p in paths if p.exists()]
-    if existing and not overwrite:
-        raise UserError(f"{existing[0]} exists: pass --overwrite to replace it, or --out DIR for a fresh folder")
+    """Before the claim runs: the --out folder (made if missing, as the docs say) takes the result files, and
+    each is new, or replaceable with `overwrite` (store/output.py: never a link, a FIFO, a folder); one line."""
+    folder = paths[0].parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"--out {folder}: cannot be made ({error.strerror or error})") from None
+    for path in paths:
+        check_output(path, "--out", overwrite, RESULT_EXISTS)
 
 
 def write_result(json_path: Path, png_path: Path, results: dict, figure) -> None:
     """Write the results as JSON and the figure as PNG, each atomically."""
-    atomic_write_text(json_path, json.dumps(results, indent=2) + "\n")
+    write_output(check_output(json_path, "--out"), json.dumps(results, indent=2) + "\n")
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
-    atomic_write_bytes(png_path, buffer.getvalue())
+    write_output(check_output(png_path, "--out"), buffer.getvalue())
 
 
 def machine() -> dict:

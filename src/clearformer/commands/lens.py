@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -17,8 +16,8 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.explain.why import lens_report
 from clearformer.limits import require_utf8
-from clearformer.store.atomic import atomic_write_text
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
+from clearformer.store.output import check_output, write_output
 from clearformer.store.runs import resolve_checkpoint
 
 
@@ -30,7 +29,9 @@ def add_common(parser) -> None:
 
 
 def load(args, *texts: str):
-    """(model, tokenizer) of --checkpoint, after the texts were checked (UTF-8)."""
+    """(model, tokenizer) of --checkpoint, after --output and the texts were checked (UTF-8)."""
+    if args.output:
+        check_output(args.output, "--output")
     for text in texts:
         require_utf8("the sentence", text)
     model, tokenizer, _ = load_model(resolve_checkpoint(args.checkpoint))
@@ -46,7 +47,7 @@ def write(args, report: dict, render) -> int:
     """The report as JSON or as `render(report)` text, to --output (atomically) or standard output."""
     text = json.dumps(report, ensure_ascii=False, indent=1) + "\n" if args.format == "json" else render(report)
     if args.output:
-        atomic_write_text(Path(args.output), text)
+        write_output(check_output(args.output, "--output"), text)
     else:
         sys.stdout.write(text)
     return 0

@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clearformer.errors import UserError
 from clearformer.explain.html import check_page_path, write_html
-from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
+from clearformer.learn.page import page_sections
+from clearformer.store.output import check_output, write_output
 
 
 def add_view_options(parser, what: str = "every recorded step") -> None:
@@ -33,11 +33,18 @@ def check_views(args) -> None:
         check_plots_dir(Path(args.plots), args.overwrite)
     output = getattr(args, "output", None)
     if output:
-        path = Path(output)
-        if path.is_dir():
-            raise UserError(f"--output {path} is a folder; give a file name")
-        if path.exists() and not args.overwrite:
-            raise UserError(f"{path} exists: pass --overwrite to replace it, or choose another --output FILE")
+        check_output(output, "--output", args.overwrite, OUTPUT_EXISTS)
+
+
+OUTPUT_EXISTS = "pass --overwrite to replace it, or choose another --output FILE"
+
+
+def write_text_output(args, text: str) -> None:
+    """explain's --output FILE (checked by `check_views` before any work), or standard output."""
+    if args.output:
+        write_output(check_output(args.output, "--output", args.overwrite, OUTPUT_EXISTS), text)
+    else:
+        sys.stdout.write(text)
 
 
 def write_views(walk, args) -> None:
@@ -48,4 +55,4 @@ def write_views(walk, args) -> None:
         for path in write_plots(walk, Path(args.plots)):
             print(f"wrote {path}", file=sys.stderr)
     if args.html:
-        print(f"wrote {write_html(walk, Path(args.html), args.overwrite)}", file=sys.stderr)
+        print(f"wrote {write_html(walk, Path(args.html), args.overwrite, page_sections())}", file=sys.stderr)

@@ -16,6 +16,14 @@ token embedding set to zero and the positions kept (a hook at the token embeddin
 
 Every interpolated x is written at `src_embed.X` by a hook (`record/trace.py`), so the gradients flow
 through the very modules that translate.
+
+The work grows with steps x target tokens (the rows: one path point for one target token) x the cost of one
+teacher-forced pass. Before it starts, `attribution_cost` estimates both from the sizes alone: the rows go
+through in passes small enough for `ATTRIBUTION_PASS_BYTES` of activations (memory stays bounded whatever
+--steps says: the mean gradient is summed pass by pass, never stacked), and work over
+`MAX_ATTRIBUTION_ROW_TOKENS` (what a small model's time follows: its many small products cost per token,
+not per operation) or `MAX_ATTRIBUTION_FLOPS` (what a large model's time follows) is refused in one line
+naming the figures and the --steps that would fit (clearformer.limits).
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
+from clearformer.errors import UserError
+from clearformer.limits import ATTRIBUTION_PASS_BYTES, MAX_ATTRIBUTION_FLOPS, MAX_ATTRIBUTION_ROW_TOKENS
 from clearformer.record.trace import Hooks, Point, Recorder
 
 METHODS = ("integrated-gradients", "gradient-x-input", "attention")
@@ -81,23 +91,75 @@ def gradients(model, src, tgt_in, target, inputs: torch.Tensor, which: torch.Ten
     return torch.autograd.grad(f[torch.arange(len(which)), which].sum(), inputs)[0]
 
 
-def gradients_along(model, src, tgt_in, target, points: torch.Tensor) -> torch.Tensor:
-    """grad (tgt_len, points, src_len, d_model) of every target token's f at each of `points` (points, src_len,
-    d_model), in passes of at most ROWS_PER_PASS rows (a row = one point for one target token)."""
+@dataclass(frozen=True)
+class AttributionCost:
+    """What an attribution will take, from the sizes alone: `rows` (a path point for one target token),
+    `row_tokens` (rows x the tokens of a pass: source and target), the floating-point operations of their
+    forward and backward passes, and the rows per pass that keep one pass's activations under
+    ATTRIBUTION_PASS_BYTES."""
+
+    rows: int
+    row_tokens: int
+    flops: float
+    rows_per_pass: int
+
+    def over_limit(self) -> float:
+        """How many times over the larger of the two limits (at most 1: within both)."""
+        return max(self.row_tokens / MAX_ATTRIBUTION_ROW_TOKENS, self.flops / MAX_ATTRIBUTION_FLOPS)
+
+
+def attribution_cost(config, src_len: int, tgt_len: int, points: int) -> AttributionCost:
+    """The cost of attributing a source of `src_len` and a target of `tgt_len` tokens,
+    `points` path points (1 for gradient x input). Per row: 6 x (weights a token passes) x tokens for the
+    matrix products forward and backward, the attention products, and the output layer over the vocabulary;
+    activations: what autograd keeps per token and layer (about 12 d_model + 2 d_ff floats), the attention
+    weights, and the logits in float32 and float64 (the log-softmax)."""
+    d, ff, heads, vocab = config.d_model, config.d_ff, config.n_heads, config.tgt_vocab_size
+    encoder, decoder = config.n_encoder_layers, config.n_decoder_layers
+    matmul = 6 * (src_len * encoder * (4 * d * d + 2 * d * ff) + tgt_len * decoder * (8 * d * d + 2 * d * ff)
+                  + tgt_len * d * vocab)
+    attention = 12 * d * (encoder * src_len ** 2 + decoder * (tgt_len ** 2 + tgt_len * src_len))
+    activations = 4 * ((src_len * encoder + tgt_len * decoder) * (12 * d + 2 * ff)
+                       + heads * (encoder * src_len ** 2 + decoder * (tgt_len ** 2 + 2 * tgt_len * src_len)))
+    per_row_bytes = activations + 20 * tgt_len * vocab
+    rows = points * tgt_len
+    return AttributionCost(rows, rows * (src_len + tgt_len), float(rows) * (matmul + attention),
+                           max(1, min(ROWS_PER_PASS, ATTRIBUTION_PASS_BYTES // max(per_row_bytes, 1))))
+
+
+def check_cost(cost: AttributionCost, points: int, src_len: int, tgt_len: int) -> None:
+    """Refuse, before any work, an attribution over either limit (one line: the figures and a way out)."""
+    over = cost.over_limit()
+    if over <= 1:
+        return
+    fitting = int(points / over)
+    way_out = f"use at most --steps {fitting} here" if fitting >= 1 and points > 1 else "attribute a shorter sentence"
+    raise UserError(f"attribution of {points} path point(s) x {tgt_len} target x {src_len} source tokens is "
+                    f"{cost.row_tokens:,} row-tokens and about {cost.flops / 1e12:,.1f} TFLOP of work, over the limit "
+                    f"of {MAX_ATTRIBUTION_ROW_TOKENS:,} row-tokens and {MAX_ATTRIBUTION_FLOPS / 1e12:g} TFLOP "
+                    f"(clearformer.limits): {way_out}")
+
+
+def mean_gradients(model, src, tgt_in, target, points: torch.Tensor, rows_per_pass: int) -> torch.Tensor:
+    """The mean over `points` (points, src_len, d_model) of every target token's gradient: (tgt_len, src_len,
+    d_model) in float64, summed pass by pass of at most `rows_per_pass` rows (a row = one point for one target
+    token), so memory holds one pass and the sum whatever the number of points."""
     tgt_len, count = target.shape[0], points.shape[0]
-    which = torch.arange(tgt_len, device=points.device).repeat_interleave(count)  # row = t * count + k
-    rows = points.repeat(tgt_len, 1, 1)
-    grads = [gradients(model, src, tgt_in, target, rows[s:s + ROWS_PER_PASS], which[s:s + ROWS_PER_PASS])
-             for s in range(0, len(which), ROWS_PER_PASS)]
-    return torch.cat(grads).view(tgt_len, count, *points.shape[1:])
+    total = torch.zeros(tgt_len, *points.shape[1:], dtype=torch.float64, device=points.device)
+    for start in range(0, tgt_len * count, rows_per_pass):
+        row = torch.arange(start, min(start + rows_per_pass, tgt_len * count), device=points.device)
+        which = row // count  # row = t * count + k
+        grads = gradients(model, src, tgt_in, target, points[row % count], which)
+        total.index_add_(0, which, grads.double())
+    return total / count
 
 
-def integrated_gradients(model, src, tgt_in, target, steps: int = DEFAULT_STEPS) -> Attribution:
+def integrated_gradients(model, src, tgt_in, target, steps: int = DEFAULT_STEPS,
+                         rows_per_pass: int = ROWS_PER_PASS) -> Attribution:
     x, baseline = source_inputs(model, src, tgt_in)
     alphas = (torch.arange(steps, dtype=x.dtype, device=x.device) + 0.5) / steps  # the midpoint rule
     path = baseline + alphas[:, None, None] * (x - baseline)  # (steps, src_len, d_model)
-    grads = gradients_along(model, src, tgt_in, target, path).double()
-    mean = grads.mean(dim=1)  # (tgt_len, src_len, d_model)
+    mean = mean_gradients(model, src, tgt_in, target, path, rows_per_pass)  # (tgt_len, src_len, d_model)
     scores = (mean * (x - baseline).double()).sum(dim=-1)  # (tgt_len, src_len)
     with torch.no_grad():
         ends = target_logprobs(model, src, tgt_in, target, torch.cat([x, baseline]))
@@ -105,10 +167,10 @@ def integrated_gradients(model, src, tgt_in, target, steps: int = DEFAULT_STEPS)
                        (ends[0] - ends[1]).tolist())
 
 
-def gradient_x_input(model, src, tgt_in, target) -> Attribution:
+def gradient_x_input(model, src, tgt_in, target, rows_per_pass: int = ROWS_PER_PASS) -> Attribution:
     x, baseline = source_inputs(model, src, tgt_in)
-    grads = gradients_along(model, src, tgt_in, target, x)[:, 0]  # (tgt_len, src_len, d_model)
-    return Attribution("gradient-x-input", (grads.double() * (x - baseline)[0].double()).sum(dim=-1).float())
+    grads = mean_gradients(model, src, tgt_in, target, x, rows_per_pass)  # (tgt_len, src_len, d_model)
+    return Attribution("gradient-x-input", (grads * (x - baseline)[0].double()).sum(dim=-1).float())
 
 
 def attention_scores(model, src, tgt_in) -> Attribution:
@@ -129,9 +191,12 @@ def attribute(model, src_ids: list[int], translation: list[int], bos_id: int, me
     model.eval()
     if method == "attention":
         return attention_scores(model, src, tgt_in)
+    points = steps if method == "integrated-gradients" else 1
+    cost = attribution_cost(model.config, len(src_ids), len(translation), points)
+    check_cost(cost, points, len(src_ids), len(translation))  # before any work
     if method == "gradient-x-input":
-        return gradient_x_input(model, src, tgt_in, target)
-    return integrated_gradients(model, src, tgt_in, target, steps)
+        return gradient_x_input(model, src, tgt_in, target, cost.rows_per_pass)
+    return integrated_gradients(model, src, tgt_in, target, steps, cost.rows_per_pass)
 
 
 def alignments(scores: torch.Tensor, source_words: list[int], target_words: list[int]) -> list[tuple[int, int]]:

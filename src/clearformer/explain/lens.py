@@ -47,7 +47,7 @@ def read_lens(model, recorder: Recorder, chosen: list[int]) -> list[LensStep]:
     with torch.no_grad():
         for t, token in enumerate(chosen):
             step = LensStep(t, token)
-            for layer in range(len(model.decoder.layers)):
+            for layer in range(len(model.decoder_layers())):
                 hidden = recorder.get(f"decoder.layers.{layer}.output", step=t)[0, -1]
                 probabilities = torch.softmax(layer_logits(model, hidden.to(model.output.linear.weight)).float(), -1)
                 top = int(probabilities.argmax())

@@ -34,11 +34,11 @@ CATALOG: dict[str, tuple[str, str, str]] = {
                       "The paper multiplies embeddings by √d_model so positions do not drown them."),
     "PE": ("Positional encoding", "PE(pos,2i) = sin(pos/10000^(2i/d)),  PE(pos,2i+1) = cos(pos/10000^(2i/d))",
            "A fixed vector per position, so the model can tell word order apart."),
-    "X": ("Input X = embedding + positional encoding", "X = E[ids] + PE",
+    "X": ("Input X = embedding + positional encoding", "X = E[ids] · √d_model + PE  (the scaled embeddings + PE)",
           "Adding the position vector gives each token a representation of what it is and where it is."),
-    "Q": ("Queries Q", "Q = X · W^Q  (per head: X · W_i^Q)", "What each token is looking for."),
-    "K": ("Keys K", "K = X · W^K", "What each token offers to the others."),
-    "V": ("Values V", "V = X · W^V", "The information each token hands over when attended to."),
+    "Q": ("Queries Q", "Q = X · W^Q + b^Q  (per head: X · W_i^Q + b_i^Q)", "What each token is looking for."),
+    "K": ("Keys K", "K = X · W^K + b^K", "What each token offers to the others."),
+    "V": ("Values V", "V = X · W^V + b^V", "The information each token hands over when attended to."),
     "scores": ("Scores QKᵀ", "scores = Q · Kᵀ",
                "How well each query matches each key: one dot product per pair of tokens."),
     "scaled": ("Scaled scores", "scaled = Q · Kᵀ / √d_k",
@@ -328,6 +328,10 @@ def build_walkthrough(records: list[Record], title: str, source_tokens: list[str
             for matrix in step.matrices:
                 matrix.note = "; ".join(n for n in (matrix.note, note) if n)
             walk.steps.append(step)
+    if not any(step.name.endswith("tokens.scaled") for step in walk.steps):  # a model that does not scale E
+        for step in walk.steps:
+            if step.name.endswith("embed.X"):
+                step.formula = "X = E[ids] + PE"
     return walk
 
 

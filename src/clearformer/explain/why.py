@@ -17,18 +17,21 @@ from clearformer.explain.patching import activation_patching
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.generate.translate import decode_ids
+from clearformer.model.layered import LayeredModel, model_kind
+from clearformer.model.protocol import is_encoder_decoder
 
 MAX_STEPS = 1024  # integrated gradients' path points: more buys nothing the report can show
 
 
 def is_language_model(model) -> bool:
-    return not hasattr(model, "encode")
+    return not is_encoder_decoder(model)
 
 
 def require_layers(model, tool: str) -> None:
-    """The tools read Transformer layers; the GRU baseline has none."""
-    if not hasattr(model.decoder, "layers"):
-        raise UserError(f"{tool} reads the Transformer's layers; this model is the GRU baseline (--arch rnn)")
+    """The tools read a Transformer's layers: a model without them (the GRU baseline) is one line naming its kind,
+    asked through the model's interface (model/layered.py)."""
+    if not isinstance(model, LayeredModel):
+        raise UserError(f"{tool} reads a Transformer's layers; this model is {model_kind(model)}")
 
 
 def require_translation(model, tool: str) -> None:

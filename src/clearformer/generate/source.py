@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from clearformer.errors import UserError
 from clearformer.limits import MAX_SENTENCE_CHARS, has_surrogates, shorten
 from clearformer.tokenize import Masked, encode_source, mask_placeholders, restore_placeholders
+from clearformer.tokenize.placeholders import PlaceholderError
 from clearformer.tokenize.sentences import split_long
 
 
@@ -41,14 +42,16 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
         raise UserError(f"{at}not UTF-8 text")
     if len(text) > MAX_SENTENCE_CHARS:
         raise UserError(f"{at}sentence of {len(text):,} characters; at most {MAX_SENTENCE_CHARS:,}")
-    ids = encode_source(tokenizer, text)
+    try:
+        ids = encode_source(tokenizer, text)
+    except PlaceholderError as error:  # a runaway user pattern, too many placeholders: where, then why
+        raise UserError(f"{at}{error}") from None
     source_eos = tokenizer.source_eos
     words = ids[:-1] if source_eos and ids else ids
     if not words:
         raise UserError(f"{at}empty sentence (nothing to translate)")
-    unknown_words = getattr(tokenizer, "unknown_words", None)
     # Words of the sentence the model reads (placeholders masked when the run masks them).
-    unknown = unknown_words(mask_placeholders(tokenizer, text).text) if unknown_words else []
+    unknown = tokenizer.unknown_words(mask_placeholders(tokenizer, text).text)
     if all(i == tokenizer.unk_id for i in words):
         shown = shorten(", ".join(unknown[:5]) or repr(text))
         raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
@@ -114,7 +117,6 @@ def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool 
     an "empty sentence" error: `explain` has nothing to show). `warn(line)` is told once per input of the
     words the model does not know."""
     pieces = Pieces(count=len(inputs))
-    unknown_words = getattr(tokenizer, "unknown_words", None)
     for index, text in enumerate(inputs):
         parts = split_long(text) if split else [text]
         name = where(index) if where else None
@@ -127,7 +129,7 @@ def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool 
             pieces.masks.append(mask_placeholders(tokenizer, part))
             pieces.sources.append(ids)
             pieces.owners.append(index)
-        unknown = unknown_words(text) if check and unknown_words and text.strip() else []
+        unknown = tokenizer.unknown_words(text) if check and text.strip() else []
         if unknown:
             pieces.unknown[index] = list(dict.fromkeys(unknown))
             if warn is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from clearformer.errors import UserError
 from clearformer.explain.attribution import METHODS
 from clearformer.explain.html import to_json
-from clearformer.explain.why import attribute_report, lens_report, patch_report
+from clearformer.explain.why import attribute_report, lens_report, patch_report, require_layers
 from clearformer.serve.explainer import Explainer
 from clearformer.serve.requests import Field, RequestError, exactly_one, parse_body
 
@@ -49,6 +49,10 @@ def check_why(explainer: Explainer, tool: str, kind: str) -> None:
     explainer.check(kind)
     if kind == "prompt" and tool != "lens":
         raise RequestError(400, f"{tool} explains a translation; a language model has the lens only")
+    try:
+        require_layers(explainer.loaded.model, tool)  # the GRU baseline has no layers to read: 400, not 500
+    except UserError as error:
+        raise RequestError(400, str(error)) from None
 
 
 def why_answer(explainer: Explainer, tool: str, kind: str, text: str, corrupted: str, method: str) -> bytes:

@@ -7,7 +7,9 @@ the target (a rename within one directory is atomic on POSIX).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +33,7 @@ def atomic_write(path: str | Path, write: Callable[[str], None], overwrite: bool
         with open(temporary, "rb") as stream:
             os.fsync(stream.fileno())
         if overwrite:
+            _refuse_special(path)
             os.replace(temporary, path)
         else:
             _publish_new(temporary, path)
@@ -38,6 +41,17 @@ def atomic_write(path: str | Path, write: Callable[[str], None], overwrite: bool
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def _refuse_special(path: Path) -> None:
+    """A rename replaces whatever has the name: a link, a device, a FIFO would become this file. Only a regular
+    file (or nothing) is ever replaced (store/output.py writes a device as a stream instead)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EEXIST, "not a regular file; clearformer never replaces it", str(path))
 
 
 def _publish_new(temporary: str, path: Path) -> None:

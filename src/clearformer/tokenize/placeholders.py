@@ -35,6 +35,15 @@ The spelling `｟ph0｠` uses U+FF5F/U+FF60 (fullwidth white parentheses), the p
 brackets of OpenNMT's tokenizer: no message of the en-fr-software corpus holds either character,
 and a source that does hold a `｟...｠` span has that span masked and restored like a placeholder,
 so even a literal `｟ph0｠` in a user's text comes back unchanged.
+
+A user's own patterns (`train --placeholder-pattern`, kept in tokenizer.json) are Python `re` syntax,
+checked when given: each alone, then all joined with the built-ins as masking joins them (a `(?i)` in
+the middle, two groups named alike: refused in one line naming the pattern). They are matched by the
+`regex` package, whose `timeout=` bounds the CPU time of one input (`PATTERN_SECONDS`): a pattern with
+catastrophic backtracking (`(a|aa)+$`) ends in a one-line error naming it and the input, never a hang.
+The built-ins alone keep the standard `re` (linear on every input, and faster: BENCHMARKS.md,
+"Placeholder patterns: a time bound per input"). A sentence holds at most `RESERVED_COUNT`
+placeholders: more is a one-line error naming the limit (`TooManyPlaceholders`), never a silent drop.
 """
 
 from __future__ import annotations
@@ -44,6 +53,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+import regex
+
+from clearformer.errors import UserError
 
 HTML_TAGS = ("a|abbr|b|big|blockquote|br|code|div|em|font|h[1-6]|hr|i|img|kbd|li|ol|p|pre|s|small|span|"
              "strong|sub|sup|table|td|th|tr|tt|u|ul")
@@ -91,27 +104,90 @@ def same_placeholders(source: str, translation: str) -> bool:
     return not find(rest)
 
 
+# CPU seconds one input may take to match the user's patterns; the built-ins take microseconds a line
+# (BENCHMARKS.md, "Placeholder patterns: a time bound per input"), so this is a bound on a runaway only.
+PATTERN_SECONDS = 0.25
+
+
+class PlaceholderError(UserError, ValueError):
+    """A placeholder pattern that cannot be used, or a sentence masking cannot take; one line. `ValueError`
+    callers (tokenizer.json loading) see it as one too."""
+
+
+class PatternTimeout(PlaceholderError):
+    def __init__(self, pattern: str, text: str) -> None:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        super().__init__(f"placeholder pattern {pattern!r} took more than {PATTERN_SECONDS} s of CPU on the input "
+                         f"{shown!r} ({len(text):,} characters): a pattern that backtracks without end; "
+                         f"write it without nested repetition")
+
+
+class TooManyPlaceholders(PlaceholderError):
+    def __init__(self, count: int, limit: int = RESERVED_COUNT) -> None:
+        super().__init__(f"the sentence holds {count} placeholders; a masking model has {limit} reserved "
+                         f"tokens (｟ph0｠..｟ph{limit - 1}｠), one a placeholder: split the sentence")
+
+
 def check_patterns(patterns: Iterable[str]) -> tuple[str, ...]:
-    """Extra placeholder regexes a user adds (`--placeholder-pattern`): each must compile and must not
-    match the empty string; ValueError names the first that fails."""
-    checked = []
+    """Extra placeholder regexes a user adds (`--placeholder-pattern`): each must compile, alone and joined
+    with the built-ins and the patterns before it (as `masking_pattern` joins them), and must not match the
+    empty string; ValueError (a PlaceholderError) names the first that fails."""
+    checked: list[str] = []
     for pattern in patterns:
         if not isinstance(pattern, str):
-            raise ValueError(f"a placeholder pattern must be a string, not {pattern!r}")
+            raise PlaceholderError(f"a placeholder pattern must be a string, not {pattern!r}")
         try:
-            compiled = re.compile(pattern)
+            re.compile(pattern)
         except re.error as error:
-            raise ValueError(f"placeholder pattern {pattern!r} is not a regular expression ({error})") from None
-        if compiled.match(""):
-            raise ValueError(f"placeholder pattern {pattern!r} matches the empty string")
+            raise PlaceholderError(f"placeholder pattern {pattern!r} is not a regular expression ({error})") from None
+        try:
+            if regex.compile(pattern).match("", timeout=PATTERN_SECONDS):
+                raise PlaceholderError(f"placeholder pattern {pattern!r} matches the empty string")
+        except TimeoutError:
+            raise PatternTimeout(pattern, "") from None
         checked.append(pattern)
+        try:  # `re` refuses what `regex` would quietly read otherwise: a mid-pattern (?i), a group name twice
+            re.compile(joined(tuple(checked)))
+            regex.compile(joined(tuple(checked)))
+        except (re.error, regex.error) as error:
+            raise PlaceholderError(f"placeholder pattern {pattern!r} cannot be joined with the built-in "
+                                   f"placeholders{' and the patterns before it' if len(checked) > 1 else ''} "
+                                   f"({error}); write flags scoped, as (?i:...), and each group name once") from None
     return tuple(checked)
 
 
+def joined(extra: tuple[str, ...]) -> str:
+    """A `｟...｠` span, then the user's patterns (first match wins), then `PATTERN`: one alternation."""
+    return "|".join([_BRACKETED, *(f"(?:{p})" for p in extra), PATTERN.pattern])
+
+
 @lru_cache(maxsize=32)
-def masking_pattern(extra: tuple[str, ...] = ()) -> re.Pattern:
-    """What masking protects: a `｟...｠` span, then the user's patterns (first match wins), then `PATTERN`."""
-    return re.compile("|".join([_BRACKETED, *(f"(?:{p})" for p in extra), PATTERN.pattern]))
+def masking_pattern(extra: tuple[str, ...] = ()):
+    """What masking protects (`joined`): `re` for the built-ins alone, `regex` (with its timeout) for a
+    user's patterns."""
+    return regex.compile(joined(extra)) if extra else re.compile(joined(()))
+
+
+def substitute(extra: tuple[str, ...], replace, text: str) -> str:
+    """masking_pattern(extra).sub(replace, text), in at most PATTERN_SECONDS of CPU when there are user
+    patterns; a PatternTimeout names the pattern that ran away (each tried alone) and the input."""
+    pattern = masking_pattern(extra)
+    if not extra:
+        return pattern.sub(replace, text)
+    try:
+        return pattern.sub(replace, text, timeout=PATTERN_SECONDS, concurrent=True)  # the GIL let go
+    except TimeoutError:
+        raise PatternTimeout(runaway(extra, text), text) from None
+
+
+def runaway(extra: tuple[str, ...], text: str) -> str:
+    """The first of the user's patterns that cannot search `text` in time (the joined one when none alone)."""
+    for pattern in extra:
+        try:
+            regex.compile(pattern).search(text, timeout=PATTERN_SECONDS)
+        except TimeoutError:
+            return pattern
+    return " | ".join(extra)
 
 
 @dataclass(frozen=True)
@@ -120,19 +196,26 @@ class Masked:
 
     text: str
     originals: tuple[str, ...] = ()
+    # What a ｟ph{i}｠ beyond the originals stands for: with a vocabulary not made for placeholders, the numeral
+    # its stand-in piece spells (tokenize/standins.py); empty: it stays visible.
+    spelled: tuple[str, ...] = ()
 
 
-def mask(text: str, extra: tuple[str, ...] = ()) -> Masked:
-    """The i-th placeholder of `text` (i < RESERVED_COUNT) -> ｟ph{i}｠; later ones stay as they are."""
+def mask(text: str, extra: tuple[str, ...] = (), limit: int = RESERVED_COUNT) -> Masked:
+    """The i-th placeholder of `text` -> ｟ph{i}｠; more than `limit` (<= RESERVED_COUNT; fewer where a vocabulary
+    has fewer stand-ins, tokenize/standins.py) of them: TooManyPlaceholders (a silent drop of the rest would lose
+    them from the translation)."""
     originals: list[str] = []
+    limit = min(limit, RESERVED_COUNT)
 
-    def reserve(match: re.Match) -> str:
-        if len(originals) == RESERVED_COUNT:
-            return match.group(0)
+    def reserve(match) -> str:
         originals.append(match.group(0))
-        return RESERVED_TOKENS[len(originals) - 1]
+        return RESERVED_TOKENS[len(originals) - 1] if len(originals) <= limit else match.group(0)
 
-    return Masked(masking_pattern(extra).sub(reserve, text), tuple(originals))
+    masked = substitute(extra, reserve, text)
+    if len(originals) > limit:
+        raise TooManyPlaceholders(len(originals), limit)
+    return Masked(masked, tuple(originals))
 
 
 def mask_target(target: str, originals: Sequence[str], extra: tuple[str, ...] = ()) -> str:
@@ -142,22 +225,24 @@ def mask_target(target: str, originals: Sequence[str], extra: tuple[str, ...] = 
     for index, original in enumerate(originals):
         unused.setdefault(original, []).append(index)
 
-    def reserve(match: re.Match) -> str:
+    def reserve(match) -> str:
         slots = unused.get(match.group(0))
         return RESERVED_TOKENS[slots.pop(0)] if slots else match.group(0)
 
-    return masking_pattern(extra).sub(reserve, target)
+    return substitute(extra, reserve, target)
 
 
 def restore(masked: Masked, translation: str) -> str:
     """Each ｟ph{i}｠ of a translation -> the source text it stands for; one the source has no
     placeholder for (a model decoding without the constraint) stays visible as it is."""
-    if not masked.originals:
+    if not (masked.originals or masked.spelled):
         return translation
 
     def original(match: re.Match) -> str:
         index = int(match.group(1))
-        return masked.originals[index] if index < len(masked.originals) else match.group(0)
+        if index < len(masked.originals):
+            return masked.originals[index]
+        return masked.spelled[index] if index < len(masked.spelled) else match.group(0)
 
     return RESERVED_PATTERN.sub(original, translation)
 

@@ -8,6 +8,7 @@ data/en-fr-software otherwise).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from clearformer.data.batching import Example
@@ -15,8 +16,16 @@ from clearformer.data.parallel import read_parallel
 from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
+from clearformer.limits import shorten
 from clearformer.tokenize import WordTokenizer, encode_source, encode_target
-from clearformer.tokenize.placeholders import RESERVED_TOKENS, check_patterns, frequent_placeholders, mask, mask_target
+from clearformer.tokenize.placeholders import (
+    RESERVED_TOKENS,
+    PlaceholderError,
+    check_patterns,
+    frequent_placeholders,
+    mask,
+    mask_target,
+)
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.train.options import DataOptions, Vocabulary, is_toy
 
@@ -111,10 +120,20 @@ def build_tokenizer(vocabulary: Vocabulary, train: Pairs, seed: int = 1):
 def masked_pairs(pairs: Pairs, patterns: tuple[str, ...] = ()) -> Pairs:
     """Pairs as a masking model reads and writes them (tokenize/placeholders.py `mask`, `mask_target`)."""
     masked = []
-    for source, target in pairs:
-        source_masked = mask(source, patterns)
-        masked.append((source_masked.text, mask_target(target, source_masked.originals, patterns)))
+    for number, (source, target) in enumerate(pairs, start=1):
+        with naming_the_pair(number, source):
+            source_masked = mask(source, patterns)
+            masked.append((source_masked.text, mask_target(target, source_masked.originals, patterns)))
     return masked
+
+
+@contextmanager
+def naming_the_pair(number: int, source: str):
+    """A PlaceholderError (a runaway user pattern, too many placeholders) as one line naming the pair."""
+    try:
+        yield
+    except PlaceholderError as error:
+        raise UserError(f"training pair {number} ({shorten(source, 60)!r}): {error}") from None
 
 
 def length_ratio(examples: list[Example], source_eos: bool) -> float:
@@ -127,4 +146,9 @@ def length_ratio(examples: list[Example], source_eos: bool) -> float:
 def encode_pairs(tokenizer, pairs: Pairs) -> list[Example]:
     """Sources as the model reads them (`encode_source`), targets as plain ids, masked as their source
     when the tokenizer masks placeholders (`encode_target`; <bos>/<eos> come later)."""
-    return [Example(tuple(encode_source(tokenizer, s)), tuple(encode_target(tokenizer, s, t))) for s, t in pairs]
+    examples = []
+    for number, (source, target) in enumerate(pairs, start=1):
+        with naming_the_pair(number, source):
+            examples.append(Example(tuple(encode_source(tokenizer, source)),
+                                    tuple(encode_target(tokenizer, source, target))))
+    return examples

@@ -46,6 +46,17 @@ def add_catalogue_arguments(parser) -> None:
                             "and put back after (default auto: the catalogue's convention)")
 
 
+def refuse_without_po(args) -> None:
+    """The catalogue options apply to --po only: given without it, one line instead of being ignored."""
+    given = [flag for flag, value in (("--out", args.out), ("--in-place", args.in_place),
+                                      ("--overwrite", args.overwrite), ("--accelerator", args.accelerator != "auto"),
+                                      ("--languages", args.languages))
+             if value]
+    if given:
+        hint = "; for text, use --output" if given[0] == "--out" else ""
+        raise UserError(f"{given[0]} applies to --po (a gettext catalogue){hint}")
+
+
 @dataclass(frozen=True)
 class TranslateParts:
     """What `translate --po` shares with `translate` (commands/translate.py owns them, and passes them in):

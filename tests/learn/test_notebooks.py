@@ -22,6 +22,8 @@ from clearformer.learn.notebooks import notebook_name, notebook_text, write_note
 from clearformer.learn.snippets import run_snippet
 from clearformer.learn.why import NOTEBOOK as WHY_NOTEBOOK
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 REMOTE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
 

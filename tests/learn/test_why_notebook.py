@@ -7,8 +7,11 @@ import os
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from clearformer.learn.why import NOTEBOOK, why_notebook_text, why_on_sentence
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 

@@ -12,6 +12,8 @@ from clearformer.explain.translation import explain_translation
 from clearformer.generate import DecodingOptions
 from clearformer.learn.page import page_sections
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 WIDTHS = [1100, 1600]
 SENTENCE = "She does not love you and I love you"  # eight source words and <eos>: wide attention rows
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clearformer.catalog.fill import CatalogueSettings, Outcome, plan_catalogue, read_catalogue
+from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text, plan_catalogue, read_catalogue
 from clearformer.commands import engine as engine_options
 from clearformer.errors import UserError
 from clearformer.explain.interventions import interventions_from_args
@@ -130,7 +130,7 @@ def run(args, parts: TranslateParts) -> int:
     for index, text in zip(kept, outputs, strict=True):
         translations[index] = text if text.strip() else None  # nothing written: the source is copied
     outcome = plan.fill(translations)
-    text = po.__unicode__()
+    text = catalogue_text(po)
     if output is not None:
         write_output(output, text)
     else:

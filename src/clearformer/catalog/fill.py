@@ -77,7 +77,8 @@ def read_catalogue(path: Path) -> polib.POFile:
         raise UserError(f"{path}: unknown charset {charset!r} in the header") from None
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        raise UserError(f"{path}:{line}: not {charset} text (the charset the header declares)") from None
+        why = f"not {charset} text (the charset its header declares)" if declared else "not UTF-8 text"
+        raise UserError(f"{path}:{line}: {why}") from None
     if "\n" not in text:  # polib takes a one-line string for a file name
         text += "\n"
     try:
@@ -274,11 +275,11 @@ def update_header(po: polib.POFile, settings: CatalogueSettings, plural_forms: P
     """As gettext's tools do: PO-Revision-Date now, X-Generator; a template's Language, Plural-Forms and
     charset set (and its header no longer fuzzy, as msginit leaves it)."""
     metadata = po.metadata
-    template = "CHARSET" in metadata.get("Content-Type", "") or is_template_value(metadata.get("Plural-Forms"))
+    template = "CHARSET" in metadata.get("Content-Type", "") or "INTEGER" in metadata.get("Plural-Forms", "")
     language = target_language(po, settings)
     if language and not metadata.get("Language", "").strip():
         metadata["Language"] = language
-    if is_template_value(metadata.get("Plural-Forms")):
+    if is_template_value(metadata.get("Plural-Forms")) and (template or plural_forms is not None):
         known = plural_forms.header if plural_forms else (language_plural_forms(language) if language else None)
         if known:
             metadata["Plural-Forms"] = known
@@ -292,6 +293,13 @@ def update_header(po: polib.POFile, settings: CatalogueSettings, plural_forms: P
     if template:
         po.metadata_is_fuzzy = False  # polib keeps the header's flags here
     po.encoding = "utf-8"
+
+
+def catalogue_text(po: polib.POFile) -> str:
+    """The catalogue as a .po file's text (polib writes a lone "#" line for a file without header comments:
+    left out, so that a file comes back with the comments it had)."""
+    text = po.__unicode__()
+    return text.removeprefix("#\n") if not po.header else text
 
 
 def fill_catalogue(po: polib.POFile, settings: CatalogueSettings, where: str,

@@ -74,7 +74,8 @@ class DecodingOptions(Options):
     compile: str = option("auto", "--compile", "compile the decoder's one-token step with torch.compile: 'on', "
                           "or 'off'; 'graph': a static cache, replayed as a CUDA graph on a GPU "
                           "(generate/graphs.py); 'auto' (default) runs it eagerly (compiling did not pay on a "
-                          "CPU: BENCHMARKS.md; 'graph' becomes the GPU default once measured there)", choices=COMPILE_CHOICES)
+                          "CPU: BENCHMARKS.md; 'graph' becomes the GPU default once measured there)",
+                          choices=COMPILE_CHOICES)
 
     def describe(self) -> str:
         """One line for a report: the search and the rules that shape its output."""

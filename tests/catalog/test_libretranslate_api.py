@@ -17,6 +17,8 @@ from clearformer.serve.batcher import Batching, BatchQueue
 from clearformer.serve.explainer import load
 from clearformer.serve.pool import Busy
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 # ----------------------------------------------------------------------------- the batch queue
 
 

@@ -375,6 +375,7 @@ def test_missing_directory_and_binary_files(tmp_path, capsys):
         assert str(target) in line and message in line
 
 
+@pytest.mark.slow
 def test_console_script():
     script = Path(sys.executable).with_name("clearformer")
     done = subprocess.run([str(script), "check", str(SEED_002), "--format", "json"],

@@ -23,6 +23,8 @@ from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.record import trace
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 CLEAN, CORRUPTED = "I love you", "I love music"
 
 
@@ -110,9 +112,15 @@ def test_patching_encoder_output_restores_all_and_nothing_restores_nothing(train
     device = torch.device("cpu")
     to = lambda ids: torch.tensor([ids], device=device)  # noqa: E731
     tgt_in = to([tokenizer.bos_id, *translation[:-1]])
+    # The decoder's input is the same clean translation in both runs: copying it restores nothing.
+    same = PatchPoint("decoder input", "tgt_embed.X")
     m_clean, m_corrupted, (nothing,) = patched_metrics(model, to(clean), to(corrupted), tgt_in,
-                                                       torch.tensor(translation), [PatchPoint("nothing", "no.such")])
+                                                       torch.tensor(translation), [same])
     assert nothing == m_corrupted and m_clean != m_corrupted  # restored 0
+    with pytest.raises(trace.UnknownHookPoint, match="'encoder.outptu' is not a hook point of this model "
+                                                     r"\(did you mean encoder.output"):
+        patched_metrics(model, to(clean), to(corrupted), tgt_in, torch.tensor(translation),
+                        [PatchPoint("a typo", "encoder.outptu")])  # never a patch that silently does nothing
 
 
 def test_patching_refuses_sources_of_different_lengths(trained):

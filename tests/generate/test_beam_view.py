@@ -15,6 +15,8 @@ from clearformer.generate.beam import beam_search
 from clearformer.load import load_model
 from clearformer.tokenize import encode_source
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 SENTENCES = ["I love you", "the dog sleeps", "we eat bread ."]
 
 

@@ -189,6 +189,7 @@ def test_translations_hold_the_sources_placeholders_exactly(masking_run, beam):
     assert free != outputs  # the random model does not copy them on its own: the constraint did
 
 
+@pytest.mark.slow
 def test_a_run_without_masking_translates_as_before(tmp_path):
     """A run made by this code with masking off reads raw text and decodes without the repeat bound:
     its translations are those of plain encode -> search -> decode."""
@@ -207,6 +208,7 @@ def test_a_run_without_masking_translates_as_before(tmp_path):
         assert output == tokenizer.decode(plain)
 
 
+@pytest.mark.slow
 def test_explain_shows_the_masked_sentence_and_the_restored_translation(masking_run):
     model, tokenizer, _ = load_model(masking_run)
     sentence = "copy %1$s to %2$s"

@@ -18,6 +18,8 @@ from clearformer.generate import translate
 from clearformer.generate.source import prepare_sources
 from clearformer.load import load_model
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 SENTENCES = ["I love you.", "We eat bread.", "The cat sees the dog.", "She reads a book.", "They drink water.",
              "He loves the big red car.", "You know Paris."]
 PARAGRAPHS = {

@@ -168,6 +168,7 @@ def test_missing_file_and_no_trained_model(tmp_path, capsys, monkeypatch):
     assert code != 0 and "missing.txt: no such file" in err
 
 
+@pytest.mark.slow
 def test_real_entry_point_reads_stdin(checkpoint):
     """The installed command, end to end: stdin in, one translation per line out, no traceback on error."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
@@ -182,6 +183,7 @@ def test_real_entry_point_reads_stdin(checkpoint):
                                  "model's vocabulary (qwerty)"
 
 
+@pytest.mark.slow
 def test_translate_api_keeps_order_across_batches(checkpoint):
     model, tokenizer, _ = load_model(checkpoint)
     sentences = ["I love the cat", "", "we eat bread", "I love you", "the dog sleeps ."] * 3
@@ -234,6 +236,7 @@ def test_unknown_word_errors_do_not_echo_a_huge_input(checkpoint, capsys):
     assert code == 0 and len(err) < 400 and "warning" in err and "... (1,500 characters" in err
 
 
+@pytest.mark.slow
 def test_invalid_utf8_is_named_with_its_line(checkpoint, tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "clearformer.cli", "translate", "--checkpoint", str(checkpoint)]

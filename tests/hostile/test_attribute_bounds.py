@@ -4,10 +4,13 @@ refuses beyond the limit in one line (naming the --steps that fit), and its memo
 
 from __future__ import annotations
 
+import pytest
 import torch
 from conftest import one_line, run_child
 
 from clearformer.data.toy import toy_splits
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 LONG = " ".join(" ".join(source for source, _ in toy_splits()["train"][:40]).split()[:63])
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import one_line, tree_hashes
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("ctranslate2")
 pytest.importorskip("transformers")
 

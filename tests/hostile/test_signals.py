@@ -19,6 +19,8 @@ from slowed_cli import slowed_command
 from clearformer.cli import main
 from clearformer.train.state import step_checkpoints
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 def train_until_stepping(run: Path) -> subprocess.Popen:
     """`clearformer train` with checkpoints only every 1,000 steps, once it has done a step or two."""

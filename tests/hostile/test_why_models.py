@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from conftest import one_line
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 GRU = "the GRU baseline (train --arch rnn)"
 
 

@@ -10,6 +10,8 @@ import shutil
 import pytest
 import torch
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("transformers")
 pytest.importorskip("ctranslate2")
 

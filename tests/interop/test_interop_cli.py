@@ -13,7 +13,9 @@ pytest.importorskip("transformers")
 from interop_helpers import gpt2_folder, marian_folder  # noqa: E402
 
 from clearformer.cli import main  # noqa: E402
-from clearformer.generate import DecodingOptions
+from clearformer.generate import DecodingOptions  # noqa: E402
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
 @pytest.fixture(autouse=True)

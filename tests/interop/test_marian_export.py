@@ -9,6 +9,8 @@ import re
 import pytest
 import torch
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("transformers")
 from interop_helpers import padded  # noqa: E402
 

@@ -8,6 +8,8 @@ import json
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("transformers")
 from interop_helpers import TEST_SOURCES, hf_generate, marian_folder, padded  # noqa: E402
 

@@ -8,6 +8,8 @@ from collections import Counter
 
 import pytest
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("transformers")
 from interop_helpers import marian_folder, marian_spm  # noqa: E402
 

@@ -18,6 +18,8 @@ from clearformer.learn.exercises import EXERCISES, exercise
 from clearformer.learn.solutions import solution_text as worked
 from clearformer.load import load_model
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 # Written from seed 002 and the Annotated Transformer (not from clearformer's solution): blocked cells -1e9 or
 # -inf, softmax, times V; it differs from clearformer only on a row the Transformer never creates.
 TEXTBOOK = {

@@ -27,6 +27,7 @@ def test_every_exercise_has_a_solution_and_at_least_three_bugs():
     assert all(len(BUGS[name]) >= 3 for name in names)
 
 
+@pytest.mark.slow
 def test_starters_have_the_issues_signatures_and_are_never_written_twice(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     for item in EXERCISES:
@@ -91,6 +92,7 @@ def test_an_edge_case_the_transformer_never_meets_is_a_note(name, variant, sourc
     assert "note: " in out and words in out and "does not count against you" in out
 
 
+@pytest.mark.slow
 def test_a_fully_masked_row_gets_zero_weights_and_a_zero_output():
     """What the attention exercise expects for a query with nothing to attend to: clearformer's masked_softmax."""
     q, k, v = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4)
@@ -128,6 +130,7 @@ UNUSABLE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", sorted(UNUSABLE))
 def test_an_unusable_file_is_one_line_and_exit_2(what, tmp_path, capsys):
     source, words = UNUSABLE[what]

@@ -15,6 +15,8 @@ from clearformer.learn.lessons import LESSONS, lesson
 from clearformer.learn.page import lesson_index, page_sections
 from clearformer.load import load_model
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 def expected_lessons(name: str) -> list[int]:
     """The lessons the page shows beside step `name`: the one the step leads to (page_leads: a cross-attention step

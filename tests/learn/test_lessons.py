@@ -17,6 +17,8 @@ from clearformer.learn.snippets import run_snippet
 from clearformer.load import load_model
 from clearformer.record import trace
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 ISSUE_TOPICS = ["token ids and embeddings", "positional encoding", "queries, keys and values",
                 "scaled dot-product attention", "masks", "multi-head attention", "add & norm",
                 "the encoder", "cross-attention", "greedy decoding", "label smoothing", "beam search",

@@ -17,6 +17,8 @@ from clearformer.load import load_model
 from clearformer.record import trace
 from clearformer.tokenize import encode_source
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 SENTENCES = ["I love you", "the cat sleeps"]
 
 

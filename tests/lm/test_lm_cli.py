@@ -12,6 +12,8 @@ from clearformer.load import load_model
 from clearformer.model.lm import LanguageModel
 from clearformer.record.trace import Recorder
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))

@@ -15,6 +15,8 @@ from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.load import load_model
 from clearformer.tokenize import SPECIALS, WordTokenizer
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 PROMPTS = ["the dog", "the cat ran", "a man looked at", "my son", "the king went into the"]
 
 

@@ -22,6 +22,8 @@ from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.load import load_model
 from clearformer.record import trace
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 PROMPT = "the dog ran to"
 LOCAL = "http://127.0.0.1:8000"
 

@@ -20,6 +20,8 @@ from clearformer.report.flops import FlopCount
 from clearformer.train.lm import LMOptions, learning_rate
 from clearformer.train.state import step_checkpoints
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 TRAIN = ["--preset", "lm-tiny", "--tokenizer", "words", "--batch-size", "4", "--block-size", "16",
          "--lr", "1e-2", "--warmup", "2", "--threads", "1", "--quiet"]
 

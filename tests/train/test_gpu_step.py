@@ -64,6 +64,8 @@ def test_to_device_carries_the_host_label_count():
     assert torch.equal(moved.src, batch.src) and torch.equal(moved.tgt_out, batch.tgt_out)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_compiled_step_matches_eager():
     """torch.compile of forward + loss (train/step.py) gives eager's loss and gradients, over two
     batch shapes (dynamic shapes: one compilation)."""

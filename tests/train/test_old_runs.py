@@ -18,6 +18,8 @@ from clearformer.load import load_model
 from clearformer.train.state import step_checkpoints
 from tests.train.train_helpers import tiny_args
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 LM_TINY = ["--preset", "lm-tiny", "--tokenizer", "words", "--vocab-size", "64", "--block-size", "16",
            "--batch-size", "4", "--eval-every", "2", "--threads", "1", "--quiet"]
 

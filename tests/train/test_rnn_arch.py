@@ -16,6 +16,8 @@ from clearformer.model import build_model
 from clearformer.model.rnn import RNNSeq2Seq
 from clearformer.model.transformer import Transformer
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 # The toy preset's GRU, made tiny: one GRU layer a side of width 16.
 TINY_RNN = ["--arch", "rnn", "--set", "d_model=16", "--set", "n_encoder_layers=1", "--set", "n_decoder_layers=1",
             "--batch-tokens", "120", "--warmup", "10", "--threads", "1", "--quiet", "--bleu-sentences", "5"]

@@ -20,6 +20,8 @@ from clearformer.store.runs import runs_root
 from clearformer.train.rundir import remove_stale_temporaries
 from clearformer.train.state import step_checkpoints
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 SHORT = ["--steps", "4", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--log-every", "1"]
 
 

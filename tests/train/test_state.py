@@ -22,6 +22,8 @@ from clearformer.train.state import (
     step_checkpoints,
 )
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 TOKENIZER = WordTokenizer.build(["I love you", "Je t'aime"])
 
 

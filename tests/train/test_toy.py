@@ -15,6 +15,8 @@ from clearformer.store.runs import default_run_dir, resolve_checkpoint
 from clearformer.train.corpus import encode_pairs, length_ratio
 from clearformer.train.metrics import MetricsLog
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 def test_phrase_set_holds_the_seeds_and_a_fixed_split():
     pairs = dict(toy_pairs())

@@ -25,6 +25,8 @@ from clearformer.generate.greedy import greedy_decode
 from clearformer.record import trace
 from clearformer.tokenize import encode_source
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 MAX_PRESSES = 400
 
 

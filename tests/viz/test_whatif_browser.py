@@ -5,6 +5,7 @@ the page shows are compared with the model's, computed here independently."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from live_support import wait_for, wait_until
 from test_viz_browser import click_step, shown
@@ -15,6 +16,8 @@ from clearformer.explain.search import explain_search
 from clearformer.generate import DecodingOptions
 from clearformer.record import trace
 from clearformer.tokenize import encode_source
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 HEAD = "decoder.layers.0.cross_attention.head.1"
 

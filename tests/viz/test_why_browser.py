@@ -15,6 +15,8 @@ from clearformer.explain.why import attribute_report, lens_report, patch_report
 from clearformer.generate import DecodingOptions
 from clearformer.serve.why import SERVER_STEPS
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 SENTENCE, CORRUPTED = "I love you", "I love cat"
 
 

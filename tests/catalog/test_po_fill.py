@@ -113,6 +113,8 @@ def test_a_line_with_more_placeholders_than_reserved_tokens_is_copied_and_said(t
     entry = po.find(many)
     assert entry.msgstr == many and entry.fuzzy and "copied from the source" in entry.tcomment
     assert outcome.copied == 1
+    po, outcome = fill(path, lambda texts: [" " for _ in texts])  # the model wrote nothing: copied, and said
+    assert po.find("_Quit").msgstr == "_Quit" and "the model wrote nothing" in po.find("_Quit").tcomment
 
 
 def test_the_singular_and_the_plural_go_to_the_forms_of_the_header(tmp_path):
@@ -168,10 +170,14 @@ def test_a_file_that_is_not_a_catalogue_is_one_line_with_its_line(masking_run, t
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"clearformer translate: error: {bad}:4: not a gettext catalogue")
     assert len(err.splitlines()) == 1
+    binary = tmp_path / "model.po"
+    binary.write_bytes(b"\x00\xff\xfe binary")
+    assert main(["translate", "--checkpoint", str(masking_run), "--po", str(binary)]) == 2
+    assert f"{binary}:1: not UTF-8 text" in capsys.readouterr().err
     latin = tmp_path / "latin.po"
     latin.write_bytes(b'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "a"\nmsgstr "\xe9"\n')
     assert main(["translate", "--checkpoint", str(masking_run), "--po", str(latin)]) == 2
-    assert f"{latin}:5: not UTF-8 text" in capsys.readouterr().err
+    assert f"{latin}:5: not UTF-8 text (the charset its header declares)" in capsys.readouterr().err
 
 
 def test_the_journey_a_trained_toy_run_fills_a_template_msgfmt_accepts(toy_model, template, tmp_path, capsys):
@@ -185,3 +191,24 @@ def test_the_journey_a_trained_toy_run_fills_a_template_msgfmt_accepts(toy_model
     filled = polib.pofile(str(out))
     assert filled.metadata["Language"] == "fr" and not filled.untranslated_entries()
     assert all(entry.fuzzy for entry in filled if not entry.obsolete and entry.msgid != "Hello")
+
+
+def test_a_latin_1_catalogue_comes_back_in_utf_8_without_headers_it_did_not_need(masking_run, tmp_path, capsys):
+    latin = tmp_path / "latin.po"
+    latin.write_bytes(b'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=ISO-8859-1\\n"\n"Language: fr\\n"\n\n'
+                      b'msgid "the cat sleeps"\nmsgstr "le chat dort \xe9"\n\nmsgid "Open the file"\nmsgstr ""\n')
+    out = tmp_path / "out.po"
+    assert main(["translate", "--checkpoint", str(masking_run), "--po", str(latin), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith('msgid ""') and "charset=UTF-8" in text and "Plural-Forms" not in text
+    assert 'msgstr "le chat dort \u00e9"' in text
+    assert msgfmt_check(out).returncode == 0
+
+
+@pytest.mark.parametrize("flag", [["--out", "x.po"], ["--in-place"], ["--overwrite"], ["--accelerator", "_"],
+                                  ["--languages", "en:fr"]])
+def test_the_catalogue_options_without_po_are_one_line(masking_run, flag, capsys):
+    assert main(["translate", "--checkpoint", str(masking_run), "hello", *flag]) == 2
+    err = capsys.readouterr().err.strip()
+    hint = "; for text, use --output" if flag[0] == "--out" else ""
+    assert err == f"clearformer translate: error: {flag[0]} applies to --po (a gettext catalogue){hint}"

@@ -19,7 +19,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own:
 
 
 def expected_lessons(name: str) -> list[int]:
-    return [item.number for item in LESSONS if any(re.search(p, name) for p in item.page_steps)]
+    """The lessons the page shows beside step `name`: the one the step leads to (page_leads: a cross-attention step
+    opens lesson 9, not lesson 4) first, then the others in order."""
+    found = [item for item in LESSONS if any(re.search(p, name) for p in item.page_steps)]
+    leading = [item for item in found if any(re.search(p, name) for p in item.page_leads)]
+    return [item.number for item in leading + [item for item in found if item not in leading]]
 
 
 @pytest.fixture(scope="module")

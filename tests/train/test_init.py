@@ -130,3 +130,15 @@ def test_resume_of_an_init_run_after_kill_equals_a_straight_one(start_run, tmp_p
 
 def test_tiny_options_are_the_ones_the_helpers_use():
     assert "--set" in TINY  # the start run is the helpers' tiny model: --init must not need its --set flags
+
+
+def test_validation_skips_sources_longer_than_the_started_run_reads(start_run, tmp_path, capsys):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    short = "".join(f"the cat sleeps {i}\tle chat dort {i}\n" for i in range(30))
+    long_source = " ".join(["the cat sleeps"] * 40)  # far beyond the toy preset's max_len of 64 tokens
+    for split in ("train", "test"):
+        (corpus / f"{split}.tsv").write_text(short, encoding="utf-8")
+    (corpus / "valid.tsv").write_text(f"{long_source}\t{long_source}\n" + short[:200], encoding="utf-8")
+    assert main(init_args(start_run, tmp_path / "long", "--data", str(corpus), "--steps", "2")) == 0
+    assert "step 0: valid loss" in capsys.readouterr().out

@@ -247,12 +247,22 @@ def test_live_page_links_the_claims_from_the_seed_example(page, live_server):
     assert (number, href) == ("2", "docs/claims.html#claim-2") and "sqrt(d_k)" in text
     click_step(page, "embedding.positions.PE")
     assert claim_shown(page)[:2] == ("3", "docs/claims.html#claim-3")
-    page.click("#cf-claim a")                            # the link opens docs/claims.md rendered, at its section
-    page.wait_for_selector("h1")
-    assert page.url.endswith("docs/claims.html#claim-3") and page.locator("#claim-3").count() == 1
-    assert "# The tutorials" not in page.inner_text("body") and page.locator("table").count() > 0
     click_step(page, "self_attention.weights")
     assert claim_shown(page) == (None, None, "")
+
+
+def test_the_claims_link_opens_docs_claims_rendered(page, live_server):
+    """The step's link opens docs/claims.md as a page (markdown-it-py), at the claim's section, its figures in it."""
+    page.goto(live_server)
+    page.wait_for_function("document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
+    click_step(page, "embedding.positions.PE")
+    page.click("#cf-claim a")
+    page.wait_for_selector("#claim-3", state="attached")
+    assert page.url.endswith("docs/claims.html#claim-3")
+    assert page.locator("h1").count() == 1 and page.locator("table").count() > 0 and "](" not in page.inner_text("body")
+    assert "# The tutorials" not in page.inner_text("body")
+    shown = page.eval_on_selector_all("img", "images => images.map(i => i.complete && i.naturalWidth > 0)")
+    assert shown and all(shown)                                      # every figure shows (no broken image)
 
 
 def test_a_claims_measured_results_are_linked_when_the_server_has_them(page, tmp_path):

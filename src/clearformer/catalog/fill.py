@@ -16,8 +16,8 @@ Rules (docs/catalogs.md):
   masking knows are masked before the model and restored after, exactly; what the model wrote between them
   is escaped as the format writes literals (a French "100 %" -> "100 %%" in a c-format entry);
 - accelerators (catalog/accelerators.py) are taken out before and put back after;
-- a line the model cannot read (every word unknown, longer than its maximum length) is copied from the
-  source, and the entry says so in a translator comment;
+- a line the model cannot read (every word unknown, longer than its maximum length), or writes nothing for, is
+  copied from the source, and the entry says so in a translator comment;
 - the header gets PO-Revision-Date and X-Generator, and a template (.pot) gets the Language, the target
   language's Plural-Forms and charset UTF-8 (as msginit gives them); the file is written in UTF-8.
 """
@@ -77,7 +77,8 @@ def read_catalogue(path: Path) -> polib.POFile:
         raise UserError(f"{path}: unknown charset {charset!r} in the header") from None
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        raise UserError(f"{path}:{line}: not {charset} text (the charset the header declares)") from None
+        why = f"not {charset} text (the charset its header declares)" if declared else "not UTF-8 text"
+        raise UserError(f"{path}:{line}: {why}") from None
     if "\n" not in text:  # polib takes a one-line string for a file name
         text += "\n"
     try:
@@ -143,8 +144,8 @@ class Plan:
     texts: list[str] = field(default_factory=list)
 
     def fill(self, translations: Sequence[str | None], now: datetime | None = None) -> Outcome:
-        """Put the translations (one per text; None: the model could not read it, the source is copied) in
-        the entries, mark them fuzzy, update the header."""
+        """Put the translations (one per text; None: the model could not read it, and an empty one: the source
+        is copied) in the entries, mark them fuzzy, update the header."""
         if len(translations) != len(self.texts):
             raise ValueError(f"{len(translations)} translations for {len(self.texts)} texts")
         outcome = Outcome()
@@ -181,8 +182,9 @@ class Plan:
                 out.append(line.lead + line.trail)
                 continue
             translated = translations[line.job]
-            if translated is None:
-                notes.append(f"{COMMENT} a line the model cannot read was copied from the source")
+            if translated is None or not translated.strip():
+                why = "the model cannot read" if translated is None else "the model wrote nothing for"
+                notes.append(f"{COMMENT} a line {why} was copied from the source")
                 out.append(line.lead + line.stripped.original() + line.trail)
                 continue
             if not self.settings.model_masks:  # find the source's placeholders in what the model wrote
@@ -274,11 +276,11 @@ def update_header(po: polib.POFile, settings: CatalogueSettings, plural_forms: P
     """As gettext's tools do: PO-Revision-Date now, X-Generator; a template's Language, Plural-Forms and
     charset set (and its header no longer fuzzy, as msginit leaves it)."""
     metadata = po.metadata
-    template = "CHARSET" in metadata.get("Content-Type", "") or is_template_value(metadata.get("Plural-Forms"))
+    template = "CHARSET" in metadata.get("Content-Type", "") or "INTEGER" in metadata.get("Plural-Forms", "")
     language = target_language(po, settings)
     if language and not metadata.get("Language", "").strip():
         metadata["Language"] = language
-    if is_template_value(metadata.get("Plural-Forms")):
+    if is_template_value(metadata.get("Plural-Forms")) and (template or plural_forms is not None):
         known = plural_forms.header if plural_forms else (language_plural_forms(language) if language else None)
         if known:
             metadata["Plural-Forms"] = known
@@ -292,6 +294,13 @@ def update_header(po: polib.POFile, settings: CatalogueSettings, plural_forms: P
     if template:
         po.metadata_is_fuzzy = False  # polib keeps the header's flags here
     po.encoding = "utf-8"
+
+
+def catalogue_text(po: polib.POFile) -> str:
+    """The catalogue as a .po file's text (polib writes a lone "#" line for a file without header comments:
+    left out, so that a file comes back with the comments it had)."""
+    text = po.__unicode__()
+    return text.removeprefix("#\n") if not po.header else text
 
 
 def fill_catalogue(po: polib.POFile, settings: CatalogueSettings, where: str,

@@ -111,7 +111,7 @@ def repair_placeholders(masked_translation: str, originals: tuple[str, ...], for
     if ordered and order != sorted(order):
         renumber = iter(sorted(order))
         text = RESERVED_PATTERN.sub(lambda match: RESERVED_TOKENS[next(renumber)], text)
-    return re.sub(r"  +", " ", text) if changed else text, changed
+    return re.sub(r"  +", " ", text).strip() if changed else text, changed
 
 
 def escape_literals(masked_translation: str, formats: Iterable[Format]) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clearformer.catalog.fill import CatalogueSettings, Outcome, plan_catalogue, read_catalogue
+from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text, plan_catalogue, read_catalogue
 from clearformer.commands import engine as engine_options
 from clearformer.errors import UserError
 from clearformer.explain.interventions import interventions_from_args
@@ -44,6 +44,17 @@ def add_catalogue_arguments(parser) -> None:
     group.add_argument("--accelerator", choices=ACCELERATORS, default="auto",
                        help="with --po: the accelerator mark (_File, &File, ~File) to take out before translating "
                             "and put back after (default auto: the catalogue's convention)")
+
+
+def refuse_without_po(args) -> None:
+    """The catalogue options apply to --po only: given without it, one line instead of being ignored."""
+    given = [flag for flag, value in (("--out", args.out), ("--in-place", args.in_place),
+                                      ("--overwrite", args.overwrite), ("--accelerator", args.accelerator != "auto"),
+                                      ("--languages", args.languages))
+             if value]
+    if given:
+        hint = "; for text, use --output" if given[0] == "--out" else ""
+        raise UserError(f"{given[0]} applies to --po (a gettext catalogue){hint}")
 
 
 @dataclass(frozen=True)
@@ -128,9 +139,9 @@ def run(args, parts: TranslateParts) -> int:
         bar.close()
     translations: list[str | None] = [None] * len(plan.texts)
     for index, text in zip(kept, outputs, strict=True):
-        translations[index] = text if text.strip() else None  # nothing written: the source is copied
+        translations[index] = text
     outcome = plan.fill(translations)
-    text = po.__unicode__()
+    text = catalogue_text(po)
     if output is not None:
         write_output(output, text)
     else:
@@ -144,7 +155,7 @@ def report(outcome: Outcome, output: OutputTarget | None) -> None:
     where = f" -> {output.path}" if output is not None else ""
     notes = []
     if outcome.copied:
-        notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them)")
+        notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them, or wrote nothing)")
     if outcome.moved_accelerators:
         notes.append(f"{outcome.moved_accelerators} accelerator(s) on another letter")
     extra = f"; {', '.join(notes)}: see the '# clearformer:' comments" if notes else ""

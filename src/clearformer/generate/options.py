@@ -20,7 +20,7 @@ from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKE
 from clearformer.options import Options, option
 
 STOP_RULES = ("current", "bound")
-COMPILE_CHOICES = ("auto", "on", "off")
+COMPILE_CHOICES = ("auto", "on", "off", "graph")
 PLACEHOLDER_RULES = ("exact", "free")
 # The paper's length penalty is alpha = 0.6; a larger alpha translated longer and better on the
 # trained en-fr-software model (BENCHMARKS.md, "Translation length: the length penalty on one
@@ -72,8 +72,9 @@ class DecodingOptions(Options):
     use_cache: bool = True  # False: the whole prefix again every step (tests prove the cache changes nothing)
     with_scores: bool = True  # greedy: also sum the log-probabilities (a pass over the vocabulary per step)
     compile: str = option("auto", "--compile", "compile the decoder's one-token step with torch.compile: 'on', "
-                          "or 'off'; 'auto' (default) runs it eagerly (compiling did not pay on the CPU: "
-                          "BENCHMARKS.md)", choices=COMPILE_CHOICES)
+                          "or 'off'; 'graph': a static cache, replayed as a CUDA graph on a GPU "
+                          "(generate/graphs.py); 'auto' (default) runs it eagerly on a CPU (compiling did not "
+                          "pay there: BENCHMARKS.md) and as 'graph' on a GPU", choices=COMPILE_CHOICES)
 
     def describe(self) -> str:
         """One line for a report: the search and the rules that shape its output."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from clearformer.generate import graphs
 from clearformer.generate.compiled import decoder_for
 from clearformer.generate.layout import use_few_rows_layout
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
@@ -148,5 +149,8 @@ def start_search(model, src_ids: torch.Tensor, options: DecodingOptions | None,
         recorder.step = None
     memory, src_mask = model.encode(src_ids)
     state = DecoderState(model, memory, src_mask, tokens.bos_id, options.use_cache)
+    decode = decoder_for(model, options.compile)
+    if options.use_cache and graphs.applies(model, options.compile, memory.device):
+        decode = state.cache = graphs.GraphStep(model)  # the static cache and its step (a CUDA graph on a GPU)
     return SearchStart(options, tokens, limits, int(limits.max()), state,
-                       DecodingRules.for_search(src_ids, tokens, options, limits), decoder_for(model, options.compile))
+                       DecodingRules.for_search(src_ids, tokens, options, limits), decode)

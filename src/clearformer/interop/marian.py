@@ -40,6 +40,7 @@ from clearformer.model.embedding import sinusoidal_table
 from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.checkpoint import atomic_save_tensors, save_model
 from clearformer.store.safeio import read_bytes, read_json_object
+from clearformer.tokenize import mask_with_stand_ins
 from clearformer.tokenize.files import read_vocabulary
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
 from clearformer.tokenize.placeholders import RESERVED_TOKENS
@@ -340,10 +341,9 @@ def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
                                           start=itos[fields.int("decoder_start_token_id", minimum=0)])
     tokenizer.source_eos = True  # MarianTokenizer appends </s> to every source: the model was trained so
     read_placeholder_record(folder, tokenizer)
-    if tokenizer.stand_ins is not None:
-        # A vocabulary not made for placeholders (opus-mt's): numerals stand in for the reserved tokens, and
-        # decoding copies them exactly (tokenize/standins.py; docs/adapt.md).
-        tokenizer.mask_placeholders = True
+    # A vocabulary not made for placeholders (opus-mt's): numerals stand in for the reserved tokens, and decoding
+    # copies them exactly (tokenize/standins.py; docs/adapt.md).
+    mask_with_stand_ins(tokenizer)
     for field, value in (("pad_token_id", tokenizer.pad_id), ("eos_token_id", tokenizer.eos_id)):
         if fields.data.get(field) not in (None, value):
             raise UserError(f"{fields.path}: field {field!r} = {fields.data.get(field)} but vocab.json gives {value}")

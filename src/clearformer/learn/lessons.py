@@ -126,7 +126,7 @@ def ask_pe(run):
 
     dim = pick(range(2, 6), pe, 5e-4)
     kind = "sin" if dim % 2 == 0 else "cos"
-    question = Question(f"The positional encoding below stops at position {position - 1} ({tokens[-1]!r}). A sentence "
+    question = Question(f"The positional encoding above stops at position {position - 1} ({tokens[-1]!r}). A sentence "
                         f"one token longer would add position {position}: what is PE there, in dimension d{dim} "
                         f"(a {kind}ine; d_model = {d_model})?", "number", pe(dim), tolerance=5e-4,
                         hint=f"PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / "
@@ -247,7 +247,7 @@ def ask_concat(run):
                         hint=f"head h fills columns h·d_k .. (h+1)·d_k - 1 of the step \"Concatenated heads\": "
                              f"compare {where(heads, head=1, row=tokens[0], col='d0')} with the columns around "
                              f"d{d_head} "
-                             "below",
+                             "above",
                         why="Concat does not mix the heads: head h's column j is column h·d_k + j; W^O mixes them "
                             "afterwards.")
     return question, [StepView("encoder.layers.0.self_attention.head_outputs", head=1, max_cols=4),
@@ -280,7 +280,7 @@ def ask_memory(run):
     layers = len({s.layer for s in run.walk.steps if s.name.endswith("cross_attention.K")})
     answer = layers * 2 * rows * d_model
     question = Question(f"Every one of the {layers} decoder layers makes its own cross-attention keys and values from "
-                        "the encoder output below: K = memory · W^K + b^K and V likewise, d_model numbers per source "
+                        "the encoder output above: K = memory · W^K + b^K and V likewise, d_model numbers per source "
                         "token each (all heads together). How many numbers of K and V do the decoder layers compute "
                         "from your sentence's memory?", "number", float(answer),
                         hint=f"rows x columns of {where(found)} (one row per source token, <eos> included), for K and "
@@ -397,7 +397,7 @@ def ask_penalty(run):
     n = len(best["words"])
     answer = best["logprob"] / ((5 + n) / 6) ** PAPER_ALPHA
     words = " ".join(best["words"])
-    question = Question(f"Beam search below finished with {words!r} ({n} tokens, <eos> included), scored with "
+    question = Question(f"The beam search above finished with {words!r} ({n} tokens, <eos> included), scored with "
                         f"clearformer's α = {DEFAULT_ALPHA:g}. What score would the same hypothesis get with the "
                         f"paper's α = {PAPER_ALPHA:g}?", "number", answer, tolerance=5e-4,
                         hint=f"score = sum / lp(n): keep the sum of its log-probabilities (the finished line's sum, "

@@ -95,8 +95,8 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     # the model's name, never where it lives on this machine
     doc = claims_doc()
     claims_text = doc.read_bytes() if doc else None  # read once: the route never opens a path
-    claims_page = render_markdown(claims_text.decode("utf-8"), "clearformer: the tutorials' claims, measured") \
-        .encode("utf-8") if claims_text else None  # what the step's claim link opens (serve/docs_page.py)
+    claims_page = render_markdown(claims_text.decode("utf-8"), "clearformer: the tutorials' claims, measured",
+                                  doc.parent).encode("utf-8") if claims_text else None  # serve/docs_page.py
     info = {**explainer.info(), "claims": results_index, "whatif": whatif_info(explainer),
             "docs": "docs/claims.html" if claims_text else None}
     page = render_page({"config": info, "walk": explainer.example_payload(explainer.examples[0])},

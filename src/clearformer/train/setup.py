@@ -26,6 +26,7 @@ from clearformer.model.build import build_model
 from clearformer.report.flops import FlopCount
 from clearformer.store.checkpoint import load_weights_into
 from clearformer.store.runs import check_latest_if_default
+from clearformer.tokenize import encode_source
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.init import InitRecord, freeze, load_init
 from clearformer.train.options import TrainOptions
@@ -149,8 +150,10 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     model.to(start.device).train()
     limit = min(model.config.max_len, options.recipe.batch_tokens)
     train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)
-    valid_pairs = splits["valid"]
-    valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs), limit)
+    valid, _ = drop_long(corpus.encode_pairs(tokenizer, splits["valid"]), limit)
+    # BLEU decodes only sources the model can read: a run started from another (--init) may have a shorter
+    # max_len than the new data's sentences, and translate refuses a source longer than max_len.
+    valid_pairs = [pair for pair in splits["valid"] if len(encode_source(tokenizer, pair[0])) <= model.config.max_len]
     if not train:
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
     if not resume:  # a resumed run keeps the ratio its first start measured

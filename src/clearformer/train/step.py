@@ -26,16 +26,17 @@ from torch import nn
 
 from clearformer.data.batching import Batch
 from clearformer.devices import compiled_or_eager
-from clearformer.train.loss import label_smoothed_sums
+from clearformer.train.loss import fused_label_smoothed_sums, label_smoothed_sums
 
 
 class TranslationLoss(nn.Module):
     """model + label-smoothed cross-entropy over the non-pad target positions."""
 
-    def __init__(self, model: nn.Module, smoothing: float) -> None:
+    def __init__(self, model: nn.Module, smoothing: float, fused: bool = False) -> None:
         super().__init__()
         self.model = model
         self.smoothing = smoothing
+        self.loss = fused_label_smoothed_sums if fused else label_smoothed_sums  # train/loss.py
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
                 label_count: int | None = None) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -47,14 +48,18 @@ class TranslationLoss(nn.Module):
         pad_id = self.model.config.pad_id
         memory, src_mask = self.model.encode(src)
         hidden = self.model.decode(tgt_in, memory, src_mask)  # (batch, tgt_len, d_model)
-        if label_count is None:
+        if label_count is not None and label_count == tgt_out.numel():
+            # Every cell counted (fixed-shape batches, train/shapes.py): project them all, the loss
+            # skips the <pad> labels; no selection whose size changes from batch to batch.
+            hidden, labels = hidden.flatten(0, 1), tgt_out.flatten()
+        elif label_count is None:
             labelled = tgt_out != pad_id
             hidden, labels = hidden[labelled], tgt_out[labelled]
         else:
             rows = labelled_rows(tgt_out, pad_id, label_count)
             hidden, labels = hidden.flatten(0, 1).index_select(0, rows), tgt_out.flatten().index_select(0, rows)
         logits = self.model.project(hidden)  # (labels, vocab): no row for padding
-        loss, nll = label_smoothed_sums(logits, labels, pad_id, self.smoothing)
+        loss, nll = self.loss(logits, labels, pad_id, self.smoothing)
         return loss, nll, labels.shape[0]
 
 

@@ -117,8 +117,8 @@ def test_the_recorded_step_is_replayed_with_the_eager_tokens(monkeypatch, beam):
     assert built[0].captures == 3
 
 
-def test_auto_uses_the_static_step_on_a_gpu_only():
-    assert graphs.wants_graph("auto", torch.device("cuda")) and not graphs.wants_graph("auto", torch.device("cpu"))
+def test_the_static_step_runs_only_when_asked_until_a_gpu_has_measured_it():
+    assert not graphs.wants_graph("auto", torch.device("cuda")) and not graphs.wants_graph("auto", torch.device("cpu"))
     assert graphs.wants_graph("graph", torch.device("cpu")) and not graphs.wants_graph("off", torch.device("cuda"))
     assert graphs.supported(random_model()) and not graphs.supported(random_model(positional="rope"))
 
@@ -136,7 +136,7 @@ def test_the_cuda_graph_replays_the_eager_tokens():
         torch.testing.assert_close(graphed.scores, eager.scores, rtol=1e-4, atol=1e-4)
     memory, src_mask = model.encode(src)
     state = DecoderState(model, memory, src_mask, 1)
-    assert graphs.applies(model, "auto", memory.device)  # auto on a GPU: the graph
+    assert graphs.applies(model, "graph", memory.device)
     step = state.cache = graphs.GraphStep(model)
     for _ in range(3):
         state.append(next_logits(model, state, step).argmax(-1))

@@ -73,8 +73,9 @@ class DecodingOptions(Options):
     with_scores: bool = True  # greedy: also sum the log-probabilities (a pass over the vocabulary per step)
     compile: str = option("auto", "--compile", "compile the decoder's one-token step with torch.compile: 'on', "
                           "or 'off'; 'graph': a static cache, replayed as a CUDA graph on a GPU "
-                          "(generate/graphs.py); 'auto' (default) runs it eagerly on a CPU (compiling did not "
-                          "pay there: BENCHMARKS.md) and as 'graph' on a GPU", choices=COMPILE_CHOICES)
+                          "(generate/graphs.py); 'auto' (default) runs it eagerly (compiling did not pay on a "
+                          "CPU: BENCHMARKS.md; 'graph' becomes the GPU default once measured there)",
+                          choices=COMPILE_CHOICES)
 
     def describe(self) -> str:
         """One line for a report: the search and the rules that shape its output."""

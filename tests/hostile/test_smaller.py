@@ -83,3 +83,42 @@ def test_claims_out_in_a_read_only_place_is_one_line(in_process, tmp_path):
     assert code == 2 and "--out" in one_line(err)
 
 
+
+
+def test_mfu_is_never_shown_over_100_percent(tmp_path, monkeypatch, in_process):
+    """A stored peak measured on a busy machine (here: absurdly low) is measured again when the run beats it,
+    and the figure printed is a share of the new peak, never over 100%."""
+    import re
+
+    import torch
+
+    from clearformer.train import mfu
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    threads = torch.get_num_threads()
+    keys = []
+    for count in range(1, 17):  # whatever thread count the run sets: the key names it (train/mfu.py)
+        torch.set_num_threads(count)
+        keys.append(mfu.machine_key(torch.device("cpu")))
+    torch.set_num_threads(threads)
+    (cache / "matmul_peak.json").write_text(json.dumps(dict.fromkeys(keys, 1000.0)))  # any run beats 1 kFLOP/s
+    monkeypatch.setenv("CLEARFORMER_CACHE", str(cache))
+    code, out, err = in_process("train", "--out", "run", "--steps", "2", "--eval-every", "2",
+                                "--bleu-sentences", "2")
+    assert code == 0, err
+    shares = [float(x) for x in re.findall(r"MFU ([0-9.]+)%", out + err)]
+    assert shares and all(0 <= share <= 100 for share in shares), out
+    stored = json.loads((cache / "matmul_peak.json").read_text())
+    assert any(stored[key] > 1000.0 for key in keys)  # measured again when beaten, and the stored value raised
+
+
+def test_a_share_over_the_peak_after_measuring_again_is_not_a_result(monkeypatch):
+    from clearformer.train import mfu
+
+    measured = []
+    monkeypatch.setattr(mfu, "matmul_peak", lambda *args, **kwargs: measured.append(1) or 2e9)
+    peak = mfu.MeasuredPeak("cpu", value=1e9)
+    assert peak.share(0.5e9) == 0.5 and not measured
+    assert peak.share(1.5e9) == 0.75 and measured == [1]  # beaten: measured again, once
+    assert peak.share(3e9) is None and peak.text(3e9) == "n/a" and measured == [1]

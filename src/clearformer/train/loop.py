@@ -136,8 +136,8 @@ class Trainer:
         self.interval = self.empty_interval()
         self.last_step: tuple[torch.Tensor, int] | None = None  # (this process's loss sum, labels) of the last step
         # MFU against the peak of the dtype the products run in (bf16 under --bf16).
-        self.peak = (mfu.matmul_peak(setup.device, refresh=False, dtype=self.autocast_dtype or torch.float32)
-                     if self.world.is_main else 0.0)
+        self.peak = mfu.MeasuredPeak(setup.device, self.autocast_dtype or torch.float32,
+                                     None if self.world.is_main else 0.0)  # never over 100% (train/mfu.py)
         self.last_loss: float | None = None
         self.stop = StopSignals()  # installed while the loop runs
         self.signalled = False
@@ -269,7 +269,7 @@ class Trainer:
         self.finish(reason)
         done = self.session
         rate = done["real"] / done["time"] if done["time"] > 0 else None
-        utilisation = done["flops"] / done["time"] / self.peak if done["time"] > 0 and self.peak else None
+        utilisation = self.peak.share(done["flops"] / done["time"]) if done["time"] > 0 else None
         return TrainResult(self.s.run_dir, self.step, self.last_loss, self.last_valid[0], self.last_valid[1],
                            reason, rate, utilisation)
 
@@ -279,7 +279,7 @@ class Trainer:
         processes = f", {self.world.size} processes" if self.world.distributed else ""
         print(f"clearformer train: preset {self.options.preset}, {self.model.num_parameters():,} parameters, "
               f"{self.task.describe()}; device {s.device}{processes}{self.step_kind()} "
-              f"(measured {self.peak_kind}matmul peak {self.peak / 1e9:.1f} GFLOP/s); {where}", flush=True)
+              f"(measured {self.peak_kind}matmul peak {self.peak.value / 1e9:.1f} GFLOP/s); {where}", flush=True)
         saved_world = s.trainer_state.get("world_size", self.world.size)
         if saved_world != self.world.size:
             print(f"clearformer train: warning: the run was saved by {saved_world} process(es) and "
@@ -303,7 +303,7 @@ class Trainer:
         seconds = max(interval["time"], 1e-9)
         fields = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}",
                   "tok/s": f"{interval['real'] / seconds:,.0f}",
-                  "MFU": f"{interval['flops'] / seconds / max(self.peak, 1e-9):.1%}",
+                  "MFU": self.peak.text(interval["flops"] / seconds),
                   "pad": f"{1 - interval['real'] / max(interval['padded'], 1):.0%}"}
         if self.o.minutes is not None:
             left = max(0.0, self.o.minutes * 60 - self.elapsed())
@@ -346,7 +346,7 @@ class Trainer:
                     "step": self.step, "epoch": self.task.epoch, "elapsed_s": round(self.elapsed(), 2),
                     "train_loss": loss, "train_ppl": perplexity(nll_sum / i["tokens"]), "lr": lr,
                     "tokens_per_s": i["real"] / max(i["time"], 1e-9),
-                    "mfu": i["flops"] / max(i["time"], 1e-9) / max(self.peak, 1e-9),
+                    "mfu": self.peak.share(i["flops"] / max(i["time"], 1e-9)),
                     "padding_share": 1 - i["real"] / i["padded"],
                     "grad_norm": numbers[2] if result is not None else None})
             if bar is not None and self.progress:
@@ -436,7 +436,7 @@ class Trainer:
         done = self.session
         if done["time"] > 0:
             print(f"clearformer train: trained at {done['real'] / done['time']:,.0f} tok/s on average "
-                  f"(MFU {done['flops'] / done['time'] / max(self.peak, 1e-9):.1%} of the measured matmul peak)",
+                  f"(MFU {self.peak.text(done['flops'] / done['time'])} of the measured matmul peak)",
                   flush=True)
         print(f"clearformer train: {reason} after {self.step} steps in {self.elapsed():.0f} s{valid}; "
               f"model in {self.s.run_dir}{best}", flush=True)

@@ -32,6 +32,15 @@ elif ! command -v chromium >/dev/null 2>&1; then
   echo "note: the browser tests need Chromium: sudo bash scripts/install-browser.sh (skipped without it)"
 fi
 
+# `translate --po` writes catalogues that tests/catalog check with GNU gettext's msgfmt: the same rule.
+if [ -n "${CI:-}" ]; then
+  bash scripts/install-gettext.sh
+elif [ "$(id -u)" = 0 ]; then
+  bash scripts/install-gettext.sh || echo "note: could not install gettext; the msgfmt checks will be skipped"
+elif ! command -v msgfmt >/dev/null 2>&1; then
+  echo "note: the catalogue tests need msgfmt: sudo bash scripts/install-gettext.sh (skipped without it)"
+fi
+
 if [ "${1:-}" = "--no-demo" ]; then
   exit 0
 fi

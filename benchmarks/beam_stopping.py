@@ -20,7 +20,7 @@ import torch
 from benchmarks.report import markdown_table, write_section
 from clearformer.evaluate import evaluate_model, load_pairs
 from clearformer.generate import DecodingOptions
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 
 
 def main() -> None:

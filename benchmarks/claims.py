@@ -134,7 +134,7 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
     from benchmarks.quality import CURVE_IN_RUN, quality_options, train_curve
     from clearformer.evaluate import evaluate_model
     from clearformer.generate import DecodingOptions
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
     from clearformer.train.corpus import read_pairs
     from clearformer.train.options import TrainOptions
 

@@ -50,7 +50,7 @@ from benchmarks import ct2_export_row  # noqa: E402
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, greedy_decode, pad_batch  # noqa: E402
-from clearformer.model import linear as linear_module  # noqa: E402
+from clearformer.generate import layout as layout_module  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
 
 SIZE = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
@@ -195,8 +195,8 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
 
 AB_PREFIX = "clearformer, "  # the same runs with one switch of DecodingOptions on ("... on") and off ("... off")
 SWITCHES = {"compile": ("on", "off")}  # DecodingOptions field: (its value "on", its value "off")
-# Model settings (module, name, value "off"): the product layout of `model/linear.py`.
-MODEL_SWITCHES = {"few_rows_layout": (linear_module, "FEW_ROWS", 0)}
+# Module settings (module, name, value "off"): the product layout of `generate/layout.py`.
+MODEL_SWITCHES = {"few_rows_layout": (layout_module, "FEW_ROWS", 0)}
 
 
 def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], object]:

@@ -28,7 +28,7 @@ from clearformer import devices  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.evaluate import evaluate_model  # noqa: E402
 from clearformer.generate import DecodingOptions  # noqa: E402
-from clearformer.store.checkpoint import load_model  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
 from clearformer.train import TrainOptions, train  # noqa: E402
 from clearformer.train.corpus import read_pairs  # noqa: E402
 from clearformer.train.options import preset_defaults  # noqa: E402

@@ -75,7 +75,7 @@ def train_variant(name: str, args) -> dict:
 def evaluate_variant(name: str, args, test) -> list[dict]:
     from clearformer.evaluate import evaluate_model
     from clearformer.generate import DecodingOptions
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, _ = load_model(Path(args.out) / name)
     rows = []
@@ -133,7 +133,7 @@ def decoding_ablation(args, pairs) -> None:
     (`--checkpoint`), on `--split`."""
     from clearformer.evaluate import evaluate_model
     from clearformer.generate import DecodingOptions
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, meta = load_model(args.checkpoint)
     ratio_line = ensure_length_ratio(model, tokenizer, args.data)

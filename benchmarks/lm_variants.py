@@ -34,8 +34,11 @@ from clearformer.data import lm as lm_data  # noqa: E402
 from clearformer.model.cache import kv_cache_bytes_per_token  # noqa: E402
 from clearformer.model.lm import LanguageModel  # noqa: E402
 from clearformer.tokenize import load_tokenizer  # noqa: E402
-from clearformer.train import mfu  # noqa: E402
-from clearformer.train.lm import LMOptions, train_language_model  # noqa: E402
+from clearformer.train import (
+    mfu,  # noqa: E402
+    train,  # noqa: E402
+)
+from clearformer.train.lm import LMOptions  # noqa: E402
 
 
 def train_variant(variant: str, args, tokenizer_dir: Path, log_path: Path) -> dict:
@@ -57,8 +60,7 @@ def train_variant(variant: str, args, tokenizer_dir: Path, log_path: Path) -> di
                         minutes=args.minutes or None, run_dir=str(run_dir))
     started = time.perf_counter()
     # The one trainer (clearformer.train.loop); its metrics.csv is the training log.
-    result = train_language_model(options, progress=False,
-                                  fresh=lambda: (tokenizer, model, train_lines, valid_lines))
+    result = train(options, progress=False, fresh=lambda: (tokenizer, model, train_lines, valid_lines))
     log_path.write_text((run_dir / "metrics.csv").read_text(encoding="utf-8"), encoding="utf-8")
     cache = kv_cache_bytes_per_token(config)
     return {"variant": variant, "steps": result.step, "parameters": model.num_parameters(),

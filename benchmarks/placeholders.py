@@ -136,7 +136,7 @@ def decode_set(model, tokenizer, pairs, beam: int, repeats: str | None) -> dict:
 
 
 def evaluate(args: argparse.Namespace) -> None:
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     torch.set_num_threads(args.threads)
     model, tokenizer, _ = load_model(args.run)

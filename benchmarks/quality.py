@@ -32,7 +32,7 @@ from clearformer.evaluate import evaluate_model, score_corpus
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.generate.brevity import DEFAULT_BREVITY
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.corpus import read_pairs
 
@@ -86,7 +86,7 @@ def train_curve(options: TrainOptions, minutes: float, every: float, valid: list
     while budget < minutes - 1e-9:
         budget = min(minutes, budget + every)
         if points:
-            options = resume_options(out, minutes=budget)
+            options = resume_options(out, "translate", minutes=budget)
         else:
             options.loop.minutes = budget
         # The first segment replaces an earlier run in the folder (train/rundir.py); the others continue it.

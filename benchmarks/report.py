@@ -44,8 +44,8 @@ def invocation() -> str:
 TOPICS = {
     "Translation quality": ("quality", "gpu_bleu", "placeholder"),
     "Translation length": ("length", "beam_stopping"),
-    "Decoding speed": ("decode", "ct2"),
-    "Training throughput": ("train_throughput", "gpu-check"),
+    "Decoding speed": ("decode", "ct2", "gpu_window_decode"),
+    "Training throughput": ("train_throughput", "gpu-check", "gpu_window_train"),
     "Language model": ("lm-", "kv-cache"),
     "The tutorials' claims": ("claims",),
     "Around the model": (),
@@ -95,12 +95,22 @@ def write_section(name: str, title: str, body: str, command: str | None = None, 
 
     `where` describes the machine when the numbers were measured elsewhere (a lent GPU machine).
     """
+    put_section(name, section_text(name, title, body, command, where))
+
+
+def section_text(name: str, title: str, body: str, command: str | None = None, where: str | None = None) -> str:
+    """Section `name` as BENCHMARKS.md holds it: its markers, title, machine, date (now), command and body."""
     command = command or "python " + invocation() + (" " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "")
     # Markdown: a command holding a backtick needs a longer fence (and spaces inside it).
     shown = f"`` {command} ``" if "`" in command else f"`{command}`"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    section = (f"<!-- begin {name} -->\n### {title}\n\n- Machine: {where or machine()}\n- Date: {stamp}\n"
-               f"- Command: {shown}\n\n{body.strip()}\n<!-- end {name} -->")
+    return (f"<!-- begin {name} -->\n### {title}\n\n- Machine: {where or machine()}\n- Date: {stamp}\n"
+            f"- Command: {shown}\n\n{body.strip()}\n<!-- end {name} -->")
+
+
+def put_section(name: str, section: str) -> None:
+    """Replace section `name` of BENCHMARKS.md with the whole `section` text (`section_text`), or add it
+    at the end of its topic; atomically."""
     text = BENCHMARKS.read_text(encoding="utf-8") if BENCHMARKS.exists() else HEADER
     pattern = re.compile(rf"<!-- begin {re.escape(name)} -->.*?<!-- end {re.escape(name)} -->", re.S)
     if pattern.search(text):

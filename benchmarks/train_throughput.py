@@ -27,6 +27,7 @@ run, in the dtype the products run in (fp32, or bf16 with --bf16).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import statistics
 import sys
@@ -42,12 +43,14 @@ from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer import devices  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.data.batching import BatchStream, drop_long  # noqa: E402
+from clearformer.devices import CompiledOrEager  # noqa: E402
 from clearformer.model.embedding import sinusoidal_table  # noqa: E402
-from clearformer.model.transformer import Transformer, translation_flops  # noqa: E402
+from clearformer.model.transformer import Transformer  # noqa: E402
+from clearformer.report.flops import FlopCount  # noqa: E402
 from clearformer.train import mfu  # noqa: E402
 from clearformer.train.corpus import encode_pairs, read_pairs  # noqa: E402
 from clearformer.train.loss import label_smoothed_sums  # noqa: E402
-from clearformer.train.step import CompiledForward, TrainingForward, TranslationLoss, place_dropout  # noqa: E402
+from clearformer.train.step import TrainingForward, TranslationLoss  # noqa: E402
 
 
 class TorchPeer(nn.Module):
@@ -80,9 +83,10 @@ class TorchPeer(nn.Module):
         return self.output(hidden)
 
 
-def model_flops(config, batch) -> float:
-    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.model.transformer)."""
-    return translation_flops(config, batch.src, batch.tgt_out)
+def model_flops(count: FlopCount, config, batch) -> float:
+    """Training FLOPs (forward + backward) of the real tokens of one batch (clearformer.report.flops, the count
+    the trainer's MFU divides by)."""
+    return count.batch(batch.src, batch.tgt_out, config.pad_id)
 
 
 def make_step(forward, parameters, optimizer):
@@ -139,12 +143,12 @@ def build_runners(config, device, dtype, modes: list[str]) -> dict:
     for mode in modes:
         for name, (build, extra_dropout, loss) in MODELS.items():
             torch.manual_seed(0)
-            model = build(config).to(device).train()
-            if extra_dropout is not None:
-                place_dropout(model, extra_dropout, extra_dropout)
+            built = config if extra_dropout is None else dataclasses.replace(  # dropout: the config's
+                config, attention_dropout=extra_dropout, ffn_dropout=extra_dropout)
+            model = build(built).to(device).train()
             network = TranslationLoss(model, 0.1) if loss == "packed" else FullLogitsLoss(model)
             forward = TrainingForward(network, device.type, dtype)
-            compiled = CompiledForward(forward) if mode == "compiled" else None
+            compiled = CompiledOrEager(forward, "train_throughput", "training") if mode == "compiled" else None
             optimizer = torch.optim.Adam(model.parameters(), lr=3e-4, betas=(0.9, 0.98), eps=1e-9,
                                          **devices.optimizer_implementation(device))
             runners[name, mode] = (model, make_step(compiled or forward, list(model.parameters()), optimizer),
@@ -185,7 +189,8 @@ def measure_preset(name: str, args, device, dtype, tokenizer, batches, modes: li
     peak = max(peaks)
     timed = [batch for batch, _ in batches[args.warmup:]]
     real = [int((b.src != tokenizer.pad_id).sum() + (b.tgt_out != tokenizer.pad_id).sum()) for b in timed]
-    flops = sum(model_flops(config, b) for b in timed)
+    count = FlopCount.of(Transformer(config))
+    flops = sum(model_flops(count, config, b) for b in timed)
     rows, fallbacks = [], []
     for (model_name, mode), (model, _, compiled) in runners.items():
         total, peer = sum(times[model_name, mode]), times[PEER, mode]

@@ -31,8 +31,8 @@ from clearformer.explain.lens import lens_translation  # noqa: E402
 from clearformer.explain.patching import activation_patching  # noqa: E402
 from clearformer.generate.options import DecodingOptions, search_tokens  # noqa: E402
 from clearformer.generate.source import check_source  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
 from clearformer.model.build import build_model  # noqa: E402
-from clearformer.store.checkpoint import load_model  # noqa: E402
 from clearformer.store.runs import resolve_checkpoint  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "toy_alignments.tsv"

@@ -67,6 +67,7 @@ def screenshot(loaded, sentence: str, final_layer: int) -> Path:
     while not server.started:
         time.sleep(0.1)
     target = DOCS / "walkthrough-page.png"
+    whatif = DOCS / "whatif-page.png"
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
@@ -82,11 +83,20 @@ def screenshot(loaded, sentence: str, final_layer: int) -> Path:
             page.locator(f'.cf-nav-step[title="{name}"]').last.click()
             page.hover('#cf-matrices .cf-matrix[data-head="0"] .cf-cell[data-row="1"][data-col="1"]')
             page.screenshot(path=target)
+            # What-if: a head of the last decoder layer's cross-attention switched off, beam 4.
+            head = f"decoder.layers.{final_layer}.cross_attention.head.0"
+            page.mouse.move(0, 0)
+            page.click(f'#cf-whatif button[data-ablate="{head}"]')
+            page.wait_for_selector("#cf-whatif-compare")
+            page.select_option("#cf-whatif-beam", "4")
+            page.wait_for_selector("#cf-beam .cf-beam-node")
+            page.screenshot(path=whatif, full_page=True)
             browser.close()
     finally:
         server.should_exit = True
         thread.join(timeout=10)
     compress(target)
+    compress(whatif)
     return target
 
 
@@ -103,7 +113,8 @@ def main() -> None:
     final_layer = loaded.model.config.n_decoder_layers - 1
     walk = explain_translation(loaded.model, loaded.tokenizer, args.sentence)
     print(f"{args.sentence!r} -> {walk.result!r}")
-    for path in [*figures(walk, final_layer), screenshot(loaded, args.sentence, final_layer)]:
+    for path in [*figures(walk, final_layer), screenshot(loaded, args.sentence, final_layer),
+                 DOCS / "whatif-page.png"]:
         print(f"wrote {path} ({path.stat().st_size // 1000} KB)")
 
 

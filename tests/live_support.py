@@ -64,6 +64,44 @@ def browser_tab(browser, allowed_error: str | None = None):
     assert errors == [], f"the page logged errors: {errors}"
 
 
+# How long a test waits for the page to show something (a server's answer on a loaded 2-core machine
+# included) before it fails, naming what it waited for and what the page showed instead.
+WAIT_SECONDS = 30
+
+
+def page_state(tab) -> str:
+    """What the page shows now, for a failed wait's message: its status line and its title."""
+    try:
+        return tab.evaluate("""() => {
+            const text = (selector) => { const e = document.querySelector(selector);
+                                         return e ? JSON.stringify(e.textContent.trim().slice(0, 200)) : 'none'; };
+            return `the page shows status ${text('#cf-status')}, title ${text('#cf-summary h1')}`; }""")
+    except Exception as error:  # noqa: BLE001 - a crashed or closed page: say so instead
+        return f"the page could not be read ({str(error).splitlines()[0]})"
+
+
+def wait_for(tab, selector: str, what: str, state: str = "visible", seconds: float = WAIT_SECONDS) -> None:
+    """Wait until `selector` is in `state` ("visible", "attached", "detached", ...); else fail in one line
+    naming `what` was awaited, for how long, and what the page showed instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        tab.wait_for_selector(selector, state=state, timeout=seconds * 1000)
+    except PlaywrightTimeout:
+        pytest.fail(f"waited {seconds:g} s for {what} ({selector}: {state}); {page_state(tab)}", pytrace=False)
+
+
+def wait_until(tab, what: str, condition: str, seconds: float = WAIT_SECONDS) -> None:
+    """Wait until the JavaScript expression `condition` is true in the page; else fail in one line naming
+    `what` was awaited, for how long, and what the page showed instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        tab.wait_for_function(condition, timeout=seconds * 1000)
+    except PlaywrightTimeout:
+        pytest.fail(f"waited {seconds:g} s for {what} ({condition}); {page_state(tab)}", pytrace=False)
+
+
 def assert_bars_show(tab, probabilities, tokenizer, chosen: str) -> None:
     """The page's bar chart holds the 10 most probable tokens of `probabilities` (vocab,), exactly, and marks
     `chosen` as the token taken."""

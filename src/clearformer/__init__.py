@@ -27,11 +27,11 @@ PUBLIC = {
     "LMOptions": "clearformer.train.lm",                 # a language-model run
     "UserError": "clearformer.errors",                   # what every bad input raises, with a one-line message
     "latest_checkpoint": "clearformer.store.runs",       # the run the last `clearformer train` wrote
-    "load_model": "clearformer.store.checkpoint",        # (model, tokenizer, meta) of a run folder
+    "load_model": "clearformer.load",                    # (model, tokenizer, meta) of a run folder
     "translate": "clearformer.generate.translate",       # sentences -> translations
     "explain_translation": "clearformer.explain.translation",  # one sentence -> every recorded step
     "Recorder": "clearformer.record.trace",              # records every intermediate of what runs inside it
-    "train_model": "clearformer.train.loop",             # train (or --resume) a translation run
+    "train_model": "clearformer.train.front",            # train (or --resume) a translation or LM run
 }
 ALIASES = {"train_model": "train"}  # `clearformer.train` is the training package; its function is `train`
 

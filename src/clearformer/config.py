@@ -95,7 +95,11 @@ class ModelConfig:
         tie_embeddings: "none", "decoder" (target embedding = output projection) or "all"
             (source, target and output share one matrix; needs one joint vocabulary).
         bias: biases on the attention projections.
-        dropout: dropout on sublayer outputs, embeddings and attention weights.
+        dropout: dropout on sublayer outputs and embeddings (the paper's, section 5.4).
+        attention_dropout, ffn_dropout: dropout on the attention weights and on the feed-forward hidden
+            layer (later tensor2tensor additions; off by default: on a CPU drawing their masks costs
+            about as much as the products they follow). The one place dropout is set: each module
+            reads its rate from here when it is built.
         activation: "relu" (the paper), "gelu", "gelu_tanh" (GPT-2's tanh approximation) or "silu"
             (x * sigmoid(x), Marian's "swish").
         scale_attention: the paper's 1/sqrt(d_k) on attention scores (off only for `clearformer claims 2`).
@@ -120,6 +124,8 @@ class ModelConfig:
     n_decoder_layers: int = 1
     d_ff: int = 8
     dropout: float = 0.0
+    attention_dropout: float = 0.0
+    ffn_dropout: float = 0.0
     max_len: int = 256
     positional: str = "sinusoidal"
     norm_first: bool = False
@@ -166,7 +172,9 @@ class ModelConfig:
         need(self.activation in ACTIVATIONS,
              f"activation must be {', '.join(ACTIVATIONS[:-1])} or {ACTIVATIONS[-1]}, not {self.activation!r}")
         need(self.attention in ATTENTIONS, f"attention must be {' or '.join(ATTENTIONS)}, not {self.attention!r}")
-        need(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), not {self.dropout}")
+        for name, rate in (("dropout", self.dropout), ("attention_dropout", self.attention_dropout),
+                           ("ffn_dropout", self.ffn_dropout)):
+            need(0.0 <= rate < 1.0, f"{name} must be in [0, 1), not {rate}")
         need(self.max_len > 0, "max_len must be positive")
         need(self.positional != "rope" or self.head_dim % 2 == 0, "rope needs an even head dimension")
         need(self.architecture in ARCHITECTURES,

@@ -1,13 +1,20 @@
 """Choosing the torch device a command runs on (one resolver, one set of one-line errors), and what
-suits that device: the optimizer implementation, the autocast dtype, compiling, the batch size on a GPU."""
+suits that device: the optimizer implementation, the autocast dtype, compiling, the batch size on a GPU.
+
+`CompiledOrEager` is the project's one "compile, else eager" fallback: training's step (train/step.py)
+and decoding's (generate/compiled.py) both go through it.
+"""
 
 from __future__ import annotations
 
 import inspect
+import sys
+from collections.abc import Callable
 
 import torch
 
 from clearformer.errors import UserError
+from clearformer.store import cachedir
 
 
 def resolve_device(name: str, local_rank: int = 0) -> torch.device:
@@ -64,6 +71,47 @@ def use_compile(setting: str, device: torch.device) -> bool:
     if setting not in ("auto", "on", "off"):
         raise UserError(f"--compile must be auto, on or off, not {setting!r}")
     return setting == "on"
+
+
+class CompiledOrEager:
+    """torch.compile(function), falling back to `function` itself, for good, with one warning line on
+    stderr, when compiling fails (no compiler, an unsupported platform, a compiler error):
+
+        clearformer train: warning: torch.compile failed (RuntimeError: no C compiler); training eagerly
+
+    `command` names the line's sender ("clearformer train"), `doing` what goes on eagerly ("training").
+    Decided once, where a command starts its work: code that runs eagerly never holds one of these.
+    """
+
+    def __init__(self, function: Callable, command: str, doing: str, dynamic: bool | None = True) -> None:
+        self.eager = function
+        self.command, self.doing = command, doing
+        cachedir.use_for_compiled_code()  # compiled kernels kept where the README says (clearformer.store.cachedir)
+        # Batches change shape every step (token-count batching, a growing cache): dynamic shapes compile once.
+        self.compiled = torch.compile(function, dynamic=dynamic)
+        self.failed: str | None = None
+
+    def __call__(self, *args, **kwargs):
+        if self.failed is None:
+            try:
+                return self.compiled(*args, **kwargs)
+            except torch.OutOfMemoryError:
+                raise  # the batch does not fit: eager would not fit either
+            except Exception as error:  # noqa: BLE001 - any compiler failure; eager re-raises real errors
+                first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+                self.failed = f"{type(error).__name__}: {first_line}"
+                print(f"{self.command}: warning: torch.compile failed ({self.failed}); {self.doing} eagerly",
+                      file=sys.stderr, flush=True)
+        return self.eager(*args, **kwargs)
+
+
+def compiled_or_eager(function: Callable, command: str, doing: str, dynamic: bool | None = True) -> Callable:
+    """`function` in a `CompiledOrEager`; `function` itself, after one warning line, where this torch has
+    no torch.compile."""
+    if not hasattr(torch, "compile"):
+        print(f"{command}: warning: this torch has no torch.compile; {doing} eagerly", file=sys.stderr, flush=True)
+        return function
+    return CompiledOrEager(function, command, doing, dynamic)
 
 
 # The batch-size rule of `gpu_batch_tokens`: activation bytes one token leaves for the backward

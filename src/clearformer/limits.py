@@ -23,6 +23,11 @@ MAX_LEARNER_SOURCE_BYTES = 1024 * 1024
 MAX_QUOTED_CHARS = 200
 # The server: a request body is one JSON object holding one sentence.
 MAX_BODY_BYTES = 16 * 1024
+# The server's LibreTranslate API (serve/libretranslate.py): one request is a page of strings (Weblate sends
+# its suggestions in batches): at most MAX_TRANSLATE_TEXTS texts of MAX_SENTENCE_CHARS, in a body of at most
+# MAX_TRANSLATE_BODY_BYTES.
+MAX_TRANSLATE_TEXTS = 128
+MAX_TRANSLATE_BODY_BYTES = 512 * 1024
 # The server: explanations computed at once, and requests waiting for a worker beyond those
 # (then 503 "busy": a full queue is refused at once instead of growing without bound).
 SERVER_WORKERS = 2
@@ -122,7 +127,7 @@ def machine_memory_bytes() -> int:
 def check_model_size(config, where: str = "config") -> None:
     """A UserError naming the field (or the memory figure) when a config's sizes are out of bounds.
 
-    Called on every config before its model is built: run folders (checkpoint.load_model), imported
+    Called on every config before its model is built: run folders (clearformer.load.load_model), imported
     Marian and GPT-2 configs, `train --set` and `lm train`. Sizes must be positive (layers may be 0 on one
     side) and under the MAX_ limits; then the weights' estimated bytes must fit in the machine's memory."""
     fields = {"d_model": (1, MAX_D_MODEL), "d_ff": (1, MAX_D_FF), "n_heads": (1, MAX_HEADS),

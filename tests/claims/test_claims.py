@@ -18,6 +18,8 @@ from clearformer.generate.greedy import greedy_decode
 from clearformer.model.transformer import Transformer
 from clearformer.record.trace import Recorder
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 def test_claim1_rnn_time_grows_with_length_faster_than_ours():
     results = parallel.run(lengths=(8, 128), batch=2, d_model=16, layers=1, vocab=50, repeats=3)

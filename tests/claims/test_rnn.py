@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from clearformer.claims.common import quick_train, toy_data, valid_nll
@@ -111,6 +112,7 @@ def test_tied_embeddings_share_one_matrix():
     assert model.output.linear.weight is model.decoder.embed.weight is model.encoder.embed.weight
 
 
+@pytest.mark.slow
 def test_it_learns_the_toy_phrase_set():
     data = toy_data()
     vocab = len(data.tokenizer)

@@ -7,6 +7,7 @@ from torch import nn
 
 from clearformer.config import ModelConfig
 from clearformer.model.attention import (
+    CrossAttention,
     MultiHeadAttention,
     causal_mask,
     combine_masks,
@@ -100,13 +101,15 @@ def test_multi_head_attention_equals_torch_multihead_attention():
         # self-attention with a causal mask (torch's bool masks mean True = blocked)
         expected, _ = peer(x, x, x, attn_mask=~causal_mask(6))
         assert torch.allclose(ours(x, mask=causal_mask(6)), expected, atol=1e-5)
-        # cross-attention with a padding mask
+        # cross-attention (the same weights in a CrossAttention) with a padding mask
+        cross = CrossAttention(ModelConfig(d_model=16, n_heads=4)).eval()
+        cross.load_state_dict(ours.state_dict())
         expected, _ = peer(x, memory, memory, key_padding_mask=src == 0)
-        assert torch.allclose(ours(x, memory, mask=padding_mask(src, 0)), expected, atol=1e-5)
+        assert torch.allclose(cross(x, memory, mask=padding_mask(src, 0)), expected, atol=1e-5)
         # and the explicit (recording) path gives the same
         with trace.Recorder() as rec:
-            assert torch.allclose(ours(x, memory, mask=padding_mask(src, 0)), expected, atol=1e-5)
-        assert rec.get("MultiHeadAttention.weights").shape == (3, 4, 6, 5)
+            assert torch.allclose(cross(x, memory, mask=padding_mask(src, 0)), expected, atol=1e-5)
+        assert rec.get("CrossAttention.weights").shape == (3, 4, 6, 5)
 
 
 def test_cached_self_attention_equals_full_recomputation():

@@ -116,6 +116,7 @@ def test_damaged_and_mismatched_checkpoints(capsys, checkpoint):
     assert code != 0 and "config.json" in err
 
 
+@pytest.mark.slow
 def test_console_script_runs_without_traceback():
     result = subprocess.run([sys.executable, "-m", "clearformer.cli", "explain", "--example", "nope"],
                             capture_output=True, text=True)

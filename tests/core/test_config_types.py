@@ -6,8 +6,9 @@ import pytest
 
 from clearformer.config import ConfigError, ModelConfig, preset
 from clearformer.errors import UserError
+from clearformer.load import load_model
 from clearformer.model.transformer import Transformer
-from clearformer.store.checkpoint import load_model, save_model
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import SPECIALS, WordTokenizer
 
 

@@ -15,7 +15,7 @@ TINY = ["--set", "d_model=32", "--set", "n_heads=2", "--set", "d_ff=64", "--set"
 
 def _train(tmp_path_factory, name: str, *extra: str):
     from clearformer.cli import main
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     base = tmp_path_factory.mktemp(name)
     threads, runs = torch.get_num_threads(), os.environ.get("CLEARFORMER_RUNS")

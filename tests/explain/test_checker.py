@@ -171,7 +171,7 @@ def test_the_golden_true_values_pass(golden):
     identity = np.eye(4).tolist()
     assert check_example({"tokens": ["<START>", "Je", "t'", "aime"], "d_k": 1, "mask": "causal",
                           "given": {"Q": masked["scores"], "K": identity, "V": identity},
-                          "claimed": {"weights": masked["weights"]}}).ok
+               "claimed": {"weights": masked["weights"]}}).ok
 
 
 # ----------------------------------------------------------------------------- the rounding rule
@@ -375,6 +375,7 @@ def test_missing_directory_and_binary_files(tmp_path, capsys):
         assert str(target) in line and message in line
 
 
+@pytest.mark.slow
 def test_console_script():
     script = Path(sys.executable).with_name("clearformer")
     done = subprocess.run([str(script), "check", str(SEED_002), "--format", "json"],

@@ -58,7 +58,7 @@ def test_translation_steps_link_the_claim_they_belong_to():
 
 def test_claims_3_to_5_link_their_experiment_on_the_sentence():
     """Each names an intervention the model really has (docs/whatif.md), {head} = the head the page shows."""
-    from clearformer.record.interventions import valid_interventions
+    from clearformer.explain.interventions import valid_interventions
 
     walk = tiny_translation()
     model = Transformer(preset("toy-translate", src_vocab_size=9, tgt_vocab_size=9, d_model=16, n_heads=2,

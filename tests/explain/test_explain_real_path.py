@@ -14,6 +14,8 @@ from clearformer.generate.translate import decode_ids, translate
 from clearformer.record import trace
 from clearformer.tokenize import encode_source
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 SENTENCES = ["I love you", "I love the cat", "the dog sleeps", "we eat bread", "you like music .",
              "She reads a book", "I love Paris"]
 

@@ -17,11 +17,13 @@ from clearformer.cli import main
 from clearformer.explain.attribution import DEFAULT_STEPS, attribute, source_inputs, target_logprobs
 from clearformer.explain.lens import lens_translation
 from clearformer.explain.patching import PatchPoint, activation_patching, patched_metrics
-from clearformer.explain.why import translate_ids
+from clearformer.explain.why import source_and_output_ids
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.record import trace
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 CLEAN, CORRUPTED = "I love you", "I love music"
 
@@ -29,7 +31,7 @@ CLEAN, CORRUPTED = "I love you", "I love music"
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """The toy translator (2 + 2 layers, 4 heads), trained 250 steps (about 15 s), and its folder."""
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     base = tmp_path_factory.mktemp("why")
     os.environ.setdefault("CLEARFORMER_RUNS", str(base / "runs"))
@@ -89,7 +91,7 @@ def test_lens_last_layer_is_the_models_choice(trained):
     for step in steps:
         top, p_top, p_chosen = step.layers[-1]
         assert top == step.chosen and p_top == p_chosen
-        model_p = recorder.get("output.probabilities", step=step.step)[0, -1]
+        model_p = torch.softmax(recorder.get("output.logits", step=step.step)[0, -1].float(), dim=-1)
         assert abs(float(model_p[step.chosen]) - p_chosen) < 1e-6
 
 
@@ -98,7 +100,7 @@ def test_lens_last_layer_is_the_models_choice(trained):
 
 def test_patching_encoder_output_restores_all_and_nothing_restores_nothing(trained):
     model, tokenizer = trained
-    clean, translation = translate_ids(model, tokenizer, CLEAN, DecodingOptions())
+    clean, translation = source_and_output_ids(model, tokenizer, CLEAN, DecodingOptions())
     corrupted = check_source(tokenizer, CORRUPTED, model.config.max_len)
     _, _, points = activation_patching(model, clean, corrupted, translation, tokenizer.bos_id)
     restored = {p.name: r for p, r in points}
@@ -110,14 +112,20 @@ def test_patching_encoder_output_restores_all_and_nothing_restores_nothing(train
     device = torch.device("cpu")
     to = lambda ids: torch.tensor([ids], device=device)  # noqa: E731
     tgt_in = to([tokenizer.bos_id, *translation[:-1]])
+    # The decoder's input is the same clean translation in both runs: copying it restores nothing.
+    same = PatchPoint("decoder input", "tgt_embed.X")
     m_clean, m_corrupted, (nothing,) = patched_metrics(model, to(clean), to(corrupted), tgt_in,
-                                                       torch.tensor(translation), [PatchPoint("nothing", "no.such")])
+                                                       torch.tensor(translation), [same])
     assert nothing == m_corrupted and m_clean != m_corrupted  # restored 0
+    with pytest.raises(trace.UnknownHookPoint, match="'encoder.outptu' is not a hook point of this model "
+                                                     r"\(did you mean encoder.output"):
+        patched_metrics(model, to(clean), to(corrupted), tgt_in, torch.tensor(translation),
+                        [PatchPoint("a typo", "encoder.outptu")])  # never a patch that silently does nothing
 
 
 def test_patching_refuses_sources_of_different_lengths(trained):
     model, tokenizer = trained
-    clean, translation = translate_ids(model, tokenizer, CLEAN, DecodingOptions())
+    clean, translation = source_and_output_ids(model, tokenizer, CLEAN, DecodingOptions())
     longer = check_source(tokenizer, "I love the cat", model.config.max_len)
     with pytest.raises(Exception, match="same number of tokens"):
         activation_patching(model, clean, longer, translation, tokenizer.bos_id)
@@ -128,7 +136,7 @@ def test_patching_refuses_sources_of_different_lengths(trained):
 
 def test_integrated_gradients_are_complete(trained):
     model, tokenizer = trained
-    ids, translation = translate_ids(model, tokenizer, CLEAN, DecodingOptions())
+    ids, translation = source_and_output_ids(model, tokenizer, CLEAN, DecodingOptions())
     result = attribute(model, ids, translation, tokenizer.bos_id, "integrated-gradients", DEFAULT_STEPS)
     assert result.scores.shape == (len(translation), len(ids))
     total, moved = sum(result.sums), sum(result.differences)
@@ -142,7 +150,7 @@ def test_gradient_x_input_is_a_directional_derivative(trained):
     model, tokenizer = trained
     model = model.double()
     try:
-        ids, translation = translate_ids(model, tokenizer, CLEAN, DecodingOptions())
+        ids, translation = source_and_output_ids(model, tokenizer, CLEAN, DecodingOptions())
         result = attribute(model, ids, translation, tokenizer.bos_id, "gradient-x-input")
         src, target = torch.tensor([ids]), torch.tensor(translation)
         tgt_in = torch.tensor([[tokenizer.bos_id, *translation[:-1]]])
@@ -162,7 +170,7 @@ def test_gradient_x_input_is_a_directional_derivative(trained):
 
 def test_attention_scores_are_rows_of_weights(trained):
     model, tokenizer = trained
-    ids, translation = translate_ids(model, tokenizer, CLEAN, DecodingOptions())
+    ids, translation = source_and_output_ids(model, tokenizer, CLEAN, DecodingOptions())
     result = attribute(model, ids, translation, tokenizer.bos_id, "attention")
     torch.testing.assert_close(result.scores.sum(dim=1), torch.ones(len(translation)))
 

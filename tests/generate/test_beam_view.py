@@ -12,8 +12,10 @@ from clearformer.explain.beam import rule_for
 from clearformer.explain.search import explain_search
 from clearformer.generate import DecodingOptions, search_tokens, translate
 from clearformer.generate.beam import beam_search
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.tokenize import encode_source
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 SENTENCES = ["I love you", "the dog sleeps", "we eat bread ."]
 

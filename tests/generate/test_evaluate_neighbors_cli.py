@@ -10,8 +10,9 @@ from clearformer.commands.neighbors import analogy_vector, cosine_neighbors
 from clearformer.config import preset
 from clearformer.evaluate import score_corpus
 from clearformer.generate import DecodingOptions, translate
+from clearformer.load import load_model
 from clearformer.model.transformer import Transformer
-from clearformer.store.checkpoint import load_model, save_model
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import WordTokenizer
 
 PAIRS = [("I love you", "Je t'aime"), ("the dog sleeps", "le chien dort"),

@@ -1,4 +1,4 @@
-"""What-if interventions (`trace.Intervention`, `clearformer.record.interventions`): each one against the model it
+"""What-if interventions (`trace.Intervention`, `clearformer.explain.interventions`): each one against the model it
 stands for, built by hand (a copied model with edited weights, or the formula), and the weights untouched."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import torch
 from gen_helpers import random_model
 
 from clearformer.errors import UserError
+from clearformer.explain.interventions import parse_interventions, summarize, valid_interventions
 from clearformer.generate import DecodingOptions
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.record import trace
-from clearformer.record.interventions import parse_interventions, summarize, valid_interventions
 
 SRC = torch.tensor([[4, 9, 7, 12, 5, 3], [6, 8, 3, 0, 0, 0]])
 TGT = torch.tensor([[2, 11, 5, 7, 9], [2, 6, 13, 4, 0]])
@@ -170,7 +170,7 @@ def test_translate_ablate_on_the_command_line(checkpoint, capsys):
     from test_translate_cli import run_cli
 
     from clearformer.generate import translate
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, _ = load_model(checkpoint)
     names = ["decoder.layers.0.cross_attention.head.1", "encoder.positions"]

@@ -21,9 +21,11 @@ from clearformer.explain.render import render
 from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions, search_tokens, translate
 from clearformer.generate.beam import beam_search
-from clearformer.generate.constraints import MIN_RUN, DecodingRules, RepeatBound
+from clearformer.generate.constraints import MIN_RUN, RepeatBound
 from clearformer.generate.greedy import greedy_decode
-from clearformer.store.checkpoint import load_model, save_model
+from clearformer.generate.rules import DecodingRules
+from clearformer.load import load_model
+from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import (
     WordTokenizer,
     encode_source,
@@ -187,6 +189,7 @@ def test_translations_hold_the_sources_placeholders_exactly(masking_run, beam):
     assert free != outputs  # the random model does not copy them on its own: the constraint did
 
 
+@pytest.mark.slow
 def test_a_run_without_masking_translates_as_before(tmp_path):
     """A run made by this code with masking off reads raw text and decodes without the repeat bound:
     its translations are those of plain encode -> search -> decode."""
@@ -205,6 +208,7 @@ def test_a_run_without_masking_translates_as_before(tmp_path):
         assert output == tokenizer.decode(plain)
 
 
+@pytest.mark.slow
 def test_explain_shows_the_masked_sentence_and_the_restored_translation(masking_run):
     model, tokenizer, _ = load_model(masking_run)
     sentence = "copy %1$s to %2$s"
@@ -279,11 +283,11 @@ def test_a_loop_of_two_pieces_is_cut_at_its_third_copy_unless_the_source_has_it(
     bound = RepeatBound(looped, pad_id=PAD)
     for token in [5, 6, 5, 6, 5]:
         bound.chose(torch.tensor([token]))
-    assert not torch.isinf(bound.mask(torch.zeros(1, 12))[0, 6])
+    assert not torch.isinf(bound(torch.zeros(1, 12))[0, 6])
     bound = RepeatBound(src, pad_id=PAD)
     for token in [5, 6, 5, 6, 5]:
         bound.chose(torch.tensor([token]))
-    assert torch.isinf(bound.mask(torch.zeros(1, 12))[0, 6]).item()
+    assert torch.isinf(bound(torch.zeros(1, 12))[0, 6]).item()
 
 
 def test_the_bound_allows_the_sources_own_runs_and_spares_placeholder_pieces():
@@ -291,15 +295,15 @@ def test_the_bound_allows_the_sources_own_runs_and_spares_placeholder_pieces():
     bound = RepeatBound(src, pad_id=0, exempt=(9,))
     for token in [7, 7, 7, 7, 7]:
         logits = torch.zeros(1, 12)
-        assert not torch.isinf(bound.mask(logits)[0, 7])
+        assert not torch.isinf(bound(logits)[0, 7])
         bound.chose(torch.tensor([token]))
-    assert torch.isinf(bound.mask(torch.zeros(1, 12))[0, 7])  # a sixth 7: forbidden
+    assert torch.isinf(bound(torch.zeros(1, 12))[0, 7])  # a sixth 7: forbidden
     bound = RepeatBound(src, pad_id=0, exempt=(9,))
     for _ in range(MIN_RUN + 2):
         bound.chose(torch.tensor([9]))
-    assert not torch.isinf(bound.mask(torch.zeros(1, 12))[0, 9])  # the placeholder rule counts those
-    plain = DecodingRules.for_batch(src, search_tokens(TableModel(digit_loop_table())))
-    assert plain is None  # no repeat bound asked for, no placeholder piece: decoding runs unruled
+    assert not torch.isinf(bound(torch.zeros(1, 12))[0, 9])  # the placeholder rule counts those
+    plain = DecodingRules.for_search(src, search_tokens(TableModel(digit_loop_table())))
+    assert plain.rules == []  # no repeat bound asked for, no placeholder piece: decoding runs unruled
 
 
 def test_repeats_option_auto_follows_the_run(masking_run):

@@ -16,7 +16,9 @@ from clearformer.cli import main
 from clearformer.errors import UserError
 from clearformer.generate import translate
 from clearformer.generate.source import prepare_sources
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 SENTENCES = ["I love you.", "We eat bread.", "The cat sees the dog.", "She reads a book.", "They drink water.",
              "He loves the big red car.", "You know Paris."]

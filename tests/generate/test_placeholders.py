@@ -153,7 +153,7 @@ def test_a_row_that_would_end_gets_its_owed_placeholder_instead():
     logits = torch.zeros(2, 12)
     logits[:, 3] = 5.0  # both rows want <eos>
     logits[0, 5], logits[0, 6] = 1.0, 2.0  # row 0 owes piece 5; piece 6 is not in its source
-    out = constraint.mask(logits.clone())
+    out = constraint(logits.clone())
     assert int(out[0].argmax()) == 5 and torch.isinf(out[0, 3]) and torch.isinf(out[0, 6])
     assert torch.isinf(out[0, 9])  # only the owed placeholder is left for that step
     assert int(out[1].argmax()) == 3  # row 1 owes nothing: it may end
@@ -165,9 +165,9 @@ def test_a_row_with_only_room_for_its_owed_placeholders_writes_them():
     logits = torch.zeros(2, 12)
     logits[:, 9] = 5.0  # both rows would rather write word 9 again
     logits[:, 6] = 1.0
-    assert constraint.mask(logits.clone(), t=7)[:, 9].tolist() == [5.0, 5.0]  # 3 tokens left: room enough
-    out = constraint.mask(logits.clone(), t=8)  # 2 tokens left: row 0 owes 2, row 1 owes 1
+    assert constraint(logits.clone(), t=7)[:, 9].tolist() == [5.0, 5.0]  # 3 tokens left: room enough
+    out = constraint(logits.clone(), t=8)  # 2 tokens left: row 0 owes 2, row 1 owes 1
     assert int(out[0].argmax()) == 6 and torch.isinf(out[0, 9]) and not torch.isinf(out[0, 5])
     assert int(out[1].argmax()) == 9  # row 1 still has a token to spare
-    out = constraint.mask(logits.clone(), t=9)  # the last token: row 1 must write its piece 5 now
+    out = constraint(logits.clone(), t=9)  # the last token: row 1 must write its piece 5 now
     assert int(out[1].argmax()) == 5

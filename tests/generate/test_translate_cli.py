@@ -14,7 +14,8 @@ import torch
 
 from clearformer.cli import main
 from clearformer.generate import DecodingOptions, translate
-from clearformer.store.checkpoint import WEIGHTS_FILE, load_model, save_model
+from clearformer.load import load_model
+from clearformer.store.checkpoint import WEIGHTS_FILE, save_model
 
 LINES = ["I love you", "", "the dog sleeps", "   ", "we eat bread .", "I love the cat"]
 
@@ -35,9 +36,33 @@ def expected(checkpoint: Path, sentences: list[str], beam: int = 1, **options) -
 
 
 def test_translate_argument(checkpoint, capsys):
-    code, out, err = run_cli(["translate", "I", "love", "you", "--checkpoint", str(checkpoint)], capsys)
+    code, out, err = run_cli(["translate", "I love you", "--checkpoint", str(checkpoint)], capsys)
     assert code == 0
     assert out == expected(checkpoint, ["I love you"])[0] + "\n"
+
+
+def test_several_arguments_are_several_sentences_as_stdin_lines_are(checkpoint, capsys, monkeypatch):
+    """`translate "A" "B"` is `printf 'A\nB\n' | translate`: one translation per argument, per line."""
+    sentences = ["I love you", "the dog sleeps", "we eat bread ."]
+    code, out, _ = run_cli(["translate", *sentences, "--checkpoint", str(checkpoint)], capsys)
+    assert code == 0
+    assert out.split("\n")[:-1] == expected(checkpoint, sentences)
+    _, piped, _ = run_cli(["translate", "--checkpoint", str(checkpoint)], capsys,
+                          stdin="".join(s + "\n" for s in sentences), monkeypatch=monkeypatch)
+    assert out == piped
+    words = run_cli(["translate", "I", "love", "you", "--checkpoint", str(checkpoint)], capsys)[1]
+    assert len(words.split("\n")[:-1]) == 3  # three words, three sentences: not glued into one
+    code, out, err = run_cli(["translate", "I love you", " ", "--checkpoint", str(checkpoint)], capsys)
+    assert code == 2 and out == "" and "argument 2: empty sentence" in err
+    code, out, err = run_cli(["translate", "I love you", "qwerty", "--checkpoint", str(checkpoint)], capsys)
+    assert code == 2 and "argument 2: every word is unknown" in err
+
+
+def test_translate_help_says_each_argument_is_a_sentence(capsys):
+    with pytest.raises(SystemExit):
+        main(["translate", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "one per argument and one translation per line" in help_text
 
 
 def test_translate_stdin_keeps_order_and_empty_lines(checkpoint, capsys, monkeypatch):
@@ -60,7 +85,7 @@ def test_translate_file_with_beam_and_output(checkpoint, tmp_path, capsys):
 
 def test_translate_early_stopping_rule_and_alpha_reach_beam_search(checkpoint, capsys):
     args = ["translate", "--beam", "3", "--alpha", "1.5", "--early-stop", "current", "--checkpoint", str(checkpoint)]
-    code, out, _ = run_cli([*args, "--", *LINES[0].split()], capsys)
+    code, out, _ = run_cli([*args, "--", LINES[0]], capsys)
     assert code == 0
     assert out == expected(checkpoint, [LINES[0]], beam=3, alpha=1.5, stop="current")[0] + "\n"
 
@@ -143,6 +168,7 @@ def test_missing_file_and_no_trained_model(tmp_path, capsys, monkeypatch):
     assert code != 0 and "missing.txt: no such file" in err
 
 
+@pytest.mark.slow
 def test_real_entry_point_reads_stdin(checkpoint):
     """The installed command, end to end: stdin in, one translation per line out, no traceback on error."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
@@ -157,6 +183,7 @@ def test_real_entry_point_reads_stdin(checkpoint):
                                  "model's vocabulary (qwerty)"
 
 
+@pytest.mark.slow
 def test_translate_api_keeps_order_across_batches(checkpoint):
     model, tokenizer, _ = load_model(checkpoint)
     sentences = ["I love the cat", "", "we eat bread", "I love you", "the dog sleeps ."] * 3
@@ -209,6 +236,7 @@ def test_unknown_word_errors_do_not_echo_a_huge_input(checkpoint, capsys):
     assert code == 0 and len(err) < 400 and "warning" in err and "... (1,500 characters" in err
 
 
+@pytest.mark.slow
 def test_invalid_utf8_is_named_with_its_line(checkpoint, tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "clearformer.cli", "translate", "--checkpoint", str(checkpoint)]

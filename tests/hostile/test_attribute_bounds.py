@@ -4,10 +4,13 @@ refuses beyond the limit in one line (naming the --steps that fit), and its memo
 
 from __future__ import annotations
 
+import pytest
 import torch
 from conftest import one_line, run_child
 
 from clearformer.data.toy import toy_splits
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 LONG = " ".join(" ".join(source for source, _ in toy_splits()["train"][:40]).split()[:63])
 
@@ -23,7 +26,7 @@ def test_a_long_sentence_with_many_steps_is_refused_before_the_work(toy_run, tmp
 
 def test_the_steps_it_names_fit(toy_run, in_process):
     from clearformer.explain.attribution import attribution_cost
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     _, err = in_process("attribute", LONG, "--steps", "1024", "--checkpoint", toy_run)[1:]
     fitting = int(one_line(err).rsplit("--steps ", 1)[1].split()[0])
@@ -37,7 +40,7 @@ def test_the_steps_it_names_fit(toy_run, in_process):
 
 def test_the_gradient_mean_is_the_same_in_any_number_of_passes(toy_run):
     from clearformer.explain.attribution import gradients, mean_gradients, source_inputs
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, _ = load_model(toy_run)
     model.eval()

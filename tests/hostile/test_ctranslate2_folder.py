@@ -18,13 +18,15 @@ from pathlib import Path
 import pytest
 from conftest import one_line, tree_hashes
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("ctranslate2")
 pytest.importorskip("transformers")
 
 from clearformer.errors import UserError  # noqa: E402
 from clearformer.interop.ct2_engine import STAMP, CTranslate2Engine  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
 from clearformer.store import lock  # noqa: E402
-from clearformer.store.checkpoint import load_model  # noqa: E402
 
 SENTENCE = "I love you"
 

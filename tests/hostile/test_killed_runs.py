@@ -19,6 +19,8 @@ from conftest import one_line
 from clearformer.store import lock
 from clearformer.train.state import step_checkpoints
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]
 
 

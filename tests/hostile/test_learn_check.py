@@ -16,6 +16,8 @@ import pytest
 
 from clearformer.cli import main
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 RIGHT = '''
 import torch
 

@@ -102,6 +102,7 @@ def test_arguments_that_are_not_utf8_are_refused_alike(argv, toy_run, lm_run, in
     assert code == 2 and "not UTF-8 text" in one_line(err)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, after", [(["info"], 0.4), (["translate", "I love you", "--checkpoint", "{run}"], 0.8),
                                          (["train", "--out", "new", "--quiet"], 1.0),
                                          (["translate", "--file", "/dev/stdin", "--checkpoint", "{run}"], 1.5)])

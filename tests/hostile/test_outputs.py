@@ -167,5 +167,6 @@ def test_the_atomic_writer_itself_never_renames_over_a_link_or_a_device(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "link", "target"]
 
 
+pytestmark = [pytest.mark.slow]  # seconds on its own: -m 'not slow' skips it (pyproject)
 if sys.platform != "linux":  # /proc/self/fd and mknod are Linux's
-    pytestmark = pytest.mark.skip("Linux only")
+    pytestmark.append(pytest.mark.skip("Linux only"))

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import one_line, run_child, tree_hashes
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 def sources(tmp_path: Path) -> Path:
     path = tmp_path / "sentences.txt"

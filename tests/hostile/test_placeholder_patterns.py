@@ -14,6 +14,8 @@ import shutil
 import pytest
 from conftest import one_line, run_child
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 RUNAWAY = "(a|aa)+$"
 A_LINE = "a" * 60 + "b"
 

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from clearformer.errors import UserError
 from clearformer.store import safeio
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 ZERO = "/dev/zero"
 
 

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 from conftest import one_line, tree_hashes
+from slowed_cli import slowed_command
 
 from clearformer.store import lock
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]
 
@@ -24,8 +27,8 @@ def busy_run(tmp_path_factory):
     """A `clearformer train --out DIR` running (slowed down) in another process: DIR's lock is held."""
     run = tmp_path_factory.mktemp("busy") / "run"
     env = {**os.environ, "CLEARFORMER_CACHE": "off"}
-    process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", "train", "--out", str(run), "--steps",
-                                "100000", "--slow-down", "0.2", "--quiet"], env=env, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(slowed_command(0.2, "train", "--out", run, "--steps", "100000", "--quiet"), env=env,
+                               stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -142,14 +145,15 @@ def test_import_with_overwrite_replaces_a_clearformer_run(run_copy, marian_sourc
     assert not (run_copy / "checkpoints").exists() and (run_copy / lock.MARKER_FILE).exists()
 
 
-def test_overwrite_of_a_run_from_before_markers_keeps_working(run_copy, in_process):
+def test_a_folder_without_the_marker_is_not_a_run(run_copy, in_process):
+    """Only the marker proves a run (no release ever wrote runs without one): run files alone are refused."""
+    before = tree_hashes(run_copy)
     (run_copy / lock.MARKER_FILE).unlink()
-    assert lock.is_clearformer_run(run_copy)
-    code, _, err = in_process("train", "--out", run_copy, "--overwrite", *SHORT)
-    assert code == 0, err
-    (run_copy / lock.MARKER_FILE).unlink()
-    (run_copy / "my-notes.txt").write_text("mine")  # then it is no longer provably a run
     assert not lock.is_clearformer_run(run_copy)
+    code, _, err = in_process("train", "--out", run_copy, "--overwrite", *SHORT)
+    assert code == 2 and "holds files that are not a clearformer run's" in one_line(err), err
+    assert {k: v for k, v in tree_hashes(run_copy).items() if lock.LOCK_FILE not in k} == \
+        {k: v for k, v in before.items() if lock.LOCK_FILE not in k and lock.MARKER_FILE not in k}
 
 
 def test_the_sweep_keeps_a_users_dotfiles(run_copy, in_process):

@@ -159,6 +159,7 @@ def lm_app(lm_run):
     return create_app(load(lm_run))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["toy_app", "lm_app"])
 @pytest.mark.parametrize("case", sorted(BAD_BODIES))
 def test_every_malformed_body_is_4xx_on_every_route(which, case, request):
@@ -173,6 +174,7 @@ def test_every_malformed_body_is_4xx_on_every_route(which, case, request):
         assert isinstance(message, str) and "\n" not in message and len(message) < 1000, (route, message)
 
 
+@pytest.mark.slow
 def test_a_huge_answer_is_refused_while_it_is_computed(toy_app):
     # Before: 19.9 MB for this sentence at beam 8 (and 69-75 MB on bigger models), all held in memory.
     sentence = "I love you and the cat sat on the mat"

@@ -9,23 +9,25 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import one_line, run_child
+from slowed_cli import slowed_command
 
 from clearformer.cli import main
 from clearformer.train.state import step_checkpoints
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
 def train_until_stepping(run: Path) -> subprocess.Popen:
     """`clearformer train` with checkpoints only every 1,000 steps, once it has done a step or two."""
     env = {**os.environ, "CLEARFORMER_CACHE": "off", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", "train", "--out", str(run), "--steps",
-                                "100000", "--save-every", "1000", "--eval-every", "1000", "--log-every", "1",
-                                "--slow-down", "0.1", "--quiet"], env=env, stdout=subprocess.PIPE,
+    process = subprocess.Popen(slowed_command(0.1, "train", "--out", run, "--steps", "100000", "--save-every", "1000",
+                                              "--eval-every", "1000", "--log-every", "1", "--quiet"), env=env,
+                               stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     metrics = run / "metrics.csv"

@@ -9,6 +9,8 @@ import torch
 from conftest import one_line, run_child, tree_hashes
 from safetensors.torch import load_file, save_file
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 @pytest.mark.parametrize("case, argv, expected", [
     ("--beam 1000000", ["translate", "hello", "--beam", "1000000"], "--beam must be at most 64"),

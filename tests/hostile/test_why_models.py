@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from conftest import one_line
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 GRU = "the GRU baseline (train --arch rnn)"
 
 
@@ -47,8 +49,8 @@ def test_api_why_on_a_gru_run_is_400_with_that_line(body, gru_run):
 
 
 def test_the_transformer_and_the_language_model_implement_the_interface_the_gru_does_not(toy_run, lm_run, gru_run):
+    from clearformer.load import load_model
     from clearformer.model.layered import LayeredModel
-    from clearformer.store.checkpoint import load_model
 
     kinds = {name: isinstance(load_model(run)[0], LayeredModel)
              for name, run in (("transformer", toy_run), ("lm", lm_run), ("gru", gru_run))}

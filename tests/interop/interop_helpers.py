@@ -18,12 +18,13 @@ SENTENCES = ["the cat sat on the mat", "a dog runs in the park", "I love you", "
 TEST_SOURCES = ["the cat runs in the park", "I love you", "a book on le tapis", "we read"]
 
 
-def marian_spm() -> bytes:
+def marian_spm(sentences: list[str] | None = None, vocab_size: int = 60) -> bytes:
     import sentencepiece as spm
 
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(SENTENCES * 20), model_writer=model, vocab_size=60, hard_vocab_limit=False,
+        sentence_iterator=iter((sentences or SENTENCES) * 20), model_writer=model, vocab_size=vocab_size,
+        hard_vocab_limit=False,
         character_coverage=1.0, eos_id=0, unk_id=1, bos_id=-1, pad_id=-1, eos_piece="</s>", unk_piece="<unk>",
         minloglevel=2)
     return model.getvalue()
@@ -41,12 +42,13 @@ def noise(model, skip: str = "-") -> None:
             parameter.normal_(0, 0.2)
 
 
-def marian_folder(directory: Path, seed: int = 0, **overrides):
-    """(folder, MarianMTModel in eval mode): a random Marian translator and its tokenizer files."""
+def marian_folder(directory: Path, seed: int = 0, proto: bytes | None = None, **overrides):
+    """(folder, MarianMTModel in eval mode): a random Marian translator and its tokenizer files (`proto`: the
+    SentencePiece model of both sides, default `marian_spm()`)."""
     import sentencepiece as spm
     from transformers import MarianConfig, MarianMTModel
 
-    proto = marian_spm()
+    proto = proto or marian_spm()
     processor = spm.SentencePieceProcessor(model_proto=proto)
     vocab = {processor.id_to_piece(i): i for i in range(processor.get_piece_size())}
     vocab["<pad>"] = len(vocab)  # Marian's <pad>: the last id, and the decoder's start token

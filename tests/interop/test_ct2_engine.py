@@ -10,6 +10,8 @@ import shutil
 import pytest
 import torch
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("transformers")
 pytest.importorskip("ctranslate2")
 
@@ -27,7 +29,8 @@ from clearformer.interop.ct2_engine import (  # noqa: E402
     load_engine,
     with_engine_defaults,
 )
-from clearformer.store.checkpoint import WEIGHTS_FILE, atomic_save_tensors, load_model, model_tensors, save_model  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
+from clearformer.store.checkpoint import WEIGHTS_FILE, atomic_save_tensors, model_tensors, save_model  # noqa: E402
 
 SENTENCES = [source for source, _ in toy_pairs()[:24]]
 

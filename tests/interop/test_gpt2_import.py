@@ -67,12 +67,13 @@ def test_greedy_generation_gives_gpt2s_tokens(pair):
 
 
 def test_import_writes_a_run_that_loads(pair, tmp_path):
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
-    _, ours, _, folder = pair
+    _, _, _, folder = pair
     import_gpt2(str(folder), tmp_path / "run")
     model, tokenizer, meta = load_model(tmp_path / "run")
     assert tokenizer.kind == "gpt2" and meta["format"] == "gpt2"
+    ours, _ = load_gpt2(str(folder))  # built plain, as the run loads (the pair's has decoded: generate/layout.py)
     ids = torch.tensor([tokenizer.encode(TEXTS[0])])
     with torch.no_grad():
         torch.testing.assert_close(model(ids), ours(ids), atol=0, rtol=0)

@@ -13,7 +13,9 @@ pytest.importorskip("transformers")
 from interop_helpers import gpt2_folder, marian_folder  # noqa: E402
 
 from clearformer.cli import main  # noqa: E402
-from clearformer.generate import DecodingOptions
+from clearformer.generate import DecodingOptions  # noqa: E402
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +54,7 @@ def one_line_error(capsys, argv, says: str) -> None:
 
 def test_translate_explain_evaluate_on_an_imported_marian(imported_marian, tmp_path, capsys):
     from clearformer.generate import translate
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     run, _ = imported_marian
     model, tokenizer, _ = load_model(run)
@@ -101,7 +103,7 @@ def test_export_of_an_imported_marian_reloads_in_transformers(imported_marian, t
 def test_export_to_ctranslate2_from_the_command_line(trained_run, tmp_path, capsys):
     ctranslate2 = pytest.importorskip("ctranslate2")
     from clearformer.generate import translate
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     out = tmp_path / "ct2"
     assert main(["export", "--checkpoint", str(trained_run), "--to", "ctranslate2", str(out)]) == 0

@@ -12,12 +12,12 @@ pytest.importorskip("tokenizers")
 from interop_helpers import TEST_SOURCES, gpt2_folder, marian_folder, padded  # noqa: E402
 
 from clearformer.cli import main  # noqa: E402
+from clearformer.explain.interventions import parse_interventions  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, encode_source, search_tokens  # noqa: E402
 from clearformer.generate.sampling import SamplingOptions, generate  # noqa: E402
 from clearformer.interop.gpt2 import import_gpt2, load_gpt2  # noqa: E402
 from clearformer.interop.marian import load_marian  # noqa: E402
 from clearformer.record import trace  # noqa: E402
-from clearformer.record.interventions import parse_interventions  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,8 @@ import re
 import pytest
 import torch
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("transformers")
 from interop_helpers import padded  # noqa: E402
 
@@ -16,7 +18,7 @@ from clearformer.data.toy import toy_pairs  # noqa: E402
 from clearformer.errors import UserError  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens  # noqa: E402
 from clearformer.interop.marian import check_exportable, export_marian, hf_model, load_marian  # noqa: E402
-from clearformer.store.checkpoint import load_model  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
 
 SENTENCES = [source for source, _ in toy_pairs()[:12]]
 

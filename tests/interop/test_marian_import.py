@@ -8,6 +8,8 @@ import json
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 pytest.importorskip("transformers")
 from interop_helpers import TEST_SOURCES, hf_generate, marian_folder, padded  # noqa: E402
 
@@ -111,7 +113,7 @@ def test_ctranslate2_decodes_the_reexported_model_as_marian_does(pair, tmp_path)
 
 
 def test_import_writes_a_run_that_loads(pair, tmp_path):
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     theirs, ours, tokenizer, folder = pair
     import_marian(str(folder), tmp_path / "run")

@@ -66,6 +66,10 @@ BUGS = {
         ("k.T on a 4-D tensor", _swap("attention", "k.transpose(-2, -1)", "k.T"), "k.transpose(-2, -1)"),
         ("(weights, output) order", _swap("attention", "return weights @ v, weights", "return weights, weights @ v"),
          "wrong order"),
+        # F.dropout trains by default: the weights lose cells and grow by 1/(1 - p); not a softmax-axis problem
+        ("dropout left in", _swap("attention", "    return weights @ v, weights",
+                                  "    weights = torch.nn.functional.dropout(weights, p=0.5)\n"
+                                  "    return weights @ v, weights"), "dropout"),
     ],
     "causal-mask": [
         ("inverted", _swap("causal-mask", "return torch.tril(", "return ~torch.tril("), "swapped"),
@@ -99,6 +103,8 @@ BUGS = {
          "over the tokens"),
         ("E[x^2] for the variance", _swap("layer-norm", "var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)",
                                           "var = (x ** 2).mean(dim=-1, keepdim=True)"), "E[x²]"),
+        ("eps 1e-6, not the eps given", _swap("layer-norm", "torch.sqrt(var + eps)", "torch.sqrt(var + 1e-6)"),
+         "eps argument"),
         ("gamma and beta forgotten", _swap("layer-norm", "return gamma * (x - mean) / torch.sqrt(var + eps) + beta",
                                            "return (x - mean) / torch.sqrt(var + eps)"), "not applied"),
     ],
@@ -112,6 +118,10 @@ BUGS = {
         ("one token short", _swap("greedy-decode", "range(max_new_tokens)", "range(max_new_tokens - 1)"),
          "too few"),
         ("the loop starts without <bos>", GREEDY_NO_BOS, "[bos_id]"),
+        (".max() for .argmax()", _swap("greedy-decode", "int(next_token_logits(prefix).argmax())",
+                                       "int(next_token_logits(prefix).max())"), ".argmax()"),
+        ("tensor ids appended", _swap("greedy-decode", "int(next_token_logits(prefix).argmax())",
+                                      "next_token_logits(prefix).argmax()"), "int("),
         ("never feeds the choice back", _swap("greedy-decode", "next_token_logits(prefix)",
                                               "next_token_logits([bos_id])"), "same id every step"),
     ],
@@ -137,10 +147,19 @@ BUGS = {
         ("beams and tokens swapped", _swap("beam-step", "positions // vocab, positions % vocab",
                                            "positions % vocab, positions // vocab"), "swapped"),
         ("top-k inside each beam", BEAM_INSIDE, "inside each beam"),
+        ("float beam indices", _swap("beam-step", "positions // vocab, positions % vocab",
+                                     "(positions // vocab).float(), positions % vocab"), "integer"),
         ("worst first", _swap("beam-step", "scores, positions = total.topk(beam_size)",
                               "scores, positions = total.topk(beam_size)\n    scores, positions = scores.flip(0), "
                               "positions.flip(0)"), "best first"),
     ],
+}
+
+# What a diagnosis once said of these bugs, wrongly: the report must not say it (each bug above holds what it must say).
+MISLEADING = {
+    "dropout left in": "axis",
+    ".max() for .argmax()": "[bos_id]",
+    "tensor ids appended": "[bos_id]",
 }
 
 # Right answers that differ from clearformer only on a row the Transformer never meets (a query with every key

@@ -16,7 +16,9 @@ from clearformer.learn.capstone_source import skeleton_text, solution_text
 from clearformer.learn.check import check_here, format_report, load_module
 from clearformer.learn.exercises import EXERCISES, exercise
 from clearformer.learn.solutions import solution_text as worked
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 # Written from seed 002 and the Annotated Transformer (not from clearformer's solution): blocked cells -1e9 or
 # -inf, softmax, times V; it differs from clearformer only on a row the Transformer never creates.
@@ -135,6 +137,11 @@ BUGS = {
                                                   "encoder.0.ffn"),   # its input is norm2(x)
     "no causal mask": ("x = layer(x, memory, src_mask, tgt_mask)", "x = layer(x, memory, src_mask, None)",
                        "decoder.0.self_attn"),
+    # one sentence alone has no <pad>: only the padded batch shows it
+    "no encoder padding mask": ("src_mask = (src_ids != self.pad_id)[:, None, None, :]\n        x = self.src_embed",
+                                "src_mask = None\n        x = self.src_embed", "encoder.0.self_attn"),
+    "no padding mask in the cross-attention": ("self.cross_attn(x, memory, src_mask)",
+                                               "self.cross_attn(x, memory, None)", "decoder.0.cross_attn"),
 }
 
 
@@ -162,3 +169,52 @@ def test_learn_train_trains_the_learners_model_into_a_clearformer_run(capstone_f
     assert "trained your model for 3 steps" in out and "translates 'I love you' as" in out
     model, tokenizer, _ = load_model(out_dir)       # the mapping of names, backwards: a clearformer run
     assert model.config.d_model == 64 and torch.isfinite(model.output.linear.bias).all()
+
+
+def test_only_the_padded_batch_shows_a_missing_padding_mask(capstone_folder, toy_runs):
+    from clearformer.learn import capstone_source
+
+    old, new, _ = BUGS["no encoder padding mask"]
+    source = capstone_source.BLOCK.sub(lambda m: "".join(line + "\n" for line in m.group(0).splitlines()[1:-1]),
+                                       capstone_source.SOLUTION.replace(old, new))
+    ok, out = run_check_here(write(capstone_folder, "transformer.py", source), toy_runs / "toy-translate")
+    wrong = [line for line in out.splitlines() if line.endswith("WRONG")]
+    assert not ok and len(wrong) == 1 and "a padded batch of 4 sentences" in wrong[0], out
+    ok, out = run_check_here(write(capstone_folder, "transformer.py", solution_text()), toy_runs / "toy-translate")
+    assert ok and "a padded batch of 4 sentences" in out, out
+
+
+def test_a_starter_that_raises_is_named_by_its_own_file(capstone_folder, toy_runs, capsys, monkeypatch):
+    """A learner's transformer.py that is right, beside an attention.py whose block still raises: the report names
+    attention.py and its line, not the line of transformer.py that called it (the real command, in its child)."""
+    monkeypatch.chdir(capstone_folder)
+    source = worked("attention").replace("    scores = q @ k.transpose(-2, -1)",
+                                         "    raise NotImplementedError\n    scores = q @ k.transpose(-2, -1)")
+    write(capstone_folder, "attention.py", source)
+    line = source.splitlines().index("    raise NotImplementedError") + 1
+    assert main(["learn", "check", "transformer", "transformer.py", "--checkpoint",
+                 str(toy_runs / "toy-translate")]) == 1
+    out = capsys.readouterr().out
+    assert f"attention.py:{line}: your model raised NotImplementedError" in out, out
+    assert "transformer.py:" not in out.split("exercise transformer", 1)[1], out
+
+
+def test_an_untouched_starter_is_never_the_learners_work(capstone_folder, toy_runs, capsys, monkeypatch):
+    from clearformer.learn.exercises import starter_text
+    from clearformer.learn.session import write_missing_solutions
+
+    monkeypatch.chdir(capstone_folder)
+    write(capstone_folder, "attention.py", starter_text(exercise("attention")))   # what lesson 4's notebook wrote
+    args = ["transformer.py", "--checkpoint", str(toy_runs / "toy-translate")]
+    assert main(["learn", "check", "transformer", *args]) == 2
+    err = capsys.readouterr().err
+    assert "imports attention.py, but attention.py is still the untouched starter" in err and err.count("\n") == 1
+    assert main(["learn", "train", *args, "--steps", "1"]) == 2
+    assert "untouched starter" in capsys.readouterr().err
+    mine = worked("layer-norm").replace("eps=1e-5", "eps=1e-05")           # the learner's own, even if close
+    write(capstone_folder, "layer_norm.py", mine)
+    written = write_missing_solutions(capstone_folder)                       # lesson 15's notebook cell
+    assert written == ["attention.py"] and "untouched starter" in capsys.readouterr().out
+    assert (capstone_folder / "attention.py").read_text(encoding="utf-8") == worked("attention")
+    assert (capstone_folder / "layer_norm.py").read_text(encoding="utf-8") == mine   # never over the learner's
+    assert main(["learn", "check", "transformer", *args]) == 0

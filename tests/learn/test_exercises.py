@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from planted import BUGS, NOTES, SOLUTIONS
+from planted import BUGS, MISLEADING, NOTES, SOLUTIONS
 
 from clearformer.cli import main
 from clearformer.errors import UserError
@@ -27,6 +27,7 @@ def test_every_exercise_has_a_solution_and_at_least_three_bugs():
     assert all(len(BUGS[name]) >= 3 for name in names)
 
 
+@pytest.mark.slow
 def test_starters_have_the_issues_signatures_and_are_never_written_twice(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     for item in EXERCISES:
@@ -77,6 +78,7 @@ def test_each_planted_bug_is_caught_and_named(name, bug, source, words, tmp_path
     assert not ok, bug
     assert "... WRONG" in out and out.splitlines()[-1].startswith("wrong: ")
     assert words in out, f"{bug}: the report does not say {words!r}:\n{out}"
+    assert bug not in MISLEADING or MISLEADING[bug] not in out, f"{bug}: the report misleads:\n{out}"
     if "first wrong cell" in out:
         assert re.search(r"first wrong cell \[[\d, ]+\]: expected \S+, got \S+", out)
 
@@ -90,6 +92,7 @@ def test_an_edge_case_the_transformer_never_meets_is_a_note(name, variant, sourc
     assert "note: " in out and words in out and "does not count against you" in out
 
 
+@pytest.mark.slow
 def test_a_fully_masked_row_gets_zero_weights_and_a_zero_output():
     """What the attention exercise expects for a query with nothing to attend to: clearformer's masked_softmax."""
     q, k, v = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 3, 4), torch.randn(1, 1, 3, 4)
@@ -127,6 +130,7 @@ UNUSABLE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", sorted(UNUSABLE))
 def test_an_unusable_file_is_one_line_and_exit_2(what, tmp_path, capsys):
     source, words = UNUSABLE[what]

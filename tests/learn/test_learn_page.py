@@ -6,18 +6,24 @@ import re
 
 import httpx
 import pytest
-from live_support import browser_tab, serve
+from live_support import browser_tab, serve, wait_for, wait_until
 
 from clearformer.explain.examples import run_example
 from clearformer.explain.html import write_html
 from clearformer.explain.translation import explain_translation
 from clearformer.learn.lessons import LESSONS, lesson
-from clearformer.learn.page import lesson_index
-from clearformer.store.checkpoint import load_model
+from clearformer.learn.page import lesson_index, page_sections
+from clearformer.load import load_model
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
 def expected_lessons(name: str) -> list[int]:
-    return [item.number for item in LESSONS if any(re.search(p, name) for p in item.page_steps)]
+    """The lessons the page shows beside step `name`: the one the step leads to (page_leads: a cross-attention step
+    opens lesson 9, not lesson 4) first, then the others in order."""
+    found = [item for item in LESSONS if any(re.search(p, name) for p in item.page_steps)]
+    leading = [item for item in found if any(re.search(p, name) for p in item.page_leads)]
+    return [item.number for item in leading + [item for item in found if item not in leading]]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +70,7 @@ STEPS = ["src_embed.positions.PE", "encoder.layers.0.self_attention.Q", "encoder
 
 
 def test_the_exported_page_shows_the_lesson_beside_each_step(tab, toy_walk, tmp_path):
-    path = write_html(toy_walk, tmp_path / "page.html")
+    path = write_html(toy_walk, tmp_path / "page.html", sections=page_sections())
     tab.goto(path.as_uri())
     for name in STEPS:
         open_step(tab, name)
@@ -81,12 +87,13 @@ def live(toy_runs, tmp_path_factory):
 def test_the_live_page_shows_the_lessons_for_the_seed_example_and_a_typed_sentence(tab, live):
     assert httpx.get(live + "static/lessons.js").status_code == 200
     tab.goto(live)
-    tab.wait_for_selector("#cf-nav .cf-nav-step")
+    wait_for(tab, "#cf-nav .cf-nav-step", "the step navigation's entries")
     open_step(tab, "self_attention.scaled")              # the page opens on seed 002's example
     assert_lesson_panel(tab, "self_attention.scaled")
     tab.fill("#cf-sentence", "I love you")
     tab.click("#cf-explain")
-    tab.wait_for_function("document.querySelector('#cf-result') && "
-                          "document.querySelector('#cf-summary h1').textContent.includes('Translating')")
+    wait_until(tab, "the typed sentence's translation and walkthrough",
+               "document.querySelector('#cf-result') && "
+               "document.querySelector('#cf-summary h1').textContent.includes('Translating')")
     open_step(tab, "encoder.layers.0.self_attention.weights")
     assert_lesson_panel(tab, "encoder.layers.0.self_attention.weights")

@@ -22,6 +22,8 @@ from clearformer.learn.notebooks import notebook_name, notebook_text, write_note
 from clearformer.learn.snippets import run_snippet
 from clearformer.learn.why import NOTEBOOK as WHY_NOTEBOOK
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 REMOTE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
 
@@ -102,17 +104,25 @@ def test_every_notebook_executes(kernel):
         notebook = nbformat.reads(notebook_text(item), as_version=4)
         notebook.cells.insert(0, new_code_cell("%reset -f"))
         NotebookClient(notebook, km=kernel, timeout=180, kernel_name="python3").execute()
-        outputs = [cell.outputs for cell in notebook.cells if cell.cell_type == "code"]
+        code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+        outputs = [cell.outputs for cell in code]
         assert not any(o.output_type == "error" for cell in outputs for o in cell), item.number
         snippet_text = "".join(o.text for o in outputs[1] if o.output_type == "stream")
         assert snippet_text == run_snippet(item.snippet).output, item.number   # the same code, the same output
-        shown = [o for o in outputs[2] if o.output_type == "execute_result"]
-        assert shown and "text/html" in shown[0].data, item.number
-        page = page_inside(shown[0].data["text/html"])
-        assert f"Lesson {item.number}: " in page and not REMOTE.search(page)
-        question = "".join(o.text for o in outputs[3] if o.output_type == "stream")
+        if item.extra.get("show") == "lm":   # lesson 13: a language model reads the sentence (its table, printed)
+            assert "BEFORE the causal mask" in "".join(o.text for o in outputs[2] if o.output_type == "stream")
+        else:
+            shown = [o for o in outputs[2] if o.output_type == "execute_result"]
+            assert shown and "text/html" in shown[0].data, item.number
+            page = page_inside(shown[0].data["text/html"])
+            assert f"Lesson {item.number}: " in page and not REMOTE.search(page)
+        asked = next(i for i, cell in enumerate(code) if "lesson.question.text()" in cell.source)
+        assert asked > 2 and all("lesson.extra()" not in cell.source for cell in code[asked:])  # the table first
+        question = "".join(o.text for o in outputs[asked] if o.output_type == "stream")
         assert "Answer with" in question
-        assert "Put your answer in `answer`" in "".join(o.text for o in outputs[4] if o.output_type == "stream")
+        assert "Put your answer in `answer`" in "".join(o.text for o in outputs[asked + 1] if o.output_type == "stream")
+        if not any(e.lesson == item.number for e in EXERCISES) and item.number != 15:   # its exercise, named last
+            assert f"clearformer learn exercise {item.exercise}" in notebook.cells[-1].source
         last = "".join(o.get("text", "") for o in outputs[-1] if o.output_type == "stream")
         if item.number == 15:      # the skeleton, checked and trained in place: its blocks are not written yet
             assert "raised NotImplementedError" in last, last

@@ -8,9 +8,11 @@ import pytest
 import torch
 
 from clearformer.cli import main
+from clearformer.load import load_model
 from clearformer.model.lm import LanguageModel
 from clearformer.record.trace import Recorder
-from clearformer.store.checkpoint import load_model
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -12,8 +12,10 @@ from clearformer.cli import main
 from clearformer.data.lm import prompt_ids
 from clearformer.explain.lm import explain_lm
 from clearformer.generate.sampling import SamplingOptions, generate
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.tokenize import SPECIALS, WordTokenizer
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 PROMPTS = ["the dog", "the cat ran", "a man looked at", "my son", "the king went into the"]
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 from lm_helpers import tiny_model
 
+from clearformer.explain.interventions import parse_interventions
 from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.record import trace
-from clearformer.record.interventions import parse_interventions
 
 IDS = torch.tensor([[1, 7, 12, 5, 30, 2, 9]])
 
@@ -66,9 +66,9 @@ def test_server_reruns_a_prompt_with_a_head_off(trained_lm):
     from fastapi.testclient import TestClient
 
     from clearformer.data.lm import prompt_ids
+    from clearformer.load import load_model
     from clearformer.serve.app import create_app
     from clearformer.serve.explainer import load
-    from clearformer.store.checkpoint import load_model
 
     client = TestClient(create_app(load(trained_lm)), base_url="http://127.0.0.1:8000")
     model, tokenizer, _ = load_model(trained_lm)

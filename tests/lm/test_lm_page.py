@@ -13,14 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from live_support import assert_bars_show, serve
+from live_support import assert_bars_show, serve, wait_for, wait_until
 
 import clearformer.explain.lm as lm_explain
 from clearformer.cli import main
 from clearformer.data.lm import prompt_ids
 from clearformer.generate.sampling import SamplingOptions, generate
+from clearformer.load import load_model
 from clearformer.record import trace
-from clearformer.store.checkpoint import load_model
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 PROMPT = "the dog ran to"
 LOCAL = "http://127.0.0.1:8000"
@@ -329,20 +331,21 @@ def recorded_self_attention(run: Path, prompt: str, layer: int) -> tuple[list[in
     rows = [recorder.get(name, t)[0] for t in range(3)]  # (heads, rows_t, keys_t)
     keys = rows[-1].shape[-1]
     stacked = torch.cat([torch.nn.functional.pad(r, (0, keys - r.shape[-1])) for r in rows], dim=-2)
-    return new, recorder.get("output.probabilities", 2)[0, -1], stacked
+    return new, torch.softmax(recorder.get("output.logits", 2)[0, -1].float(), dim=-1), stacked
 
 
 def test_live_page_continues_a_prompt_token_by_token(page, lm_server, trained_lm):
     model, tokenizer, _ = load_model(trained_lm)
     last = model.config.n_decoder_layers - 1
     page.goto(lm_server)
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     assert "prompt" in page.get_attribute("#cf-sentence", "placeholder")
     assert page.inner_text("#cf-explain") == "Continue (3 tokens) and explain"
     page.fill("#cf-sentence", PROMPT)
     page.click("#cf-explain")
-    page.wait_for_function("document.querySelector('#cf-summary h1').textContent.startsWith("
-                           f"\"Language model continuing '{PROMPT}'\")")
+    wait_until(page, "the walkthrough of the prompt",
+               "document.querySelector('#cf-summary h1').textContent.startsWith("
+               f"\"Language model continuing '{PROMPT}'\")")
     new, probabilities, weights = recorded_self_attention(trained_lm, PROMPT, last)
     words = [tokenizer.id_to_token(i) for i in new]
     assert page.inner_text("#cf-result") == tokenizer.decode(prompt_ids(tokenizer, PROMPT) + new)
@@ -371,7 +374,7 @@ def test_exported_lm_page_works_offline(page, trained_lm, tmp_path, capsys):
     requests: list[str] = []
     page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()))
     page.goto(path.as_uri())
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     assert requests == [path.as_uri()]  # nothing but the file itself
     assert page.is_hidden("#cf-form")
     _, new, tokenizer = greedy(trained_lm, PROMPT)

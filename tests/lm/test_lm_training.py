@@ -5,20 +5,22 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 import torch
 from lm_helpers import tiny_config
 from safetensors.torch import load_file
+from slowed_cli import slowed_command
 
 from clearformer.cli import main
+from clearformer.load import load_model
 from clearformer.model.lm import LanguageModel
-from clearformer.store.checkpoint import load_model
-from clearformer.train import mfu
+from clearformer.report.flops import FlopCount
 from clearformer.train.lm import LMOptions, learning_rate
 from clearformer.train.state import step_checkpoints
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 TRAIN = ["--preset", "lm-tiny", "--tokenizer", "words", "--batch-size", "4", "--block-size", "16",
          "--lr", "1e-2", "--warmup", "2", "--threads", "1", "--quiet"]
@@ -39,7 +41,7 @@ def test_flops_per_token_is_nanogpts_formula_for_mha():
     model = fresh_model()
     c = model.config
     n = sum(p.numel() for p in model.parameters())  # tied output: the embedding is a matmul too
-    assert mfu.flops_per_token(model, 32) == 6 * n + 12 * c.n_decoder_layers * c.n_heads * c.head_dim * 32
+    assert FlopCount.of(model).per_token(32) == 6 * n + 12 * c.n_decoder_layers * c.n_heads * c.head_dim * 32
 
 
 def test_resume_after_kill_equals_straight_run(tmp_path, corpus_file):
@@ -47,8 +49,8 @@ def test_resume_after_kill_equals_straight_run(tmp_path, corpus_file):
     length = ["--steps", "12", "--eval-every", "4", "--save-every", "3", "--attention", "mla"]
     assert main(["lm", "train", "--corpus", str(corpus_file), "--out", str(straight), *TRAIN, *length]) == 0
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", "lm", "train", "--corpus", str(corpus_file),
-                                "--out", str(killed), *TRAIN, *length, "--slow-down", "0.25"], env=env,
+    process = subprocess.Popen(slowed_command(0.25, "lm", "train", "--corpus", corpus_file, "--out", killed, *TRAIN,
+                                              *length), env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while not (killed / "checkpoints" / "step-00000006").is_dir():

@@ -11,6 +11,8 @@ from train_helpers import losses, tiny_args, weights
 from clearformer.cli import main
 from clearformer.train.state import step_checkpoints
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 OPTIONS = ["--steps", "8", "--log-every", "1", "--eval-every", "4", "--save-every", "4",
            "--bleu-sentences", "4"]
 

@@ -14,10 +14,11 @@ import torch
 from clearformer import devices
 from clearformer.config import preset
 from clearformer.data.batching import Example, collate
+from clearformer.devices import CompiledOrEager
 from clearformer.errors import UserError
 from clearformer.model.transformer import Transformer
 from clearformer.train import state
-from clearformer.train.step import CompiledForward, TrainingForward, TranslationLoss, labelled_rows, to_device
+from clearformer.train.step import TrainingForward, TranslationLoss, labelled_rows, to_device
 from clearformer.train.task import TranslationLossOfBatch, paper_adam
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -63,6 +64,8 @@ def test_to_device_carries_the_host_label_count():
     assert torch.equal(moved.src, batch.src) and torch.equal(moved.tgt_out, batch.tgt_out)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_compiled_step_matches_eager():
     """torch.compile of forward + loss (train/step.py) gives eager's loss and gradients, over two
     batch shapes (dynamic shapes: one compilation)."""
@@ -70,7 +73,7 @@ def test_compiled_step_matches_eager():
         pytest.skip("this torch has no torch.compile")
     model = tiny_model()
     eager = TrainingForward(TranslationLossOfBatch(model, 0.1), "cpu", None)
-    compiled = CompiledForward(eager)
+    compiled = CompiledOrEager(eager, "clearformer train", "training")
     for batch in batches():
         expected = step_grads(eager, model, batch)
         got = step_grads(compiled, model, batch)
@@ -86,7 +89,7 @@ def test_compiled_step_matches_eager():
 def test_compile_failure_falls_back_to_eager_with_one_warning(capsys):
     model = tiny_model()
     eager = TrainingForward(TranslationLossOfBatch(model, 0.1), "cpu", None)
-    forward = CompiledForward(eager)
+    forward = CompiledOrEager(eager, "clearformer train", "training")
 
     def broken(*args, **kwargs):
         raise RuntimeError("no C compiler\nsecond line")
@@ -182,7 +185,8 @@ def test_cuda_step_is_fused_pinned_and_matches_cpu():
     batch = next(batches())
     moved = to_device(batch, device)
     assert moved.src.is_cuda and moved.host_label_count == batch.target_tokens
-    forward = CompiledForward(TrainingForward(TranslationLossOfBatch(model, 0.1), "cuda", torch.bfloat16))
+    forward = CompiledOrEager(TrainingForward(TranslationLossOfBatch(model, 0.1), "cuda", torch.bfloat16),
+                              "clearformer train", "training")
     loss, _, _ = forward(moved)
     loss.backward()
     for group in optimizer.param_groups:

@@ -1,5 +1,7 @@
 """Label-smoothed loss against torch's cross_entropy(label_smoothing=0.1, ignore_index=pad)."""
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 
@@ -56,7 +58,7 @@ def test_training_step_loss_equals_full_logits_loss():
     from clearformer.config import preset
     from clearformer.data.batching import Example, collate
     from clearformer.model.transformer import Transformer
-    from clearformer.train.step import TranslationLoss, place_dropout
+    from clearformer.train.step import TranslationLoss
 
     torch.manual_seed(0)
     config = preset("toy-translate", d_model=16, n_heads=2, d_ff=32, src_vocab_size=20, tgt_vocab_size=20,
@@ -74,7 +76,7 @@ def test_training_step_loss_equals_full_logits_loss():
     torch.testing.assert_close(nll, full_nll)
     for name, p in model.named_parameters():
         torch.testing.assert_close(packed[name], p.grad, msg=name)
-    place_dropout(model, 0.2, 0.3)
+    model = Transformer(dataclasses.replace(config, attention_dropout=0.2, ffn_dropout=0.3))  # dropout: the config's
     assert model.encoder.layers[0].self_attention.dropout == 0.2
     assert model.decoder.layers[0].feed_forward.dropout.p == 0.3
     assert model.decoder.layers[0].add_norm_1.dropout.p == 0.0  # residual dropout stays the config's

@@ -14,9 +14,11 @@ import pytest
 from clearformer.cli import main
 from clearformer.config import FORMAT_VERSION, ModelConfig
 from clearformer.errors import UserError
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.train.state import step_checkpoints
 from tests.train.train_helpers import tiny_args
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 LM_TINY = ["--preset", "lm-tiny", "--tokenizer", "words", "--vocab-size", "64", "--block-size", "16",
            "--batch-size", "4", "--eval-every", "2", "--threads", "1", "--quiet"]

@@ -11,6 +11,8 @@ from train_helpers import losses, run_subprocess, tiny_args, weights
 from clearformer.cli import main
 from clearformer.train.state import step_checkpoints
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 # Dropout on, validation and checkpoints mid-run: the RNG, the early-stopping record and the data
 # position all have to come back for the runs to agree.
 OPTIONS = ["--steps", "24", "--save-every", "6", "--eval-every", "8", "--bleu-sentences", "4",
@@ -21,7 +23,7 @@ def test_resume_after_kill_equals_straight_run(tmp_path):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     assert main(tiny_args(straight, *OPTIONS)) == 0
 
-    process = run_subprocess(tiny_args(killed, *OPTIONS, "--slow-down", "0.25"))
+    process = run_subprocess(tiny_args(killed, *OPTIONS), slowed=0.25)
     deadline = time.monotonic() + 120
     while not (killed / "checkpoints" / "step-00000012").is_dir():
         assert process.poll() is None, process.stdout.read()

@@ -11,10 +11,12 @@ from train_helpers import weights
 from clearformer.cli import main
 from clearformer.config import ModelConfig
 from clearformer.generate import DecodingOptions
+from clearformer.load import load_model
 from clearformer.model import build_model
 from clearformer.model.rnn import RNNSeq2Seq
 from clearformer.model.transformer import Transformer
-from clearformer.store.checkpoint import load_model
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 # The toy preset's GRU, made tiny: one GRU layer a side of width 16.
 TINY_RNN = ["--arch", "rnn", "--set", "d_model=16", "--set", "n_encoder_layers=1", "--set", "n_decoder_layers=1",

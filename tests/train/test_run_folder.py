@@ -14,11 +14,13 @@ import pytest
 from train_helpers import tiny_args, weights
 
 from clearformer.cli import main
+from clearformer.load import load_model
 from clearformer.store.atomic import atomic_write_text
-from clearformer.store.checkpoint import load_model
 from clearformer.store.runs import runs_root
 from clearformer.train.rundir import remove_stale_temporaries
 from clearformer.train.state import step_checkpoints
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 SHORT = ["--steps", "4", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--log-every", "1"]
 

@@ -9,8 +9,8 @@ from train_helpers import tiny_args, weights
 from clearformer.cli import main
 from clearformer.config import preset
 from clearformer.errors import UserError
+from clearformer.load import load_model
 from clearformer.model.transformer import Transformer
-from clearformer.store.checkpoint import load_model
 from clearformer.store.runs import latest_checkpoint, runs_root
 from clearformer.tokenize import WordTokenizer
 from clearformer.train.setup import new_optimizer
@@ -21,6 +21,8 @@ from clearformer.train.state import (
     save_step_checkpoint,
     step_checkpoints,
 )
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 TOKENIZER = WordTokenizer.build(["I love you", "Je t'aime"])
 

@@ -10,10 +10,12 @@ import torch
 from clearformer.cli import main
 from clearformer.data.toy import SEED_SOURCES, toy_pairs, toy_splits
 from clearformer.generate import DecodingOptions, greedy_decode, search_tokens
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.store.runs import default_run_dir, resolve_checkpoint
 from clearformer.train.corpus import encode_pairs, length_ratio
 from clearformer.train.metrics import MetricsLog
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
 def test_phrase_set_holds_the_seeds_and_a_fixed_split():

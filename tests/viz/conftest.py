@@ -41,7 +41,7 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_checkpoint):
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     model, tokenizer, _ = load_model(tiny_checkpoint)
     return model, tokenizer

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from live_support import assert_bars_show, browser_tab
+from live_support import assert_bars_show, browser_tab, wait_for, wait_until
 
 from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.examples import run_example
@@ -24,6 +24,8 @@ from clearformer.generate import DecodingOptions, search_tokens
 from clearformer.generate.greedy import greedy_decode
 from clearformer.record import trace
 from clearformer.tokenize import encode_source
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 MAX_PRESSES = 400
 
@@ -106,17 +108,18 @@ def recorded_translation(model, tokenizer, sentence: str):
 def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, tiny_model, tmp_path):
     model, tokenizer = tiny_model
     page.goto(live_server)
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     # A sentence the model cannot read is refused with the server's one-line message, shown on the page.
     page.fill("#cf-sentence", "zzz qqq")
     page.click("#cf-explain")
-    page.wait_for_selector("#cf-status.cf-error")
+    wait_for(page, "#cf-status.cf-error", "the status line to show an error")
     assert "unknown" in page.inner_text("#cf-status")
 
     page.fill("#cf-sentence", "I love you")
     page.click("#cf-explain")
-    page.wait_for_function("document.querySelector('#cf-summary h1').textContent === "
-                           "\"Translating 'I love you'\"")
+    wait_until(page, "the walkthrough of 'I love you'",
+               "document.querySelector('#cf-summary h1').textContent === "
+               "\"Translating 'I love you'\"")
     encoder, generated, last, cross = recorded_translation(model, tokenizer, "I love you")
     final = len(generated) - 2  # the decoding step that chose the last token
 
@@ -148,7 +151,7 @@ def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, 
     assert page.locator("#cf-produced .cf-token").all_inner_texts() == words
     assert page.inner_text("#cf-result") == tokenizer.decode(generated[1:])
     press_until(page, "ArrowLeft", "output.probabilities", final)
-    probabilities = last.get("output.probabilities")[0, -1]
+    probabilities = torch.softmax(last.get("output.logits")[0, -1].float(), dim=-1)  # what the view shows
     assert_bars_show(page, probabilities, tokenizer, words[-1])
     press_until(page, "ArrowLeft", "decoder.layers.0.cross_attention.weights", final)
     cross = cross[0]
@@ -167,7 +170,8 @@ def test_type_a_sentence_and_step_through_to_its_translation(page, live_server, 
 
 def test_seed_example_on_the_live_page(page, live_server, golden):
     page.goto(live_server)
-    page.wait_for_function("document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
+    wait_until(page, "the page to show seed example 002",
+               "document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
     _, recorder = run_example("i-love-you")
     click_step(page, "self_attention.weights")
     assert_shows(page, "#cf-matrices", recorder.get("self_attention.weights")[0, 0])
@@ -188,7 +192,7 @@ def test_exported_page_works_offline(page, tmp_path):
     requests: list[str] = []
     page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()))
     page.goto(path.as_uri())
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     assert requests == [path.as_uri()]  # nothing but the file itself: no CDN, no other file
     page.locator("body").click(position={"x": 5, "y": 300})
     press_until(page, "ArrowRight", "multi_head.weights")
@@ -224,7 +228,7 @@ def test_exported_translation_links_each_claim_from_its_step(page, tiny_model, t
     walk = explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=2))
     path = write_html(walk, tmp_path / "t.html")
     page.goto(path.as_uri())
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     for name, number in CLAIM_STEPS.items():
         click_step(page, name)
         shown_number, href, text = claim_shown(page)
@@ -236,14 +240,29 @@ def test_exported_translation_links_each_claim_from_its_step(page, tiny_model, t
 
 def test_live_page_links_the_claims_from_the_seed_example(page, live_server):
     page.goto(live_server)
-    page.wait_for_function("document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
+    wait_until(page, "the page to show seed example 002",
+               "document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
     click_step(page, "self_attention.scaled")
     number, href, text = claim_shown(page)
-    assert (number, href) == ("2", "docs/claims.md#claim-2") and "sqrt(d_k)" in text
+    assert (number, href) == ("2", "docs/claims.html#claim-2") and "sqrt(d_k)" in text
     click_step(page, "embedding.positions.PE")
-    assert claim_shown(page)[:2] == ("3", "docs/claims.md#claim-3")
+    assert claim_shown(page)[:2] == ("3", "docs/claims.html#claim-3")
     click_step(page, "self_attention.weights")
     assert claim_shown(page) == (None, None, "")
+
+
+def test_the_claims_link_opens_docs_claims_rendered(page, live_server):
+    """The step's link opens docs/claims.md as a page (markdown-it-py), at the claim's section, its figures in it."""
+    page.goto(live_server)
+    page.wait_for_function("document.querySelector('#cf-summary h1').textContent.startsWith('Seed 002')")
+    click_step(page, "embedding.positions.PE")
+    page.click("#cf-claim a")
+    page.wait_for_selector("#claim-3", state="attached")
+    assert page.url.endswith("docs/claims.html#claim-3")
+    assert page.locator("h1").count() == 1 and page.locator("table").count() > 0 and "](" not in page.inner_text("body")
+    assert "# The tutorials" not in page.inner_text("body")
+    shown = page.eval_on_selector_all("img", "images => images.map(i => i.complete && i.naturalWidth > 0)")
+    assert shown and all(shown)                                      # every figure shows (no broken image)
 
 
 def test_a_claims_measured_results_are_linked_when_the_server_has_them(page, tmp_path):
@@ -254,7 +273,7 @@ def test_a_claims_measured_results_are_linked_when_the_server_has_them(page, tmp
     path = tmp_path / "page.html"
     path.write_text(render_page({"config": {"live": False, "claims": claims}, "walk": walk_payload(walk)}))
     page.goto(path.as_uri())
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     click_step(page, "self_attention.scaled")
     links = page.eval_on_selector_all("#cf-claim a.cf-claim-result", "links => links.map(a => a.getAttribute('href'))")
     assert links == ["claims/claim2-scaling-quick.png", "claims/claim2-scaling-quick.json"]
@@ -298,15 +317,15 @@ def test_no_link_of_the_served_or_exported_page_is_broken(page, live_server, tin
     from clearformer.explain.translation import explain_translation
 
     page.goto(live_server)
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     served = every_link(page)
-    assert any(link.endswith("docs/claims.md#claim-2") for link in served)  # the seed example's claim link
+    assert any(link.endswith("docs/claims.html#claim-2") for link in served)  # the seed example's claim link
     assert_reachable(page, served)
     model, tokenizer = tiny_model
     path = write_html(explain_translation(model, tokenizer, "I love you", DecodingOptions(max_new=2)),
                       tmp_path / "t.html")
     page.goto(path.as_uri())
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     exported = every_link(page)
     assert any("claims.md#claim-" in link for link in exported)
     assert_reachable(page, exported)

@@ -13,6 +13,8 @@ from clearformer.explain.translation import explain_translation
 from clearformer.generate import DecodingOptions
 from clearformer.model.embedding import sinusoidal_table
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

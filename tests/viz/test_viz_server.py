@@ -19,6 +19,8 @@ from clearformer.serve.app import create_app
 from clearformer.serve.explainer import NO_MODEL_NOTICE, load
 from clearformer.serve.pool import AnswerPool, Busy
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 LOCAL = "http://127.0.0.1:8000"
 
 

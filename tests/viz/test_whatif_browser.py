@@ -5,7 +5,9 @@ the page shows are compared with the model's, computed here independently."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
+from live_support import wait_for, wait_until
 from test_viz_browser import click_step, shown
 from test_whatif_server import expected as server_translation  # what the server must answer
 
@@ -14,6 +16,8 @@ from clearformer.explain.search import explain_search
 from clearformer.generate import DecodingOptions
 from clearformer.record import trace
 from clearformer.tokenize import encode_source
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 HEAD = "decoder.layers.0.cross_attention.head.1"
 
@@ -26,7 +30,7 @@ def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
     requests: list[str] = []
     page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()))
     page.goto(path.as_uri())
-    page.wait_for_selector("#cf-beam .cf-beam-node")
+    wait_for(page, "#cf-beam .cf-beam-node", "the beam search's tree to draw its nodes")
     assert requests == [path.as_uri()]  # the tree's script and styles are in the file: nothing else is fetched
     hypotheses = sum(len(s["hypotheses"]) for s in tree["steps"])
     finished = sum(len(s["finished"]) for s in tree["steps"])
@@ -76,14 +80,14 @@ def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
 
 def test_live_page_reruns_with_a_head_off(page, live_server, tiny_model):
     page.goto(live_server)
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     page.fill("#cf-sentence", "I love you")
     page.click("#cf-explain")
-    page.wait_for_selector(f'#cf-whatif button[data-ablate="{HEAD}"]')
+    wait_for(page, f'#cf-whatif button[data-ablate="{HEAD}"]', f"the what-if button of head {HEAD}")
     original = server_translation(tiny_model, "I love you")
     assert page.inner_text("#cf-result") == original
     page.click(f'#cf-whatif button[data-ablate="{HEAD}"]')
-    page.wait_for_selector("#cf-whatif-compare")
+    wait_for(page, "#cf-whatif-compare", "the what-if comparison of the two translations")
     changed = server_translation(tiny_model, "I love you", [HEAD])
     assert page.inner_text("#cf-whatif-original").strip() == original
     assert page.inner_text("#cf-whatif-changed").strip() == changed
@@ -96,34 +100,36 @@ def test_live_page_reruns_with_a_head_off(page, live_server, tiny_model):
     assert values.shape[1] == 4 and not values.any()
     # With beam search: the tree of the changed model's search, and the original's translation beside it.
     page.select_option("#cf-whatif-beam", "3")
-    page.wait_for_selector("#cf-beam .cf-beam-node")
-    page.wait_for_function(f"document.querySelector('#cf-result').textContent === "
-                           f"{server_translation(tiny_model, 'I love you', [HEAD], 3)!r}")
+    wait_for(page, "#cf-beam .cf-beam-node", "the beam search's tree to draw its nodes")
+    wait_until(page, "the what-if rerun's translation",
+               f"document.querySelector('#cf-result').textContent === "
+               f"{server_translation(tiny_model, 'I love you', [HEAD], 3)!r}")
     assert page.inner_text("#cf-whatif-original").strip() == server_translation(tiny_model, "I love you", beam=3)
     # Reset: the original model again.
     page.click("#cf-whatif-reset")
-    page.wait_for_selector("#cf-whatif-compare", state="detached")
+    wait_for(page, "#cf-whatif-compare", "the what-if comparison of the two translations to close", state="detached")
     assert page.inner_text("#cf-result") == server_translation(tiny_model, "I love you", beam=3)
 
 
 def test_claims_run_their_experiment_on_the_sentence(page, live_server, tiny_model):
     page.goto(live_server)
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     page.fill("#cf-sentence", "I love you")
     page.click("#cf-explain")
-    page.wait_for_selector("#cf-whatif")
+    wait_for(page, "#cf-whatif", "the what-if panel")
     click_step(page, "src_embed.positions.PE")  # claim 3: positions
     assert page.get_attribute("#cf-claim-try", "data-ablate") == "encoder.positions"
     page.click("#cf-claim-try")
-    page.wait_for_selector("#cf-whatif-compare")
+    wait_for(page, "#cf-whatif-compare", "the what-if comparison of the two translations")
     assert page.inner_text("#cf-whatif-changed").strip() == server_translation(tiny_model, "I love you",
                                                                                  ["encoder.positions"])
     click_step(page, "decoder.layers.0.cross_attention.head_outputs")  # claim 4: heads
     page.select_option("#cf-head", "1")
     assert page.get_attribute("#cf-claim-try", "data-ablate") == HEAD
     page.click("#cf-claim-try")
-    page.wait_for_function("document.querySelector('#cf-whatif-compare') && document.querySelector("
-                           f"'#cf-whatif-compare').textContent.includes('{HEAD}')")
+    wait_until(page, f"the comparison naming head {HEAD}",
+               "document.querySelector('#cf-whatif-compare') && document.querySelector("
+               f"'#cf-whatif-compare').textContent.includes('{HEAD}')")
     assert page.inner_text("#cf-whatif-changed").strip() == server_translation(tiny_model, "I love you", [HEAD])
 
 
@@ -132,7 +138,7 @@ def test_the_beam_pages_cross_attention_keeps_every_column_in_view(page, tiny_mo
     sentence = "She does not love you and I love you"  # eight source columns and <eos>, numbers in the cells
     walk = explain_search(model, tokenizer, sentence, DecodingOptions(beam=2, max_new=4))
     page.goto(write_html(walk, tmp_path / "beam.html").as_uri())
-    page.wait_for_selector("#cf-beam-matrix")
+    wait_for(page, "#cf-beam-matrix", "the beam step's score matrix")
     labels = page.eval_on_selector_all("#cf-beam-matrix .cf-col-label", "ls => ls.map(l => l.textContent)")
     assert labels[-1] == "<eos>"
     # The last column's right edge lies inside the panel: the side panel grows to its matrix, nothing is clipped.
@@ -159,7 +165,7 @@ def test_masked_placeholders_are_shown_on_the_page_and_in_the_beam_view(page, tm
     walk = explain_search(model, tokenizer, sentence, DecodingOptions(beam=2, max_new=6))
     assert walk.masked_source == "copy ｟ph0｠ to ｟ph1｠" and "%1$s" in walk.result and "｟" not in walk.result
     page.goto(write_html(walk, tmp_path / "masked.html").as_uri())
-    page.wait_for_selector("#cf-beam .cf-beam-node")
+    wait_for(page, "#cf-beam .cf-beam-node", "the beam search's tree to draw its nodes")
     summary = page.inner_text("#cf-masked")
     assert walk.masked_source in summary and walk.masked_result in summary
     assert page.inner_text("#cf-result") == walk.result

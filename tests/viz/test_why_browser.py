@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from live_support import browser_tab
+from live_support import browser_tab, wait_for, wait_until
 from test_viz_browser import shown
 
 from clearformer.explain.html import write_html
@@ -15,19 +15,21 @@ from clearformer.explain.why import attribute_report, lens_report, patch_report
 from clearformer.generate import DecodingOptions
 from clearformer.serve.why import SERVER_STEPS
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 SENTENCE, CORRUPTED = "I love you", "I love cat"
 
 
 def test_live_page_shows_lens_patching_and_attribution(page, live_server, tiny_model):
     model, tokenizer = tiny_model
     page.goto(live_server)
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     page.fill("#cf-sentence", SENTENCE)
     page.click("#cf-explain")
-    page.wait_for_selector("#cf-result")
+    wait_for(page, "#cf-result", "the translation to show")
     # The lens: layers x steps of p(chosen), the top tokens beneath.
     page.click("#cf-why-lens")
-    page.wait_for_selector("#cf-why-out .cf-why-lens")
+    wait_for(page, "#cf-why-out .cf-why-lens", "the logit lens report")
     lens = lens_report(model, tokenizer, SENTENCE)
     values, _ = shown(page, "#cf-why-out")
     expected = np.array([[s["layers"][l]["p_chosen"] for s in lens["steps"]] for l in range(len(model.decoder.layers))])
@@ -37,7 +39,7 @@ def test_live_page_shows_lens_patching_and_attribution(page, live_server, tiny_m
     # Patching: the encoder positions' heatmap and the whole-stack points (encoder.output restores 1).
     page.fill("#cf-why-corrupted", CORRUPTED)
     page.click("#cf-why-patch")
-    page.wait_for_selector("#cf-why-out .cf-why-patch")
+    wait_for(page, "#cf-why-out .cf-why-patch", "the activation patching report")
     report = patch_report(model, tokenizer, SENTENCE, CORRUPTED)
     restored = {p["name"]: p["restored"] for p in report["points"]}
     first, _ = shown(page, "#cf-why-out .cf-matrix:nth-of-type(1)")
@@ -48,7 +50,7 @@ def test_live_page_shows_lens_patching_and_attribution(page, live_server, tiny_m
     assert abs(dict(whole)["encoder.output"] - 1) < 1e-4  # float32 and a random model's small gap; 1e-6: test_why.py
     # Attribution beside cross-attention, for the target word chosen.
     page.click("#cf-why-attribute")
-    page.wait_for_selector("#cf-why-out .cf-why-attribution")
+    wait_for(page, "#cf-why-out .cf-why-attribution", "the attribution report")
     report = attribute_report(model, tokenizer, SENTENCE, "integrated-gradients", SERVER_STEPS)
     attention = attribute_report(model, tokenizer, SENTENCE, "attention")["scores"]
     page.select_option("#cf-why-target", "1")
@@ -66,16 +68,17 @@ def refused_page(browser):
 def test_live_page_patch_refusal_is_one_line(refused_page, live_server):
     page = refused_page
     page.goto(live_server)
-    page.wait_for_selector("#cf-view[data-step-name]")
+    wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
     page.fill("#cf-sentence", SENTENCE)
     page.fill("#cf-why-corrupted", "I love the cat")
     page.click("#cf-why-patch")
-    page.wait_for_function("document.querySelector('#cf-why-status').textContent.includes('same number of tokens')")
+    wait_until(page, "the why panel to refuse sentences of different lengths",
+               "document.querySelector('#cf-why-status').textContent.includes('same number of tokens')")
 
 
 def test_exported_page_shows_the_commands(page, tiny_model, tmp_path):
     model, tokenizer = tiny_model
     walk = explain_search(model, tokenizer, SENTENCE, DecodingOptions(max_new=4))
     page.goto(write_html(walk, tmp_path / "why.html").as_uri())
-    page.wait_for_selector("#cf-why")
+    wait_for(page, "#cf-why", "the why panel")
     assert f'clearformer lens "{SENTENCE}"' in page.inner_text("#cf-why")

@@ -10,6 +10,8 @@ from clearformer.limits import MAX_BODY_BYTES
 from clearformer.serve.app import create_app
 from clearformer.serve.explainer import load
 
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
 
 @pytest.fixture(scope="module")
 def client(tiny_checkpoint):

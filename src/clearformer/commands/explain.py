@@ -7,13 +7,14 @@ import sys
 from clearformer.commands import options, views
 from clearformer.errors import UserError
 from clearformer.explain.examples import run_example
+from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.explain.render import render, to_json
 from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions
 from clearformer.generate.source import unknown_words_line
 from clearformer.limits import require_utf8
-from clearformer.record.interventions import add_ablate_argument, interventions_from_args
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
+from clearformer.model.protocol import is_encoder_decoder
 from clearformer.store.runs import resolve_checkpoint
 
 
@@ -60,7 +61,7 @@ def build(args):
     require_utf8("the sentence", args.sentence)  # as translate refuses it
     directory = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(directory)
-    if not hasattr(model, "encode"):
+    if not is_encoder_decoder(model):
         raise UserError(f"{directory}: holds a decoder-only language model; explain it with "
                         f"`clearformer lm explain TEXT --checkpoint {directory}`")
     check_layer_and_head(model.config, args.layer, args.head)

@@ -7,9 +7,9 @@ import sys
 
 from clearformer.config import PRESETS, VARIANTS, preset, variant_overrides
 from clearformer.errors import UserError
+from clearformer.load import load_model
 from clearformer.model.build import build_model
-from clearformer.model.cache import describe_kv_cache
-from clearformer.store.checkpoint import load_model
+from clearformer.report.model import describe, info_lines
 
 
 def register(subparsers) -> None:
@@ -24,33 +24,6 @@ def register(subparsers) -> None:
     parser.add_argument("--checkpoint", help="describe a trained checkpoint instead of a preset")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.set_defaults(func=run)
-
-
-def parameter_breakdown(model) -> dict[str, int]:
-    """Parameters per top-level part (embeddings, encoder, decoder, output), tied matrices counted once."""
-    seen: set[int] = set()
-    parts: dict[str, int] = {}
-    for name, parameter in model.named_parameters():
-        if id(parameter) in seen:
-            continue
-        seen.add(id(parameter))
-        part = name.split(".")[0]
-        parts[part] = parts.get(part, 0) + parameter.numel()
-    return parts
-
-
-def describe(model, name: str, tokenizer=None) -> dict:
-    """The config, parameter counts and cache size of a model; with a checkpoint's tokenizer, its facts
-    (source_eos, length_ratio: tokenize/facts.py)."""
-    config = model.config
-    info = {"name": name, "config": config.to_dict(), "parameters": model.num_parameters(),
-            "parameters_by_part": parameter_breakdown(model)}
-    if tokenizer is not None:
-        info["tokenizer"] = {"kind": tokenizer.kind, "vocab_size": len(tokenizer), **tokenizer.facts()}
-    cache_bytes = model.kv_cache_bytes()  # None for the GRU: one state vector per layer, not a growing cache
-    if cache_bytes is not None:
-        info["kv_cache_bytes_per_token"] = cache_bytes
-    return info
 
 
 def run(args) -> int:
@@ -78,16 +51,5 @@ def run(args) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
         return 0
-    print(f"{name}: {model.summary()}")
-    for part, count in info["parameters_by_part"].items():
-        print(f"  {part:<12} {count:>14,}")
-    total = info["parameters"]
-    print(f"  {'total':<12} {total:>14,}  ({total / 1e6:.1f}M parameters)")
-    if "tokenizer" in info:
-        t = info["tokenizer"]
-        print(f"  tokenizer: {t['kind']}, {t['vocab_size']:,} tokens, sources end in <eos>: "
-              f"{'yes' if t['source_eos'] else 'no'}, length ratio: {t['length_ratio'] or 'not measured'}, "
-              f"placeholders masked: {'yes' if t.get('mask_placeholders') else 'no'}")
-    if "kv_cache_bytes_per_token" in info:
-        print(f"  KV cache (decoder self-attention): {describe_kv_cache(info['kv_cache_bytes_per_token'])}")
+    print("\n".join(info_lines(info, model.config)))
     return 0

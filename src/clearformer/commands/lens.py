@@ -16,7 +16,7 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.explain.why import lens_report
 from clearformer.limits import require_utf8
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.store.output import check_output, write_output
 from clearformer.store.runs import resolve_checkpoint
 

@@ -17,18 +17,19 @@ from clearformer.config import VARIANTS, MLAConfig, preset, variant_overrides
 from clearformer.data import lm as lm_data
 from clearformer.data.lm import prompt_ids
 from clearformer.errors import UserError
+from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.explain.lm import explain_text, focus
 from clearformer.explain.render import render, to_json
 from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.interop.gpt2 import import_gpt2
 from clearformer.limits import MAX_NEW_TOKENS, check_model_size, require_utf8
+from clearformer.load import load_model
 from clearformer.model.lm import LanguageModel
 from clearformer.options import check_value
-from clearformer.record.interventions import add_ablate_argument, interventions_from_args
-from clearformer.store.checkpoint import load_model
 from clearformer.store.lock import owned_output
 from clearformer.store.runs import runs_root
-from clearformer.train.lm import LMOptions, resume_options, train_language_model
+from clearformer.train import resume_options, train
+from clearformer.train.lm import LMOptions
 
 DEFAULT_RUN = "runs/lm"
 
@@ -66,7 +67,6 @@ def register(subparsers) -> None:
     train.add_argument("--overwrite", action="store_true",
                        help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
-    options.add_test_knobs(train)
     train.set_defaults(func=run_train)
 
     gen = commands.add_parser("generate", help="continue a prompt with a trained language model")
@@ -143,7 +143,6 @@ def build_config(args, vocab_size: int):
 
 
 def run_train(args) -> int:
-    options.apply_test_knobs(args)
     options.apply_threads(args.threads)
     given = LMOptions.given(args)
     args.out = given["run_dir"] = lm_run(given["run_dir"])
@@ -151,7 +150,7 @@ def run_train(args) -> int:
         given["save_every"] = given["eval_every"]
     if args.resume:
         changed = {name: given[name] for name in ("steps", "minutes", "device", "corpus") if given[name]}
-        run_options = resume_options(Path(args.out), **changed)
+        run_options = resume_options(Path(args.out), "lm", **changed)
     else:
         if given["steps"] is None and given["minutes"] is None:
             given["steps"] = 1000  # about 4.5 passes over en-web
@@ -173,8 +172,7 @@ def run_train(args) -> int:
         torch.manual_seed(run_options.loop.seed)
         return tokenizer, LanguageModel(config), train_lines, valid_lines
 
-    result = train_language_model(run_options, resume=args.resume, progress=not args.quiet,
-                                  overwrite=args.overwrite, fresh=fresh)
+    result = train(run_options, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite, fresh=fresh)
     valid = f", validation loss {result.valid_loss:.4f}" if result.valid_loss is not None else ""
     print(f"saved {result.run_dir} (step {result.step}{valid}); try: "
           f"clearformer lm generate \"In the beginning\" --checkpoint {result.run_dir}")

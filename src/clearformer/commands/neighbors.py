@@ -14,7 +14,7 @@ import torch
 
 from clearformer.commands import options
 from clearformer.errors import UserError
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 from clearformer.store.runs import resolve_checkpoint
 
 
@@ -50,13 +50,10 @@ def analogy_vector(matrix: torch.Tensor, a: int, b: int, c: int) -> torch.Tensor
 
 def token_id(tokenizer, word: str) -> int:
     """The id of `word` as one token of the vocabulary; a UserError if it has none."""
-    stoi = getattr(tokenizer, "stoi", None)
-    if stoi is not None:
-        if word not in stoi:
-            raise UserError(f"{word!r} is not in the model's vocabulary")
-        return stoi[word]
     ids = tokenizer.encode(word)
-    if len(ids) != 1 or ids[0] == getattr(tokenizer, "unk_id", None):
+    if ids == [tokenizer.unk_id]:  # a word vocabulary without it (a subword one spells it in pieces)
+        raise UserError(f"{word!r} is not in the model's vocabulary")
+    if len(ids) != 1:
         pieces = ", ".join(repr(tokenizer.id_to_token(i)) for i in ids)
         raise UserError(f"{word!r} is not one token of the vocabulary (it splits into {pieces or 'nothing'})")
     return ids[0]
@@ -75,8 +72,7 @@ def run(args) -> int:
                         f"{len(tokenizer)} tokens")
     words = args.analogy or [args.word]
     ids = [token_id(tokenizer, word) for word in words]
-    specials = {getattr(tokenizer, name) for name in ("pad_id", "unk_id", "bos_id", "eos_id")
-                if getattr(tokenizer, name, None) is not None}
+    specials = {tokenizer.pad_id, tokenizer.unk_id, tokenizer.bos_id, tokenizer.eos_id}
     if len(ids) == 3:
         query = analogy_vector(matrix, *ids)
         title = f"{words[0]} - {words[1]} + {words[2]}"

@@ -34,19 +34,6 @@ def add_threads(parser) -> None:
     parser.add_argument("--threads", type=int, metavar="N", help="at most N CPU threads (default: torch's choice)")
 
 
-def add_test_knobs(parser) -> None:
-    """The hidden flags of the tests (not options of a run, never saved): --slow-down S sleeps S seconds
-    after every training step, so a test can kill a run that is still going."""
-    parser.add_argument("--slow-down", type=float, default=0.0, help=argparse.SUPPRESS)
-
-
-def apply_test_knobs(args) -> None:
-    from clearformer.train import loop
-
-    check_value("--slow-down", args.slow_down, at_least=0.0)
-    loop.TEST_STEP_DELAY_S = args.slow_down
-
-
 def check_threads(threads: int | None) -> None:
     check_value("--threads", threads, at_least=1, at_most=MAX_THREADS)
 

@@ -9,6 +9,9 @@
 Only requests whose Host is a localhost name or the --host address are answered (an IP literal too
 when --host is 0.0.0.0 or ::), and only same-origin pages may POST: see serve/guard.py. Explanations
 run in a bounded worker pool (limits.SERVER_WORKERS, SERVER_QUEUE); a full queue answers 503.
+
+The same server answers LibreTranslate's API (POST /translate, GET /languages: serve/libretranslate.py), so
+Weblate's LibreTranslate backend and `libretranslatepy` use the model: docs/catalogs.md.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from pathlib import Path
 from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
+from clearformer.languages import Languages
 from clearformer.learn.toy import ensure_toy_model
-from clearformer.limits import MAX_SERVER_LM_NEW_TOKENS, SERVER_LM_NEW_TOKENS
+from clearformer.limits import MAX_BATCH_SIZE, MAX_SERVER_LM_NEW_TOKENS, SERVER_LM_NEW_TOKENS
+from clearformer.serve.batcher import Batching
 from clearformer.store.runs import latest_checkpoint, runs_root
 
 
@@ -50,7 +55,30 @@ def register(subparsers) -> None:
     parser.add_argument("--claims", metavar="DIR", default=None,
                         help="folder of `clearformer claims` results (JSON + PNG) to link from their steps "
                              "(default ./claims, where `clearformer claims` writes, when it exists)")
+    api = parser.add_argument_group("LibreTranslate API (POST /translate, GET /languages: docs/catalogs.md)")
+    api.add_argument("--languages", metavar="SRC:TGT",
+                     help="the model's languages, as en:fr (default: what the run's corpus records)")
+    api.add_argument("--batch", type=int, default=32, metavar="N",
+                     help="at most N sentences of requests arriving together decoded together (default 32; 1: each "
+                          "request alone)")
+    api.add_argument("--batch-wait", type=float, default=5.0, metavar="MS",
+                     help="how long the first sentence waits for others to join its batch (default 5 ms)")
+    options.add_threads(api)  # a busy machine decodes faster on fewer threads (BENCHMARKS.md, catalogues section)
+    api.add_argument("--batch-queue", type=int, default=512, metavar="N",
+                     help="sentences that may wait to be translated; beyond, a request gets 429 (default 512)")
     parser.set_defaults(func=run)
+
+
+def batching(args):
+    """The LibreTranslate API's settings from the command line, checked."""
+    if not 1 <= args.batch <= MAX_BATCH_SIZE:
+        raise UserError(f"--batch must be between 1 and {MAX_BATCH_SIZE}, not {args.batch}")
+    if not 0 <= args.batch_wait <= 1000:
+        raise UserError(f"--batch-wait must be between 0 and 1000 ms, not {args.batch_wait}")
+    if not 1 <= args.batch_queue <= 65536:
+        raise UserError(f"--batch-queue must be between 1 and 65536, not {args.batch_queue}")
+    languages = Languages.parse(args.languages) if args.languages else None
+    return Batching(languages, args.batch, args.batch_wait / 1000, args.batch_queue)
 
 
 def choose_checkpoint(args) -> Path | None:
@@ -101,6 +129,8 @@ def run(args) -> int:
     except ImportError as error:
         raise UserError(f"`clearformer serve` needs fastapi and uvicorn ({error.name} is missing): "
                         "pip install 'clearformer[serve]'") from None
+    api = batching(args)  # checked before the model loads
+    options.apply_threads(args.threads)
     checkpoint = choose_checkpoint(args)
     loaded = load(checkpoint) if checkpoint is not None else None
     new_tokens = lm_new_tokens(args, loaded)
@@ -109,7 +139,7 @@ def run(args) -> int:
     if args.claims and not claims_dir.is_dir():
         raise UserError(f"--claims {args.claims}: no such folder")
     app = create_app(loaded, bound_host=args.host, lm_new_tokens=new_tokens, claims_dir=claims_dir,
-                     decoding=DecodingOptions.from_args(args))
+                     decoding=DecodingOptions.from_args(args), batching=api)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown_host}:{args.port}/"
     what = "seed examples only (--seeds-only)"

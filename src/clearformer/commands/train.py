@@ -15,6 +15,7 @@ from clearformer.limits import check_model_size
 from clearformer.store.runs import default_run_dir
 from clearformer.store.safeio import loads_json
 from clearformer.train import TrainOptions, resume_options, train
+from clearformer.train.init import FINE_TUNE_DEFAULTS, check_init_flags, init_values
 from clearformer.train.options import preset_defaults
 
 # Options a resumed run may change; every other option comes from the checkpoint (--preset and --arch
@@ -37,7 +38,6 @@ def register(subparsers) -> None:
                    help="--out holds a run: delete its files (model, checkpoints, metrics) and start afresh")
     options.add_threads(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    options.add_test_knobs(p)
     p.set_defaults(func=run_train)
 
 
@@ -88,6 +88,8 @@ def build_options(args) -> TrainOptions:
     """The run's options: the preset's defaults and the flags given; on --resume, the saved ones with a new
     length, device, bf16 or compile."""
     given = TrainOptions.given(args)
+    if "init" in given and not args.resume:
+        return init_options(given, args.set)
     preset_name, arch = given.get("preset", "toy-translate"), given.get("arch", "transformer")
     suffix = "" if arch == "transformer" else f"-{arch}"  # runs/<preset>-rnn for the GRU baseline
     run_dir = Path(given.pop("run_dir")) if "run_dir" in given else default_run_dir(preset_name + suffix)
@@ -97,7 +99,7 @@ def build_options(args) -> TrainOptions:
         if set(given) - set(RESUMABLE) or args.set:
             raise UserError("--resume continues with the run's saved options; only --steps, --minutes, "
                             "--device, --bf16 and --compile may change")
-        saved = resume_options(run_dir, given.get("steps"), given.get("minutes"))
+        saved = resume_options(run_dir, "translate", steps=given.get("steps"), minutes=given.get("minutes"))
         if "arch" in given and given["arch"] != saved.model.arch:
             raise UserError(f"{run_dir}: a run of --arch {saved.model.arch}; --resume continues it as it was trained")
         hardware = {name: given[name] for name in ("device", "bf16", "compile") if name in given}
@@ -118,6 +120,19 @@ def build_options(args) -> TrainOptions:
     return TrainOptions.for_preset(**values, overrides=overrides, run_dir=str(run_dir))
 
 
+def init_options(given: dict, set_items: list[str]) -> TrainOptions:
+    """`train --init RUN`: the run's preset name and architecture, the fine-tuning recipe (train/init.py), the
+    flags given over it; a flag that would change the run's tokenizer or architecture is refused by name."""
+    check_init_flags(given, set_items)
+    started = init_values(Path(given["init"]))
+    name = Path(given["init"]).resolve().name
+    run_dir = Path(given.pop("run_dir")) if "run_dir" in given else default_run_dir(f"{name}-finetuned")
+    values = {**preset_defaults(started["preset"]), **FINE_TUNE_DEFAULTS, **started, **given}
+    if "minutes" in given and "steps" not in given:
+        values["steps"] = None  # a time budget alone replaces the preset's step count
+    return TrainOptions.for_preset(**values, run_dir=str(run_dir))
+
+
 def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, default: int) -> int:
     """--batch-tokens when not given: `default` on a CPU, the GPU rule (devices.gpu_batch_tokens) on CUDA."""
     if device_name == "cpu":
@@ -135,7 +150,6 @@ def gpu_batch_tokens_for(preset_name: str, device_name: str, vocab_size: int, de
 def run_train(args) -> int:
     import torch
 
-    options.apply_test_knobs(args)
     if args.threads is not None:
         options.apply_threads(args.threads)
     elif getattr(args, "preset", "toy-translate").startswith("toy"):

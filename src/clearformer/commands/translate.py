@@ -1,11 +1,14 @@
 """`clearformer translate`: text from an argument, stdin or a file, one translation per line.
 
     clearformer translate "I love you"
+    clearformer translate "I love you" "the dog sleeps"      # two sentences, two lines out
     echo "I love you" | clearformer translate
     clearformer translate --file sentences.txt --beam 4 --output translations.txt
+    clearformer translate --po app.pot --out fr.po      (a gettext catalogue: commands/catalog.py)
 
-Greedy decoding (stop at <eos>) by default; `--beam N` for beam search. Input lines keep their
-order; empty lines stay empty. Inputs are read as every entry point reads them
+Greedy decoding (stop at <eos>) by default; `--beam N` for beam search. Several text arguments are
+several sentences, one translation per line, as the same sentences on stdin are (quote a sentence of
+several words). Input lines keep their order; empty lines stay empty. Inputs are read as every entry point reads them
 (`generate.source.prepare_sources`): an input of more than 25 words is cut into its sentences, and every
 piece is checked before any is translated: an empty sentence (given as an argument), one of only unknown
 words, or one longer than the model's maximum length is a one-line error naming the file, the line and
@@ -18,17 +21,18 @@ import os
 import sys
 from pathlib import Path
 
+from clearformer.commands import catalog, options
 from clearformer.commands import engine as engine_options
-from clearformer.commands import options
 from clearformer.errors import UserError
+from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
-from clearformer.record.interventions import add_ablate_argument, interventions_from_args
+from clearformer.load import load_model
+from clearformer.model.protocol import is_encoder_decoder
 from clearformer.store import output as store_output
 from clearformer.store import safeio
-from clearformer.store.checkpoint import load_model
 from clearformer.store.output import check_output
 from clearformer.store.runs import resolve_checkpoint
 
@@ -39,7 +43,7 @@ def load_translator(checkpoint: str | None, device: str = "cpu"):
     directory = resolve_checkpoint(checkpoint)
     model, tokenizer, meta = load_model(directory, options.device(device))
     config = model.config
-    if config.n_encoder_layers == 0 or not hasattr(model, "encode"):
+    if config.n_encoder_layers == 0 or not is_encoder_decoder(model):
         raise UserError(f"{directory}: holds a decoder-only language model; translation needs an "
                         f"encoder-decoder checkpoint (try `clearformer lm`)")
     if config.src_vocab_size != len(tokenizer):
@@ -87,8 +91,8 @@ def gather_input(args) -> tuple[list[str], str, bool]:
     """(sentences, name for messages, whether lines may be empty) from the argument, --file or stdin."""
     if args.text and args.file:
         raise UserError("give the text as an argument or --file, not both")
-    if args.text:
-        return [" ".join(args.text)], "argument", False
+    if args.text:  # each argument is one sentence, as each line of stdin is
+        return list(args.text), "argument" if len(args.text) == 1 else "arguments", False
     if args.file:
         return read_lines(Path(args.file)), str(args.file), True
     if sys.stdin is None or sys.stdin.isatty():
@@ -101,11 +105,16 @@ def read_sentences(model, tokenizer, sentences: list[str], name: str, lines_may_
                    split: bool) -> Pieces:
     """Every sentence read and checked piece by piece before any is translated (unknown words: one warning
     line per input), by the one input path (`prepare_sources`)."""
-    if not lines_may_be_empty and not any(text.strip() for text in sentences):  # an empty argument
-        raise UserError("empty sentence (nothing to translate)")
+    if not lines_may_be_empty:  # an empty argument
+        for index, text in enumerate(sentences):
+            if not text.strip():
+                at = f"argument {index + 1}: " if len(sentences) > 1 else ""
+                raise UserError(f"{at}empty sentence (nothing to translate)")
 
     def where(index: int) -> str | None:
-        return None if name == "argument" else f"{name}:{index + 1}"
+        if name == "argument":
+            return None
+        return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
 
     return prepare_sources(tokenizer, [s.strip() for s in sentences], model.config.max_len, split, where=where,
                            warn=warn)
@@ -116,6 +125,9 @@ def warn(message: str) -> None:
 
 
 def run(args) -> int:
+    if args.po:  # a gettext catalogue: commands/catalog.py
+        return catalog.run(args, catalog.TranslateParts(load_translator, check_not_input))
+    catalog.refuse_without_po(args)
     decoding = DecodingOptions.from_args(args)
     engine_options.check_engine_arguments(args)
     if args.engine == "ctranslate2":
@@ -198,11 +210,14 @@ def add_decoding_options(parser) -> None:
 def register(subparsers) -> None:
     parser = subparsers.add_parser("translate", help="translate text with a trained model",
                                    description=__doc__.split("\n\n")[0])
-    parser.add_argument("text", nargs="*", help="the sentence to translate (default: stdin or --file)")
+    parser.add_argument("text", nargs="*",
+                        help="the sentences to translate, one per argument and one translation per line out "
+                             "(quote a sentence of several words; default: stdin or --file)")
     parser.add_argument("--file", metavar="PATH",
                         help="translate every line of PATH (empty lines stay empty)")
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
     add_ablate_argument(parser)
     engine_options.add_engine_arguments(parser)
+    catalog.add_catalogue_arguments(parser)
     parser.set_defaults(func=run)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from clearformer.explain.html import check_page_path, write_html
-from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
+from clearformer.learn.page import page_sections
 from clearformer.store.output import check_output, write_output
 
 
@@ -55,4 +55,4 @@ def write_views(walk, args) -> None:
         for path in write_plots(walk, Path(args.plots)):
             print(f"wrote {path}", file=sys.stderr)
     if args.html:
-        print(f"wrote {write_html(walk, Path(args.html), args.overwrite)}", file=sys.stderr)
+        print(f"wrote {write_html(walk, Path(args.html), args.overwrite, page_sections())}", file=sys.stderr)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from clearformer.generate.beam import BeamStepRecord
 from clearformer.generate.constraints import ends_in_loop
 from clearformer.record.trace import Record
 
@@ -140,22 +141,31 @@ def step_records(records: list[Record]) -> dict[int, tuple[Record, Record]]:
     return {t: (r["beam.logits"], r["beam.adjusted"]) for t, r in sorted(by_step.items())}
 
 
+def step_decision(adjusted: Record) -> BeamStepRecord:
+    """The typed record of what a step of beam search decided (generate/beam.py), carried by its
+    `beam.adjusted` record."""
+    decision = adjusted.meta.get("decision")
+    if not isinstance(decision, BeamStepRecord):
+        raise ValueError(f"{adjusted.name} at step {adjusted.step} carries no BeamStepRecord")
+    return decision
+
+
 def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], vocab: list[str], eos_id: int,
               beam: int, parents: list[str | None], per_hypothesis: int) -> BeamStep:
     """The hypotheses, their candidates and fates, and what finished, at step t (sentence 0 only)."""
-    meta = adjusted.meta
-    if meta["alive"].numel() != 1 or int(meta["alive"][0]) != 0:
+    decision = step_decision(adjusted)
+    if decision.alive.numel() != 1 or int(decision.alive[0]) != 0:
         raise ValueError("the beam view reads one sentence at a time")
     normaliser = torch.logsumexp(raw.value.double(), dim=-1, keepdim=True)
     logprobs, moved = raw.value.double() - normaliser, adjusted.value.double() - normaliser
-    scores = meta["beam_scores"][0].double()
-    top_scores, top_beam, top_token = (x[0] for x in meta["top"])
-    go_scores, go_beam, go_token = (x[0] for x in meta["going"])
-    penalty = float(meta["penalty"])
+    scores = decision.beam_scores[0].double()
+    top_beam, top_token = decision.top.beams[0], decision.top.tokens[0]
+    go_scores, go_beam, go_token = (x[0] for x in decision.going)
+    penalty = float(decision.penalty)
     going = {(int(b), int(k)): j for j, (b, k) in enumerate(zip(go_beam, go_token, strict=True))}
     ends = {(int(b), int(k)) for b, k in zip(top_beam[:beam], top_token[:beam], strict=True) if int(k) == eos_id}
-    prefix = meta["prefix"]
-    done, at_limit = bool(meta["done"][0]), bool(meta["at_limit"][0])
+    prefix = decision.prefix
+    done, at_limit = bool(decision.done[0]), bool(decision.at_limit[0])
     hypotheses, finished = [], []
     for row in range(prefix.shape[0]):
         ids = prefix[row, 1:].tolist()
@@ -170,7 +180,7 @@ def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], voca
         for token in order:
             lp, adj = float(logprobs[row, token]), float(moved[row, token])
             candidate = Candidate(token, vocab[token], lp, adj, float(scores[row]) + adj,
-                                  rule=rule_for(token, lp, adj, eos_id, t, meta["min_length"], ids))
+                                  rule=rule_for(token, lp, adj, eos_id, t, decision.min_length, ids))
             if (row, token) in going and done:  # among the best K, but the search ends here
                 candidate.fate = "finishes" if at_limit and going[(row, token)] == 0 else "stopped"
             elif (row, token) in going:
@@ -186,11 +196,12 @@ def read_step(t: int, raw: Record, adjusted: Record, records: list[Record], voca
         finished.append(Finished(hypotheses[row].words + [vocab[token]], hypotheses[row].tokens + [token], t,
                                  float(go_scores[0]), penalty,
                                  float(go_scores[0]) / penalty, "length limit reached", hypotheses[row].id))
-    best = float(meta["best"][0])
+    best = float(decision.best[0])
     stopped = ""
     if done:
         stopped = ("the length limit" if at_limit else
-                   f"early stop ({meta['stop']}): the best finished score {best:.4f} ≥ {float(meta['reach'][0]):.4f}, "
+                   f"early stop ({decision.stop}): the best finished score {best:.4f} ≥ "
+                   f"{float(decision.reach[0]):.4f}, "
                    f"the most a live hypothesis can still reach")
     return BeamStep(t, penalty, hypotheses, finished, best if math.isfinite(best) else None, stopped)
 
@@ -206,7 +217,8 @@ def read_beam_tree(records: list[Record], vocab: list[str], source_tokens: list[
         steps.append(current)
         children = {c.child: h.id for h in current.hypotheses for c in h.candidates if c.child}
         parents = [children.get(f"{t + 1}.{j}") for j in range(len(children))]
-    # A stable sort: of equal scores the earlier stays first, as `Finished` keeps one only when it beats the best.
+    # A stable sort: of equal scores the earlier stays first, as `generate.beam.BestFinished` keeps one only
+    # when it beats the best.
     ranking = sorted((f for step in steps for f in step.finished), key=lambda f: -f.score)
     tree = BeamTree(source_tokens, beam, alpha, stop, steps, ranking)
     if ranking:

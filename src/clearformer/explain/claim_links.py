@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clearformer.claims.registry import claim
-from clearformer.record.interventions import POSITION_OWNERS
+from clearformer.explain.interventions import POSITION_OWNERS
 
 DOCS = "docs/claims.md"  # relative to the project's root: the page links docs/claims.md#claim-N
 

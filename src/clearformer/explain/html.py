@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Callable
 from dataclasses import fields
 from importlib import resources
 from pathlib import Path
@@ -26,17 +25,6 @@ LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
 STYLE = "walkthrough.css"
 TEMPLATE = "walkthrough.html"
 MARKERS = ("<!--clearformer:style-->", "<!--clearformer:script-->", "<!--clearformer:data-->")
-# What the page shows beside the steps, provided by the floors above explain/ (which it never imports):
-# learn/page.py adds "lessons" when it is imported (commands/views.py, serve/app.py, the notebooks'
-# learn.session). An empty list until then: the page then shows no lesson panel.
-PAGE_SECTIONS: dict[str, Callable[[], object]] = {}
-
-
-def add_page_section(name: str, provide: Callable[[], object]) -> None:
-    """Embed `provide()` under `name` in the data of every page rendered from now on."""
-    PAGE_SECTIONS[name] = provide
-
-
 def asset(name: str) -> str:
     """The text of one front-end file shipped in clearformer/serve/static/."""
     return (resources.files("clearformer.serve") / "static" / name).read_text(encoding="utf-8")
@@ -69,14 +57,15 @@ def to_json(data) -> str:
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def render_page(data: dict, live: bool = False, inline: bool = True) -> str:
+def render_page(data: dict, live: bool = False, inline: bool = True, sections: dict | None = None) -> str:
     """The page for `data` = {"config": {...}, "walk": walkthrough dict or None}.
 
     inline=True puts the CSS and JavaScript into the page (the offline export); otherwise the page
-    links them from `static/` (the live server). live=True adds the sentence form's script."""
+    links them from `static/` (the live server). live=True adds the sentence form's script. `sections`:
+    what the floors above explain/ show beside the steps, passed by the caller (explain/ imports none of
+    them): {"lessons": learn.page.lesson_index()} for lessons.js; without it no lesson panel."""
     scripts = LIVE_SCRIPTS if live else EXPORT_SCRIPTS
-    # lessons.js: the lesson text beside the steps it explains (PAGE_SECTIONS, filled by learn/page.py)
-    data = {"lessons": [], **data, **{name: provide() for name, provide in PAGE_SECTIONS.items()}}
+    data = {"lessons": [], **data, **(sections or {})}
     if inline:
         style = f"<style>\n{asset(STYLE)}</style>"
         sources = [asset(name) for name in scripts]
@@ -106,22 +95,23 @@ def check_page_path(path: Path, overwrite: bool) -> Path:
     return path
 
 
-def write_html(walk: Walkthrough, path: Path, overwrite: bool = True) -> Path:
-    """Write `walk` as one offline HTML page at `path` (atomically); return the path.
-
-    overwrite=False refuses (UserError) a file that exists, also one that appeared while the page was written."""
+def write_html(walk: Walkthrough, path: Path, overwrite: bool = True, sections: dict | None = None) -> Path:
+    """Write `walk` as one offline HTML page at `path` (atomically), with `sections` (`render_page`); return
+    the path. overwrite=False refuses (UserError) a file that exists, also one that appeared while the page
+    was written."""
     path = Path(path)
     doc = claims_doc()
-    page = render_page({"config": {"live": False, "docs": doc.as_uri() if doc else None}, "walk": walk_payload(walk)})
+    page = render_page({"config": {"live": False, "docs": doc.as_uri() if doc else None}, "walk": walk_payload(walk)},
+                       sections=sections)
     write_output(check_output(path, "--html", overwrite, PAGE_EXISTS), page)
     return path
 
 
-def notebook_html(walk: Walkthrough, height: int = 760) -> str:
+def notebook_html(walk: Walkthrough, height: int = 760, sections: dict | None = None) -> str:
     """The walkthrough page for a Jupyter output cell (`Walkthrough._repr_html_`): the offline page of
     `explain --html`, in a sandboxed iframe (`srcdoc`), so its ids, styles and scripts stay its own and
     nothing is fetched from the network."""
-    page = render_page({"config": {"live": False}, "walk": walk_payload(walk)})
+    page = render_page({"config": {"live": False}, "walk": walk_payload(walk)}, sections=sections)
     return (f'<iframe srcdoc="{html.escape(page, quote=True)}" sandbox="allow-scripts" '
             f'style="width:100%;height:{int(height)}px;border:1px solid #ccc" '
             f'title="clearformer walkthrough: {html.escape(walk.title, quote=True)}"></iframe>')

@@ -2,9 +2,9 @@
 gives, under the same options, plus the search's tree (`explain/beam.py`) and, when the model was changed,
 the original translation beside the new one.
 
-Beam search runs through `generate.translate.decode_ids`, the call `translate --beam K` makes for every batch,
-under a recorder; the walkthrough's steps are those of the hypothesis that won (its row of every recorded
-tensor, `follow_chosen`), so the page shows the numbers that chose each of its words.
+Beam search runs through `generate.translate.decode_ids`, which calls `beam_search` as `translate --beam K`
+does for every batch, under a recorder; the walkthrough's steps are those of the hypothesis that won (its row
+of every recorded tensor, `follow_chosen`), so the page shows the numbers that chose each of its words.
 """
 
 from __future__ import annotations

@@ -34,11 +34,11 @@ CATALOG: dict[str, tuple[str, str, str]] = {
                       "The paper multiplies embeddings by √d_model so positions do not drown them."),
     "PE": ("Positional encoding", "PE(pos,2i) = sin(pos/10000^(2i/d)),  PE(pos,2i+1) = cos(pos/10000^(2i/d))",
            "A fixed vector per position, so the model can tell word order apart."),
-    "X": ("Input X = embedding + positional encoding", "X = E[ids] + PE",
+    "X": ("Input X = embedding + positional encoding", "X = E[ids] · √d_model + PE  (the scaled embeddings + PE)",
           "Adding the position vector gives each token a representation of what it is and where it is."),
-    "Q": ("Queries Q", "Q = X · W^Q  (per head: X · W_i^Q)", "What each token is looking for."),
-    "K": ("Keys K", "K = X · W^K", "What each token offers to the others."),
-    "V": ("Values V", "V = X · W^V", "The information each token hands over when attended to."),
+    "Q": ("Queries Q", "Q = X · W^Q + b^Q  (per head: X · W_i^Q + b_i^Q)", "What each token is looking for."),
+    "K": ("Keys K", "K = X · W^K + b^K", "What each token offers to the others."),
+    "V": ("Values V", "V = X · W^V + b^V", "The information each token hands over when attended to."),
     "scores": ("Scores QKᵀ", "scores = Q · Kᵀ",
                "How well each query matches each key: one dot product per pair of tokens."),
     "scaled": ("Scaled scores", "scaled = Q · Kᵀ / √d_k",
@@ -98,6 +98,7 @@ REPEATS = re.compile(r"(\.skip|\.layers\.\d+\.output)$")
 
 PER_HEAD = {"Q", "K", "V", "scores", "scaled", "weights", "head_outputs", "Q_rope", "K_nope", "Q_absorbed"}
 VOCAB_SIZED = {"logits", "probabilities"}
+OUTPUT_LOGITS = "output.logits"  # the output projection's logits (model/transformer.py, OutputProjection)
 
 
 @dataclass
@@ -315,14 +316,31 @@ def build_walkthrough(records: list[Record], title: str, source_tokens: list[str
     (every token fed so far, newest last)."""
     walk = Walkthrough(title, list(source_tokens), list(target_tokens or []))
     rows_so_far = RowsSoFar()
-    for index, record in enumerate(records):
-        if any(record.name.endswith(s) for s in skip) or REPEATS.search(record.name):
-            continue
-        target = (target_by_step or {}).get(record.step, target_tokens or [])
-        labels = {"source": list(source_tokens), "target": list(target)}
-        record, note = rows_so_far(record, list(target))
-        step = step_from_record(record, labels, vocab, top, index)
-        for matrix in step.matrices:
-            matrix.note = "; ".join(n for n in (matrix.note, note) if n)
-        walk.steps.append(step)
+    present = {(record.name, record.step) for record in records}
+    for index, recorded in enumerate(records):
+        for record in (recorded, *probabilities_of(recorded, present)):
+            if any(record.name.endswith(s) for s in skip) or REPEATS.search(record.name):
+                continue
+            target = (target_by_step or {}).get(record.step, target_tokens or [])
+            labels = {"source": list(source_tokens), "target": list(target)}
+            record, note = rows_so_far(record, list(target))
+            step = step_from_record(record, labels, vocab, top, index)
+            for matrix in step.matrices:
+                matrix.note = "; ".join(n for n in (matrix.note, note) if n)
+            walk.steps.append(step)
+    if not any(step.name.endswith("tokens.scaled") for step in walk.steps):  # a model that does not scale E
+        for step in walk.steps:
+            if step.name.endswith("embed.X"):
+                step.formula = "X = E[ids] + PE"
     return walk
+
+
+def probabilities_of(record: Record, present: set[tuple[str, int | None]]) -> list[Record]:
+    """The view's own p = softmax(logits) after the output layer's logits (the model computes no softmax for a
+    viewer): [the `output.probabilities` record], or [] for any other record, or when the records hold one."""
+    if not record.name.endswith(OUTPUT_LOGITS):
+        return []
+    name = record.name.removesuffix("logits") + "probabilities"
+    if (name, record.step) in present:  # a worked example (explain/examples.py) records its own
+        return []
+    return [Record(name, torch.softmax(record.value.float(), dim=-1), record.step)]

@@ -18,12 +18,13 @@ from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.generate.translate import decode_ids
 from clearformer.model.layered import LayeredModel, model_kind
+from clearformer.model.protocol import is_encoder_decoder
 
 MAX_STEPS = 1024  # integrated gradients' path points: more buys nothing the report can show
 
 
 def is_language_model(model) -> bool:
-    return not hasattr(model, "encode")
+    return not is_encoder_decoder(model)
 
 
 def require_layers(model, tool: str) -> None:
@@ -40,7 +41,7 @@ def require_translation(model, tool: str) -> None:
     require_layers(model, tool)
 
 
-def translate_ids(model, tokenizer, text: str, options: DecodingOptions) -> tuple[list[int], list[int]]:
+def source_and_output_ids(model, tokenizer, text: str, options: DecodingOptions) -> tuple[list[int], list[int]]:
     """(source ids as the model reads them, the translation's ids with <eos> last) by `translate`'s search."""
     ids = check_source(tokenizer, text, model.config.max_len)
     model.eval()
@@ -73,7 +74,7 @@ def patch_report(model, tokenizer, clean: str, corrupted: str) -> dict:
     """`clearformer patch CLEAN CORRUPTED`: {"clean", "corrupted", "metric", "points": [{"name", "restored"}]}."""
     require_translation(model, "patch")
     options = DecodingOptions()
-    clean_ids, translation = translate_ids(model, tokenizer, clean, options)
+    clean_ids, translation = source_and_output_ids(model, tokenizer, clean, options)
     corrupted_ids = check_source(tokenizer, corrupted, model.config.max_len)
     m_clean, m_corrupted, points = activation_patching(model, clean_ids, corrupted_ids, translation,
                                                        tokenizer.bos_id)
@@ -103,7 +104,7 @@ def attribute_report(model, tokenizer, text: str, method: str = METHODS[0], step
     require_translation(model, "attribute")
     check_method(method, steps)
     if target is None:
-        ids, translation = translate_ids(model, tokenizer, text, DecodingOptions())
+        ids, translation = source_and_output_ids(model, tokenizer, text, DecodingOptions())
     else:
         ids = check_source(tokenizer, text, model.config.max_len)
         translation = [*tokenizer.encode(target), tokenizer.eos_id]

@@ -7,8 +7,11 @@
     generate(lm, prompt_ids, n, settings)            -> list[int]   (sampling.py)
 
 Every search runs the model's own decoder (`model.decode`, `DecoderLayer.forward`, the attention
-modules) one token at a time with the model's cache (`model/cache.py`); `compiled.py` may compile
-that same step. Under a `trace.Recorder` the same code runs and every intermediate is recorded.
+modules) one token at a time with the model's cache (`model/cache.py`), called by the search itself
+(`compiled.py` may compile that decoder, decided once per search); both searches apply the same decoding
+rules by one call (`rules.py`, in the shape of Transformers' logits processors), and `layout.py` gives the
+model's linear layers their decoding layout. Under a `trace.Recorder` the same code runs and every
+intermediate is recorded.
 """
 
 from clearformer.generate.beam import beam_search, length_penalty

@@ -31,16 +31,52 @@ among them (`DecoderState.select`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
 import torch
 
-from clearformer.generate.brevity import BrevityPenalty
-from clearformer.generate.constraints import DecodingRules
-from clearformer.generate.greedy import search_setup
 from clearformer.generate.options import DEFAULT_ALPHA, STOP_RULES, DecodingOptions, SearchTokens
-from clearformer.generate.state import Decoded, DecoderState
+from clearformer.generate.state import Decoded, start_search
 from clearformer.record import trace
 
-__all__ = ["DEFAULT_ALPHA", "STOP_RULES", "beam_search", "length_penalty"]
+__all__ = ["DEFAULT_ALPHA", "STOP_RULES", "BeamStepRecord", "Candidates", "beam_search", "length_penalty"]
+
+
+class Candidates(NamedTuple):
+    """Extensions of the beams of n sentences, best first: their scores (sums of log-probabilities), the
+    beam each extends and the token it adds, each (n, width)."""
+
+    scores: torch.Tensor
+    beams: torch.Tensor
+    tokens: torch.Tensor
+
+
+@dataclass
+class BeamStepRecord:
+    """What one step of beam search decided, and why: the record the beam view reads (explain/beam.py),
+    recorded as the `beam.adjusted` record's `decision` while a recorder is active.
+
+    prefix (n * k_cur, t + 1): <bos> and the tokens of every live hypothesis, sentence-major;
+    beam_scores (n, k_cur): their sums of log-probabilities; alive (n,): the sentences' original indices;
+    top: the best 2 x beam candidates, going: the best `beam` that do not end in <eos> (`Candidates`);
+    penalty: lp(t + 1); at_limit, done (n,): at its length limit, stopped after this step;
+    best (n,): the best finished score so far; reach (n,): the most a live hypothesis can still reach;
+    min_length and stop: the options the step ran with.
+    """
+
+    prefix: torch.Tensor
+    beam_scores: torch.Tensor
+    alive: torch.Tensor
+    top: Candidates
+    going: Candidates
+    penalty: float
+    at_limit: torch.Tensor
+    done: torch.Tensor
+    best: torch.Tensor
+    reach: torch.Tensor
+    min_length: int
+    stop: str
 
 
 def length_penalty(length: int | float | torch.Tensor, alpha: float):
@@ -48,43 +84,35 @@ def length_penalty(length: int | float | torch.Tensor, alpha: float):
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int, blocked: int | None = None,
-               constraint: DecodingRules | None = None,
-               eos_bonus: tuple[int, torch.Tensor] | None = None, t: int | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The best 2 x beam extensions of each sentence's beams; token `blocked` (<eos> before the
-    minimum length) and the tokens `constraint` forbids are never one, but keep their share of
-    the probability; `eos_bonus` = (<eos> id, (n * k_cur,) bonus: the brevity penalty) is added to
-    the <eos> scores after the probabilities are taken; t is the step (for the constraint).
+def candidates(logits: torch.Tensor, beam_scores: torch.Tensor, beam: int,
+               normaliser: torch.Tensor | None = None) -> Candidates:
+    """The best 2 x beam extensions of each sentence's beams, from `logits` as the decoding rules left them
+    (generate/rules.py: a token they forbid is -inf, never a candidate); `normaliser` (n * k_cur,): each
+    row's logsumexp taken before the rules (default: of `logits`), so that a forbidden token keeps its share
+    of the probability and a bonus moves only its own token.
 
-    logits (n * k_cur, vocab) for n sentences of k_cur beams, beam_scores (n, k_cur) -> scores (sum of
-    log-probabilities), source beam and token of each candidate, each (n, 2 * beam), best first.
+    logits (n * k_cur, vocab) for n sentences of k_cur beams, beam_scores (n, k_cur) -> `Candidates`,
+    each (n, 2 * beam), best first.
     """
     n, k_cur = beam_scores.shape
     # log p(token) = logit - logsumexp(row) is a shift per row, so a sentence's best 2*beam
     # extensions are among the best 2*beam logits of each of its rows: rank those few
     # instead of writing out a log-softmax over the whole vocabulary for every row.
-    normaliser = torch.logsumexp(logits, dim=-1)
-    if blocked is not None:
-        logits[:, blocked] = float("-inf")
-    if eos_bonus is not None:
-        logits[:, eos_bonus[0]] += eos_bonus[1]
-    if constraint is not None:
-        constraint.mask(logits, t)
+    normaliser = torch.logsumexp(logits, dim=-1) if normaliser is None else normaliser
     width = min(2 * beam, logits.shape[-1])
     row_best, row_token = logits.topk(width, dim=-1)  # (n * k_cur, width)
     row_scores = (row_best - normaliser[:, None] + beam_scores.reshape(-1, 1)).view(n, k_cur * width)
     top_scores, top_pos = row_scores.topk(min(2 * beam, k_cur * width), dim=1)  # sorted, best first
     top_beam = torch.div(top_pos, width, rounding_mode="floor")
-    return top_scores, top_beam, row_token.view(n, k_cur * width).gather(1, top_pos)
+    return Candidates(top_scores, top_beam, row_token.view(n, k_cur * width).gather(1, top_pos))
 
 
-def continuing(top_scores: torch.Tensor, top_beam: torch.Tensor, top_token: torch.Tensor, beam: int,
-               eos_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The beams that go on: the best `beam` candidates (each (n, 2 * beam), best first) that do not
-    end in <eos> -> their scores, source beams and tokens, each (n, beam), best first."""
-    scores, pos = top_scores.masked_fill(top_token == eos_id, float("-inf")).topk(min(beam, top_scores.shape[1]), dim=1)
-    return scores, top_beam.gather(1, pos), top_token.gather(1, pos)
+def continuing(top: Candidates, beam: int, eos_id: int) -> Candidates:
+    """The beams that go on: the best `beam` candidates of `top` (each (n, 2 * beam), best first) that do not
+    end in <eos> -> `Candidates`, each (n, beam), best first."""
+    scores, pos = top.scores.masked_fill(top.tokens == eos_id, float("-inf")).topk(min(beam, top.scores.shape[1]),
+                                                                                     dim=1)
+    return Candidates(scores, top.beams.gather(1, pos), top.tokens.gather(1, pos))
 
 
 def reachable(best_beam: torch.Tensor, limits: torch.Tensor, penalty: float, alpha: float, stop: str) -> torch.Tensor:
@@ -96,7 +124,7 @@ def reachable(best_beam: torch.Tensor, limits: torch.Tensor, penalty: float, alp
     return best_beam / penalty
 
 
-class Finished:
+class BestFinished:
     """The best finished hypothesis of every sentence so far: tokens (batch, steps), lengths and
     scores (batch,), the score divided by the length penalty (-inf: none yet)."""
 
@@ -119,7 +147,7 @@ class Finished:
         self.lengths[index] = t + 1
         self.scores[index] = score[improved]
 
-    def offer_step(self, alive: torch.Tensor, t: int, prefix: torch.Tensor, top: tuple, going: tuple,
+    def offer_step(self, alive: torch.Tensor, t: int, prefix: torch.Tensor, top: Candidates, going: Candidates,
                    at_limit: torch.Tensor, penalty: float, beam: int) -> None:
         """Offer what finishes at step t: <eos> among each sentence's best `beam` candidates `top`
         (scores, source beams, tokens; (n, 2 * beam) each), and for a sentence at its length limit
@@ -147,56 +175,46 @@ def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = 
     no options are given).
 
     src_ids (batch, src_len) -> `Decoded` (the best hypothesis per sentence, scores divided by the
-    length penalty with `options.alpha`). Limits, `tokens` and `brevity` as in `greedy_decode`;
+    length penalty with `options.alpha`). Limits, `tokens` and the decoding rules as in `greedy_decode`;
     `options.stop` is the early-stopping rule ("bound" or "current", see the module docstring).
     """
-    options, tokens, limits = search_setup(model, src_ids, options or DecodingOptions(beam=4), tokens)
-    options.check()
-    beam, alpha, stop, eos_id = options.beam, options.alpha, options.stop, tokens.eos_id
+    search = start_search(model, src_ids, options or DecodingOptions(beam=4), tokens)
+    options, state, rules, decode, limits = search.options, search.state, search.rules, search.decode, search.limits
+    beam, alpha, stop, eos_id = options.beam, options.alpha, options.stop, search.tokens.eos_id
     device = src_ids.device
     recorder = trace.active()
-    if recorder is not None:
-        recorder.step = None
-    memory, src_mask = model.encode(src_ids)
-    batch = src_ids.shape[0]
-    steps = int(limits.max())
-    finished = Finished(batch, steps, tokens.pad_id, eos_id, device)
-    alive = torch.arange(batch, device=device)  # original index of every sentence still searched
-    state = DecoderState(model, memory, src_mask, tokens.bos_id, options.use_cache, options.compile)
-    beam_scores = torch.zeros(batch, 1, device=device)  # (alive, beams): sum of log-probabilities
-    constraint = DecodingRules.for_batch(src_ids, tokens, limits)
-    short = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)
-    for t in range(steps):
+    finished = BestFinished(src_ids.shape[0], search.steps, search.tokens.pad_id, eos_id, device)
+    alive = torch.arange(src_ids.shape[0], device=device)  # original index of every sentence still searched
+    beam_scores = torch.zeros(src_ids.shape[0], 1, device=device)  # (alive, beams): sum of log-probabilities
+    for t in range(search.steps):
         if recorder is not None:
             recorder.step = t
         n, k_cur = beam_scores.shape
-        logits = state.logits().float()  # (n * k_cur, vocab)
-        bonus = None if short is None else (eos_id, short.bonus(t, alive, k_cur))
+        logits = model.project(decode(*state.inputs())[:, -1:])[:, 0].float()  # (n * k_cur, vocab)
         trace.emit("beam", "logits", logits)  # the beam view (explain/beam.py): the scores before any rule moves them
-        blocked = eos_id if t < options.min_length else None
-        top_scores, top_beam, top_token = candidates(logits, beam_scores, beam, blocked, constraint, bonus, t)
+        normaliser = torch.logsumexp(logits, dim=-1)  # the model's log p: the rules forbid, they do not renormalise
+        logits = rules(logits, t)
+        top = candidates(logits, beam_scores, beam, normaliser)
         penalty = length_penalty(t + 1, alpha)
-        go_scores, go_beam, go_token = continuing(top_scores, top_beam, top_token, beam, eos_id)
+        going = continuing(top, beam, eos_id)
         if recorder is not None:
-            trace.emit("generate", "chosen", go_token)
+            trace.emit("generate", "chosen", going.tokens)
         at_limit = limits[alive] <= t + 1
-        finished.offer_step(alive, t, state.prefix, (top_scores, top_beam, top_token), (go_scores, go_beam, go_token),
-                            at_limit, penalty, beam)
-        done = at_limit | (finished.scores[alive] >= reachable(go_scores[:, 0], limits[alive], penalty, alpha, stop))
+        finished.offer_step(alive, t, state.prefix, top, going, at_limit, penalty, beam)
+        reach = reachable(going.scores[:, 0], limits[alive], penalty, alpha, stop)
+        done = at_limit | (finished.scores[alive] >= reach)
         if recorder is not None:  # the beam view (explain/beam.py): what this step decided, and why
-            trace.emit("beam", "adjusted", logits, prefix=state.prefix, beam_scores=beam_scores, alive=alive,
-                       top=(top_scores, top_beam, top_token), going=(go_scores, go_beam, go_token), penalty=penalty,
-                       at_limit=at_limit, done=done, best=finished.scores[alive].clone(), min_length=options.min_length,
-                       reach=reachable(go_scores[:, 0], limits[alive], penalty, alpha, stop), stop=stop)
+            trace.emit("beam", "adjusted", logits, decision=BeamStepRecord(
+                state.prefix, beam_scores, alive, top, going, penalty, at_limit, done, finished.scores[alive].clone(),
+                reach, options.min_length, stop))
         keep = (~done).nonzero()[:, 0]
         if keep.numel() == 0:
             break
-        rows = (torch.arange(n, device=device)[:, None] * k_cur + go_beam)[keep].reshape(-1)
+        rows = (torch.arange(n, device=device)[:, None] * k_cur + going.beams)[keep].reshape(-1)
         state.select(rows, sentences=keep if keep.numel() < n else None)
-        state.append(go_token[keep].reshape(-1))
-        if constraint is not None:
-            constraint.select(rows)
-            constraint.chose(go_token[keep].reshape(-1))
-        beam_scores = go_scores[keep]
+        state.append(going.tokens[keep].reshape(-1))
+        rules.select(rows)
+        rules.chose(going.tokens[keep].reshape(-1))
+        beam_scores = going.scores[keep]
         alive = alive[keep]
     return Decoded(finished.tokens, finished.lengths, finished.scores, eos_id)

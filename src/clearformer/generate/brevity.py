@@ -48,21 +48,30 @@ def eos_bonus(t: int, expected: torch.Tensor, weight: float) -> torch.Tensor:
 
 
 class BrevityPenalty:
-    """The brevity penalty of one batch: expected lengths per sentence, bonus per hypothesis row."""
+    """The brevity penalty of one batch, a decoding rule (generate/rules.py): the expected length of every
+    hypothesis row's sentence, and the bonus added to its <eos> score at each step."""
 
-    def __init__(self, expected: torch.Tensor, weight: float) -> None:
-        self.expected = expected  # (batch,)
+    def __init__(self, expected: torch.Tensor, weight: float, eos_id: int) -> None:
+        self.expected = expected  # (rows,): one per hypothesis, following them by `select`
         self.weight = weight
+        self.eos_id = eos_id
 
     @classmethod
     def for_batch(cls, src_ids: torch.Tensor, tokens: SearchTokens, weight: float) -> BrevityPenalty | None:
         """None when switched off (weight 0) or the run has no measured length ratio."""
         if weight <= 0 or tokens.length_ratio <= 0:
             return None
-        return cls(expected_lengths(src_ids, tokens.pad_id, tokens.length_ratio, tokens.source_eos), weight)
+        return cls(expected_lengths(src_ids, tokens.pad_id, tokens.length_ratio, tokens.source_eos), weight,
+                   tokens.eos_id)
 
-    def bonus(self, t: int, sentences: torch.Tensor, per_sentence: int = 1) -> torch.Tensor:
-        """(rows,) the bonus for ending at step t; rows = the sentences `sentences` (original
-        indices) x `per_sentence` hypotheses each, sentence-major."""
-        bonus = eos_bonus(t, self.expected[sentences], self.weight)
-        return bonus.repeat_interleave(per_sentence) if per_sentence > 1 else bonus
+    def __call__(self, logits: torch.Tensor, t: int) -> torch.Tensor:
+        """logits (rows, vocab) for the token at step t, in place: the bonus for ending now added to <eos>."""
+        logits[:, self.eos_id] += eos_bonus(t, self.expected, self.weight).to(logits.dtype)
+        return logits
+
+    def chose(self, tokens: torch.Tensor) -> None:
+        """Nothing to count: the bonus depends on the step only."""
+
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep hypotheses `rows` (as `DecoderState.select`)."""
+        self.expected = self.expected.index_select(0, rows)

@@ -16,7 +16,8 @@ so a placeholder in a source sentence is one token id, and copying it is one dec
   writes them now (a young model sometimes runs on, repeating itself, until the limit: its
   translation is poor either way, but it still holds every placeholder of the source).
 
-Both are masks on the next-token logits; the rest of decoding is unchanged. Placeholders that are
+Both are masks on the next-token logits (decoding rules, generate/rules.py); the rest of decoding is
+unchanged. Placeholders that are
 not single pieces (rare ones, below the vocabulary's frequency threshold) are not constrained; a
 run that masks placeholders (tokenize/placeholders.py) has every one of them as a reserved token
 ｟ph{i}｠, a single piece, so there all are.
@@ -28,7 +29,8 @@ its length limit (BENCHMARKS.md, "Placeholders: masked before the model, restore
 the repeat forbidden, it has to choose another piece, most often <eos>. Placeholder pieces are left
 to `PlaceholderConstraint`, which counts them.
 
-`DecodingRules` applies both, in that order, with the same interface (mask, chose, select).
+Both are decoding rules in the shape generate/rules.py gives them: called on the (rows, vocab) logits of
+step t, told the tokens chosen (`chose`) and the hypotheses kept (`select`).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class PlaceholderConstraint:
         """(rows, n_pieces) True where piece j must not come next; and (rows,) True where <eos> must not."""
         return self.remaining == 0, self.remaining.sum(dim=1) > 0
 
-    def mask(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
+    def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
         """Set the logits of forbidden tokens to -inf, in place: logits (rows, vocab) for the token at
         step t (0-based; needed to know how many tokens are left before the length limits)."""
         no_piece, no_eos = self.forbidden()
@@ -137,7 +139,7 @@ class RepeatBound:
         in_source = (self.src == self.last[:, None]).long() * self.runs
         return in_source.amax(dim=1).clamp(min=MIN_RUN)
 
-    def mask(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
+    def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
         """Set to -inf, in place, the logit of a piece that would run past its bound or close a loop."""
         if bool((self.count >= MIN_RUN).any()):  # rarely true: most steps have no run long enough to check
             stop = (self.count >= self.allowed()) & (self.last >= 0)
@@ -188,36 +190,3 @@ class RepeatBound:
         self.src, self.runs = self.src.index_select(0, rows), self.runs.index_select(0, rows)
         self.last, self.count = self.last.index_select(0, rows), self.count.index_select(0, rows)
         self.recent = self.recent.index_select(0, rows)
-
-
-class DecodingRules:
-    """The rules a search applies to each step's logits: the repeat bound (`SearchTokens.repeat_bound`,
-    decoding's --repeats), then the placeholder constraint (when the source holds placeholder pieces)."""
-
-    def __init__(self, rules: list) -> None:
-        self.rules = rules
-
-    @classmethod
-    def for_batch(cls, src_ids: torch.Tensor, tokens, limits: torch.Tensor | None = None) -> DecodingRules | None:
-        """The rules for a batch, from the search's `SearchTokens` (which say whether the repeat bound
-        applies, and which pieces are placeholders); None when none applies."""
-        rules: list = []
-        if tokens.repeat_bound:
-            rules.append(RepeatBound(src_ids, tokens.pad_id, tokens.placeholder_ids))
-        constraint = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, tokens.eos_id, limits)
-        if constraint is not None:
-            rules.append(constraint)
-        return cls(rules) if rules else None
-
-    def mask(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
-        for rule in self.rules:
-            logits = rule.mask(logits, t)
-        return logits
-
-    def chose(self, tokens: torch.Tensor) -> None:
-        for rule in self.rules:
-            rule.chose(tokens)
-
-    def select(self, rows: torch.Tensor) -> None:
-        for rule in self.rules:
-            rule.select(rows)

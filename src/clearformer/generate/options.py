@@ -20,7 +20,7 @@ from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKE
 from clearformer.options import Options, option
 
 STOP_RULES = ("current", "bound")
-COMPILE_CHOICES = ("auto", "on", "off")
+COMPILE_CHOICES = ("auto", "on", "off", "graph")
 PLACEHOLDER_RULES = ("exact", "free")
 # The paper's length penalty is alpha = 0.6; a larger alpha translated longer and better on the
 # trained en-fr-software model (BENCHMARKS.md, "Translation length: the length penalty on one
@@ -57,8 +57,9 @@ class DecodingOptions(Options):
     repeats: str = option("auto", "--repeats", "'bounded': no piece comes more than max(3, its longest run in the "
                           "source) times in a row, and no span of 2-8 pieces three times in a row unless the "
                           "source does (no runaway repetition to the length limit); 'free': no bound; "
-                          "'auto' (default): bounded for runs that mask placeholders, free for older runs (they "
-                          "translate as before)", choices=REPEAT_RULES)
+                          "'auto' (default): bounded for runs that mask placeholders (every corpus run unless "
+                          "--no-mask-placeholders), free for the others (the toy phrase set, imported models: "
+                          "they decode as their own engines do)", choices=REPEAT_RULES)
     max_extra: int = option(50, "--max-extra", "stop at source length + N tokens (default 50, as in the paper)",
                             metavar="N", at_least=0, at_most=MAX_NEW_TOKENS)
     # A fixed token budget instead of max_extra, and <eos> forbidden before min_length tokens (benchmarks).
@@ -71,8 +72,9 @@ class DecodingOptions(Options):
     use_cache: bool = True  # False: the whole prefix again every step (tests prove the cache changes nothing)
     with_scores: bool = True  # greedy: also sum the log-probabilities (a pass over the vocabulary per step)
     compile: str = option("auto", "--compile", "compile the decoder's one-token step with torch.compile: 'on', "
-                          "or 'off'; 'auto' (default) runs it eagerly (compiling did not pay on the CPU: "
-                          "BENCHMARKS.md)", choices=COMPILE_CHOICES)
+                          "or 'off'; 'graph': a static cache, replayed as a CUDA graph on a GPU "
+                          "(generate/graphs.py); 'auto' (default) runs it eagerly on a CPU (compiling did not "
+                          "pay there: BENCHMARKS.md) and as 'graph' on a GPU", choices=COMPILE_CHOICES)
 
     def describe(self) -> str:
         """One line for a report: the search and the rules that shape its output."""
@@ -107,7 +109,7 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
     """
     config = model.config
     pieces = () if tokenizer is None or (options is not None and options.placeholders == "free") \
-        else tuple(getattr(tokenizer, "placeholder_ids", ()))
+        else tuple(tokenizer.placeholder_ids)
     return SearchTokens(
         bos_id=DEFAULT_BOS_ID if tokenizer is None else tokenizer.bos_id,
         eos_id=DEFAULT_EOS_ID if tokenizer is None else tokenizer.eos_id,
@@ -120,9 +122,9 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
 
 
 def repeat_bound(tokenizer, options: DecodingOptions | None) -> bool:
-    """--repeats: 'bounded', 'free', or 'auto' (bounded for a run that masks placeholders: runs trained
-    before masking existed decode exactly as they did)."""
+    """--repeats: 'bounded', 'free', or 'auto' (bounded for a run that masks placeholders; free without a
+    tokenizer, for the toy phrase set and for imported models, which decode as their own engines do)."""
     rule = "auto" if options is None else options.repeats
     if rule == "auto":
-        return bool(getattr(tokenizer, "mask_placeholders", False))
+        return tokenizer is not None and tokenizer.mask_placeholders
     return rule == "bounded"

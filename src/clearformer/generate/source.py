@@ -50,9 +50,8 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
     words = ids[:-1] if source_eos and ids else ids
     if not words:
         raise UserError(f"{at}empty sentence (nothing to translate)")
-    unknown_words = getattr(tokenizer, "unknown_words", None)
     # Words of the sentence the model reads (placeholders masked when the run masks them).
-    unknown = unknown_words(mask_placeholders(tokenizer, text).text) if unknown_words else []
+    unknown = tokenizer.unknown_words(mask_placeholders(tokenizer, text).text)
     if all(i == tokenizer.unk_id for i in words):
         shown = shorten(", ".join(unknown[:5]) or repr(text))
         raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
@@ -90,6 +89,12 @@ class Pieces:
         """Each piece's translation with its placeholders put back (`tokenize.restore_placeholders`)."""
         return [restore_placeholders(masked, text) for masked, text in zip(self.masks, translations, strict=True)]
 
+    @classmethod
+    def whole(cls, sources: Sequence[list[int]]) -> Pieces:
+        """Sources already encoded, each its own input and its own piece, nothing masked."""
+        return cls(texts=[""] * len(sources), sources=list(sources), owners=list(range(len(sources))),
+                   masks=[Masked("")] * len(sources), count=len(sources))
+
     def of(self, index: int) -> list[int]:
         """The positions of input `index`'s pieces."""
         return [i for i, owner in enumerate(self.owners) if owner == index]
@@ -112,7 +117,6 @@ def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool 
     an "empty sentence" error: `explain` has nothing to show). `warn(line)` is told once per input of the
     words the model does not know."""
     pieces = Pieces(count=len(inputs))
-    unknown_words = getattr(tokenizer, "unknown_words", None)
     for index, text in enumerate(inputs):
         parts = split_long(text) if split else [text]
         name = where(index) if where else None
@@ -125,7 +129,7 @@ def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool 
             pieces.masks.append(mask_placeholders(tokenizer, part))
             pieces.sources.append(ids)
             pieces.owners.append(index)
-        unknown = unknown_words(text) if check and unknown_words and text.strip() else []
+        unknown = tokenizer.unknown_words(text) if check and text.strip() else []
         if unknown:
             pieces.unknown[index] = list(dict.fromkeys(unknown))
             if warn is not None:

@@ -1,10 +1,9 @@
 """What autoregressive decoding carries from one step to the next, and what it returns.
 
-`DecoderState` runs the model's own decoder (`model.decode`, then `model.project`): with the
-model's cache (`model/cache.py`) one token per hypothesis per step; without it (`use_cache=False`)
-the decoder over the whole prefix again every step (O(n^2) work, the way the Annotated Transformer
-decodes), to prove the cache changes nothing. `generate/compiled.py` may hand the same step to
-`torch.compile`.
+`DecoderState` holds what the model's own decoder reads at each step (`inputs()`, given to
+`model.decode` by the search itself, then `model.project`): with the model's cache (`model/cache.py`)
+one token per hypothesis per step; without it (`use_cache=False`) the whole prefix again every step
+(O(n^2) work, the way the Annotated Transformer decodes), to prove the cache changes nothing.
 
 Rows are hypotheses: one per sentence for greedy decoding, `beam` per sentence for beam search,
 ordered sentence-major. `select(rows, sentences)` keeps and reorders hypotheses (a beam continues
@@ -17,11 +16,17 @@ them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from clearformer.generate.compiled import decode_step
+from clearformer.generate import graphs
+from clearformer.generate.compiled import decoder_for
+from clearformer.generate.layout import use_few_rows_layout
+from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
+from clearformer.generate.rules import DecodingRules
+from clearformer.record import trace
 
 
 def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: int,
@@ -49,12 +54,10 @@ class DecoderState:
     """
 
     def __init__(self, model, memory: torch.Tensor, src_mask: torch.Tensor, bos_id: int,
-                 use_cache: bool = True, compile: str = "off") -> None:
-        self.model = model
+                 use_cache: bool = True) -> None:
         self.memory = memory
         self.src_mask = src_mask
         self.cache = model.new_cache() if use_cache else None
-        self.step = decode_step(model, compile) if use_cache else None
         self.prefix = torch.full((memory.shape[0], 1), bos_id, dtype=torch.long, device=memory.device)
 
     @property
@@ -62,14 +65,14 @@ class DecoderState:
         """Absolute position of the newest decoder input token."""
         return self.prefix.shape[1] - 1
 
-    def logits(self) -> torch.Tensor:
-        """Scores for the next token of every row: (rows, tgt_vocab)."""
+    def inputs(self) -> tuple:
+        """The arguments of this step's `model.decode(tokens, memory, src_mask, cache, position)`: with the
+        cache the newest token of every row (rows, 1) at its position, else the whole prefix (rows, t + 1)
+        from position 0. The decoder's last position gives the next token's scores either way."""
         if self.cache is None:
-            hidden = self.model.decode(self.prefix, self.memory, self.src_mask)
-            return self.model.project(hidden[:, -1:])[:, 0]
-        logits = self.step(self.prefix[:, -1:], self.memory, self.src_mask, self.cache, self.position)
-        self.memory = None  # the cache holds the source's keys and values now
-        return logits
+            return self.prefix, self.memory, self.src_mask, None, 0
+        memory, self.memory = self.memory, None  # after this step the cache holds the source's keys and values
+        return self.prefix[:, -1:], memory, self.src_mask, self.cache, self.position
 
     def append(self, tokens: torch.Tensor) -> None:
         """Feed the chosen tokens (rows,) at the next step."""
@@ -116,3 +119,38 @@ class Decoded:
             row = row[:length]
             out.append(row[:-1] if row and row[-1] == self.eos_id else row)
         return out
+
+
+@dataclass
+class SearchStart:
+    """What greedy decoding and beam search both start from (`start_search`)."""
+
+    options: DecodingOptions
+    tokens: SearchTokens
+    limits: torch.Tensor  # (batch,): tokens each sentence may generate
+    steps: int  # the longest limit
+    state: DecoderState  # one row per sentence, the source encoded
+    rules: DecodingRules  # min length, brevity, repeats, placeholders (generate/rules.py)
+    decode: Callable  # `model.decode`, or compiled (generate/compiled.py): decided here, once
+
+
+def start_search(model, src_ids: torch.Tensor, options: DecodingOptions | None,
+                 tokens: SearchTokens | None) -> SearchStart:
+    """The opening of every search over src_ids (batch, src_len): the options (default `DecodingOptions()`),
+    checked; the token facts (default `search_tokens(model)`); each sentence's length limit; the source
+    encoded (recorded with `recorder.step = None`) into a `DecoderState`; the decoding rules; the decoder.
+    The model's linear layers take the few-rows layout (generate/layout.py) from here on."""
+    use_few_rows_layout(model)
+    options = (DecodingOptions() if options is None else options).check()
+    tokens = search_tokens(model) if tokens is None else tokens
+    limits = max_new_tokens(src_ids, tokens.pad_id, options.max_extra, model.config.max_len, options.max_new)
+    recorder = trace.active()
+    if recorder is not None:
+        recorder.step = None
+    memory, src_mask = model.encode(src_ids)
+    state = DecoderState(model, memory, src_mask, tokens.bos_id, options.use_cache)
+    decode = decoder_for(model, options.compile)
+    if options.use_cache and graphs.applies(model, options.compile, memory.device):
+        decode = state.cache = graphs.GraphStep(model)  # the static cache and its step (a CUDA graph on a GPU)
+    return SearchStart(options, tokens, limits, int(limits.max()), state,
+                       DecodingRules.for_search(src_ids, tokens, options, limits), decode)

@@ -91,9 +91,35 @@ def translate(model, tokenizer, sentences: list[str], options: DecodingOptions |
 
 def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions | None = None,
                      progress: Callable[[int], None] | None = None) -> list[str]:
-    """`translate` of inputs already read by `prepare_sources`: one translation per input."""
-    translations = translate_ids(model, tokenizer, pieces.sources, options,
-                                 per_input_progress(progress, pieces.count, len(pieces.sources)))
+    """`translate` of inputs already read by `prepare_sources`: one translation per input.
+
+    The pieces are sorted longest first (each batch holds pieces of similar length: little padding), each
+    batch goes to the search itself (greedy_decode or beam_search: nothing between a command and the model's
+    decoder but these two frames), and the translations come back in the inputs' order, placeholders
+    restored and an input's sentences joined; an empty piece translates to "".
+    """
+    # Text needs no scores: greedy skips its pass over the vocabulary per step.
+    options = (options or DecodingOptions()).but(with_scores=False)
+    tokens = search_tokens(model, tokenizer, options)
+    search = greedy_decode if options.beam == 1 else beam_search
+    device = next(model.parameters()).device
+    progress = per_input_progress(progress, pieces.count, len(pieces.sources))
+    translations = [""] * len(pieces.sources)
+    todo = sorted((item for item in enumerate(pieces.sources) if item[1]), key=lambda item: -len(item[1]))
+    if progress is not None and len(todo) < len(pieces.sources):
+        progress(len(pieces.sources) - len(todo))
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(todo), options.batch_size):
+            chunk = todo[start: start + options.batch_size]
+            src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
+            for (index, _), ids in zip(chunk, search(model, src_ids, options, tokens).sequences(), strict=True):
+                translations[index] = tokenizer.decode(ids)
+            if progress is not None:
+                progress(len(chunk))
+    finally:
+        model.train(was_training)
     return join_pieces(pieces.restore(translations), pieces.owners, pieces.count)
 
 
@@ -113,26 +139,5 @@ def restore_pieces(masks: Sequence[Masked], translations: Sequence[str]) -> list
 
 def translate_ids(model, tokenizer, sources: list[list[int]], options: DecodingOptions | None = None,
                   progress: Callable[[int], None] | None = None) -> list[str]:
-    """`translate` for sentences already encoded (lists of source ids; an empty list -> "")."""
-    # Text needs no scores: greedy skips its pass over the vocabulary per step.
-    options = (options or DecodingOptions()).but(with_scores=False)
-    tokens = search_tokens(model, tokenizer, options)
-    device = next(model.parameters()).device
-    outputs = [""] * len(sources)
-    # Longest first, so that each batch holds sentences of similar length (little padding).
-    todo = sorted((item for item in enumerate(sources) if item[1]), key=lambda item: -len(item[1]))
-    if progress is not None and len(todo) < len(sources):
-        progress(len(sources) - len(todo))
-    was_training = model.training
-    model.eval()
-    try:
-        for start in range(0, len(todo), options.batch_size):
-            chunk = todo[start: start + options.batch_size]
-            src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
-            for (index, _), ids in zip(chunk, decode_ids(model, src_ids, options, tokens), strict=True):
-                outputs[index] = tokenizer.decode(ids)
-            if progress is not None:
-                progress(len(chunk))
-    finally:
-        model.train(was_training)
-    return outputs
+    """`translate` for sentences already encoded (lists of source ids; an empty list -> ""), each one input."""
+    return translate_pieces(model, tokenizer, Pieces.whole(sources), options, progress)

@@ -279,7 +279,7 @@ class CTranslate2Engine:
         self.ids = {token: index for index, token in enumerate(tokens)}
         self.tokenizer = tokenizer
         self.max_len = max_len
-        self.placeholder_ids = frozenset(getattr(tokenizer, "placeholder_ids", ()))
+        self.placeholder_ids = frozenset(tokenizer.placeholder_ids)
 
     def translate_ids(self, sources: list[list[int]], options: DecodingOptions | None = None,
                       progress: Callable[[int], None] | None = None) -> list[str]:

@@ -40,6 +40,7 @@ from clearformer.model.embedding import sinusoidal_table
 from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.checkpoint import atomic_save_tensors, save_model
 from clearformer.store.safeio import read_bytes, read_json_object
+from clearformer.tokenize import mask_with_stand_ins
 from clearformer.tokenize.files import read_vocabulary
 from clearformer.tokenize.marian import MarianVocabularyTokenizer
 from clearformer.tokenize.placeholders import RESERVED_TOKENS
@@ -207,7 +208,7 @@ def export_marian(model, tokenizer, out: Path, beam: int = 4) -> Path:
     atomic_save_tensors(out / "model.safetensors", marian_tensors(model), metadata={"format": "pt"})
     for name, data in tokenizer_files(tokenizer, model.config.max_len).items():
         atomic_write_bytes(out / name, data)
-    if tokenizer.mask_placeholders:
+    if tokenizer.mask_placeholders and tokenizer.stand_ins is None:  # stand-ins: the vocabulary is the model's own
         atomic_write_text(out / PLACEHOLDER_FILE, json.dumps(placeholder_record(tokenizer), ensure_ascii=False,
                                                              indent=1) + "\n")
     return out
@@ -224,7 +225,7 @@ def placeholder_record(tokenizer) -> dict:
 
 def masking_note(tokenizer) -> str | None:
     """The one line `export` prints for a run that masks placeholders (None for one that does not)."""
-    if not tokenizer.mask_placeholders:
+    if not tokenizer.mask_placeholders or tokenizer.stand_ins is not None:
         return None
     return (f"note: this model reads placeholders masked as {RESERVED_TOKENS[0]}, {RESERVED_TOKENS[1]}, ...; the "
             f"exported model does not mask, restore or constrain them: do it yourself ({PLACEHOLDER_FILE})")
@@ -340,6 +341,9 @@ def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
                                           start=itos[fields.int("decoder_start_token_id", minimum=0)])
     tokenizer.source_eos = True  # MarianTokenizer appends </s> to every source: the model was trained so
     read_placeholder_record(folder, tokenizer)
+    # A vocabulary not made for placeholders (opus-mt's): numerals stand in for the reserved tokens, and decoding
+    # copies them exactly (tokenize/standins.py; docs/adapt.md).
+    mask_with_stand_ins(tokenizer)
     for field, value in (("pad_token_id", tokenizer.pad_id), ("eos_token_id", tokenizer.eos_id)):
         if fields.data.get(field) not in (None, value):
             raise UserError(f"{fields.path}: field {field!r} = {fields.data.get(field)} but vocab.json gives {value}")

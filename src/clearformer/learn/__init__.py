@@ -13,5 +13,3 @@
     capstone_source.py  lesson 15's Transformer file and its skeleton;  capstone.py  its check and training (in
                   the child), the mapping of names;  capstone_run.py  the commands' side
 """
-
-from clearformer.learn import page as _page  # noqa: F401, E402 - the lessons beside every page's steps (notebooks too)

@@ -25,7 +25,6 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
-from clearformer.model.transformer import translation_flops
 
 # learner's parameter name (regular expression) -> clearformer's (docs/learn.md, lesson 15)
 NAMES = [
@@ -130,8 +129,9 @@ def recorded_modules(learner) -> list[tuple[str, str]]:
     return sorted(pairs, key=key)
 
 
-def first_difference(learner, reference, src, tgt_in) -> str | None:
-    """Run both on one sentence pair; the first module (in data-flow order) whose output differs, in words."""
+def first_difference(learner, reference, src, tgt_in, pad_id: int | None = None) -> str | None:
+    """Run both on a batch of sentence pairs; the first module (in data-flow order) whose output differs, in words.
+    With `pad_id`, only the real tokens' rows are compared (a padded position's row is nobody's output)."""
     from clearformer.record import trace
 
     outputs, hooks = {}, []
@@ -156,18 +156,23 @@ def first_difference(learner, reference, src, tgt_in) -> str | None:
         mine = outputs.get(name)
         if not isinstance(mine, torch.Tensor):
             return f"{name}: returned {type(mine).__name__}, expected a tensor like clearformer's {recorded}"
-        words = _differ(mine, want)
+        real = None if pad_id is None else (src if name.startswith(("src_embed", "encoder")) else tgt_in) != pad_id
+        words = _differ(mine, want, real)
         if words:
             return f"the first module whose output differs is {name} (clearformer's {recorded}): {words}"
-    words = _differ(got, expected.to(torch.float64)) if isinstance(got, torch.Tensor) else "not a tensor"
+    real = None if pad_id is None else tgt_in != pad_id
+    words = _differ(got, expected.to(torch.float64), real) if isinstance(got, torch.Tensor) else "not a tensor"
     return f"the logits differ: {words}" if words else None
 
 
-def _differ(mine: torch.Tensor, want: torch.Tensor) -> str | None:
+def _differ(mine: torch.Tensor, want: torch.Tensor, real: torch.Tensor | None = None) -> str | None:
+    """Where `mine` differs from `want`, in words; `real` (batch, seq): the rows that count."""
     if tuple(mine.shape) != tuple(want.shape):
         return f"shape {tuple(mine.shape)}, expected {tuple(want.shape)}"
     mine = mine.detach().to(torch.float64)
     bad = ~((mine - want).abs() <= TOLERANCE + TOLERANCE * want.abs())
+    if real is not None and bad.dim() == 3 and tuple(real.shape) == tuple(bad.shape[:2]):
+        bad &= real[..., None]
     if not bool(bad.any()):
         return None
     index = tuple(int(i) for i in bad.nonzero()[0])
@@ -187,7 +192,7 @@ def test_sentences() -> list[tuple[str, str]]:
 def child_job(job: dict, emit, limit) -> dict:
     from clearformer.learn.check import load_module
     from clearformer.learn.sandbox import read_source
-    from clearformer.store.checkpoint import load_model
+    from clearformer.load import load_model
 
     path = Path(job["path"])
     source = read_source(path)
@@ -244,7 +249,7 @@ def check_learner(job: dict, module, reference, tokenizer, emit) -> dict:
         try:
             words = first_difference(learner, reference, src, tgt_in)
         except BaseException as failure:
-            words = f"{learner_line(failure, path)}: your model raised {describe(failure)}"
+            words = f"{learner_line(failure, path)}: your model raised {describe(failure)}{unwritten(failure)}"
         report.results.append(CaseResult(name, words is None, None if words is None else Mismatch("", words)))
         name = f"{english!r}: greedy translation"
         emit("case", index=index, name=name)
@@ -260,9 +265,83 @@ def check_learner(job: dict, module, reference, tokenizer, emit) -> dict:
         except UserError:
             raise
         except BaseException as failure:
-            words = f"{learner_line(failure, path)}: translate() raised {describe(failure)}"
+            words = f"{learner_line(failure, path)}: translate() raised {describe(failure)}{unwritten(failure)}"
         report.results.append(CaseResult(name, words is None, None if words is None else Mismatch("", words)))
+    report.results.append(batch_case(learner, reference, tokenizer, path, emit))
     return {"report": report_dict(report)}
+
+
+def batch_sentences() -> list[tuple[str, str]]:
+    """"I love you" and the first toy test sentence of each other length (words): a batch that needs padding."""
+    from clearformer.data.toy import toy_splits
+
+    chosen = {3: ("I love you", "Je t'aime")}
+    for english, french in toy_splits()["test"]:
+        chosen.setdefault(len(english.split()), (english, french))
+    return [chosen[length] for length in sorted(chosen)]
+
+
+def padded_batch(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
+    """The test sentences as one batch, each padded with <pad> to the longest: (src, tgt_in), (batch, len)."""
+    from clearformer.tokenize import encode_source
+
+    pairs = [(encode_source(tokenizer, english), [tokenizer.bos_id] + tokenizer.encode(french))
+             for english, french in batch_sentences()]
+    pad = tokenizer.pad_id
+
+    def padded(rows: list[list[int]]) -> torch.Tensor:
+        width = max(len(row) for row in rows)
+        return torch.tensor([row + [pad] * (width - len(row)) for row in rows])
+
+    return padded([s for s, _ in pairs]), padded([t for _, t in pairs])
+
+
+def batch_case(learner, reference, tokenizer, path: Path, emit):
+    """Sentences of different lengths as one padded batch (what training feeds): a model without the padding mask
+    lets the real tokens attend to <pad>, and the first module that does is named. Run on the toy run's weights
+    and on clearformer's fresh initialisation (seed 0): the trained heads are so sharp that the weight a real token
+    gives to <pad> can stay below the tolerance, the untrained ones spread it."""
+    from clearformer.learn.check import CaseResult, Mismatch, describe, learner_line
+    from clearformer.model.transformer import Transformer
+
+    src, tgt_in = padded_batch(tokenizer)
+    lengths = [int((row != tokenizer.pad_id).sum()) for row in src]
+    name = (f"a padded batch of {src.shape[0]} sentences ({', '.join(map(str, lengths))} source tokens, padded to "
+            f"{src.shape[1]} with <pad>): logits at the real tokens, trained and fresh weights")
+    emit("case", index=len(test_sentences()) + 1, name=name)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        fresh = Transformer(reference.config).double().eval()
+    words = None
+    try:
+        for weights, model in (("the toy run's weights", reference), ("fresh weights", fresh)):
+            if model is fresh:
+                learner = learner_model_like(learner, model)
+            words = first_difference(learner, model, src, tgt_in, pad_id=tokenizer.pad_id)
+            if words is not None:
+                words = f"with {weights}, {words} (only in a padded batch: are the <pad> keys blocked in every " \
+                        "attention that reads the source?)"
+                break
+    except UserError:
+        raise
+    except BaseException as failure:
+        words = f"{learner_line(failure, path)}: your model raised {describe(failure)}{unwritten(failure)}"
+    return CaseResult(name, words is None, None if words is None else Mismatch("", words))
+
+
+def learner_model_like(learner, reference):
+    """The learner's model with `reference`'s weights (by NAMES), in float64 evaluation mode."""
+    problems = load_into_learner(learner, reference)
+    if problems:
+        raise UserError(problems[0])
+    return learner.double().eval()
+
+
+def unwritten(failure: BaseException) -> str:
+    """A starter's `raise NotImplementedError` still in place: say so (learner_line names its file and line)."""
+    if isinstance(failure, NotImplementedError):
+        return " (a starter's `raise NotImplementedError` still stands there: fill that block)"
+    return ""
 
 
 class LearnerAsClearformer(torch.nn.Module):
@@ -289,10 +368,6 @@ class LearnerAsClearformer(torch.nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def training_flops(self, src, tgt_out) -> float:
-        """The trainer's MFU figure: the same Transformer's FLOPs (model/transformer.py)."""
-        return translation_flops(self.config, src, tgt_out)
-
     def state_dict(self, *args, **kwargs):
         return {clearformer_name(name): tensor for name, tensor in self.learner.state_dict(*args, **kwargs).items()}
 
@@ -300,21 +375,18 @@ class LearnerAsClearformer(torch.nn.Module):
 def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
     """clearformer's trainer (train/loop.py) on the learner's model, started from the weights clearformer's
     own initialisation gives (so a right model trains as the toy run did); then "I love you"."""
-    from clearformer.commands.train import build_options, register
     from clearformer.learn.check import describe, learner_line
     from clearformer.store import lock
     from clearformer.tokenize import encode_source
     from clearformer.train.loop import run_setup
+    from clearformer.train.options import TrainOptions
     from clearformer.train.setup import prepare
 
     path = Path(job["path"])
-    parser = _train_parser(register)
-    args = parser.parse_args(["train", "--preset", "toy-translate", "--out", job["out"], "--quiet", "--threads", "1",
-                              # BLEU decodes with clearformer's cached search, which this model does not have
-                              "--bleu-sentences", "0",
-                              *(["--steps", str(job["steps"])] if job.get("steps") else []),
-                              *(["--overwrite"] if job.get("overwrite") else [])])
-    options = build_options(args)
+    # `clearformer train --preset toy-translate --out OUT`'s options; no BLEU: it decodes with clearformer's
+    # cached search, which the learner's model does not have.
+    steps = {"steps": int(job["steps"])} if job.get("steps") else {}
+    options = TrainOptions.for_preset("toy-translate", run_dir=str(job["out"]), bleu_sentences=0, **steps).check()
     try:
         setup = prepare(options, resume=False, run_dir=Path(options.loop.run_dir), overwrite=bool(job.get("overwrite")))
         learner, error = _model_or_error(module, setup.model, path)
@@ -345,14 +417,6 @@ def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
     return {"trained": {"steps": result.step, "seconds": round(time.monotonic() - began, 1),
                         "loss": result.train_loss, "valid_loss": result.valid_loss, "run": str(result.run_dir),
                         "translation": tokenizer.decode(ids)}}
-
-
-def _train_parser(register):
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="clearformer")
-    register(parser.add_subparsers(dest="command"))
-    return parser
 
 
 def write_line(text: str) -> None:

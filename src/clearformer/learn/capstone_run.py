@@ -26,10 +26,22 @@ def check_capstone(path: Path, timeout: float, checkpoint=None) -> Report:
     from clearformer.learn.toy import ensure_toy_model
 
     check_timeout(timeout)
-    read_source(path)
+    refuse_untouched_starters(path, read_source(path))
     run_dir = ensure_toy_model(checkpoint)
     run = run_child({"kind": "transformer", "path": str(path), "run": str(run_dir)}, timeout)
     return report_of(run, _Capstone, path, timeout)
+
+
+def refuse_untouched_starters(path: Path, source: str) -> None:
+    """An exercise file the capstone imports that is still its untouched starter is not the learner's work: a
+    one-line UserError naming it (learn/starters.py), before anything runs."""
+    from clearformer.learn.starters import starter_advice, untouched_starters
+
+    found = untouched_starters(path, source)
+    if found:
+        item, file = found[0]
+        others = f" (and {len(found) - 1} more: {', '.join(f.name for _, f in found[1:])})" if len(found) > 1 else ""
+        raise UserError(f"{path.name} imports {file.name}{others}, but {starter_advice(item, file)}")
 
 
 def train_capstone(path: Path, out: Path | None, timeout: float, steps: int | None, overwrite: bool,
@@ -39,7 +51,7 @@ def train_capstone(path: Path, out: Path | None, timeout: float, steps: int | No
     from clearformer.store.runs import default_run_dir
 
     check_timeout(timeout)
-    read_source(path)
+    refuse_untouched_starters(path, read_source(path))
     if steps is not None and not 1 <= steps <= 100_000:
         raise UserError("--steps: give a number of steps from 1 to 100000")
     run_dir = ensure_toy_model(checkpoint)       # its tokenizer and config are the ones the trainer rebuilds

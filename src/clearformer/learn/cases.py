@@ -99,6 +99,8 @@ def layer_norm_cases() -> list[Case]:
              ("random (1, 1, 16)", _rand(23, 1, 1, 16), _rand(24, 16), _rand(25, 16), 1e-5),
              ("small variance, eps 1e-3", 0.01 * _rand(26, 1, 3, 6), torch.ones(6, dtype=torch.float64),
               torch.zeros(6, dtype=torch.float64), 1e-3),
+             # a variance near eps: where an eps other than the one given (1e-6, 1e-12) shows
+             ("variance near eps (1e-5)", 0.003 * _rand(29, 2, 3, 8), _rand(24, 8), _rand(25, 8), 1e-5),
              ("a constant row (variance 0)", torch.full((1, 2, 4), 3.0, dtype=torch.float64), _rand(27, 4),
               _rand(28, 4), 1e-5)]
     return [Case(name, (x, g, b, eps), reference.layer_norm(x, g, b, eps), info={"eps": eps})
@@ -145,8 +147,12 @@ def _next_token_logits(model: Transformer, src: torch.Tensor, bos_id: int = 2):
         """The model's scores for the token after `prefix` (<bos> first): (vocab,)."""
         if isinstance(prefix, torch.Tensor):
             prefix = prefix.tolist()
-        if not isinstance(prefix, (list, tuple)) or not all(isinstance(t, int) for t in prefix):
+        if not isinstance(prefix, (list, tuple)):
             raise PrefixError(f"next_token_logits takes a list of token ids, got {type(prefix).__name__}")
+        odd = next((t for t in prefix if not isinstance(t, int)), None)
+        if odd is not None or any(isinstance(t, bool) for t in prefix):
+            raise PrefixError(f"next_token_logits takes a list of int token ids; the prefix holds a "
+                              f"{type(odd).__name__}")
         if not prefix or prefix[0] != bos_id:
             raise PrefixError(f"next_token_logits({list(prefix)[:8]}): the prefix must start with bos_id = {bos_id}")
         if not all(0 <= t < model.config.tgt_vocab_size for t in prefix):

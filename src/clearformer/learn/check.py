@@ -133,13 +133,20 @@ def describe(error: BaseException) -> str:
 
 
 def learner_line(error: BaseException, path: Path) -> str:
-    """'FILE:LINE' of the innermost frame of the learner's file in the error's traceback (else 'FILE')."""
+    """'FILE:LINE' of the innermost frame of the learner's files in the error's traceback (else 'FILE'): `path`,
+    or an exercise file beside it that `path` imports (the capstone's attention.py), named as the learner would."""
     target = str(path)
-    line = None
+    try:
+        folder = path.resolve().parent
+    except OSError:
+        folder = None
+    where = None
     for frame in traceback.extract_tb(error.__traceback__):
         if frame.filename == target:
-            line = frame.lineno
-    return f"{path}:{line}" if line is not None else str(path)
+            where = f"{path}:{frame.lineno}"
+        elif folder is not None and frame.filename.endswith(".py") and Path(frame.filename).parent == folder:
+            where = f"{path.with_name(Path(frame.filename).name)}:{frame.lineno}"
+    return where or str(path)
 
 
 def learner_source_line(error: BaseException, path: Path, source: str) -> str:
@@ -178,6 +185,9 @@ def compare_tensor(expected: torch.Tensor, got, part: str) -> Mismatch | None:
     else:
         if got.is_complex() or got.dtype == torch.bool:
             return Mismatch(part, f"dtype {got.dtype}, expected real numbers")
+        if not expected.is_floating_point() and got.is_floating_point():  # indices: a float one indexes nothing
+            return Mismatch(part, f"dtype {got.dtype}, expected integer indices ({expected.dtype}): a float index "
+                                  "cannot pick a row (x[index] raises); use // on the integer positions")
         value = got.detach().to(torch.float64)
         target = expected.to(torch.float64)
         bad = ~((value - target).abs() <= TOLERANCE + TOLERANCE * target.abs())
@@ -199,6 +209,9 @@ def compare(case: Case, got) -> Mismatch | None:
     if isinstance(expected, list):  # token ids
         if isinstance(got, torch.Tensor):
             got = got.tolist()
+        if isinstance(got, (list, tuple)) and any(isinstance(t, torch.Tensor) for t in got):
+            return Mismatch("", "returned a list of tensors, expected a list of token ids (ints): .argmax() "
+                                "returns a 0-d tensor; keep int(logits.argmax())")
         if not isinstance(got, (list, tuple)) or not all(isinstance(t, int) for t in got):
             return Mismatch("", f"returned {type(got).__name__}, expected a list of token ids (ints)")
         if list(got) == expected:

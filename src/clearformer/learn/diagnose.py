@@ -66,6 +66,22 @@ def _masked_softmax(scaled: torch.Tensor, mask) -> torch.Tensor:
     return torch.nan_to_num(weights, nan=0.0)
 
 
+def _dropout_scale(weights: torch.Tensor, expected: torch.Tensor) -> float | None:
+    """The factor 1 / (1 - p) when `weights` are `expected` with some cells zeroed and the rest scaled by one
+    factor above 1 (what dropout does), else None."""
+    alive = (weights.abs() > 1e-12) & (expected.abs() > 1e-9)
+    dropped = (weights.abs() <= 1e-12) & (expected.abs() > 1e-9)
+    if not bool(alive.any()):
+        return None
+    ratios = weights[alive] / expected[alive]
+    scale = float(ratios.mean())
+    if scale > 1 + 1e-6 and bool(((ratios - scale).abs() < 1e-6 * scale).all()):
+        return scale
+    if bool(dropped.any()) and abs(scale - 1) < 1e-6 and bool(((ratios - 1).abs() < 1e-6).all()):
+        return scale
+    return None
+
+
 def attention(case: Case, got, mismatch) -> str | None:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         return "return two tensors: (output, weights)"
@@ -100,6 +116,12 @@ def attention(case: Case, got, mismatch) -> str | None:
     if mask is not None and _close(weights, torch.softmax(scores / math.sqrt(d_k), dim=-1) * allowed):
         return ("the mask is applied after the softmax (the blocked weights zeroed afterwards, so the rows no "
                 "longer sum to 1): set the blocked scores to -inf before the softmax")
+    kept = _dropout_scale(weights, expected_weights)
+    if kept is not None:
+        return (f"dropout is applied to the weights (some cells are 0, the others {kept:.3g} times the right ones, "
+                "1 / (1 - p)): F.dropout drops by default (training=True), so the check, which runs as inference "
+                "does, sees it. Drop weights in training only: nn.Dropout in your module, or "
+                "F.dropout(weights, p, training=self.training)")
     row_sums = weights.sum(dim=-1)
     if not bool(((row_sums[has_key] - 1).abs() < 1e-5).all()):
         if bool(((weights.sum(dim=-2) - 1).abs() < 1e-5).all()):
@@ -155,6 +177,10 @@ def layer_norm(case: Case, got, mismatch) -> str | None:
         return "gamma and beta are not applied: gamma · normalised + beta"
     if _close(got, beta * centred / torch.sqrt(variance + eps) + gamma):
         return "gamma and beta are swapped: gamma scales, beta shifts"
+    for other_eps in (1e-6, 1e-5, 1e-8, 1e-12, 0.0, 1e-3):
+        if other_eps != eps and _close(got, gamma * centred / torch.sqrt(variance + other_eps) + beta):
+            return (f"eps is {other_eps:g}, not the eps argument ({eps:g} here): use the eps the function is given "
+                    "(the model's LayerNorm passes its own)")
     if x.shape[-2] > 1:
         other = x - x.mean(-2, keepdim=True)
         if _close(got, gamma * other / torch.sqrt(x.var(-2, unbiased=False, keepdim=True) + eps) + beta):
@@ -204,7 +230,22 @@ def greedy_decode(case: Case, got, mismatch) -> str | None:
         return f"one id too few: produce up to max_new_tokens = {limit} ids (an off-by-one in the loop)"
     if len(set(got)) == 1 and len(got) > 1 and len(set(expected)) > 1:
         return "the same id every step: append each chosen id to the prefix before asking for the next one"
+    if got and got == _greedy_by_max(case, len(got)):
+        return ("the ids are the largest scores, not their positions: .max() gives the highest logit, "
+                ".argmax() the id that has it")
     return None
+
+
+def _greedy_by_max(case: Case, length: int) -> list[int]:
+    """The first `length` ids a loop that takes int(logits.max()) would produce (as far as it gets)."""
+    next_token_logits, bos_id = case.args[0], case.args[1]
+    prefix = [bos_id]
+    try:
+        for _ in range(length):
+            prefix.append(int(next_token_logits(prefix).max()))
+    except Exception:  # an id outside the vocabulary: the loop stops there, as the learner's did
+        pass
+    return prefix[1:]
 
 
 def label_smoothing(case: Case, got, mismatch) -> str | None:
@@ -302,6 +343,12 @@ def diagnose_error(exercise: str, case: Case, error: BaseException, line: str) -
     if re.search(r"\.T\b", line):
         return ("`.T` reverses every axis of a 4-D tensor (batch, heads, seq, d_k -> d_k, seq, heads, batch): "
                 "transpose the last two only, k.transpose(-2, -1)")
+    if type(error).__name__ == "PrefixError" and "holds a" in text:
+        return ("the prefix holds tensors: .argmax() returns a 0-d tensor; append int(logits.argmax()), a plain "
+                "int id")
+    if type(error).__name__ == "PrefixError" and "ids must be in" in text:
+        return ("an id outside the vocabulary was fed back: .max() gives the highest score, .argmax() the id that "
+                "has it")
     if type(error).__name__ == "PrefixError" or "must start with bos_id" in text:
         return ("the loop must start from the prefix [bos_id] (the decoder's first input is <bos>, and every "
                 "chosen id is appended to it)")

@@ -1,6 +1,7 @@
 """What two lessons show on the learner's sentence beyond the greedy walkthrough (`Lesson.extra["show"]`):
 
     beam   lesson 12: `clearformer explain SENTENCE --beam 2`'s own table (explain/search.py), on the toy model
+    lm     lesson 13: a decoder-only model (model/lm.py) on the sentence: its scaled scores before the causal mask
     mla    lesson 14: the latent c_KV that Multi-Head Latent Attention caches, per token of the sentence
 
 Both read the same toy run the lesson's walkthrough comes from (learn/toy.py's ensure_toy_model).
@@ -10,30 +11,38 @@ from __future__ import annotations
 
 import torch
 
+from clearformer.learn.onsentence import beam_walk, lm_scores
 from clearformer.learn.toy import ensure_toy_model
-
-BEAM = 2
 
 
 def beam_table(sentence: str, checkpoint=None) -> str:
     """The beam search of `sentence` (beam 2, translate's own alpha and brevity penalty), as `explain --beam`."""
-    from clearformer.explain.search import explain_beam, render_beam
-    from clearformer.generate.options import DecodingOptions
-    from clearformer.store.checkpoint import load_model
+    from clearformer.explain.search import render_beam
 
-    model, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
-    walk = explain_beam(model, tokenizer, sentence, DecodingOptions(beam=BEAM))
-    return render_beam(walk.beam, 4, color=False)
+    return render_beam(beam_walk(sentence, ensure_toy_model(checkpoint)).beam, 4, color=False)
+
+
+def lm_table(sentence: str, checkpoint=None) -> str:
+    """Lesson 13's table: `lm_scores` with its row and column numbers."""
+    words, scaled = lm_scores(sentence, ensure_toy_model(checkpoint))
+    width = max(9, *(len(w) + 2 for w in words))
+    lines = ["A decoder-only model reads your sentence (model/lm.py, one layer, random weights:",
+             "the mechanism, not learned language). Layer 0, head 0:",
+             "scaled scores Q·Kᵀ/√d_k, BEFORE the causal mask (row = query, column = key):", "",
+             " " * (width + 4) + "".join(f"{f'{j} {w}':>{width}s}" for j, w in enumerate(words))]
+    for i, (word, row) in enumerate(zip(words, scaled, strict=True)):
+        lines.append(f"{i:2d} {word:>{width}s} " + "".join(f"{v:{width}.4f}" for v in row))
+    return "\n".join(lines) + "\n"
 
 
 def mla_latent(sentence: str, checkpoint=None) -> str:
     """Your sentence's tokens through one decoder layer with MLA (random weights, the toy model's width):
     the latent c_KV each token leaves in the cache, against the keys and values MHA would keep."""
     from clearformer.config import preset, variant_overrides
+    from clearformer.load import load_model
     from clearformer.model.cache import kv_cache_bytes_per_token
     from clearformer.model.lm import LanguageModel
     from clearformer.record import trace
-    from clearformer.store.checkpoint import load_model
     from clearformer.tokenize import encode_source
 
     toy, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
@@ -66,7 +75,7 @@ def mla_latent(sentence: str, checkpoint=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-SHOW = {"beam": beam_table, "mla": mla_latent}
+SHOW = {"beam": beam_table, "lm": lm_table, "mla": mla_latent}
 
 
 def extra_text(kind: str | None, sentence: str, checkpoint=None) -> str:

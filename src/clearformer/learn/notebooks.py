@@ -21,6 +21,7 @@ from clearformer.learn.capstone_run import CAPSTONE, CAPSTONE_FILE
 from clearformer.learn.capstone_source import skeleton_text
 from clearformer.learn.exercises import EXERCISES, starter_text
 from clearformer.learn.lessons import LESSONS, Lesson
+from clearformer.learn.present import exercise_line
 from clearformer.learn.snippets import PREAMBLE
 from clearformer.learn.toy import DEFAULT_SENTENCE
 from clearformer.learn.why import NOTEBOOK, why_notebook_text
@@ -49,13 +50,15 @@ def build_notebook(item: Lesson) -> nbformat.NotebookNode:
                           "Change the sentence and run the cells again."),
         new_code_cell("from clearformer.learn.session import open_lesson\n\n"
                       f"lesson = open_lesson({item.number}, sentence={DEFAULT_SENTENCE!r})\n"
-                      "lesson.steps()"),
+                      + ("lesson.extra()" if item.extra.get("show") == "lm" else "lesson.steps()")),
+    ]
+    if item.extra.get("show") not in (None, "lm"):   # lesson 12's beam table, lesson 14's MLA latent (extras.py)
+        cells.append(new_code_cell("lesson.extra()"))
+    cells += [
         new_markdown_cell("## Question"),
         new_code_cell("print(lesson.question.text())"),
         new_code_cell("answer = None  # your answer: a number, or a choice's letter\nlesson.check(answer)"),
     ]
-    if item.extra.get("show"):   # lesson 12's beam table, lesson 14's MLA latent (learn/extras.py)
-        cells.append(new_code_cell("lesson.extra()"))
     cells += exercise_cells(item)
     for index, cell in enumerate(cells):
         cell["id"] = f"lesson-{item.number:02d}-{index}"
@@ -76,7 +79,7 @@ def exercise_cells(item: Lesson) -> list:
                           "write_missing_solutions\n\nwrite_missing_solutions()"),
             new_code_cell("%%writefile " + CAPSTONE_FILE + "\n" + skeleton_text()),
             new_code_cell(f"check_exercise({CAPSTONE!r}, {CAPSTONE_FILE!r})"),
-            new_code_cell(f"train_exercise({CAPSTONE_FILE!r})   # about two minutes; then it translates 'I love you'"),
+            new_code_cell(f"train_exercise({CAPSTONE_FILE!r})   # it prints its time; then it translates 'I love you'"),
         ]
     cells = []
     for exercise in [e for e in EXERCISES if e.lesson == item.number]:
@@ -89,6 +92,8 @@ def exercise_cells(item: Lesson) -> list:
             new_code_cell("from clearformer.learn.session import check_exercise\n\n"
                           f"check_exercise({exercise.name!r}, {exercise.filename!r})"),
         ]
+    if not cells:  # a lesson whose exercise is another lesson's (or the capstone's part): its command, last
+        cells.append(new_markdown_cell(f"## Practise it\n\n{exercise_line(item)}"))
     return cells
 
 

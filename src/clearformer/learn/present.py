@@ -64,12 +64,24 @@ def lesson_text(lesson: Lesson, snippet: SnippetRun, run: LearnerRun, question: 
     out.append(textwrap.indent(snippet.source.rstrip(), "    "))
     out.append("\n--- output ---")
     out.append(snippet.output.rstrip())
-    out.append(heading(f"On your sentence: {run.sentence!r} -> {run.walk.result!r} (the trained toy model)"))
-    out.append(render_views(run, views).rstrip())
-    if extra:  # lesson 12's beam table, lesson 14's latent (learn/extras.py)
+    if views:
+        out.append(heading(f"On your sentence: {run.sentence!r} -> {run.walk.result!r} (the trained toy model)"))
+        out.append(render_views(run, views).rstrip())
+    else:  # lesson 13: no step of the translator; its extra says what model reads the sentence
+        out.append(heading(f"On your sentence: {run.sentence!r}"))
+    if extra:  # lesson 12's beam table, lesson 13's language model, lesson 14's latent (learn/extras.py)
         out.append("")
         out.append(extra.rstrip())
     out.append(heading("Question"))
     out.append("\n".join(textwrap.fill(line, terminal_width(), subsequent_indent="     " if line.startswith("  ")
                                         else "") for line in question.text().splitlines()))
+    out.append(heading("Practise it"))
+    out.append(textwrap.fill(exercise_line(lesson), terminal_width()))
     return "\n".join(out) + "\n"
+
+
+def exercise_line(lesson: Lesson) -> str:
+    """The lesson's last line: the command that writes its exercise (learn/exercises.py)."""
+    part = f" ({lesson.exercise_part})" if lesson.exercise_part else ""
+    return (f"Write it yourself: `clearformer learn exercise {lesson.exercise}`{part}, then `clearformer learn check "
+            f"{lesson.exercise} FILE`.")

@@ -29,7 +29,7 @@ class Question:
             return ""
         if self.tolerance == 0:
             return "a whole number"
-        return f"to within ±{self.tolerance:g}"
+        return f"to within ±{self.tolerance:.2g}"
 
     def text(self) -> str:
         """The question as printed: the prompt, then the choices or the tolerance."""
@@ -44,7 +44,9 @@ class Question:
     def shown_answer(self) -> str:
         if self.kind == "choice":
             return f"{chr(ord('a') + self.choices.index(self.answer))}) {self.answer}"
-        return f"{self.answer:.0f}" if self.tolerance == 0 else f"{self.answer:.4f}"
+        if self.tolerance == 0:
+            return f"{self.answer:.0f}"
+        return f"{self.answer:.4f}" if self.tolerance >= 5e-5 else f"{self.answer:.4g}"
 
 
 def parse_answer(question: Question, text: str) -> float | str:

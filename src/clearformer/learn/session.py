@@ -9,15 +9,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from clearformer.explain.html import notebook_html
 from clearformer.explain.walkthrough import Walkthrough
 from clearformer.learn.extras import extra_text
 from clearformer.learn.lessons import LearnerRun, Lesson, StepView, lesson
+from clearformer.learn.page import page_sections
 from clearformer.learn.present import render_views
 from clearformer.learn.questions import Question, is_right, step
 from clearformer.learn.toy import DEFAULT_SENTENCE, record_sentence
+
+
+class LessonWalkthrough(Walkthrough):
+    """A lesson's steps, which Jupyter shows as the page of `explain --html` with the lessons beside the steps."""
+
+    def _repr_html_(self) -> str:
+        return notebook_html(self, sections=page_sections())
 
 
 @dataclass
@@ -32,8 +41,9 @@ class LessonSession:
         """The walkthrough of your sentence limited to the steps this lesson asks about."""
         chosen = [step(self.run.walk, view.name, view.decode_step) for view in self.views]
         unique = list({id(s): s for s in chosen}.values())
-        return replace(self.run.walk, title=f"Lesson {self.lesson.number}: {self.lesson.title} — "
+        walk = replace(self.run.walk, title=f"Lesson {self.lesson.number}: {self.lesson.title} — "
                                             f"{self.run.sentence!r}", steps=unique)
+        return LessonWalkthrough(**{item.name: getattr(walk, item.name) for item in fields(walk)})
 
     def steps_text(self) -> str:
         """The same steps as the terminal lesson prints them."""
@@ -87,20 +97,31 @@ def check_exercise(name: str, path: str | Path, timeout: float = 60.0) -> bool |
 
 
 def write_missing_solutions(folder: str | Path = ".") -> list[str]:
-    """Lesson 15's notebook: the worked solution of every exercise file not yet in `folder` (never over a file)."""
+    """Lesson 15's notebook: the worked solution of every exercise file not yet in `folder`, or still the untouched
+    starter an earlier lesson's notebook wrote there (not the learner's work: learn/starters.py). A file the learner
+    changed is never replaced."""
     from clearformer.learn.exercises import EXERCISES
     from clearformer.learn.solutions import solution_text
+    from clearformer.learn.starters import is_untouched_starter
     from clearformer.store.atomic import atomic_write_text
 
-    written = []
+    written, replaced = [], []
     for item in EXERCISES:
         path = Path(folder) / item.filename
         if not path.exists():
             atomic_write_text(path, solution_text(item.name), overwrite=False)
             written.append(item.filename)
-    print("wrote the worked solutions of: " + ", ".join(written) if written else
-          "every exercise file is here already (yours are kept)")
-    return written
+        elif is_untouched_starter(item, path):
+            atomic_write_text(path, solution_text(item.name))
+            replaced.append(item.filename)
+    if written:
+        print("wrote the worked solutions of: " + ", ".join(written))
+    if replaced:
+        print("replaced the untouched starters (no block filled) of: " + ", ".join(replaced) +
+              " with their worked solutions")
+    if not written and not replaced:
+        print("every exercise file is here already (yours are kept)")
+    return written + replaced
 
 
 def train_exercise(path: str | Path = "transformer.py", out: str | Path | None = None, steps: int | None = None,

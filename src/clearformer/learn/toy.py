@@ -34,8 +34,8 @@ from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
+from clearformer.load import load_model
 from clearformer.store.cachedir import cache_dir, cache_root, check_cache_folder
-from clearformer.store.checkpoint import load_model
 from clearformer.store.fixed import open_fixed, what_stands
 from clearformer.train import TrainOptions, train
 
@@ -175,13 +175,13 @@ def known_words(tokenizer) -> list[str]:
 def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | None = None) -> LearnerRun:
     """Translate `sentence` with the toy model under the recorder (exactly as `clearformer explain` does).
     Words the model does not know are named in one warning line on standard error (they become <unk>)."""
-    model, tokenizer, _ = load_toy_model(checkpoint)
+    model, tokenizer, path = load_toy_model(checkpoint)
     walk = explain_translation(model, tokenizer, sentence)
-    unknown = getattr(tokenizer, "unknown_words", lambda text: [])(sentence)
+    unknown = tokenizer.unknown_words(sentence)
     if unknown:
         print(f"clearformer learn: warning: {unknown_words_line(unknown)} "
               f"(`clearformer learn --vocab` lists the words the model knows)", file=sys.stderr)
-    return LearnerRun(sentence, walk, model.config.tgt_vocab_size)
+    return LearnerRun(sentence, walk, model.config.tgt_vocab_size, Path(path))
 
 
 def main(argv: list[str]) -> int:

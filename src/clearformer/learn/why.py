@@ -14,7 +14,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from clearformer.explain.why import attribute_report, lens_report, patch_report
 from clearformer.learn.toy import ensure_toy_model
-from clearformer.store.checkpoint import load_model
+from clearformer.load import load_model
 
 TITLE = "Why did it say that?"
 NOTEBOOK = "why-did-it-say-that.ipynb"
@@ -61,7 +61,7 @@ def build_why_notebook() -> nbformat.NotebookNode:
                           "`clearformer patch`, `clearformer attribute` (docs/why.md).*"),
         new_markdown_cell("## On your sentence\n\nChange the sentence (and the corrupted one: the same sentence "
                           "with one word changed, as many tokens) and run the cell again. The toy model "
-                          "(`runs/toy-translate`) is trained once if it is missing."),
+                          "(the cache's `toy-translate/`, learn/toy.py) is trained once if it is missing."),
         new_code_cell(f"SENTENCE = {SENTENCE!r}\nCORRUPTED = {CORRUPTED!r}\n\n" + SNIPPET.rstrip("\n")),
         new_markdown_cell("## Questions\n\nWhich layer of the lens first chooses each word? Which encoder position "
                           "restores the most when patched, and is it the word you changed? Do the attribution's "

@@ -2,6 +2,7 @@
 `build_model(config)` builds whichever model a config describes."""
 
 from clearformer.model.attention import (
+    CrossAttention,
     MultiHeadAttention,
     attention,
     causal_mask,
@@ -24,7 +25,8 @@ from clearformer.model.layers import AddNorm, Decoder, DecoderLayer, Encoder, En
 from clearformer.model.transformer import OutputProjection, Transformer
 
 __all__ = [
-    "AddNorm", "Decoder", "DecoderCache", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "InputEmbedding",
+    "AddNorm", "CrossAttention", "Decoder", "DecoderCache", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward",
+    "InputEmbedding",
     "KVCache", "LatentCache", "LayerCache", "LearnedPositionalEmbedding", "MultiHeadAttention", "OutputProjection",
     "SinusoidalPositionalEncoding", "TokenEmbedding", "Transformer", "attention", "build_model", "causal_mask",
     "combine_masks", "explicit_attention", "fast_attention", "masked_softmax", "padding_mask", "sinusoidal_table",

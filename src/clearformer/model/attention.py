@@ -28,7 +28,6 @@ from torch import nn
 
 from clearformer.config import ModelConfig
 from clearformer.model.cache import KVCache
-from clearformer.model.linear import Linear
 from clearformer.model.rope import RotaryEmbedding
 from clearformer.record import trace
 
@@ -134,20 +133,23 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
-    Self-attention passes the same sequence as `query` and `memory`; cross-attention passes the
-    decoder states as `query` and the encoder output as `memory`. The per-head projections W_i are
+    This class is self-attention: `forward(x, mask, cache, position)` attends from x to x. Cross-attention
+    is `CrossAttention` below, `forward(query, memory, mask, cache)`: the caller says which by the module
+    it builds, and no flag at call time chooses. The per-head projections W_i are
     stored side by side in one (d_model -> heads * d_head) linear layer each, exactly the layout of
     `torch.nn.MultiheadAttention` split into three.
 
     With `n_kv_heads < n_heads` several query heads share one key/value head: grouped-query
     attention (GQA); `n_kv_heads = 1` is multi-query attention (MQA).
 
-    Built from the config: d_model, n_heads, n_kv_heads, bias, dropout (on the weights),
+    Built from the config: d_model, n_heads, n_kv_heads, bias, attention_dropout (on the weights),
     scale_attention (False drops the paper's 1/sqrt(d_k): scores = Q K^T, for `clearformer claims 2`)
     and, for self-attention with positional="rope", rotary positions of d_head dimensions.
     """
 
-    def __init__(self, config: ModelConfig, cross_attention: bool = False) -> None:
+    positions_rotate = True  # with positional="rope": positions rotate within one sequence, not across two
+
+    def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         d_model, n_heads, bias = config.d_model, config.n_heads, config.bias
         self.d_model = d_model
@@ -155,12 +157,12 @@ class MultiHeadAttention(nn.Module):
         self.n_kv_heads = config.kv_heads
         self.d_head = d_model // n_heads
         self.scale = 1.0 / math.sqrt(self.d_head) if config.scale_attention else 1.0  # 1/sqrt(d_k), or 1
-        self.dropout = config.dropout
-        self.w_q = Linear(d_model, n_heads * self.d_head, bias=bias)
-        self.w_k = Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
-        self.w_v = Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
-        self.w_o = Linear(n_heads * self.d_head, d_model, bias=bias)
-        rope = config.positional == "rope" and not cross_attention  # positions rotate within one sequence
+        self.dropout = config.attention_dropout  # on the weights
+        self.w_q = nn.Linear(d_model, n_heads * self.d_head, bias=bias)
+        self.w_k = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
+        self.w_v = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
+        self.w_o = nn.Linear(n_heads * self.d_head, d_model, bias=bias)
+        rope = config.positional == "rope" and self.positions_rotate
         self.rotary = RotaryEmbedding(self.d_head, config.max_len, config.rope_base) if rope else None
         self.explicit = False  # force the explicit path even without a recorder
 
@@ -194,22 +196,19 @@ class MultiHeadAttention(nn.Module):
             q, k = self.rotary(q, position), self.rotary(k, position)
         return (q, k, v) if cache is None else (q, *cache.update(k, v))
 
-    def forward(self, query: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                cache: KVCache | None = None, position: int = 0, cross: bool | None = None) -> torch.Tensor:
-        """query (batch, q_len, d_model), memory (batch, k_len, d_model) or None for self-attention,
-        mask broadcastable to (batch, heads, q_len, k_len) -> (batch, q_len, d_model).
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None,
+                position: int = 0) -> torch.Tensor:
+        """Self-attention: x (batch, q_len, d_model), mask broadcastable to (batch, heads, q_len, k_len)
+        -> (batch, q_len, d_model). `cache` (while decoding) keeps the keys and values of earlier
+        positions, this call's are appended and attention reads them all; `position` is the absolute
+        position of x[:, 0] (for rotary embeddings)."""
+        q = self.split_heads(self.w_q(x), self.n_heads)             # Q = X W^Q
+        q, k, v = self.self_keys_values(x, q, cache, position)
+        return self.attend(q, k, v, mask)
 
-        Self-attention: `cache` (while decoding) keeps the keys and values of earlier positions,
-        this call's are appended and attention reads them all; `position` is the absolute position
-        of query[:, 0] (for rotary embeddings). Cross-attention (`cross`, default: memory given):
-        `cache` keeps the keys and values of the encoder output, computed at the first step.
-        """
-        cross = memory is not None if cross is None else cross
-        q = self.split_heads(self.w_q(query), self.n_heads)         # Q = X W^Q
-        if cross:
-            k, v = self.memory_keys_values(memory, cache)
-        else:
-            q, k, v = self.self_keys_values(query, q, cache, position)
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """The heads' attention and W^O: q (batch, heads, q_len, d_head), k and v (batch, n_kv_heads, k_len,
+        d_head) -> (batch, q_len, d_model)."""
         q = trace.emit(self, "Q", q)
         k = trace.emit(self, "K", k)
         v = trace.emit(self, "V", v)
@@ -221,3 +220,20 @@ class MultiHeadAttention(nn.Module):
         output = self.w_o(concat)                                   # Concat(head_1..head_h) W^O
         output = trace.emit(self, "output", output)
         return output
+
+
+class CrossAttention(MultiHeadAttention):
+    """Multi-head attention from the decoder's states (queries) to the encoder's output (keys and values):
+    the same weights and math as `MultiHeadAttention`, without rotary positions (they rotate within one
+    sequence). Built from the config as `MultiHeadAttention`."""
+
+    positions_rotate = False
+
+    def forward(self, query: torch.Tensor, memory: torch.Tensor | None, mask: torch.Tensor | None = None,
+                cache: KVCache | None = None) -> torch.Tensor:
+        """query (batch, q_len, d_model), memory (batch, src_len, d_model), mask broadcastable to
+        (batch, heads, q_len, src_len) -> (batch, q_len, d_model). `cache` (while decoding) keeps the
+        keys and values of the encoder output, computed at the first step (memory may then be None)."""
+        q = self.split_heads(self.w_q(query), self.n_heads)         # Q = X W^Q
+        k, v = self.memory_keys_values(memory, cache)
+        return self.attend(q, k, v, mask)

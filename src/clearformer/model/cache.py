@@ -18,8 +18,9 @@ decides which rows go on.
 cross-attention layer keeps depends only on a row's source, so `reorder(index, source=False)` leaves
 it where it is: right for a reorder that gives every row a row of the same source.
 
-The tensors grow by `torch.cat`; a static-shape variant (buffers preallocated to the longest output,
-written in place at each position, as gpt-fast does for CUDA graphs) would keep the same interface.
+The tensors grow by `torch.cat`. `StaticKVCache` is the static-shape variant with the same
+interface (buffers preallocated to a fixed number of rows and positions, written in place at the
+position a device tensor names, as gpt-fast does for CUDA graphs): generate/graphs.py builds it.
 
 Below: DeepSeek-V2's per-token cache sizes (Table 1 of arXiv 2405.04434) and the bytes the real
 tensors hold, so a test can prove the two agree:
@@ -74,6 +75,81 @@ class KVCache(TimeCache):
     v: torch.Tensor | None = None
 
 
+class StaticKVCache:
+    """Keys and values of one attention layer in preallocated buffers k, v (capacity_rows, n_kv_heads,
+    capacity_time, d_head), allocated at the first `update`, then only written in place.
+
+    `update` writes this step's (rows, n_kv_heads, t, d_head) at the positions `cursor` (a (1,) long
+    tensor on the device: the first position; the caller moves it, so a CUDA graph that replays the
+    write reads the position from memory, not from Python) and returns the whole buffers: positions
+    not written yet hold zeros and rows past the live ones hold stale copies, both for the caller's
+    attention mask to hide (generate/graphs.py). `valid` (positions written so far, kept by the
+    caller) bounds what `reorder` copies. Only reallocations (`reorder` to more rows than the
+    buffers hold, `grow_time`) move the buffers; `generation` counts them, so a captured graph knows
+    when it is stale.
+    """
+
+    def __init__(self, rows: int, time: int, cursor: torch.Tensor) -> None:
+        self.capacity_rows, self.capacity_time = rows, time
+        self.cursor = cursor
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+        self.valid = 0
+        self.generation = 0
+
+    @property
+    def filled(self) -> bool:
+        """Whether anything was stored yet."""
+        return self.k is not None
+
+    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write k, v (rows, n_kv_heads, t, d_head) at positions cursor .. cursor + t - 1, rows 0 .. rows - 1;
+        return the whole buffers (capacity_rows, n_kv_heads, capacity_time, d_head)."""
+        if self.k is None:
+            shape = (self.capacity_rows, k.shape[1], self.capacity_time, k.shape[3])
+            self.k, self.v = k.new_zeros(shape), v.new_zeros(shape)
+        t = k.shape[2]
+        positions = self.cursor if t == 1 else self.cursor + torch.arange(t, device=k.device)
+        rows = k.shape[0]
+        if rows == self.capacity_rows:
+            self.k.index_copy_(2, positions, k)
+            self.v.index_copy_(2, positions, v)
+        else:
+            self.k[:rows].index_copy_(2, positions, k)
+            self.v[:rows].index_copy_(2, positions, v)
+        return self.k, self.v
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows `index` (new_rows,) in that order, in place (rows new_rows.. keep stale values);
+        more rows than the buffers hold reallocate them (generation + 1)."""
+        if self.k is None:
+            return
+        if index.shape[0] > self.capacity_rows:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+            self.capacity_rows = index.shape[0]
+            self.generation += 1
+            return
+        time = max(self.valid, 1)
+        for buffer in (self.k, self.v):
+            buffer[: index.shape[0], :, :time] = buffer[:, :, :time].index_select(0, index)
+
+    def grow_time(self, time: int) -> None:
+        """Room for `time` positions (reallocates, keeping what was written; generation + 1)."""
+        if time <= self.capacity_time:
+            return
+        if self.k is not None:
+            grown = [b.new_zeros(b.shape[:2] + (time,) + b.shape[3:]) for b in (self.k, self.v)]
+            for new, old in zip(grown, (self.k, self.v), strict=True):
+                new[:, :, : old.shape[2]] = old
+            self.k, self.v = grown
+        self.capacity_time = time
+        self.generation += 1
+
+    def nbytes(self) -> int:
+        """Bytes the buffers hold (preallocated: all of them, written or not)."""
+        return sum(t.numel() * t.element_size() for t in (self.k, self.v) if t is not None)
+
+
 @dataclass
 class LatentCache(TimeCache):
     """MLA's self-attention: the latent c_KV (rows, t, d_c) and the rotary key k_rope (rows, t, d_h^R)."""
@@ -86,8 +162,8 @@ class LatentCache(TimeCache):
 class LayerCache:
     """One decoder layer's caches: its self-attention's, and its cross-attention's (None without an encoder)."""
 
-    self_attention: TimeCache
-    cross_attention: KVCache | None = None
+    self_attention: TimeCache | StaticKVCache
+    cross_attention: KVCache | StaticKVCache | None = None
 
 
 class DecoderCache:

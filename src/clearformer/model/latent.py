@@ -53,9 +53,15 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
 
 
+class AbsorbedAttention(nn.Module):
+    """The absorbed path's attention in latent space, as a point of the model with a name of its own
+    (`<mla>.absorbed`, given by `trace.name_modules` as every module's): its records (scores, scaled, mask,
+    weights, head_outputs) are latent-space numbers, apart from the naive path's. No parameters."""
+
+
 class MultiHeadLatentAttention(nn.Module):
     """Causal self-attention with a low-rank key/value latent; the same call signature as
-    `MultiHeadAttention` for self-attention (it has no cross-attention form).
+    `MultiHeadAttention` (self-attention; it has no cross-attention form).
 
     Weights (names follow DeepSeek's code):
         wq (d_model -> n_h (d_nope + d_rope)), or wq_a (d_model -> q_lora_rank) + q_norm + wq_b;
@@ -78,7 +84,7 @@ class MultiHeadLatentAttention(nn.Module):
         self.v_dim = v_head_dim
         self.qk_dim = qk_nope_head_dim + qk_rope_head_dim
         self.scale = 1.0 / math.sqrt(self.qk_dim) if config.scale_attention else 1.0
-        self.dropout = config.dropout
+        self.dropout = config.attention_dropout  # on the weights
         if q_lora_rank:
             self.wq_a = nn.Linear(d_model, q_lora_rank, bias=bias)
             self.q_norm = RMSNorm(q_lora_rank)
@@ -92,6 +98,7 @@ class MultiHeadLatentAttention(nn.Module):
         self.rotary = RotaryEmbedding(qk_rope_head_dim, config.max_len, config.rope_base) if qk_rope_head_dim else None
         self.explicit = False  # force the explicit (recordable) path even without a recorder
         self.absorb = False  # True: attend in latent space (the absorbed path), the same numbers
+        self.absorbed = AbsorbedAttention()  # where the absorbed path records its attention
 
     # -- pieces ----------------------------------------------------------------------------------
 
@@ -149,7 +156,7 @@ class MultiHeadLatentAttention(nn.Module):
         k = trace.emit(self, "K", k)
         return self.attend(q, k, v, mask, self)
 
-    def absorbed(self, q_nope, q_rope, latent, k_rope, mask) -> torch.Tensor:
+    def absorbed_path(self, q_nope, q_rope, latent, k_rope, mask) -> torch.Tensor:
         """Attend in latent space: W^UK folded into the queries, W^UV applied after the weighted sum.
 
         Every head attends over the same keys [c_KV; k_rope] and values c_KV (like MQA with head size
@@ -165,7 +172,7 @@ class MultiHeadLatentAttention(nn.Module):
         rows = heads * q_len
         scores = (q_absorbed.reshape(batch, rows, -1) @ latent.transpose(1, 2)
                   + q_rope.reshape(batch, rows, -1) @ k_rope.transpose(1, 2)).view(batch, heads, q_len, -1)
-        prefix = f"{getattr(self, 'trace_name', 'mla')}.absorbed"
+        prefix = self.absorbed
         scores = trace.emit(prefix, "scores", scores)
         scaled = scores * self.scale
         scaled = trace.emit(prefix, "scaled", scaled)
@@ -185,8 +192,8 @@ class MultiHeadLatentAttention(nn.Module):
         """An empty cache for this layer's latents and rotary keys (`model/cache.py`), filled while decoding."""
         return LatentCache()
 
-    def forward(self, query: torch.Tensor, memory: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, cache: LatentCache | None = None, position: int = 0) -> torch.Tensor:
+    def forward(self, query: torch.Tensor, mask: torch.Tensor | None = None, cache: LatentCache | None = None,
+                position: int = 0) -> torch.Tensor:
         """query (batch, q_len, d_model), mask broadcastable to (batch, heads, q_len, k_len)
         -> (batch, q_len, d_model).
 
@@ -194,8 +201,6 @@ class MultiHeadLatentAttention(nn.Module):
         latent (batch, t, d_c) and the rotary key k_rope (batch, t, d_rope; width 0 without RoPE).
         `position` is the absolute position of query[:, 0].
         """
-        if memory is not None:
-            raise ValueError("multi-head latent attention is self-attention only")
         q_nope, q_rope = self.queries(query, position)
         latent, k_rope = self.latents(query, position)
         latent = trace.emit(self, "latent", latent)
@@ -204,7 +209,7 @@ class MultiHeadLatentAttention(nn.Module):
         if cache is not None:
             latent, k_rope = cache.update(latent, k_rope)
         if self.absorb:
-            heads = self.absorbed(q_nope, q_rope, latent, k_rope, mask)
+            heads = self.absorbed_path(q_nope, q_rope, latent, k_rope, mask)
             heads = trace.emit(self, "head_outputs", heads)  # the naive path's attention recorded these already
         else:
             heads = self.naive(q_nope, q_rope, latent, k_rope, mask)

@@ -9,9 +9,8 @@ import torch
 from torch import nn
 
 from clearformer.config import ModelConfig
-from clearformer.model.attention import MultiHeadAttention
+from clearformer.model.attention import CrossAttention, MultiHeadAttention
 from clearformer.model.cache import DecoderCache, LayerCache
-from clearformer.model.linear import Linear
 from clearformer.model.variants import build_self_attention
 from clearformer.record import trace
 
@@ -25,8 +24,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
         super().__init__()
-        self.linear_1 = Linear(d_model, d_ff)
-        self.linear_2 = Linear(d_ff, d_model)
+        self.linear_1 = nn.Linear(d_model, d_ff)
+        self.linear_2 = nn.Linear(d_ff, d_model)
         self.activation = ACTIVATIONS[activation]()
         self.dropout = nn.Dropout(dropout)
 
@@ -78,7 +77,7 @@ class EncoderLayer(nn.Module):
         norm_first, eps = config.norm_first, config.layer_norm_eps
         self.self_attention = MultiHeadAttention(config)
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, config.activation)
+        self.feed_forward = FeedForward(d_model, d_ff, config.ffn_dropout, config.activation)
         self.add_norm_2 = AddNorm(d_model, dropout, norm_first, eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -100,11 +99,11 @@ class DecoderLayer(nn.Module):
         self.self_attention = build_self_attention(config)  # config.attention: MHA/GQA/MQA or MLA
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps)
         if cross_attention:
-            self.cross_attention = MultiHeadAttention(config, cross_attention=True)
+            self.cross_attention = CrossAttention(config)
             self.add_norm_2 = AddNorm(d_model, dropout, norm_first, eps)
         else:
             self.cross_attention = None
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, config.activation)
+        self.feed_forward = FeedForward(d_model, d_ff, config.ffn_dropout, config.activation)
         self.add_norm_3 = AddNorm(d_model, dropout, norm_first, eps)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, self_mask: torch.Tensor | None = None,
@@ -123,8 +122,7 @@ class DecoderLayer(nn.Module):
         x = self.add_norm_1(x, lambda h: self.self_attention(h, mask=self_mask, cache=self_cache,
                                                              position=position))
         if self.cross_attention is not None:
-            x = self.add_norm_2(x, lambda h: self.cross_attention(h, memory, mask=memory_mask, cache=cross_cache,
-                                                                  cross=True))
+            x = self.add_norm_2(x, lambda h: self.cross_attention(h, memory, mask=memory_mask, cache=cross_cache))
         return trace.emit(self, "output", self.add_norm_3(x, self.feed_forward))
 
     def new_cache(self) -> LayerCache:

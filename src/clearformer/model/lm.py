@@ -15,11 +15,11 @@ from torch import nn
 
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask
-from clearformer.model.cache import DecoderCache, kv_cache_bytes_per_token
+from clearformer.model.cache import DecoderCache
 from clearformer.model.embedding import InputEmbedding
 from clearformer.model.latent import MultiHeadLatentAttention
 from clearformer.model.layers import Decoder
-from clearformer.model.transformer import OutputProjection, summary
+from clearformer.model.transformer import OutputProjection
 from clearformer.record import trace
 
 
@@ -72,14 +72,6 @@ class LanguageModel(nn.Module):
     def decoder_layers(self) -> nn.ModuleList:
         """The decoder's layers, in order (model/layered.py: what the why tools read)."""
         return self.decoder.layers
-
-    def summary(self) -> str:
-        """One line for `clearformer info`."""
-        return summary(self.config)
-
-    def kv_cache_bytes(self) -> dict | None:
-        """The decoding cache's bytes per token by formula (`model/cache.py`)."""
-        return kv_cache_bytes_per_token(self.config)
 
     def num_parameters(self) -> int:
         """Trainable parameters, a tied matrix counted once."""

@@ -206,31 +206,6 @@ class RNNSeq2Seq(nn.Module):
         """The (vocab, d_model) token embeddings of the "source" (encoder) or the "target" (decoder) side."""
         return (self.encoder if side == "source" else self.decoder).embed.weight
 
-    def training_flops(self, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
-        """Training FLOPs (forward + backward) of the real tokens of one batch, per real token:
-        encoder: 2 directions x 3 gates x (d/2) x (input d + state d/2) = 4.5 d^2 per layer;
-        decoder: 3 gates x d x (input d + state d) = 6 d^2 per layer, then W_a (d^2), W_c (2 d^2), the
-        output (d x vocab) and the attention products (2 x d x src_len)."""
-        config = self.config
-        d, vocab = config.d_model, config.tgt_vocab_size
-        src_len = (src != config.pad_id).sum(1).double()
-        tgt_len = (tgt_out != config.pad_id).sum(1).double()
-        encoder = config.n_encoder_layers * 4.5 * d * d * src_len.sum()
-        decoder = (config.n_decoder_layers * 6 * d * d + 3 * d * d + d * vocab) * tgt_len.sum()
-        attention = 2 * d * (tgt_len * src_len).sum()
-        return float(3 * 2 * (encoder + decoder + attention))
-
-    def summary(self) -> str:
-        """One line for `clearformer info`."""
-        c = self.config
-        return (f"GRU encoder-decoder with attention (--arch rnn): d_model={c.d_model}, GRU layers="
-                f"{c.n_encoder_layers}+{c.n_decoder_layers}, dropout={c.dropout}, vocab={c.tgt_vocab_size}, "
-                f"tied embeddings={c.tie_embeddings}")
-
-    def kv_cache_bytes(self) -> dict | None:
-        """None: the GRU decoder carries one state vector per layer, not a cache that grows per token."""
-        return None
-
     def num_parameters(self) -> int:
         """Trainable parameters, each shared (tied) matrix counted once."""
         return sum(p.numel() for p in self.parameters())

@@ -2,7 +2,7 @@
 
     src ids -> embed + positions -> encoder -> memory
     tgt ids -> embed + positions -> decoder (masked self-attention, cross-attention to memory)
-            -> output projection -> logits -> softmax -> probabilities
+            -> output projection -> logits  (softmax -> probabilities: the loss's, the search's, a view's)
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from torch import nn
 
 from clearformer.config import ModelConfig
 from clearformer.model.attention import causal_mask, padding_mask
-from clearformer.model.cache import DecoderCache, kv_cache_bytes_per_token
+from clearformer.model.cache import DecoderCache
 from clearformer.model.embedding import InputEmbedding
 from clearformer.model.layers import Decoder, Encoder
-from clearformer.model.linear import Linear
 from clearformer.record import trace
 
 
@@ -27,39 +26,15 @@ class OutputProjection(nn.Module):
 
     def __init__(self, d_model: int, vocab_size: int) -> None:
         super().__init__()
-        self.linear = Linear(d_model, vocab_size)
+        self.linear = nn.Linear(d_model, vocab_size)
         nn.init.normal_(self.linear.weight, std=d_model**-0.5)
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (batch, tgt_len, d_model) -> logits (batch, tgt_len, vocab)."""
         logits = self.linear(hidden)
-        logits = trace.emit(self, "logits", logits)
-        if trace.recording():
-            trace.emit(self, "probabilities", torch.softmax(logits.float(), dim=-1))
+        logits = trace.emit(self, "logits", logits)  # a view shows softmax(logits) itself (explain/walkthrough.py)
         return logits
-
-
-def translation_flops(config, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
-    """Training FLOPs (forward + backward) of the real tokens of one encoder-decoder batch:
-    encoder weights per source token, decoder and output weights per target token, attention products."""
-    d, f, vocab = config.d_model, config.d_ff, config.tgt_vocab_size
-    src_len = (src != config.pad_id).sum(1).double()
-    tgt_len = (tgt_out != config.pad_id).sum(1).double()
-    encoder = config.n_encoder_layers * (4 * d * d + 2 * d * f) * src_len.sum()
-    decoder = config.n_decoder_layers * (8 * d * d + 2 * d * f) * tgt_len.sum() + d * vocab * tgt_len.sum()
-    # QK^T and weights x V: 2 products of (len_q x len_k x d) per layer.
-    attention = 2 * d * (config.n_encoder_layers * (src_len**2).sum()
-                         + config.n_decoder_layers * ((tgt_len**2).sum() + (tgt_len * src_len).sum()))
-    return float(3 * 2 * (encoder + decoder + attention))
-
-
-def summary(config: ModelConfig) -> str:
-    """One line of the sizes and switches of a Transformer config (`clearformer info`)."""
-    return (f"d_model={config.d_model}, heads={config.n_heads}, layers={config.n_encoder_layers}+"
-            f"{config.n_decoder_layers}, d_ff={config.d_ff}, dropout={config.dropout}, vocab={config.tgt_vocab_size}, "
-            f"tied embeddings={config.tie_embeddings}, positions={config.positional}, "
-            f"{'pre' if config.norm_first else 'post'}-norm")
 
 
 class Transformer(nn.Module):
@@ -118,27 +93,15 @@ class Transformer(nn.Module):
         """An empty decoding cache (`model/cache.py`), filled by `decode` during incremental decoding."""
         return self.decoder.new_cache()
 
-    # -- what the commands ask of any model (the GRU baseline answers them too) -------------------
+    # -- what the commands ask of any model (model/protocol.py; the GRU baseline answers them too) --
 
     def embedding_table(self, side: str) -> torch.Tensor | None:
         """The (vocab, d_model) token embeddings of the "source" or the "target" side."""
         return (self.src_embed if side == "source" else self.tgt_embed).tokens.weight
 
-    def training_flops(self, src: torch.Tensor, tgt_out: torch.Tensor) -> float:
-        """Training FLOPs of the real tokens of one batch (`translation_flops`; train/mfu.py's MFU)."""
-        return translation_flops(self.config, src, tgt_out)
-
     def decoder_layers(self) -> nn.ModuleList:
         """The decoder's layers, in order (model/layered.py: what the why tools read)."""
         return self.decoder.layers
-
-    def summary(self) -> str:
-        """One line for `clearformer info`."""
-        return summary(self.config)
-
-    def kv_cache_bytes(self) -> dict | None:
-        """The decoding cache's bytes per token by formula (`model/cache.py`)."""
-        return kv_cache_bytes_per_token(self.config)
 
     def num_parameters(self) -> int:
         """Trainable parameters, each shared (tied) matrix counted once."""

@@ -21,7 +21,8 @@ numbers of the very code that trains; there is no second copy of the math.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -132,6 +133,8 @@ def emit(module: nn.Module | str, what: str, value: torch.Tensor, **meta) -> tor
     prefix = module if isinstance(module, str) else getattr(module, "trace_name", type(module).__name__)
     name = f"{prefix}.{what}" if prefix else what
     if hooks is not None:
+        for seen in _seen.get():  # the names reached, for each Hooks block's check of its own names
+            seen.add(name)
         for hook in hooks.get(name, ()):
             replaced = hook(value, Point(name, None if recorder is None else recorder.step, meta))
             value = value if replaced is None else replaced
@@ -153,8 +156,15 @@ def name_modules(root: nn.Module, prefix: str = "") -> None:
 # `Point`: the name, the recorder's step, the emit's notes) and go on with what `fn` returns (None:
 # unchanged), in this context only (a server thread's, a test's). The model is never modified. Hooks
 # nest: an inner block adds its hooks after the outer block's.
+#
+# A name that is no point of the model is an error, never a hook that silently does nothing (as
+# TransformerLens refuses a name its model has no HookPoint for): with `points` (the model's names, e.g.
+# explain/interventions.py `hook_points(model)`) at once, and in any case when the block ends: if the
+# block ran the model (some point was reached) and one of its names never was, `UnknownHookPoint` names
+# it and the nearest names the model does have.
 
 _hooks: contextvars.ContextVar[dict | None] = contextvars.ContextVar("clearformer_hooks", default=None)
+_seen: contextvars.ContextVar[tuple[set[str], ...]] = contextvars.ContextVar("clearformer_seen", default=())
 
 Hook = Callable[[torch.Tensor, "Point"], "torch.Tensor | None"]
 
@@ -169,16 +179,46 @@ class Point:
     meta: dict
 
 
-class Hooks:
-    """`with Hooks({name: hook or [hooks]}):` replaces the values at those recorded names while the block runs."""
+class UnknownHookPoint(KeyError):
+    """A hook (or intervention) at a name that is no point of the model; the message lists the nearest."""
 
-    def __init__(self, hooks: dict[str, Hook | list[Hook]] | None = None) -> None:
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def unknown_point(name: str, points: Collection[str]) -> UnknownHookPoint:
+    """The error for a hook at `name`, listing the (at most 3) nearest of the model's `points` (difflib)."""
+    nearest = difflib.get_close_matches(name, sorted(points), n=3, cutoff=0.5)
+    shown = " or ".join([", ".join(nearest[:-1]), nearest[-1]] if len(nearest) > 1 else nearest)
+    hint = f"did you mean {shown}?" if nearest else f"it has {len(points)} points, none near"
+    return UnknownHookPoint(f"{name!r} is not a hook point of this model ({hint})")
+
+
+def check_points(names: Iterable[str], points: Collection[str]) -> None:
+    """UnknownHookPoint for the first of `names` that is not in `points`."""
+    for name in names:
+        if name not in points:
+            raise unknown_point(name, points)
+
+
+class Hooks:
+    """`with Hooks({name: hook or [hooks]}):` replaces the values at those recorded names while the block runs.
+
+    points: the model's hook point names, to refuse an unknown name at once (`check_points`); without it the
+    names are checked when the block ends, against the points the block's forward passes reached."""
+
+    def __init__(self, hooks: dict[str, Hook | list[Hook]] | None = None,
+                 points: Collection[str] | None = None) -> None:
         self.table: dict[str, list[Hook]] = {}
+        self.points = points
         for name, hook in (hooks or {}).items():
             self.add(name, hook)
-        self._token: contextvars.Token | None = None
+        self._tokens: tuple[contextvars.Token, contextvars.Token] | None = None
+        self.reached: set[str] = set()
 
     def add(self, name: str, hook: Hook | list[Hook]) -> None:
+        if self.points is not None:
+            check_points([name], self.points)
         self.table.setdefault(name, []).extend(hook if isinstance(hook, list) else [hook])
 
     def __enter__(self) -> Hooks:
@@ -186,12 +226,30 @@ class Hooks:
         merged = {name: list(hooks) for name, hooks in outer.items()}
         for name, hooks in self.table.items():
             merged.setdefault(name, []).extend(hooks)
-        self._token = _hooks.set(merged or None)
+        self.reached = set()
+        self._tokens = (_hooks.set(merged or None), _seen.set((*_seen.get(), self.reached)))
         return self
 
-    def __exit__(self, *exc) -> None:
-        _hooks.reset(self._token)
-        self._token = None
+    def __exit__(self, error_type, *exc) -> None:
+        hooks_token, seen_token = self._tokens
+        _hooks.reset(hooks_token)
+        _seen.reset(seen_token)
+        self._tokens = None
+        if error_type is None and self.reached:  # the block ran the model: every name must have been reached
+            check_points(self.table, self.reached)
+
+
+def points_reached(run: Callable[[], object]) -> set[str]:
+    """The hook point names `run()` passes through, with hooks in force that change nothing (so attention
+    takes its explicit path, where its weights are a point) and nothing recorded."""
+    reached: set[str] = set()
+    tokens = (_hooks.set(_hooks.get() or {}), _seen.set((*_seen.get(), reached)))
+    try:
+        run()
+    finally:
+        _hooks.reset(tokens[0])
+        _seen.reset(tokens[1])
+    return reached
 
 
 def active_hooks() -> dict[str, list[Hook]] | None:
@@ -209,7 +267,7 @@ def intervening() -> bool:
 
 # ----------------------------------------------------------------------------- interventions (what-if)
 #
-# An `Intervention` is a hook with a name for people: `clearformer.record.interventions` names them
+# An `Intervention` is a hook with a name for people: `clearformer.explain.interventions` names them
 # (`decoder.layers.0.cross_attention.head.2`) and checks the names against a model. Each one writes at a
 # recorded name, `<module>.<point>`:
 #

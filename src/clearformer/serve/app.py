@@ -12,6 +12,9 @@
                            parts of the model switched off and with beam search (serve/whatif.py)
     POST /api/why          {"tool": "lens"|"patch"|"attribute", "sentence": ..., "corrupted": ..., "method": ...}:
                            the logit lens, activation patching or attribution (serve/why.py)
+    POST /translate, GET /languages, POST /detect, GET /frontend/settings
+                           LibreTranslate's API (serve/libretranslate.py): Weblate and libretranslatepy use the
+                           model; requests that arrive together are decoded together (serve/batcher.py)
 
 Every refusal is a 4xx JSON answer {"error": "one line"}; a bug would be a 500 with the same shape. Every
 POST route reads its body with one parser and every answer has one bound (serve/requests.py).
@@ -36,12 +39,16 @@ from starlette.middleware.gzip import GZipMiddleware
 from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset, render_page
 from clearformer.generate.options import DecodingOptions
-from clearformer.learn import page as lessons_page  # noqa: F401 - puts the lessons on every page
+from clearformer.learn.page import page_sections
 from clearformer.limits import SERVER_CACHE_BYTES, SERVER_LM_NEW_TOKENS, SERVER_QUEUE, SERVER_WORKERS
+from clearformer.serve.batcher import Batching
 from clearformer.serve.claim_results import MEDIA_TYPES as RESULT_TYPES
 from clearformer.serve.claim_results import read_claim_results
+from clearformer.serve.docs_page import render_markdown
 from clearformer.serve.explainer import Explainer, LoadedModel, parse_request
 from clearformer.serve.guard import HostOriginGuard
+from clearformer.serve.libretranslate import add_routes as add_libretranslate_routes
+from clearformer.serve.libretranslate import translation_service
 from clearformer.serve.pool import AnswerPool, Busy
 from clearformer.serve.requests import RequestError, read_body
 from clearformer.serve.whatif import check_whatif, compute, parse_whatif, whatif_info
@@ -70,7 +77,7 @@ def answer_response(answer: tuple[bytes, bytes], accept_encoding: str) -> Respon
 
 def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", workers: int = SERVER_WORKERS,
                queue: int = SERVER_QUEUE, lm_new_tokens: int = SERVER_LM_NEW_TOKENS, claims_dir=None,
-               decoding: DecodingOptions | None = None) -> FastAPI:
+               decoding: DecodingOptions | None = None, batching: Batching | None = None) -> FastAPI:
     """The app for a loaded translation model or language model, or for the seed examples only (`loaded` None).
 
     `bound_host` is the address the server listens on (accepted as Host besides the localhost names);
@@ -78,6 +85,7 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     a language model generates `lm_new_tokens` tokens per explanation.
     `claims_dir`: a folder of `clearformer claims` results, linked from their steps when present.
     `decoding`: the rules a sentence is translated with (as `translate` takes them; default: its defaults).
+    `batching`: the LibreTranslate API's languages and batch queue (default: the run's languages, its defaults).
     """
     explainer = Explainer(loaded, lm_new_tokens, decoding)
     pool = AnswerPool(lambda key: compressed(compute(explainer, key)), workers, queue, SERVER_CACHE_BYTES)
@@ -87,16 +95,20 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     # the model's name, never where it lives on this machine
     doc = claims_doc()
     claims_text = doc.read_bytes() if doc else None  # read once: the route never opens a path
+    claims_page = render_markdown(claims_text.decode("utf-8"), "clearformer: the tutorials' claims, measured",
+                                  doc.parent).encode("utf-8") if claims_text else None  # serve/docs_page.py
     info = {**explainer.info(), "claims": results_index, "whatif": whatif_info(explainer),
-            "docs": "docs/claims.md" if claims_text else None}
+            "docs": "docs/claims.html" if claims_text else None}
     page = render_page({"config": info, "walk": explainer.example_payload(explainer.examples[0])},
-                       live=True, inline=False).encode("utf-8")
+                       live=True, inline=False, sections=page_sections()).encode("utf-8")
 
     app = FastAPI(title="clearformer", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(GZipMiddleware, minimum_size=4096)
     app.add_middleware(HostOriginGuard, bound_host=bound_host)  # added last: runs first
     app.state.explainer = explainer
     app.state.pool = pool
+    app.state.translation = translation_service(loaded, decoding, batching or Batching())
+    add_libretranslate_routes(app, app.state.translation, SECURITY_HEADERS)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, error: HTTPException) -> JSONResponse:
@@ -144,6 +156,12 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
         if claims_text is None:
             return _error(404, "docs/claims.md is not installed with clearformer")
         return Response(claims_text, media_type="text/markdown; charset=utf-8", headers=SECURITY_HEADERS)
+
+    @app.get("/docs/claims.html")
+    async def claims_docs_page() -> Response:
+        if claims_page is None:
+            return _error(404, "docs/claims.md is not installed with clearformer")
+        return Response(claims_page, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
     @app.get("/api/info")
     async def api_info() -> JSONResponse:

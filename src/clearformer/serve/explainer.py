@@ -25,6 +25,7 @@ from clearformer.generate.source import prepare_sources
 from clearformer.limits import (
     SERVER_LM_NEW_TOKENS,
 )
+from clearformer.load import load_model
 from clearformer.serve.requests import (
     Field,
     RequestError,
@@ -34,7 +35,6 @@ from clearformer.serve.requests import (
     exactly_one,
     parse_body,
 )
-from clearformer.store.checkpoint import load_model
 
 SHAPE = '{"sentence": "..."}, {"prompt": "..."} or {"example": "..."}'
 FIELDS = ("sentence", "prompt", "example")

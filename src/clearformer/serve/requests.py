@@ -103,19 +103,20 @@ def exactly_one(data: dict, names: tuple[str, ...]) -> str:
     return present[0]
 
 
-async def read_body(request) -> bytes:
-    """The request's body; 413 when it is (declared or streamed) over MAX_BODY_BYTES."""
+async def read_body(request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The request's body; 413 when it is (declared or streamed) over `limit` bytes (MAX_BODY_BYTES: one sentence;
+    the LibreTranslate route takes a page of them, MAX_TRANSLATE_BODY_BYTES)."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or len(declared) > 12 or int(declared) > MAX_BODY_BYTES):
-        raise RequestError(413, f"request body over {MAX_BODY_BYTES} bytes")
+    if declared is not None and (not declared.isdigit() or len(declared) > 12 or int(declared) > limit):
+        raise RequestError(413, f"request body over {limit} bytes")
     from starlette.requests import ClientDisconnect
 
     body = b""
     try:
         async for chunk in request.stream():
             body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                raise RequestError(413, f"request body over {MAX_BODY_BYTES} bytes")
+            if len(body) > limit:
+                raise RequestError(413, f"request body over {limit} bytes")
     except ClientDisconnect:  # the client hung up mid-body: nobody to answer, nothing for the terminal
         raise RequestError(400, "the client hung up before the request body was complete") from None
     return body

@@ -6,7 +6,7 @@ of the model switched off, and with beam search.
     -> the walkthrough JSON of the rerun (every step), with `ablated`, `original` (the translation without
        the interventions), `beam` (the search tree when beam > 1) and `sentence`
 
-The names are checked against the loaded model (`clearformer.record.interventions`) before the request is queued:
+The names are checked against the loaded model (`clearformer.explain.interventions`) before the request is queued:
 an unknown one is a 400 that lists the valid ones. The model itself is never changed (an intervention lives
 in the worker's context only), so concurrent requests with other interventions cannot see each other's.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from clearformer.errors import UserError
 from clearformer.explain.html import to_json, walk_payload
+from clearformer.explain.interventions import parse_interventions, valid_interventions
 from clearformer.explain.lm import explain_text
 from clearformer.explain.search import explain_search
-from clearformer.record.interventions import parse_interventions, valid_interventions
 from clearformer.record.trace import Interventions
 from clearformer.serve.explainer import Explainer, page_limit
 from clearformer.serve.requests import Field, RequestError, answer_budget, bounded_answer, exactly_one, parse_body

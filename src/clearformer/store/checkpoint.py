@@ -1,11 +1,10 @@
-"""Checkpoints: a directory of `config.json` + `model.safetensors` + the tokenizer, written atomically.
+"""Checkpoint files: a directory of `config.json` + `model.safetensors` + the tokenizer, written atomically,
+and its weights read back (safetensors: never unpickled) into a model built from its config.
 
-`load_model` builds the model with `model.build.build_model`. config.json carries the folder's
-`format_version` (config.py: written by every save, checked by every load).
-
-Loading never unpickles anything: weights come from safetensors, everything else from JSON.
-Every way a checkpoint can be wrong (missing, damaged, of another config) raises a `UserError`
-naming the file.
+The ground floor: it reads and writes tensors and asks the model and tokenizer it is given to save
+themselves (config.json carries the folder's `format_version`, config.py). Building a model and a tokenizer
+from a folder is `clearformer.load`, above model/ and tokenize/. Every way a weights file can be wrong
+(missing, damaged, of another config) raises a `UserError` naming the file.
 """
 
 from __future__ import annotations
@@ -17,13 +16,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
-from clearformer.limits import check_model_size
-from clearformer.model.build import build_model
 from clearformer.store.atomic import atomic_write, atomic_write_text
-from clearformer.store.safeio import read_json
-from clearformer.tokenize import load_tokenizer
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -92,39 +86,3 @@ def check_finite_weight(name: str, tensor: torch.Tensor, expected: torch.Tensor,
         raise UserError(f"{path}: {name} has dtype {tensor.dtype}, not a floating-point type")
     if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
         raise UserError(f"{path}: {name} holds NaN or infinite values")
-
-
-def read_config(directory: Path) -> ModelConfig:
-    """A checkpoint's config.json (of this format: config.FORMAT_VERSION), or a UserError naming it."""
-    config_path = Path(directory) / CONFIG_FILE
-    if not config_path.exists():
-        raise UserError(f"{config_path}: missing (not a clearformer checkpoint?)")
-    try:
-        return ModelConfig.load(config_path)
-    except ConfigError as error:
-        message = str(error)
-        raise UserError(message if message.startswith(str(config_path)) else f"{config_path}: {message}") from None
-
-
-def load_config_and_tokenizer(directory: str | Path):
-    """(config, tokenizer) of a checkpoint directory."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise UserError(f"{directory}: no such checkpoint directory")
-    return read_config(directory), load_tokenizer(directory)
-
-
-def load_model(directory: str | Path, device: str | torch.device = "cpu"):
-    """(model in eval mode, tokenizer, meta dict) from a checkpoint directory."""
-    directory = Path(directory)
-    config, tokenizer = load_config_and_tokenizer(directory)
-    check_model_size(config, str(directory / CONFIG_FILE))  # before anything is allocated (clearformer.limits)
-    model = build_model(config)
-    load_weights_into(model, read_weights(directory / WEIGHTS_FILE), directory / WEIGHTS_FILE)
-    if len(tokenizer) != config.tgt_vocab_size:
-        raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
-                        f"tgt_vocab_size={config.tgt_vocab_size}")
-    meta = {}
-    if (directory / META_FILE).exists():
-        meta = read_json(directory / META_FILE)
-    return model.to(device).eval(), tokenizer, meta

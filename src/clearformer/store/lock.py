@@ -5,9 +5,8 @@
                             writer's PID and command line, which a second writer's one-line error names.
                             The kernel drops the lock when its process ends, also on SIGKILL.
     RUN/.clearformer-run    the marker: every run folder clearformer creates gets it first. `--overwrite`
-                            removes a folder's run files only when the marker is there, or when the folder
-                            is a run from before the marker (its entries are all run files, and its
-                            config.json is a clearformer config): never a folder that is not a run.
+                            removes a folder's run files only when the marker is there: never a folder
+                            that is not a run.
 
 Folders that can never be a run (`/`, the home folder itself, system folders) are refused as an output.
 """
@@ -25,7 +24,6 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.store.fixed import check_fixed, open_fixed, write_fixed
-from clearformer.store.safeio import read_json
 
 LOCK_FILE = ".clearformer-lock"
 MARKER_FILE = ".clearformer-run"
@@ -90,6 +88,7 @@ def refuse_foreign(folder: Path, option: str = "--out") -> None:
     model): clearformer never writes into one, with or without --overwrite."""
     if folder.is_dir() and not (folder / LOCK_FILE).exists() and not is_empty(folder) \
             and not is_clearformer_run(folder):
+        check_fixed(folder / MARKER_FILE)  # a link, FIFO or folder at the marker's name: said as such
         shown = ", ".join(foreign_entries(folder)[:5]) or "files"
         raise UserError(f"{option} {folder}: holds files that are not a clearformer run's ({shown}); "
                         f"choose a new or empty folder")
@@ -132,18 +131,9 @@ def foreign_entries(folder: Path) -> list[str]:
 
 
 def is_clearformer_run(folder: Path) -> bool:
-    """Whether `folder` is a run clearformer wrote: its marker, or a run from before markers (only run
-    entries, and a config.json that is a clearformer config rather than, say, a Transformers one)."""
-    folder = Path(folder)
-    if stat.S_ISREG(_lstat_mode(folder / MARKER_FILE)):  # a link or a FIFO at its name proves nothing
-        return True
-    if foreign_entries(folder) or not (folder / "config.json").is_file():
-        return False
-    try:
-        config = read_json(folder / "config.json", 1024 * 1024)
-    except UserError:
-        return False
-    return isinstance(config, dict) and "d_model" in config and "model_type" not in config
+    """Whether `folder` is a run clearformer wrote: its marker, a regular file (a link or a FIFO at its name
+    proves nothing). Every folder clearformer writes a run into gets the marker first."""
+    return stat.S_ISREG(_lstat_mode(Path(folder) / MARKER_FILE))
 
 
 def _lstat_mode(path: Path) -> int:
@@ -181,6 +171,7 @@ def claim_output(folder: str | Path, overwrite: bool, kind: str, option: str = "
     acquire(folder, option)
     if existed and not is_empty(folder):
         if not is_clearformer_run(folder):
+            check_fixed(folder / MARKER_FILE)
             shown = ", ".join(foreign_entries(folder)[:5]) or "files"
             raise UserError(f"{option} {folder}: holds files that are not a clearformer run's ({shown}); "
                             f"choose a new or empty folder")

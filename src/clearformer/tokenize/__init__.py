@@ -16,9 +16,25 @@ from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokeniz
 def mask_placeholders(tokenizer, text: str) -> Masked:
     """The sentence the model reads: with a masking tokenizer (its `mask_placeholders` fact) each
     placeholder becomes ｟ph{i}｠ (tokenize/placeholders.py); otherwise the text unchanged."""
-    if not getattr(tokenizer, "mask_placeholders", False):
+    if not tokenizer.mask_placeholders:
         return Masked(text)
-    return mask(text, tokenizer.placeholder_patterns)
+    stand_ins = tokenizer.stand_ins  # a vocabulary without reserved tokens: numerals stand in (tokenize/standins.py)
+    if stand_ins is None:
+        return mask(text, tokenizer.placeholder_patterns)
+    masked = mask(text, tokenizer.placeholder_patterns, limit=len(stand_ins.texts))
+    if stand_ins.collides(masked.text, len(masked.originals)):  # its own numerals stay numerals: nothing masked
+        return Masked(text, (), stand_ins.texts)
+    return Masked(masked.text, masked.originals, stand_ins.texts)
+
+
+def mask_with_stand_ins(tokenizer) -> bool:
+    """An imported tokenizer whose vocabulary has no reserved tokens but numeral pieces (Marian's, Firefox's):
+    turn masking on, so numerals stand in and decoding keeps placeholders exactly (tokenize/standins.py).
+    Returns whether it did. Importers call it once, before saving the run."""
+    if tokenizer.stand_ins is None:
+        return False
+    tokenizer.mask_placeholders = True
+    return True
 
 
 def restore_placeholders(masked: Masked, translation: str) -> str:
@@ -41,9 +57,9 @@ def encode_source(tokenizer, text: str) -> list[int]:
 def encode_target(tokenizer, source: str, target: str) -> list[int]:
     """A training target's ids, its placeholders masked by the source's (`mask_target`: the same
     placeholder text gets the same reserved token, so reordering is learnt)."""
-    if getattr(tokenizer, "mask_placeholders", False):
+    if tokenizer.mask_placeholders:
         target = mask_target(target, mask_placeholders(tokenizer, source).originals, tokenizer.placeholder_patterns)
-    return tokenizer.encode(target)
+    return tokenizer.encode_target_text(target)
 
 
 def load_tokenizer(directory: str | Path):
@@ -66,4 +82,4 @@ def load_tokenizer(directory: str | Path):
 
 
 __all__ = ["BOS", "EOS", "PAD", "SPECIALS", "UNK", "WordTokenizer", "detokenize", "encode_source", "encode_target",
-           "load_tokenizer", "mask_placeholders", "restore_placeholders", "split_words"]
+           "load_tokenizer", "mask_placeholders", "mask_with_stand_ins", "restore_placeholders", "split_words"]

@@ -22,6 +22,7 @@ the tokenizer is at hand wherever text is encoded or decoded.
 from __future__ import annotations
 
 from clearformer.tokenize.placeholders import check_patterns
+from clearformer.tokenize.standins import StandIns
 
 
 class TokenizerFacts:
@@ -31,6 +32,14 @@ class TokenizerFacts:
     length_ratio: float = 0.0
     mask_placeholders: bool = False
     placeholder_patterns: tuple[str, ...] = ()
+    placeholder_ids: tuple[int, ...] = ()  # the masked placeholders' reserved pieces (a class may compute them)
+    # Pieces that stand in for the reserved placeholder tokens in a vocabulary without them (tokenize/standins.py;
+    # Marian's); None: the vocabulary has the reserved tokens, or does not mask.
+    stand_ins: StandIns | None = None
+
+    def encode_target_text(self, text: str) -> list[int]:
+        """A target sentence's ids: as a source's, unless the tokenizer has a target side of its own (Marian)."""
+        return self.encode(text)
 
     def facts(self) -> dict:
         return {"source_eos": self.source_eos, "length_ratio": self.length_ratio,

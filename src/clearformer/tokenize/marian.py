@@ -21,6 +21,7 @@ from clearformer.errors import UserError
 from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.files import load_files, read_vocabulary, save_files
 from clearformer.tokenize.placeholders import RESERVED_TOKENS
+from clearformer.tokenize.standins import StandIns
 
 FILES = {"source": "source.spm", "target": "target.spm", "vocab": "vocab.json"}
 LANGUAGE_CODE = re.compile(r">>.+?<<")  # a leading >>fra<< picks the target language of multilingual models
@@ -49,6 +50,8 @@ class MarianVocabularyTokenizer(TokenizerFacts):
         self.pad_id, self.unk_id, self.eos_id = self.vocab[pad], self.vocab[unk], self.vocab[eos]
         # The decoder's start token: <pad> in Marian's models; a model clearformer exported keeps its <bos>.
         self.bos_id = self.vocab[start]
+        # A production vocabulary has no reserved placeholder tokens: numerals stand in (tokenize/standins.py).
+        self.stand_ins = None if RESERVED_TOKENS[0] in self.vocab else StandIns.from_vocabulary(self.vocab)
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -58,23 +61,38 @@ class MarianVocabularyTokenizer(TokenizerFacts):
         """The reserved placeholder tokens' ids when this tokenizer masks (a run clearformer exported)."""
         if not self.mask_placeholders:
             return ()
+        if self.stand_ins is not None:  # the numeral pieces standing in for ｟ph{i}｠ (tokenize/standins.py)
+            return tuple(self.vocab[piece] for piece in self.stand_ins.pieces_used)
         return tuple(self.vocab[t] for t in RESERVED_TOKENS if t in self.vocab)
+
+    def pieces(self, text: str, side: spm.SentencePieceProcessor) -> list[str]:
+        """Text -> pieces of one side's SentencePiece model; a masked placeholder ｟ph{i}｠ becomes its stand-in."""
+        if self.stand_ins is None or not self.mask_placeholders or "｟" not in text:
+            return side.encode(text, out_type=str)
+        return self.stand_ins.pieces(text, lambda part: side.encode(part, out_type=str), self.vocab.__contains__)
 
     def tokenize(self, text: str) -> list[str]:
         """Source text -> pieces; a leading language code (>>fra<<) stays one token, as in MarianTokenizer."""
         match = LANGUAGE_CODE.match(text)
         code = [match.group(0)] if match else []
         rest = text[match.end():] if match else text
-        return code + self.source.encode(rest.strip() if match else rest, out_type=str)
+        return code + self.pieces(rest.strip() if match else rest, self.source)
 
     def encode(self, text: str) -> list[int]:
         """Source text -> ids (no </s>: `encode_source` appends it)."""
         return [self.vocab.get(piece, self.unk_id) for piece in self.tokenize(text)]
 
+    def encode_target_text(self, text: str) -> list[int]:
+        """Target text -> ids through the target SentencePiece model (fine-tuning's labels)."""
+        return [self.vocab.get(piece, self.unk_id) for piece in self.pieces(text, self.target)]
+
     def decode(self, ids: Iterable[int]) -> str:
-        """Target ids -> text through the target SentencePiece model, dropping <pad>, the start token and </s>."""
+        """Target ids -> text through the target SentencePiece model, dropping <pad>, the start token and </s>;
+        a stand-in piece comes back as the ｟ph{i}｠ it stands for (restored by the caller)."""
         skip = {self.pad_id, self.bos_id, self.eos_id}
         pieces = [self.itos[int(i)] for i in ids if int(i) not in skip and 0 <= int(i) < len(self.itos)]
+        if self.stand_ins is not None and self.mask_placeholders:
+            return self.stand_ins.text(pieces, self.target.decode_pieces)
         return self.target.decode_pieces(pieces)
 
     def id_to_token(self, index: int) -> str:

@@ -123,9 +123,9 @@ class PatternTimeout(PlaceholderError):
 
 
 class TooManyPlaceholders(PlaceholderError):
-    def __init__(self, count: int) -> None:
-        super().__init__(f"the sentence holds {count} placeholders; a masking model has {RESERVED_COUNT} reserved "
-                         f"tokens (｟ph0｠..｟ph{RESERVED_COUNT - 1}｠), one a placeholder: split the sentence")
+    def __init__(self, count: int, limit: int = RESERVED_COUNT) -> None:
+        super().__init__(f"the sentence holds {count} placeholders; a masking model has {limit} reserved "
+                         f"tokens (｟ph0｠..｟ph{limit - 1}｠), one a placeholder: split the sentence")
 
 
 def check_patterns(patterns: Iterable[str]) -> tuple[str, ...]:
@@ -196,20 +196,25 @@ class Masked:
 
     text: str
     originals: tuple[str, ...] = ()
+    # What a ｟ph{i}｠ beyond the originals stands for: with a vocabulary not made for placeholders, the numeral
+    # its stand-in piece spells (tokenize/standins.py); empty: it stays visible.
+    spelled: tuple[str, ...] = ()
 
 
-def mask(text: str, extra: tuple[str, ...] = ()) -> Masked:
-    """The i-th placeholder of `text` -> ｟ph{i}｠; more than RESERVED_COUNT of them: TooManyPlaceholders
-    (a silent drop of the rest would lose them from the translation)."""
+def mask(text: str, extra: tuple[str, ...] = (), limit: int = RESERVED_COUNT) -> Masked:
+    """The i-th placeholder of `text` -> ｟ph{i}｠; more than `limit` (<= RESERVED_COUNT; fewer where a vocabulary
+    has fewer stand-ins, tokenize/standins.py) of them: TooManyPlaceholders (a silent drop of the rest would lose
+    them from the translation)."""
     originals: list[str] = []
+    limit = min(limit, RESERVED_COUNT)
 
     def reserve(match) -> str:
         originals.append(match.group(0))
-        return RESERVED_TOKENS[len(originals) - 1] if len(originals) <= RESERVED_COUNT else match.group(0)
+        return RESERVED_TOKENS[len(originals) - 1] if len(originals) <= limit else match.group(0)
 
     masked = substitute(extra, reserve, text)
-    if len(originals) > RESERVED_COUNT:
-        raise TooManyPlaceholders(len(originals))
+    if len(originals) > limit:
+        raise TooManyPlaceholders(len(originals), limit)
     return Masked(masked, tuple(originals))
 
 
@@ -230,12 +235,14 @@ def mask_target(target: str, originals: Sequence[str], extra: tuple[str, ...] = 
 def restore(masked: Masked, translation: str) -> str:
     """Each ｟ph{i}｠ of a translation -> the source text it stands for; one the source has no
     placeholder for (a model decoding without the constraint) stays visible as it is."""
-    if not masked.originals:
+    if not (masked.originals or masked.spelled):
         return translation
 
     def original(match: re.Match) -> str:
         index = int(match.group(1))
-        return masked.originals[index] if index < len(masked.originals) else match.group(0)
+        if index < len(masked.originals):
+            return masked.originals[index]
+        return masked.spelled[index] if index < len(masked.spelled) else match.group(0)
 
     return RESERVED_PATTERN.sub(original, translation)
 

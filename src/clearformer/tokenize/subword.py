@@ -25,6 +25,8 @@ from clearformer.limits import MAX_TOKENIZER_FILE_BYTES
 from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.safeio import read_bytes, read_json_object
 from clearformer.tokenize.facts import TokenizerFacts
+from clearformer.tokenize.placeholders import RESERVED_TOKENS
+from clearformer.tokenize.standins import StandIns
 from clearformer.tokenize.words import BOS, EOS, PAD, UNK
 
 MODEL_FILE = "tokenizer.model"
@@ -47,10 +49,23 @@ class SentencePieceTokenizer(TokenizerFacts):
         self.bos_id = self.processor.bos_id()
         self.eos_id = self.processor.eos_id()
         self.specials = {"pad": PAD, "unk": UNK, "bos": BOS, "eos": EOS}
-        self.placeholder_ids = tuple(self.processor.piece_to_id(p) for p in self.placeholders)
-        missing = [p for p, i in zip(self.placeholders, self.placeholder_ids, strict=True) if i == self.unk_id]
+        self.piece_ids = tuple(self.processor.piece_to_id(p) for p in self.placeholders)
+        missing = [p for p, i in zip(self.placeholders, self.piece_ids, strict=True) if i == self.unk_id]
         if missing:
             raise UserError(f"the SentencePiece model lacks the placeholder piece(s) {missing[:3]}")
+        # A vocabulary made elsewhere (Firefox's students) has no reserved tokens ｟ph{i}｠: numerals stand in
+        # for them when the run masks placeholders (tokenize/standins.py).
+        if self.processor.piece_to_id(RESERVED_TOKENS[0]) == self.unk_id:
+            self.stand_ins = StandIns.from_vocabulary(
+                {self.processor.id_to_piece(i): i for i in range(self.processor.get_piece_size())})
+
+    @property
+    def placeholder_ids(self) -> tuple[int, ...]:
+        """The pieces decoding copies exactly: the placeholder pieces (reserved tokens included), or the
+        stand-ins of a vocabulary without reserved tokens when the run masks placeholders."""
+        if self.mask_placeholders and self.stand_ins is not None:
+            return tuple(self.processor.piece_to_id(piece) for piece in self.stand_ins.pieces_used)
+        return self.piece_ids
 
     # -- training -------------------------------------------------------------------------------
 
@@ -93,18 +108,29 @@ class SentencePieceTokenizer(TokenizerFacts):
     def __len__(self) -> int:
         return self.processor.get_piece_size()
 
+    def uses_stand_ins(self, text: str | None = None) -> bool:
+        return self.mask_placeholders and self.stand_ins is not None and (text is None or "｟" in text)
+
     def tokenize(self, text: str) -> list[str]:
         """Text -> pieces, e.g. 'Je t'aime' -> ['▁Je', '▁t', "'", 'aime']."""
+        if self.uses_stand_ins(text):
+            return self.stand_ins.pieces(text, lambda part: self.processor.encode(part, out_type=str),
+                                         lambda piece: self.processor.piece_to_id(piece) != self.unk_id)
         return self.processor.encode(text, out_type=str)
 
     def encode(self, text: str) -> list[int]:
         """Text -> ids (no <bos>/<eos>)."""
+        if self.uses_stand_ins(text):
+            return [self.processor.piece_to_id(piece) for piece in self.tokenize(text)]
         return self.processor.encode(text, out_type=int)
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Ids -> text, dropping <pad>, <bos> and <eos>."""
+        """Ids -> text, dropping <pad>, <bos> and <eos>; a stand-in comes back as its ｟ph{i}｠."""
         skip = {self.pad_id, self.bos_id, self.eos_id}
-        return self.processor.decode([int(i) for i in ids if int(i) not in skip])
+        kept = [int(i) for i in ids if int(i) not in skip]
+        if self.uses_stand_ins():
+            return self.stand_ins.text([self.processor.id_to_piece(i) for i in kept], self.processor.decode_pieces)
+        return self.processor.decode(kept)
 
     def id_to_token(self, index: int) -> str:
         return self.processor.id_to_piece(int(index))

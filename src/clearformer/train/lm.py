@@ -23,9 +23,7 @@ from clearformer.data import lm as lm_data
 from clearformer.errors import UserError
 from clearformer.limits import MAX_BATCH_SIZE
 from clearformer.options import Options, option, part
-from clearformer.store import lock
-from clearformer.train import mfu, rundir, state
-from clearformer.train.loop import TrainResult, run_setup
+from clearformer.report.flops import FlopCount
 from clearformer.train.options import Hardware, LoopOptions
 from clearformer.train.setup import finish_setup, open_run, restored_model
 
@@ -131,12 +129,13 @@ class LanguageModelTask:
     can_validate = True
 
     def __init__(self, options: LMOptions, tokenizer, config, train: torch.Tensor, valid: torch.Tensor,
-                 corpus: str, words: int) -> None:
-        self.o, self.tokenizer, self.config = options, tokenizer, config
+                 corpus: str, words: int, flop_count: FlopCount) -> None:
+        self.options, self.tokenizer, self.config = options, tokenizer, config
         self.train, self.valid, self.corpus, self.words = train, valid, corpus, words
         self.block = min(options.block_size, config.max_len)
         if len(train) < self.block + 2 or len(valid) < 3:
             raise UserError(f"the corpus is too small: {len(train)} tokens for windows of {self.block}")
+        self.flops_per_token = flop_count.per_token(self.block)  # report/flops.py, nanoGPT's count
         self.generator = torch.Generator().manual_seed(options.loop.seed)
         self.draws = 0
         self.last_valid: float | None = None
@@ -144,7 +143,7 @@ class LanguageModelTask:
     def batches(self, count: int) -> list[WindowBatch]:
         out = []
         for _ in range(count):
-            starts = torch.randint(0, len(self.train) - self.block - 1, (self.o.batch_size,),
+            starts = torch.randint(0, len(self.train) - self.block - 1, (self.options.batch_size,),
                                    generator=self.generator)
             out.append(WindowBatch(*windows(self.train, starts, self.block)))
             self.draws += 1
@@ -157,7 +156,7 @@ class LanguageModelTask:
 
     @property
     def epoch(self) -> int:
-        return self.draws * self.o.batch_size * self.block // len(self.train)
+        return self.draws * self.options.batch_size * self.block // len(self.train)
 
     def restore(self, position: dict) -> None:
         raw = base64.b64decode(position["generator"])
@@ -168,19 +167,19 @@ class LanguageModelTask:
         return NextTokenLoss(model)
 
     def learning_rate(self, step: int) -> float:
-        return learning_rate(step - 1, self.o)
+        return learning_rate(step - 1, self.options)
 
     def new_optimizer(self, model):
-        return make_optimizer(model, self.o)
+        return make_optimizer(model, self.options)
 
     def validate(self, model, device, autocast):
         with autocast():
-            loss = evaluate(model, self.valid, self.o.batch_size, self.block, self.o.eval_batches)
+            loss = evaluate(model, self.valid, self.options.batch_size, self.block, self.options.eval_batches)
         self.last_valid = loss
         return loss, loss, None
 
-    def flops(self, model, batch: WindowBatch) -> float:
-        return mfu.flops_per_token(model, self.block) * batch.inputs.numel()
+    def flops(self, batch: WindowBatch) -> float:
+        return self.flops_per_token * batch.inputs.numel()
 
     def meta(self) -> dict:
         return {"kind": "lm", "corpus": self.corpus, "corpus_words": self.words, "tokenizer": self.tokenizer.kind,
@@ -188,23 +187,7 @@ class LanguageModelTask:
 
     def describe(self) -> str:
         return (f"{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train):,} training tokens "
-                f"from {self.corpus}, batches of {self.o.batch_size} x {self.block}")
-
-
-def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None,
-                   device: str | None = None, corpus: str | None = None) -> LMOptions:
-    """The options of the LM run being resumed, with a new length, device or corpus path if given."""
-    checkpoints = state.step_checkpoints(run_dir)
-    if not checkpoints:
-        raise rundir.no_checkpoint(run_dir, "lm train")
-    saved = state.load_step_checkpoint(checkpoints[-1])[2]
-    if saved.get("task") != "lm":
-        raise UserError(f"{run_dir}: a translation run; continue it with `clearformer train --resume --out "
-                        f"{run_dir}`")
-    options = LMOptions.from_dict(saved["options"], f"{checkpoints[-1]}/trainer_state.json options")
-    changes = {"steps": steps, "minutes": minutes, "device": device, "corpus": corpus}
-    return options.with_values(**{name: value for name, value in changes.items() if value is not None},
-                               run_dir=str(run_dir))
+                f"from {self.corpus}, batches of {self.options.batch_size} x {self.block}")
 
 
 def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = False, fresh=None):
@@ -222,14 +205,5 @@ def prepare_language_model(options: LMOptions, resume: bool, overwrite: bool = F
     model.to(start.device).train()
     streams = lm_data.build_streams(tokenizer, train_lines, valid_lines)
     task = LanguageModelTask(options, tokenizer, model.config, streams.train, streams.valid, options.corpus,
-                             streams.words)
+                             streams.words, FlopCount.of(model))
     return finish_setup(start, options, tokenizer, model, task)
-
-
-def train_language_model(options: LMOptions, resume: bool = False, progress: bool = True, overwrite: bool = False,
-                         fresh=None) -> TrainResult:
-    """Train (or continue) a language model run in options.loop.run_dir with the one trainer."""
-    try:
-        return run_setup(prepare_language_model(options, resume, overwrite, fresh), progress)
-    finally:
-        lock.release(options.loop.run_dir)  # the run folder's lock (store/lock.py), taken by prepare

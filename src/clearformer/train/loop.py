@@ -1,9 +1,10 @@
 """The training loop, for every model: batches -> loss -> optimizer + schedule -> checkpoints.
 
 What is specific to a model (its data, loss, schedule, optimizer, validation) is its task
-(train/task.py: the translation model; clearformer/train/lm.py: the language model).
+(train/task.py: the translation model; clearformer/train/lm.py: the language model); train/front.py
+is the one front that prepares either and runs it here.
 
-One optimizer step:
+One optimizer step (`Trainer.train_step`):
     1. lr = task.learning_rate(step)      (translation: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5))
     2. take world_size * accum batches; this process trains on its `accum` of them
     3. for each: (summed loss, summed nll, labels) = task network(batch);
@@ -14,6 +15,10 @@ Every `eval_every` steps: validation (loss, and BLEU for translation), early sto
 written to the run directory (the best one, or the newest for tasks with keep_best False). Every
 `save_every` steps: a resumable step checkpoint and the curve PNG. The progress bar and the
 metrics.csv rows carry tokens/s and MFU against this machine's measured matmul peak (clearformer.train.mfu).
+
+What the Trainer holds, by record: `Standing` (where the run is: what a step checkpoint saves and
+--resume restores), `Clock` (training time across resumes), `Execution` (how a step runs on this
+device), `Tally` (sums over a logging interval and over the session) and `StepNumbers` (one step's).
 
 On a GPU (docs/gpu.md): the forward + loss of step 3 runs compiled (`--compile`, train/step.py),
 under bf16 autocast with --bf16, Adam uses fused kernels (devices.optimizer_implementation), batches
@@ -29,22 +34,21 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
 from clearformer import devices
-from clearformer.errors import Stopped, UserError
-from clearformer.store import lock
+from clearformer.errors import Stopped
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.checkpoint import save_model
 from clearformer.store.runs import mark_latest_if_default
-from clearformer.train import distributed, mfu, rundir, state
+from clearformer.train import distributed, mfu, state
 from clearformer.train.metrics import MetricsLog, perplexity, plot_curves
-from clearformer.train.options import TrainOptions
-from clearformer.train.setup import RunSetup, prepare
+from clearformer.train.setup import RunSetup
 from clearformer.train.step import TrainingForward, compile_forward, to_device
 from clearformer.train.stopping import StopSignals, resume_advice
 
@@ -61,35 +65,138 @@ class TrainResult:
     mfu: float | None = None  # of the measured matmul peak
 
 
-# Seconds of sleep after every step: a test-only knob (the kill -9 and SIGTERM tests need a run that is
-# still going when they strike). Not an option, never saved with a run: the hidden `--slow-down` flag of
-# `train` and `lm train` sets it (commands/options.py, add_test_knobs).
-TEST_STEP_DELAY_S = 0.0
+@dataclass
+class Standing:
+    """Where the run stands: what every step checkpoint saves (trainer_state.json, under these names) and
+    --resume restores, so that a resumed run goes on exactly as an uninterrupted one."""
+
+    step: int = 0
+    elapsed_s: float = 0.0  # training time so far (validation and checkpoint writing do not count)
+    tokens_seen: int = 0
+    best_valid_loss: float | None = None
+    best_step: int | None = None
+    bad_validations: int = 0  # validations in a row without a better loss (early stopping's count)
+    last_valid_loss: float | None = None
+    last_valid_bleu: float | None = None
+
+    @classmethod
+    def from_saved(cls, saved: dict) -> Standing:
+        return cls(**{item.name: saved[item.name] for item in fields(cls) if saved.get(item.name) is not None})
 
 
-def resume_options(run_dir: Path, steps: int | None = None, minutes: float | None = None) -> TrainOptions:
-    """The options of the run being resumed (from its newest checkpoint), with a new length if given."""
-    checkpoints = state.step_checkpoints(run_dir)
-    if not checkpoints:
-        raise rundir.no_checkpoint(run_dir)
-    _, _, saved = state.load_step_checkpoint(checkpoints[-1])
-    if saved.get("task", "translate") != "translate":
-        raise UserError(f"{run_dir}: a language-model run; continue it with `clearformer lm train --resume --out "
-                        f"{run_dir}`")
-    options = TrainOptions.from_dict(saved["options"], f"{checkpoints[-1]}/trainer_state.json options")
-    if steps is not None:
-        options.loop.steps = steps
-    if minutes is not None:
-        options.loop.minutes = minutes
-    return options
+@dataclass
+class Clock:
+    """Training time across resumes: `before` (the checkpoint's) plus this session's, less the pauses
+    (validation and checkpoint writing)."""
+
+    before: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    paused: float = 0.0
+
+    def start(self) -> None:
+        self.started, self.paused = time.monotonic(), 0.0
+
+    def elapsed(self) -> float:
+        return self.before + (time.monotonic() - self.started) - self.paused
+
+    @contextlib.contextmanager
+    def pause(self):
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self.paused += time.monotonic() - began
 
 
-def train(options: TrainOptions, resume: bool = False, progress: bool = True, overwrite: bool = False) -> TrainResult:
-    """Train the translation model (see clearformer.train.lm.train_language_model for the LM)."""
-    try:
-        return run_setup(prepare(options, resume, Path(options.loop.run_dir), overwrite), progress)
-    finally:
-        lock.release(options.loop.run_dir)  # the run folder's lock (store/lock.py), taken by prepare
+@dataclass
+class StepNumbers:
+    """One optimizer step. `sums` (this process's summed loss and nll) and `grad_norm` stay on the device
+    until a log line reads them; `labels`, `real` and `padded` count the whole step (all processes')."""
+
+    lr: float
+    sums: torch.Tensor
+    labels: int
+    real: int
+    padded: int
+    grad_norm: torch.Tensor
+    flops: float  # training FLOPs of the step's batches (report/flops.py; process 0 counts, others 0)
+
+
+@dataclass
+class Tally:
+    """Sums over steps: a logging interval's (emptied at each log line) or the whole session's."""
+
+    sums: torch.Tensor | None = None  # (loss, nll) on the device
+    labels: int = 0
+    real: int = 0
+    padded: int = 0
+    seconds: float = 0.0
+    steps: int = 0
+    flops: float = 0.0
+
+    def add(self, step: StepNumbers, seconds: float) -> None:
+        self.sums = step.sums if self.sums is None else self.sums + step.sums
+        self.labels += step.labels
+        self.real += step.real
+        self.padded += step.padded
+        self.seconds += seconds
+        self.steps += 1
+        self.flops += step.flops
+
+    def tokens_per_second(self) -> float:
+        return self.real / max(self.seconds, 1e-9)
+
+    def utilisation(self, peak: mfu.MeasuredPeak) -> float | None:
+        """MFU: the share of the measured matmul peak the model's arithmetic used; None for a share over 100%,
+        which is a measurement error, not a result (train/mfu.py's MeasuredPeak measures again first)."""
+        return peak.share(self.flops / max(self.seconds, 1e-9))
+
+    def utilisation_text(self, peak: mfu.MeasuredPeak) -> str:
+        """The MFU as shown: "21.6%", or "n/a" (see `utilisation`)."""
+        return peak.text(self.flops / max(self.seconds, 1e-9))
+
+
+@dataclass
+class Execution:
+    """How a step runs on this device: the network (the task's loss module, DDP-wrapped across processes),
+    its forward (compiled or eager), bf16 autocast or none, and the matmul peak MFU is measured against."""
+
+    network: torch.nn.Module
+    forward: Callable
+    compiled: bool
+    autocast_dtype: torch.dtype | None
+    device: torch.device
+    peak: mfu.MeasuredPeak
+
+    @classmethod
+    def on(cls, setup: RunSetup) -> Execution:
+        network = setup.task.network(setup.model)
+        if setup.world.distributed:
+            device_ids = [setup.device.index] if setup.device.type == "cuda" else None
+            network = torch.nn.parallel.DistributedDataParallel(network, device_ids=device_ids)
+        dtype = devices.autocast_dtype(setup.device, setup.options.hardware.bf16)
+        if setup.device.type == "cuda":
+            # fp32 matrix products (all of them without --bf16) on tensor cores, as TF32.
+            torch.set_float32_matmul_precision("high")
+        compiled = devices.use_compile(setup.options.hardware.compile, setup.device)
+        forward = compile_forward(TrainingForward(network, setup.device.type, dtype), compiled)
+        # MFU against the peak of the dtype the products run in (bf16 under --bf16).
+        peak = mfu.MeasuredPeak(setup.device, dtype or torch.float32, None if setup.world.is_main else 0.0)
+        return cls(network, forward, compiled, dtype, setup.device, peak)
+
+    def autocast(self):
+        """The context validation runs in: the step's autocast, or none."""
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+
+    def describe(self, optimizer: torch.optim.Optimizer) -> str:
+        """How the step runs, for the first line: bf16 autocast, compiled, fused Adam."""
+        kinds = [name for name, on in (("bf16 autocast", self.autocast_dtype is not None),
+                                       ("compiled step", self.compiled),
+                                       ("fused Adam", any(g.get("fused") for g in optimizer.param_groups)))
+                 if on]
+        return f", {', '.join(kinds)}" if kinds else ""
 
 
 def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:
@@ -101,120 +208,57 @@ def run_setup(setup: RunSetup, progress: bool = True) -> TrainResult:
 
 
 class Trainer:
+    """Runs a prepared run (`RunSetup`: options, model, task, optimizer, device, processes) step by step."""
+
     def __init__(self, setup: RunSetup, progress: bool = True) -> None:
-        self.s = setup
-        self.options = setup.options
-        self.o = setup.options.loop  # the loop's part, the same class for every task (train/options.py)
-        self.hardware = setup.options.hardware
-        self.world = setup.world
-        self.model = setup.model
-        self.task = setup.task
-        self.network = self.task.network(self.model)
-        if self.world.distributed:
-            device_ids = [setup.device.index] if setup.device.type == "cuda" else None
-            self.network = torch.nn.parallel.DistributedDataParallel(self.network, device_ids=device_ids)
-        saved = setup.trainer_state
-        self.step = saved.get("step", 0)
-        self.elapsed_before = saved.get("elapsed_s", 0.0)
-        self.tokens_seen = saved.get("tokens_seen", 0)
-        self.best_valid = saved.get("best_valid_loss")
-        self.best_step = saved.get("best_step")
-        self.bad_validations = saved.get("bad_validations", 0)
-        self.last_valid = (saved.get("last_valid_loss"), saved.get("last_valid_bleu"))
-        self.metrics = MetricsLog(setup.run_dir / "metrics.csv")
-        self.progress = progress and self.world.is_main
-        if self.world.is_main and setup.resumed_from is not None:
-            self.metrics.truncate_after(self.step)
-        self.autocast_dtype = devices.autocast_dtype(setup.device, self.hardware.bf16)
-        self.autocast = self._autocast_factory()
-        if setup.device.type == "cuda":
-            # fp32 matrix products (all of them without --bf16) on tensor cores, as TF32.
-            torch.set_float32_matmul_precision("high")
-        self.compiled = devices.use_compile(self.hardware.compile, setup.device)
-        self.forward = compile_forward(TrainingForward(self.network, setup.device.type, self.autocast_dtype),
-                                       self.compiled)
-        self.interval = self.empty_interval()
+        self.setup = setup
+        self.loop = setup.options.loop  # the loop's part of the options, the same class for every task
+        self.task, self.model, self.world = setup.task, setup.model, setup.world
+        self.standing = Standing.from_saved(setup.trainer_state)
+        self.init = setup.init  # a fine-tuning run's start (train/init.py): validated at step 0, compared with
+        self.clock = Clock(before=self.standing.elapsed_s)
+        self.execution = Execution.on(setup)
+        self.interval, self.session = Tally(), Tally()  # since the last log line; this process's whole run
         self.last_step: tuple[torch.Tensor, int] | None = None  # (this process's loss sum, labels) of the last step
-        # MFU against the peak of the dtype the products run in (bf16 under --bf16).
-        self.peak = mfu.MeasuredPeak(setup.device, self.autocast_dtype or torch.float32,
-                                     None if self.world.is_main else 0.0)  # never over 100% (train/mfu.py)
-        self.last_loss: float | None = None
+        self.metrics = MetricsLog(setup.run_dir / "metrics.csv")
+        if self.world.is_main and setup.resumed_from is not None:
+            self.metrics.truncate_after(self.standing.step)
+        self.show_bar = progress and self.world.is_main
         self.stop = StopSignals()  # installed while the loop runs
         self.signalled = False
-        self.session = {"real": 0, "flops": 0.0, "time": 0.0}  # this process's run, for the closing line
-
-    # -- helpers ------------------------------------------------------------------------------
-
-    def _autocast_factory(self):
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext
-        device_type, dtype = self.s.device.type, self.autocast_dtype
-        return lambda: torch.autocast(device_type=device_type, dtype=dtype)
-
-    @staticmethod
-    def empty_interval() -> dict:
-        # sums: this process's (loss, nll) sums on the device, read back at the next flush.
-        return {"sums": None, "tokens": 0, "real": 0, "padded": 0, "time": 0.0, "steps": 0, "flops": 0.0}
-
-    def elapsed(self) -> float:
-        """Training time so far, across resumes: validation and checkpoint writing do not count."""
-        return self.elapsed_before + (time.monotonic() - self.started) - self.paused
-
-    def should_stop(self) -> str | None:
-        reason = None
-        if self.o.steps is not None and self.step >= self.o.steps:
-            reason = f"reached {self.o.steps} steps"
-        elif self.o.minutes is not None and self.elapsed() >= self.o.minutes * 60:
-            reason = f"reached the time budget of {self.o.minutes:g} min"
-        elif self.o.patience and self.bad_validations >= self.o.patience:
-            reason = f"early stopping: no better validation loss in {self.o.patience} validations"
-        # Process 0 decides (its clock rules), everyone follows; a stop signal any process got stops all.
-        stop, signalled = distributed.stop_flags(reason is not None, self.stop.signal is not None, self.world,
-                                                 self.s.device)
-        if signalled:
-            self.signalled = True
-            return f"stopped by {self.stop.name if self.stop.signal is not None else 'a signal to another process'}"
-        return (reason or "stopped by process 0") if stop else None
-
-    def meta(self) -> dict:
-        return {
-            "preset": self.options.preset, "step": self.step, **self.task.meta(),
-            "valid_loss": self.last_valid[0], "valid_bleu": self.last_valid[1],
-            "best_step": self.best_step, "parameters": self.model.num_parameters(),
-            "options": self.options.to_dict(),
-        }
 
     # -- one optimizer step -------------------------------------------------------------------
 
-    def train_step(self) -> dict:
-        self.step += 1
-        lr = self.task.learning_rate(self.step)
-        for group in self.s.optimizer.param_groups:
+    def train_step(self) -> StepNumbers:
+        self.standing.step += 1
+        lr = self.task.learning_rate(self.standing.step)
+        optimizer = self.setup.optimizer
+        for group in optimizer.param_groups:
             group["lr"] = lr
-        batches = self.task.batches(self.world.size * self.o.accum)
-        mine = batches[self.world.rank * self.o.accum:(self.world.rank + 1) * self.o.accum]
+        accum, rank = self.loop.accum, self.world.rank
+        batches = self.task.batches(self.world.size * accum)
+        mine = batches[rank * accum:(rank + 1) * accum]
         step_labels = sum(b.target_tokens for b in batches)
-        self.s.optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad(set_to_none=True)
         sums = None  # (loss, nll) summed over this process's batches, on the device
         for index, batch in enumerate(mine):
-            batch = to_device(batch, self.s.device)
+            batch = to_device(batch, self.setup.device)
             last = index == len(mine) - 1
             # Gradients are all-reduced once per step, after the last batch of this process.
-            sync = contextlib.nullcontext() if last or not self.world.distributed else self.network.no_sync()
+            network = self.execution.network
+            sync = contextlib.nullcontext() if last or not self.world.distributed else network.no_sync()
             with sync:
-                loss, nll, _ = self.forward(batch)
+                loss, nll, _ = self.execution.forward(batch)
                 (loss * (self.world.size / step_labels)).backward()
             pair = torch.stack([loss.detach().float(), nll.detach().float()])
             sums = pair if sums is None else sums + pair
         parameters = [p for p in self.model.parameters() if p.grad is not None]
-        max_norm = self.o.clip if self.o.clip > 0 else math.inf
+        max_norm = self.loop.clip if self.loop.clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_norm)  # a device tensor: no wait here
-        self.s.optimizer.step()
-        real = sum(b.real_tokens for b in batches)
-        padded = sum(b.padded_tokens for b in batches)
-        flops = sum(self.task.flops(self.model, b) for b in batches) if self.world.is_main else 0.0
-        return {"lr": lr, "sums": sums, "labels": step_labels, "real": real, "padded": padded,
-                "grad_norm": grad_norm, "flops": flops}
+        optimizer.step()
+        flops = sum(self.task.flops(b) for b in batches) if self.world.is_main else 0.0
+        return StepNumbers(lr, sums, step_labels, sum(b.real_tokens for b in batches),
+                           sum(b.padded_tokens for b in batches), grad_norm, flops)
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -224,104 +268,102 @@ class Trainer:
             result = self._run()
         if self.signalled:
             command = "train" if self.task.kind == "translate" else "lm train"
-            checkpoints = state.step_checkpoints(self.s.run_dir)
-            saved = checkpoints[-1] if checkpoints and self.step else None
-            advice = resume_advice(command, self.s.run_dir, self.step, saved) if self.world.is_main else ""
+            checkpoints = state.step_checkpoints(self.setup.run_dir)
+            saved = checkpoints[-1] if checkpoints and self.standing.step else None
+            advice = (resume_advice(command, self.setup.run_dir, self.standing.step, saved)
+                      if self.world.is_main else "")
             raise Stopped(advice, self.stop.exit_code if self.stop.signal is not None else 143)
         return result
 
     def _run(self) -> TrainResult:
-        self.started = time.monotonic()
-        self.paused = 0.0
+        self.clock.start()
         if self.world.is_main:
             self.announce()
-        bar = tqdm(total=self.o.steps, initial=self.step, disable=not self.progress, unit="step",
+        bar = tqdm(total=self.loop.steps, initial=self.standing.step, disable=not self.show_bar, unit="step",
                    dynamic_ncols=True, desc="train",
                    # In a log (CI, `setup.sh | tee`) a redrawn bar becomes thousands of lines: update rarely.
                    mininterval=0.1 if sys.stderr.isatty() else 15.0)
+        if self.init is not None and self.standing.step == 0:
+            self.validate(bar)  # the starting weights on the new data: what every later validation must beat
         reason = self.should_stop()
         while reason is None:
             began = time.monotonic()
-            result = self.train_step()
+            numbers = self.train_step()
             seconds = time.monotonic() - began
-            self.tokens_seen += result["real"]
-            self.record_interval(result, seconds)
-            if self.progress:
+            self.standing.tokens_seen += numbers.real
+            self.interval.add(numbers, seconds)
+            self.session.add(numbers, seconds)
+            self.last_step = (numbers.sums[0], numbers.labels)
+            if self.show_bar:
                 bar.update(1)
-            if self.step % self.o.log_every == 0:
-                self.flush_interval(result, bar)
-            if self.step % self.o.eval_every == 0:
+            step = self.standing.step
+            if step % self.loop.log_every == 0:
+                self.flush_interval(numbers, bar)
+            if step % self.loop.eval_every == 0:
                 self.validate(bar)
-            if self.step % self.o.save_every == 0:
+            if step % self.loop.save_every == 0:
                 self.save()
-            if TEST_STEP_DELAY_S:
-                time.sleep(TEST_STEP_DELAY_S)
             reason = self.should_stop()
         bar.close()
-        if self.interval["steps"]:
+        if self.interval.steps:
             self.flush_interval(None)
-        self.last_loss = self.read_last_loss()
+        last_loss = self.read_last_loss()
+        step = self.standing.step
         # A stop signal: no last validation (it can take longer than the seconds a scheduler waits).
-        if self.step % self.o.eval_every != 0 and self.task.can_validate and not self.signalled:
+        if step % self.loop.eval_every != 0 and self.task.can_validate and not self.signalled:
             self.validate(None)
-        if self.step % self.o.save_every != 0:
+        if step % self.loop.save_every != 0:
             self.save()
         self.finish(reason)
-        done = self.session
-        rate = done["real"] / done["time"] if done["time"] > 0 else None
-        utilisation = self.peak.share(done["flops"] / done["time"]) if done["time"] > 0 else None
-        return TrainResult(self.s.run_dir, self.step, self.last_loss, self.last_valid[0], self.last_valid[1],
+        done, standing = self.session, self.standing
+        rate = done.tokens_per_second() if done.seconds > 0 else None
+        utilisation = done.utilisation(self.execution.peak) if done.seconds > 0 and self.execution.peak.value else None
+        return TrainResult(self.setup.run_dir, step, last_loss, standing.last_valid_loss, standing.last_valid_bleu,
                            reason, rate, utilisation)
 
+    def should_stop(self) -> str | None:
+        reason, loop = None, self.loop
+        if loop.steps is not None and self.standing.step >= loop.steps:
+            reason = f"reached {loop.steps} steps"
+        elif loop.minutes is not None and self.clock.elapsed() >= loop.minutes * 60:
+            reason = f"reached the time budget of {loop.minutes:g} min"
+        elif loop.patience and self.standing.bad_validations >= loop.patience:
+            reason = f"early stopping: no better validation loss in {loop.patience} validations"
+        # Process 0 decides (its clock rules), everyone follows; a stop signal any process got stops all.
+        stop, signalled = distributed.stop_flags(reason is not None, self.stop.signal is not None, self.world,
+                                                 self.setup.device)
+        if signalled:
+            self.signalled = True
+            return f"stopped by {self.stop.name if self.stop.signal is not None else 'a signal to another process'}"
+        return (reason or "stopped by process 0") if stop else None
+
+    # -- what the run prints and logs ---------------------------------------------------------
+
     def announce(self) -> None:
-        s = self.s
-        where = f"resuming from {s.resumed_from}" if s.resumed_from else f"writing to {s.run_dir}"
-        processes = f", {self.world.size} processes" if self.world.distributed else ""
-        print(f"clearformer train: preset {self.options.preset}, {self.model.num_parameters():,} parameters, "
-              f"{self.task.describe()}; device {s.device}{processes}{self.step_kind()} "
-              f"(measured {self.peak_kind}matmul peak {self.peak.value / 1e9:.1f} GFLOP/s); {where}", flush=True)
-        saved_world = s.trainer_state.get("world_size", self.world.size)
-        if saved_world != self.world.size:
+        setup, world = self.setup, self.world
+        where = f"resuming from {setup.resumed_from}" if setup.resumed_from else f"writing to {setup.run_dir}"
+        processes = f", {world.size} processes" if world.distributed else ""
+        bf16 = "bf16 " if self.execution.autocast_dtype is not None else ""
+        print(f"clearformer train: preset {setup.options.preset}, {self.model.num_parameters():,} parameters, "
+              f"{self.task.describe()}; device {setup.device}{processes}{self.execution.describe(setup.optimizer)} "
+              f"(measured {bf16}matmul peak {self.execution.peak.value / 1e9:.1f} GFLOP/s); {where}", flush=True)
+        saved_world = setup.trainer_state.get("world_size", world.size)
+        if saved_world != world.size:
             print(f"clearformer train: warning: the run was saved by {saved_world} process(es) and "
-                  f"continues with {self.world.size}: each step now takes {self.world.size * self.o.accum} "
+                  f"continues with {world.size}: each step now takes {world.size * self.loop.accum} "
                   "batches, and dropout draws new random numbers", flush=True)
 
-    @property
-    def peak_kind(self) -> str:
-        return "bf16 " if self.autocast_dtype is not None else ""
-
-    def step_kind(self) -> str:
-        """How the step runs, for the first line: bf16 autocast, compiled, fused Adam."""
-        kinds = [name for name, on in (("bf16 autocast", self.autocast_dtype is not None),
-                                       ("compiled step", self.compiled),
-                                       ("fused Adam", any(g.get("fused") for g in self.s.optimizer.param_groups)))
-                 if on]
-        return f", {', '.join(kinds)}" if kinds else ""
-
-    def postfix(self, loss: float, lr: float, interval: dict) -> dict:
+    def postfix(self, loss: float, lr: float) -> dict:
         """The progress bar's fields: the last logging interval's loss, speed and padding."""
-        seconds = max(interval["time"], 1e-9)
-        fields = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}",
-                  "tok/s": f"{interval['real'] / seconds:,.0f}",
-                  "MFU": self.peak.text(interval["flops"] / seconds),
-                  "pad": f"{1 - interval['real'] / max(interval['padded'], 1):.0%}"}
-        if self.o.minutes is not None:
-            left = max(0.0, self.o.minutes * 60 - self.elapsed())
-            fields["left"] = f"{int(left // 60)}:{int(left % 60):02d}"
-        return fields
-
-    def record_interval(self, result: dict, seconds: float) -> None:
-        i = self.interval
-        i["sums"] = result["sums"] if i["sums"] is None else i["sums"] + result["sums"]
-        i["tokens"] += result["labels"]
-        i["real"] += result["real"]
-        i["padded"] += result["padded"]
-        i["time"] += seconds
-        i["steps"] += 1
-        i["flops"] += result["flops"]
-        for key, value in (("real", result["real"]), ("flops", result["flops"]), ("time", seconds)):
-            self.session[key] += value
-        self.last_step = (result["sums"][0], result["labels"])
+        interval = self.interval
+        fields_ = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}",
+                   "tok/s": f"{interval.tokens_per_second():,.0f}",
+                   "MFU": interval.utilisation_text(self.execution.peak),
+                   "pad": f"{1 - interval.real / max(interval.padded, 1):.0%}"}
+        if self.loop.minutes is not None:
+            left = max(0.0, self.loop.minutes * 60 - self.clock.elapsed())
+            fields_["left"] = f"{int(left // 60)}:{int(left % 60):02d}"
+        return fields_
 
     def read_back(self, values: list[torch.Tensor]) -> list[float]:
         """Device tensors -> floats. The host waits here for the device to finish the steps it was
@@ -329,114 +371,134 @@ class Trainer:
         waited = time.monotonic()
         numbers = torch.stack([v.detach().double().reshape(()) for v in values]).tolist()
         seconds = time.monotonic() - waited
-        self.interval["time"] += seconds
-        self.session["time"] += seconds
+        self.interval.seconds += seconds
+        self.session.seconds += seconds
         return numbers
 
-    def flush_interval(self, result: dict | None, bar=None) -> None:
-        i = self.interval
-        if i["steps"]:
-            extra = [result["grad_norm"]] if result is not None else []
-            numbers = self.read_back([i["sums"][0], i["sums"][1], *extra])
+    def flush_interval(self, numbers: StepNumbers | None, bar=None) -> None:
+        interval = self.interval
+        if interval.steps:
+            extra = [numbers.grad_norm] if numbers is not None else []
+            values = self.read_back([interval.sums[0], interval.sums[1], *extra])
             # Every process flushes at the same steps: the sums of all processes, every log_every steps.
-            loss_sum, nll_sum = distributed.all_sum(numbers[:2], self.world, self.s.device)
-            loss, lr = loss_sum / i["tokens"], self.task.learning_rate(self.step)
+            loss_sum, nll_sum = distributed.all_sum(values[:2], self.world, self.setup.device)
+            loss, lr = loss_sum / interval.labels, self.task.learning_rate(self.standing.step)
             if self.world.is_main:
                 self.metrics.append({
-                    "step": self.step, "epoch": self.task.epoch, "elapsed_s": round(self.elapsed(), 2),
-                    "train_loss": loss, "train_ppl": perplexity(nll_sum / i["tokens"]), "lr": lr,
-                    "tokens_per_s": i["real"] / max(i["time"], 1e-9),
-                    "mfu": self.peak.share(i["flops"] / max(i["time"], 1e-9)),
-                    "padding_share": 1 - i["real"] / i["padded"],
-                    "grad_norm": numbers[2] if result is not None else None})
-            if bar is not None and self.progress:
-                bar.set_postfix(self.postfix(loss, lr, i), refresh=False)
-        self.interval = self.empty_interval()
+                    "step": self.standing.step, "epoch": self.task.epoch, "elapsed_s": round(self.clock.elapsed(), 2),
+                    "train_loss": loss, "train_ppl": perplexity(nll_sum / interval.labels), "lr": lr,
+                    "tokens_per_s": interval.tokens_per_second(), "mfu": interval.utilisation(self.execution.peak),
+                    "padding_share": 1 - interval.real / interval.padded,
+                    "grad_norm": values[2] if numbers is not None else None})
+            if bar is not None and self.show_bar:
+                bar.set_postfix(self.postfix(loss, lr), refresh=False)
+        self.interval = Tally()
 
     def read_last_loss(self) -> float | None:
         """The last step's loss per label (over all processes), as TrainResult reports it."""
         if self.last_step is None:
             return None
         loss_sum, labels = self.last_step
-        (loss_sum,) = distributed.all_sum(self.read_back([loss_sum]), self.world, self.s.device)
+        (loss_sum,) = distributed.all_sum(self.read_back([loss_sum]), self.world, self.setup.device)
         return loss_sum / labels
+
+    # -- validation, checkpoints, the end -----------------------------------------------------
+
+    def meta(self) -> dict:
+        standing = self.standing
+        return {
+            "preset": self.setup.options.preset, "step": standing.step, **self.task.meta(),
+            "valid_loss": standing.last_valid_loss, "valid_bleu": standing.last_valid_bleu,
+            "best_step": standing.best_step, "parameters": self.model.num_parameters(),
+            "options": self.setup.options.to_dict(),
+            **({"init": self.init.to_dict()} if self.init is not None else {}),
+        }
 
     def validate(self, bar) -> None:
         if not self.task.can_validate:
             return
-        began = time.monotonic()
-        try:
+        with self.clock.pause():
             self._validate(bar)
-        finally:
-            self.paused += time.monotonic() - began
 
     def _validate(self, bar) -> None:
-        improved = False
+        standing, improved = self.standing, False
         if self.world.is_main:
-            loss, nll, bleu = self.task.validate(self.model, self.s.device, self.autocast)
-            self.last_valid = (loss, bleu)
-            improved = self.best_valid is None or loss < self.best_valid - 1e-4
-            self.metrics.append({"step": self.step, "epoch": self.task.epoch,
-                                 "elapsed_s": round(self.elapsed(), 2), "valid_loss": loss,
-                                 "valid_ppl": perplexity(nll), "valid_bleu": bleu})
-            line = (f"step {self.step}: valid loss {loss:.3f}, ppl {perplexity(nll):.2f}"
-                    + (f", BLEU {bleu:.1f}" if bleu is not None else "") + (" (best)" if improved else ""))
-            (bar.write if bar is not None and self.progress else print)(line)
-        improved = distributed.broadcast_flag(improved, self.world, self.s.device)
+            loss, nll, bleu = self.task.validate(self.model, self.setup.device, self.execution.autocast)
+            standing.last_valid_loss, standing.last_valid_bleu = loss, bleu
+            improved = standing.best_valid_loss is None or loss < standing.best_valid_loss - 1e-4
+            if self.init is not None and standing.step == 0:
+                self.init = self.init.with_start_loss(loss)
+            start = self.init.valid_loss_at_start if self.init is not None else None
+            self.metrics.append({"step": standing.step, "epoch": self.task.epoch,
+                                 "elapsed_s": round(self.clock.elapsed(), 2), "valid_loss": loss,
+                                 "valid_ppl": perplexity(nll), "valid_bleu": bleu,
+                                 "valid_vs_start": loss - start if start is not None else None})
+            line = (f"step {standing.step}: valid loss {loss:.3f}, ppl {perplexity(nll):.2f}"
+                    + (f", BLEU {bleu:.1f}" if bleu is not None else "") + (" (best)" if improved else "")
+                    + self.against_start(loss))
+            (bar.write if bar is not None and self.show_bar else print)(line)
+        improved = distributed.broadcast_flag(improved, self.world, self.setup.device)
         if improved:
-            self.best_valid, self.best_step, self.bad_validations = self.last_valid[0], self.step, 0
+            standing.best_valid_loss, standing.best_step = standing.last_valid_loss, standing.step
+            standing.bad_validations = 0
         else:
-            self.bad_validations += 1
+            standing.bad_validations += 1
         if self.world.is_main and (improved or not self.task.keep_best):
-            save_model(self.s.run_dir, self.model, self.s.tokenizer, self.meta())
+            save_model(self.setup.run_dir, self.model, self.setup.tokenizer, self.meta())
+
+    def against_start(self, loss: float) -> str:
+        """For a fine-tuning run: how this validation compares with the starting weights' (step 0)."""
+        start = self.init.valid_loss_at_start if self.init is not None else None
+        if start is None or self.standing.step == 0:
+            return " (the starting weights)" if self.init is not None else ""
+        if loss > start:
+            return f"; WORSE than the run it started from ({loss:.3f} > {start:.3f} at step 0)"
+        return f"; {start - loss:.3f} below the run it started from"
 
     def save(self) -> None:
-        began = time.monotonic()
-        try:
+        with self.clock.pause():
             self._save()
-        finally:
-            self.paused += time.monotonic() - began
 
     def _save(self) -> None:
         rng = distributed.gather_rng_states(self.world)
+        setup = self.setup
         if self.world.is_main:
-            trainer_state = {
-                "task": self.task.kind, "step": self.step, "stream": self.task.position,
-                "elapsed_s": self.elapsed(),
-                "tokens_seen": self.tokens_seen, "best_valid_loss": self.best_valid,
-                "best_step": self.best_step,
-                "bad_validations": self.bad_validations, "last_valid_loss": self.last_valid[0],
-                "last_valid_bleu": self.last_valid[1], "world_size": self.world.size,
-                "options": self.options.to_dict()}
-            state.save_step_checkpoint(self.s.run_dir, self.step, self.model, self.s.tokenizer, self.meta(),
-                                       self.s.optimizer, rng, trainer_state, self.o.keep)
-            if self.best_step is None or not self.task.keep_best:  # the newest model is the run's model
-                save_model(self.s.run_dir, self.model, self.s.tokenizer, self.meta())
+            trainer_state = {"task": self.task.kind, "stream": self.task.position,
+                             **asdict(self.standing), "elapsed_s": self.clock.elapsed(),
+                             "world_size": self.world.size, "options": setup.options.to_dict(),
+                             "init": self.init.to_dict() if self.init is not None else None}
+            state.save_step_checkpoint(setup.run_dir, self.standing.step, self.model, setup.tokenizer, self.meta(),
+                                       setup.optimizer, rng, trainer_state, self.loop.keep)
+            if self.standing.best_step is None or not self.task.keep_best:  # the newest model is the run's model
+                save_model(setup.run_dir, self.model, setup.tokenizer, self.meta())
             self.plot()
         distributed.barrier(self.world)
 
     def plot(self) -> None:
-        plot_curves(self.metrics.read(), self.s.run_dir / "curve.png",
-                    f"clearformer {self.options.preset}: loss and learning rate")
+        plot_curves(self.metrics.read(), self.setup.run_dir / "curve.png",
+                    f"clearformer {self.setup.options.preset}: loss and learning rate")
 
     def finish(self, reason: str) -> None:
         if not self.world.is_main:
             return
         self.plot()
+        setup, standing = self.setup, self.standing
         if self.task.kind == "translate":  # translate/explain/serve follow the pointer: LMs stay out of it
-            mark_latest_if_default(self.s.run_dir)
-        summary = {"stopped_because": reason, "step": self.step, "elapsed_s": round(self.elapsed(), 1),
-                   "best_step": self.best_step, "best_valid_loss": self.best_valid,
-                   "last_valid_bleu": self.last_valid[1], "tokens_seen": self.tokens_seen}
-        atomic_write_text(self.s.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-        bleu = f", BLEU {self.last_valid[1]:.1f}" if self.last_valid[1] is not None else ""
-        valid = f"; valid loss {self.last_valid[0]:.3f}{bleu}" if self.last_valid[0] is not None else ""
-        best = (f" (model of step {self.best_step}, the best validation loss)"
-                if self.best_step and self.task.keep_best else "")
-        done = self.session
-        if done["time"] > 0:
-            print(f"clearformer train: trained at {done['real'] / done['time']:,.0f} tok/s on average "
-                  f"(MFU {self.peak.text(done['flops'] / done['time'])} of the measured matmul peak)",
+            mark_latest_if_default(setup.run_dir)
+        summary = {"stopped_because": reason, "step": standing.step, "elapsed_s": round(self.clock.elapsed(), 1),
+                   "best_step": standing.best_step, "best_valid_loss": standing.best_valid_loss,
+                   "last_valid_bleu": standing.last_valid_bleu, "tokens_seen": standing.tokens_seen}
+        atomic_write_text(setup.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+        bleu = f", BLEU {standing.last_valid_bleu:.1f}" if standing.last_valid_bleu is not None else ""
+        valid = f"; valid loss {standing.last_valid_loss:.3f}{bleu}" if standing.last_valid_loss is not None else ""
+        best = (f" (model of step {standing.best_step}, the best validation loss)"
+                if standing.best_step and self.task.keep_best else "")
+        if self.session.seconds > 0:
+            print(f"clearformer train: trained at {self.session.tokens_per_second():,.0f} tok/s on average "
+                  f"(MFU {self.session.utilisation_text(self.execution.peak)} of the measured matmul peak)",
                   flush=True)
-        print(f"clearformer train: {reason} after {self.step} steps in {self.elapsed():.0f} s{valid}; "
-              f"model in {self.s.run_dir}{best}", flush=True)
+        print(f"clearformer train: {reason} after {standing.step} steps in {self.clock.elapsed():.0f} s{valid}; "
+              f"model in {setup.run_dir}{best}", flush=True)
+        if self.init is not None and standing.best_step == 0 and standing.step > 0:
+            print(f"clearformer train: fine-tuning never beat the validation loss of {self.init.run} (step 0); "
+                  "the run's model is its starting weights: try a lower --lr-factor or more data", flush=True)

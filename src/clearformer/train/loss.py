@@ -42,3 +42,20 @@ def label_smoothed_sums(logits: torch.Tensor, labels: torch.Tensor, pad_id: int,
     uniform = -log_probs.mean(dim=-1) * real
     loss = (1.0 - smoothing) * nll + smoothing * uniform
     return loss.sum(), nll.sum().detach()
+
+
+def fused_label_smoothed_sums(logits: torch.Tensor, labels: torch.Tensor, pad_id: int,
+                              smoothing: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """`label_smoothed_sums` through torch's fused cross_entropy (same convention: eps spread over all
+    K classes, the label included), on the logits in their own dtype (bf16 under autocast: no fp32
+    copy of the (tokens, vocab) logits is made here; the kernel keeps its own fp32 log-softmax, as
+    autocast runs it in fp32). The nll sum is a second, gradient-free pass. Equal to
+    `label_smoothed_sums` within float rounding (tests/train/test_shapes.py)."""
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"label smoothing must be in [0, 1), not {smoothing}")
+    flat, targets = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
+    loss = torch.nn.functional.cross_entropy(flat, targets, ignore_index=pad_id, reduction="sum",
+                                             label_smoothing=smoothing)
+    with torch.no_grad():
+        nll = torch.nn.functional.cross_entropy(flat, targets, ignore_index=pad_id, reduction="sum")
+    return loss.float(), nll.float()

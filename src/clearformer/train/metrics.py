@@ -13,7 +13,7 @@ from pathlib import Path
 from clearformer.store.atomic import atomic_write_text
 
 COLUMNS = ["step", "epoch", "elapsed_s", "train_loss", "train_ppl", "lr", "tokens_per_s", "mfu", "padding_share",
-           "grad_norm", "valid_loss", "valid_ppl", "valid_bleu"]
+           "grad_norm", "valid_loss", "valid_ppl", "valid_bleu", "valid_vs_start"]
 
 
 class MetricsLog:

@@ -2,10 +2,8 @@
 
     MFU = (model FLOPs per token x tokens per second) / peak FLOP/s of the machine
 
-Model FLOPs per token (forward + backward = 3 x forward, 2 FLOPs per multiply-add):
-    6 N                                  every weight used in a matrix product, once per token
-  + 6 L T n_h (d_qk + d_v)               attention scores and the weighted sum over T positions
-(with d_qk = d_v = d_head this is nanoGPT's 12 L H Q T). The peak is not a datasheet number: it is
+Model FLOPs are counted once, for every model, by clearformer.report.flops (nanoGPT's 6 N + 12 L H Q T per
+token for a language model). The peak is not a datasheet number: it is
 measured with large matrix products on this machine (with the thread count in use), in the dtype
 the products run in (fp32, or bf16 under --bf16 autocast: a GPU's tensor cores run bf16 many times
 faster than fp32), and the best rate ever seen per device and dtype is kept in
@@ -54,8 +52,8 @@ def machine_key(device: torch.device, dtype: torch.dtype = torch.float32) -> str
     cpu = cpu_name()
     if device.type == "cuda":
         cpu = torch.cuda.get_device_name(device)
-    key = f"{cpu}|threads={torch.get_num_threads()}|torch={torch.__version__}|{device.type}"
-    return key if dtype == torch.float32 else f"{key}|{str(dtype).removeprefix('torch.')}"  # fp32 keys as before
+    return (f"{cpu}|threads={torch.get_num_threads()}|torch={torch.__version__}|{device.type}"
+            f"|{str(dtype).removeprefix('torch.')}")
 
 
 def measure_matmul_peak(size: int | None = None, repeats: int = 5, device: str | torch.device = "cpu",
@@ -115,35 +113,6 @@ def matmul_peak(device: str | torch.device = "cpu", refresh: bool = True,
     except OSError:
         pass  # a read-only home only costs a re-measurement next time
     return peak
-
-
-def matmul_parameters(model: torch.nn.Module) -> int:
-    """Parameters used in matrix products per token: all, minus tables that are only looked up
-    (learned positions; the token embedding unless it is tied to the output projection)."""
-    seen: set[int] = set()
-    total = 0
-    output_weight = getattr(getattr(model, "output", None), "linear", None)
-    tied_ids = {id(output_weight.weight)} if output_weight is not None else set()
-    for name, parameter in model.named_parameters():
-        if id(parameter) in seen:
-            continue
-        seen.add(id(parameter))
-        lookup_only = name.endswith("positions.weight") or (
-            name.endswith("tokens.weight") and id(parameter) not in tied_ids)
-        if not lookup_only:
-            total += parameter.numel()
-    return total
-
-
-def flops_per_token(model: torch.nn.Module, seq_len: int) -> float:
-    """Training FLOPs (forward + backward) per token at context length `seq_len`."""
-    config = model.config
-    if config.attention == "mla":
-        d_qk, d_v = config.mla.qk_nope_head_dim + config.mla.qk_rope_head_dim, config.mla.v_head_dim
-    else:
-        d_qk = d_v = config.head_dim
-    attention = 6 * config.n_decoder_layers * seq_len * config.n_heads * (d_qk + d_v)
-    return 6 * matmul_parameters(model) + attention
 
 
 def mfu(tokens_per_second: float, flops_per_token_: float, peak: float) -> float:

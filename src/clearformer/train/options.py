@@ -7,6 +7,7 @@
       .recipe  Recipe           batch_tokens, lr_factor, warmup, label_smoothing, dropouts, bleu_sentences
       .loop    LoopOptions      steps, minutes, patience, run_dir, checkpoints, logging, accum, clip, seed
       .hardware Hardware        device, bf16, compile
+      .start   StartOptions     init (--init RUN: fine-tune from a run's weights), freeze (train/init.py)
 
 The loop and the hardware are the one trainer's (train/loop.py), shared with the language model's run
 (train/lm.py LMOptions). Every field makes its own flag and checks its own range (clearformer/options.py).
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from clearformer.config import ARCHITECTURES, PRESETS
@@ -35,6 +37,8 @@ REAL_DEFAULTS = dict(tokenizer="sentencepiece", mask_placeholders=True, batch_to
                      steps=None,
                      eval_every=500, save_every=500, patience=10, bleu_sentences=200)
 TIES = ("none", "decoder", "all")
+# --freeze's parts: the parameter names (prefixes) each covers (train/init.py freezes them).
+FREEZABLE = {"embeddings": ("src_embed.", "tgt_embed."), "encoder": ("encoder.",), "decoder": ("decoder.",)}
 TOKENIZERS = ("words", "sentencepiece")
 COMPILE_CHOICES = ("auto", "on", "off")
 
@@ -181,6 +185,33 @@ class Hardware(Options):
 
 
 @dataclass
+class StartOptions(Options):
+    """Where the weights start: the preset's random init (default), or another translation run's weights,
+    tokenizer and architecture (`--init RUN`, train/init.py), some of its parts frozen (`--freeze`)."""
+
+    title: ClassVar[str] = "fine-tuning: start from a run (docs/adapt.md)"
+    init: str | None = option(None, "--init", "start from this translation run's weights, keeping its tokenizer, "
+                              "vocabulary and architecture (a run trained here, `clearformer import marian`, ...); "
+                              "the fine-tuning recipe becomes the default (docs/adapt.md)", metavar="RUN")
+    freeze: str = option("", "--freeze", "with --init: parts that do not train, comma-separated: embeddings, "
+                         "encoder, decoder", metavar="PARTS")
+
+    @property
+    def frozen(self) -> tuple[str, ...]:
+        """--freeze as names: "embeddings,encoder" -> ("embeddings", "encoder")."""
+        return tuple(name.strip() for name in self.freeze.split(",") if name.strip())
+
+    def check(self) -> StartOptions:
+        super().check()
+        unknown = [name for name in self.frozen if name not in FREEZABLE]
+        if unknown:
+            raise UserError(f"--freeze {unknown[0]!r}: not a part; choose from {', '.join(FREEZABLE)}")
+        if self.frozen and self.init is None:
+            raise UserError("--freeze needs --init RUN: a model trained from scratch has nothing to keep")
+        return self
+
+
+@dataclass
 class TrainOptions(Options):
     """What to train, on what, for how long, and how: one part per concern (the module docstring)."""
 
@@ -190,6 +221,7 @@ class TrainOptions(Options):
     recipe: Recipe = part(Recipe)
     loop: LoopOptions = part(LoopOptions)
     hardware: Hardware = part(Hardware)
+    start: StartOptions = part(StartOptions)
 
     @classmethod
     def for_preset(cls, preset: str = "toy-translate", **values) -> TrainOptions:
@@ -205,6 +237,12 @@ class TrainOptions(Options):
     def check(self) -> TrainOptions:
         """Every part's ranges, then what relates the model to the rest; return self."""
         model = self.model
+        if self.start.init is not None:  # the model is the run's (train/init.py), whatever preset names it
+            super().check()
+            if self.loop.run_dir and Path(self.start.init).resolve() == Path(self.loop.run_dir).resolve():
+                raise UserError(f"--init {self.start.init}: the run to start from cannot be --out, the run "
+                                "being written")
+            return self
         if model.preset not in PRESETS:
             raise UserError(f"unknown preset {model.preset!r}; choose one of: {', '.join(PRESETS)}")
         if PRESETS[model.preset].get("n_encoder_layers", 1) == 0:
@@ -227,7 +265,7 @@ def check_architecture_options(o: TrainOptions) -> None:
     if foreign:
         raise UserError(f"--set {foreign[0]}: does not apply to --arch {o.model.arch} (it has no heads, feed-forward "
                         f"layers, positions or norms; it reads {', '.join(n for n in reads if n != 'architecture')})")
-    for name in ("attention_dropout", "ffn_dropout"):  # the Transformer's sublayers (train/step.py place_dropout)
+    for name in ("attention_dropout", "ffn_dropout"):  # the Transformer's sublayers (ModelConfig)
         if getattr(o.recipe, name):
             raise UserError(f"--{name.replace('_', '-')}: does not apply to --arch {o.model.arch} "
                             f"(it has no {'attention-weight' if name[0] == 'a' else 'feed-forward'} "

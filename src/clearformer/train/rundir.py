@@ -22,6 +22,7 @@ from pathlib import Path
 from clearformer.errors import UserError
 from clearformer.store import lock
 from clearformer.store.checkpoint import CONFIG_FILE, read_config
+from clearformer.store.fixed import check_fixed
 from clearformer.train import state
 
 # The files whose presence means "a run lives here".
@@ -72,6 +73,7 @@ def claim(run_dir: Path, resume: bool, overwrite: bool, command: str = "train") 
     existed = run_dir.exists()
     lock.acquire(run_dir)
     if existed and not lock.is_empty(run_dir) and not lock.is_clearformer_run(run_dir):
+        check_fixed(run_dir / lock.MARKER_FILE)  # a link, FIFO or folder at the marker's name: said as such
         shown = ", ".join(lock.foreign_entries(run_dir)[:5]) or "files"
         raise UserError(f"--out {run_dir}: holds files that are not a clearformer run's ({shown}); "
                         "choose a new or empty folder")

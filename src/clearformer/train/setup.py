@@ -21,12 +21,15 @@ from clearformer.data.batching import drop_long
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
+from clearformer.load import load_config_and_tokenizer
 from clearformer.model.build import build_model
-from clearformer.store.checkpoint import load_config_and_tokenizer, load_weights_into
+from clearformer.report.flops import FlopCount
+from clearformer.store.checkpoint import load_weights_into
 from clearformer.store.runs import check_latest_if_default
+from clearformer.tokenize import encode_source
 from clearformer.train import corpus, distributed, rundir, state
+from clearformer.train.init import InitRecord, freeze, load_init
 from clearformer.train.options import TrainOptions
-from clearformer.train.step import place_dropout
 from clearformer.train.task import TranslationTask, paper_adam
 
 new_optimizer = paper_adam  # the translation model's optimizer (tests and benchmarks name it so)
@@ -57,6 +60,7 @@ class RunSetup:
     task: object
     resumed_from: Path | None = None
     trainer_state: dict = field(default_factory=dict)
+    init: InitRecord | None = None  # where a fine-tuning run (--init) started
 
 
 def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False,
@@ -110,6 +114,8 @@ def model_config(options: TrainOptions, vocab_size: int, pad_id: int) -> ModelCo
     fields = dict(choice.overrides)
     if options.recipe.dropout is not None:
         fields["dropout"] = options.recipe.dropout
+    # Dropout lives in the config, read by each module when it is built (a resumed run keeps its config's).
+    fields.update(attention_dropout=options.recipe.attention_dropout, ffn_dropout=options.recipe.ffn_dropout)
     sizes = dict(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, tie_embeddings=choice.tie, pad_id=pad_id)
     try:
         reads = ARCHITECTURES[choice.arch]
@@ -129,23 +135,31 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     check_latest_if_default(run_dir)  # a link or a folder at runs/LATEST: refused before training, not after
     start = open_run(options, resume, run_dir, overwrite)
     splits, source, data_record = corpus.load_splits(options.data, options.model.preset)
+    init_record = None
     if resume:
         tokenizer, model = restored_model(start)
+        init_record = InitRecord.from_dict(start.trainer_state.get("init"))
+    elif options.start.init is not None:  # fine-tuning: the run's tokenizer, config and weights (train/init.py)
+        tokenizer, model, init_record = load_init(options.start, options.recipe)
     else:
         tokenizer = corpus.build_tokenizer(options.vocabulary, splits["train"], options.loop.seed)
         config = model_config(options, len(tokenizer), tokenizer.pad_id)
         check_model_size(config, "the model config (--preset, --set)")  # before allocating (clearformer.limits)
         model = build_model(config)
-    place_dropout(model, options.recipe.attention_dropout, options.recipe.ffn_dropout)
+    freeze(model, options.start.frozen)
     model.to(start.device).train()
     limit = min(model.config.max_len, options.recipe.batch_tokens)
     train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)
-    valid_pairs = splits["valid"]
-    valid, _ = drop_long(corpus.encode_pairs(tokenizer, valid_pairs), limit)
+    valid, _ = drop_long(corpus.encode_pairs(tokenizer, splits["valid"]), limit)
+    # BLEU decodes only sources the model can read: a run started from another (--init) may have a shorter
+    # max_len than the new data's sentences, and translate refuses a source longer than max_len.
+    valid_pairs = [pair for pair in splits["valid"] if len(encode_source(tokenizer, pair[0])) <= model.config.max_len]
     if not train:
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
     if not resume:  # a resumed run keeps the ratio its first start measured
         tokenizer.length_ratio = corpus.length_ratio(train, tokenizer.source_eos)
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
-                           dropped)
-    return finish_setup(start, options, tokenizer, model, task)
+                           dropped, FlopCount.of(model))
+    setup = finish_setup(start, options, tokenizer, model, task)
+    setup.init = init_record
+    return setup

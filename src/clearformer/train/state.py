@@ -22,8 +22,9 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
+from clearformer.load import read_config
 from clearformer.store.atomic import atomic_write_text
-from clearformer.store.checkpoint import atomic_save_tensors, read_config, read_weights, save_model
+from clearformer.store.checkpoint import atomic_save_tensors, read_weights, save_model
 from clearformer.store.safeio import read_json
 
 STEP_DIR = re.compile(r"^step-(\d{8})$")

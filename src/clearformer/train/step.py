@@ -3,15 +3,14 @@
 Two things make it cheaper than `loss(model(src, tgt_in), tgt_out)` while computing the same value:
   * the output projection and the softmax over the vocabulary (the widest matrices of the model)
     run only on the target positions that hold a label, not on padding;
-  * dropout sits where the paper puts it (section 5.4): on each sublayer's output and on the
-    embedding + position sums. Dropout on attention weights and inside the feed-forward network
-    (later tensor2tensor additions) are options, off by default: on a CPU, drawing those random
-    masks costs about as much as the matrix products they follow.
+  * dropout sits where the model's config puts it (`ModelConfig.dropout`, `attention_dropout`,
+    `ffn_dropout`; the last two off by default: on a CPU, drawing those random masks costs about as
+    much as the matrix products they follow).
 
 Wrapping the model in this module lets DistributedDataParallel see the whole computation in one
 `forward`, as it requires. `TrainingForward` adds autocast, and `compile_forward` compiles the
 result with torch.compile (forward and backward of model + loss), falling back to eager with one
-warning line when the compiler fails.
+warning line when the compiler fails (`devices.CompiledOrEager`).
 
 On a GPU the host must not wait for the device inside a step: the labels are counted on the host
 before the batch is copied (`to_device`), so selecting the labelled rows needs no device-to-host
@@ -21,37 +20,23 @@ copy, and the loop reads losses back only at its logging interval.
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 import torch
 from torch import nn
 
 from clearformer.data.batching import Batch
-from clearformer.model.layers import FeedForward
-from clearformer.store import cachedir as cache
-from clearformer.train.loss import label_smoothed_sums
-
-
-def place_dropout(model: nn.Module, attention: float, feed_forward: float) -> None:
-    """Set the dropout on attention weights and on the feed-forward hidden layer of every layer.
-
-    The model's `config.dropout` stays the rate of the residual and embedding dropout. Dropout
-    is a training-time choice: it changes nothing in a saved checkpoint or at inference.
-    """
-    for module in model.modules():
-        if isinstance(module, FeedForward):
-            module.dropout.p = feed_forward
-        elif isinstance(getattr(module, "dropout", None), float):  # multi-head and latent attention
-            module.dropout = attention
+from clearformer.devices import compiled_or_eager
+from clearformer.train.loss import fused_label_smoothed_sums, label_smoothed_sums
 
 
 class TranslationLoss(nn.Module):
     """model + label-smoothed cross-entropy over the non-pad target positions."""
 
-    def __init__(self, model: nn.Module, smoothing: float) -> None:
+    def __init__(self, model: nn.Module, smoothing: float, fused: bool = False) -> None:
         super().__init__()
         self.model = model
         self.smoothing = smoothing
+        self.loss = fused_label_smoothed_sums if fused else label_smoothed_sums  # train/loss.py
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
                 label_count: int | None = None) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -63,14 +48,18 @@ class TranslationLoss(nn.Module):
         pad_id = self.model.config.pad_id
         memory, src_mask = self.model.encode(src)
         hidden = self.model.decode(tgt_in, memory, src_mask)  # (batch, tgt_len, d_model)
-        if label_count is None:
+        if label_count is not None and label_count == tgt_out.numel():
+            # Every cell counted (fixed-shape batches, train/shapes.py): project them all, the loss
+            # skips the <pad> labels; no selection whose size changes from batch to batch.
+            hidden, labels = hidden.flatten(0, 1), tgt_out.flatten()
+        elif label_count is None:
             labelled = tgt_out != pad_id
             hidden, labels = hidden[labelled], tgt_out[labelled]
         else:
             rows = labelled_rows(tgt_out, pad_id, label_count)
             hidden, labels = hidden.flatten(0, 1).index_select(0, rows), tgt_out.flatten().index_select(0, rows)
         logits = self.model.project(hidden)  # (labels, vocab): no row for padding
-        loss, nll = label_smoothed_sums(logits, labels, pad_id, self.smoothing)
+        loss, nll = self.loss(logits, labels, pad_id, self.smoothing)
         return loss, nll, labels.shape[0]
 
 
@@ -123,37 +112,9 @@ class TrainingForward(nn.Module):
             return self.network(*args, **kwargs)
 
 
-class CompiledForward:
-    """torch.compile(forward) that falls back to `forward` itself, for good, with one warning line
-    on stderr, when compiling fails (no compiler, an unsupported platform, a compiler error)."""
-
-    def __init__(self, forward: nn.Module, dynamic: bool | None = True) -> None:
-        self.eager = forward
-        # Batches change shape every step (token-count batching): dynamic shapes compile once.
-        cache.use_for_compiled_code()  # compiled kernels kept where the README says (clearformer.store.cachedir)
-        self.compiled = torch.compile(forward, dynamic=dynamic)
-        self.failed: str | None = None
-
-    def __call__(self, *args, **kwargs):
-        if self.failed is None:
-            try:
-                return self.compiled(*args, **kwargs)
-            except torch.OutOfMemoryError:
-                raise  # the batch does not fit: eager would not fit either
-            except Exception as error:  # noqa: BLE001 - any compiler failure; eager re-raises real errors
-                first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-                self.failed = f"{type(error).__name__}: {first_line}"
-                print(f"clearformer train: warning: torch.compile failed ({self.failed}); training eagerly",
-                      file=sys.stderr, flush=True)
-        return self.eager(*args, **kwargs)
-
-
 def compile_forward(forward: nn.Module, enabled: bool):
-    """The step's forward, compiled (CompiledForward) when `enabled` and torch.compile exists."""
+    """The step's forward, compiled when `enabled`, else eager on a compiler failure
+    (`devices.compiled_or_eager`, the project's one fallback)."""
     if not enabled:
         return forward
-    if not hasattr(torch, "compile"):
-        print("clearformer train: warning: this torch has no torch.compile; training eagerly",
-              file=sys.stderr, flush=True)
-        return forward
-    return CompiledForward(forward)
+    return compiled_or_eager(forward, "clearformer train", "training")

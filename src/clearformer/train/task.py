@@ -30,6 +30,7 @@ import torch
 from clearformer.config import ARCHITECTURES
 from clearformer.data.batching import BatchStream
 from clearformer.devices import optimizer_implementation
+from clearformer.report.flops import FlopCount
 from clearformer.train.schedule import noam_lr
 from clearformer.train.step import TranslationLoss
 from clearformer.train.validate import validation_bleu, validation_loss
@@ -58,7 +59,7 @@ class Task(Protocol):
     def learning_rate(self, step: int) -> float: ...
     def new_optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer: ...
     def validate(self, model, device, autocast) -> tuple[float, float, float | None]: ...
-    def flops(self, model, batch) -> float: ...
+    def flops(self, batch) -> float: ...
     def meta(self) -> dict: ...
     def describe(self) -> str: ...
 
@@ -76,9 +77,10 @@ class TranslationTask:
     keep_best = True
 
     def __init__(self, options, tokenizer, config, train, valid, valid_pairs, source: str, data_record: dict,
-                 dropped: int = 0) -> None:
-        self.o = options.recipe
+                 dropped: int, flop_count: FlopCount) -> None:
+        self.recipe = options.recipe
         self.config = config
+        self.flop_count = flop_count  # report/flops.py: the model's training FLOPs per batch
         self.tokenizer = tokenizer
         self.train, self.valid, self.valid_pairs = train, valid, valid_pairs
         self.source, self.data_record, self.dropped = source, data_record, dropped
@@ -104,24 +106,24 @@ class TranslationTask:
         self.stream.epoch, self.stream.index = position["epoch"], position["index"]
 
     def network(self, model):
-        return TranslationLossOfBatch(model, self.o.label_smoothing)
+        return TranslationLossOfBatch(model, self.recipe.label_smoothing)
 
     def learning_rate(self, step: int) -> float:
-        return noam_lr(step, self.config.d_model, self.o.warmup, self.o.lr_factor)
+        return noam_lr(step, self.config.d_model, self.recipe.warmup, self.recipe.lr_factor)
 
     def new_optimizer(self, model):
         return paper_adam(model)
 
     def validate(self, model, device, autocast):
-        loss, nll = validation_loss(model, self.valid, self.tokenizer, self.o.batch_tokens, self.o.label_smoothing,
-                                    device, autocast)
+        loss, nll = validation_loss(model, self.valid, self.tokenizer, self.recipe.batch_tokens,
+                                    self.recipe.label_smoothing, device, autocast)
         bleu = None
-        if self.o.bleu_sentences:
-            bleu = validation_bleu(model, self.tokenizer, self.valid_pairs, self.o.bleu_sentences)
+        if self.recipe.bleu_sentences:
+            bleu = validation_bleu(model, self.tokenizer, self.valid_pairs, self.recipe.bleu_sentences)
         return loss, nll, bleu
 
-    def flops(self, model, batch) -> float:
-        return model.training_flops(batch.src, batch.tgt_out)
+    def flops(self, batch) -> float:
+        return self.flop_count.batch(batch.src, batch.tgt_out, self.config.pad_id)
 
     def meta(self) -> dict:
         return {"architecture": self.config.architecture, "data": self.source, **self.data_record,

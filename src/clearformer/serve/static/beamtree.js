@@ -20,8 +20,13 @@
 .cf-beam { margin: 10px 18px 0; padding: 10px 14px; border: 1px solid var(--line); border-radius: 8px; }
 .cf-beam h3 { margin: 0 0 6px; font-size: 1.05rem; }
 .cf-beam-bar { display: flex; gap: 10px; align-items: center; flex-wrap: wrap; margin-bottom: 6px; font-size: 0.9rem; }
-.cf-beam-body { display: grid; grid-template-columns: minmax(0, 1fr) minmax(340px, max-content); gap: 14px; }
+.cf-beam-body { display: flex; flex-wrap: wrap; gap: 14px; align-items: flex-start; }
+.cf-beam-body > :first-child { flex: 0 1 auto; max-width: 100%; min-width: 0; }
+.cf-beam-body > :nth-child(2) { flex: 1 1 340px; min-width: 0; }
 .cf-beam-svg { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; background: #fbfcfd; }
+.cf-beam-svg::-webkit-scrollbar { height: 12px; }
+.cf-beam-svg::-webkit-scrollbar-thumb { background: #a9b4c2; border-radius: 6px; }
+.cf-beam-svg::-webkit-scrollbar-track { background: #eef1f4; }
 .cf-beam-node rect { fill: #fff; stroke: #8a96a6; rx: 6; }
 .cf-beam-node.cf-chosen rect { stroke: var(--chosen); stroke-width: 2.5; }
 .cf-beam-node.cf-finished rect { fill: #eaf7ee; stroke: #2e8b57; }
@@ -141,7 +146,7 @@
     const chosen = document.querySelector(`#cf-beam .cf-beam-node[data-id="${state.selected}"]`);
     if (chosen) chosen.classList.add("cf-selected");
     const steps = state.tree.steps;
-    document.getElementById("cf-beam-step").textContent = `step ${state.step + 1} of ${steps.length}`;  // counted from 1, as everywhere (docs/learn.md)
+    document.getElementById("cf-beam-step").textContent = `step ${CF.counted(state.step)} of ${steps.length}`;  // counted from 1, as everywhere
     document.getElementById("cf-beam-prev").disabled = state.step === 0;
     document.getElementById("cf-beam-next").disabled = state.step === steps.length - 1;
     stepTable(steps[state.step]);
@@ -151,8 +156,8 @@
   function stepTable(step) {
     const box = document.getElementById("cf-beam-detail");
     box.textContent = "";
-    box.appendChild(el("p", "cf-beam-note", `Step ${step.step + 1}: every live hypothesis is extended by every token; `
-      + `the best ${state.tree.beam} extensions that do not end go on. Length penalty lp(${step.step + 1}) = `
+    box.appendChild(el("p", "cf-beam-note", `Step ${CF.counted(step.step)}: every live hypothesis is extended by every token; `
+      + `the best ${state.tree.beam} extensions that do not end go on. Length penalty lp(${CF.counted(step.step)}) = `
       + `${fmt(step.penalty, 4)}.`));
     const table = el("table", "cf-beam-table");
     table.id = "cf-beam-table";
@@ -316,6 +321,17 @@
     body.appendChild(side);
     box.appendChild(body);
     drawTree(picture);
+    // A tree wider than its box scrolls sideways: say so beside the scroll bar (an overlay bar hides until
+    // hovered), and say it again whenever the window's width changes.
+    const more = el("p", "cf-beam-note cf-beam-scroll", "The tree is wider than this box: scroll it sideways →");
+    left.insertBefore(more, detail);
+    const mark = () => {
+      const scrolls = picture.scrollWidth > picture.clientWidth + 1;
+      picture.dataset.scrolls = String(scrolls);
+      more.hidden = !scrolls;
+    };
+    mark();
+    window.addEventListener("resize", mark);
     reveal();
   };
 

@@ -11,6 +11,10 @@
   const DIV_LOW = [33, 102, 172];      // blue <- white -> red for signed data, symmetric around 0
   const DIV_HIGH = [178, 24, 43];
 
+  /** The one way the page counts steps, generation steps and menu entries: from 1 (as the terminal and the
+   *  lessons do). `index` counts from 0, as the walkthrough's JSON does. */
+  CF.counted = (index) => index + 1;
+
   CF.format = function (value, decimals) {
     if (value === null || value === undefined || !Number.isFinite(value)) return "—";
     return value.toFixed(decimals === undefined ? 4 : decimals);
@@ -56,7 +60,8 @@
     const opts = options || {};
     const rows = matrix.values;
     const nCols = rows.length ? rows[0].length : 0;
-    const numbers = opts.numbers !== undefined ? opts.numbers : nCols <= 16 && rows.length <= 32;
+    // numbers in the cells where a row of them fits the step view at 1100 px (12 x --cell-w); wider: colours, hover
+    const numbers = opts.numbers !== undefined ? opts.numbers : nCols <= 12 && rows.length <= 32;
     const scale = CF.scaleFor(rows, !!opts.sequential, opts.limit);
     const box = el("figure", "cf-matrix");
     if (matrix.head !== null && matrix.head !== undefined) box.dataset.head = String(matrix.head);
@@ -66,13 +71,19 @@
     const grid = el("div", "cf-grid" + (numbers ? " cf-numbers" : " cf-dense"));
     // Wide matrices (d_model, d_ff columns) get narrow cells so that a whole row fits on screen.
     const dense = `${Math.max(4, Math.min(14, Math.floor(760 / Math.max(1, nCols))))}px`;
-    grid.style.gridTemplateColumns = `max-content repeat(${nCols}, ${numbers ? "var(--cell-w)" : dense})`;
+    // Numbered cells are at least --cell-w wide and as wide as their column's label (never cut short).
+    grid.style.gridTemplateColumns = `max-content repeat(${nCols}, ${numbers ? "minmax(var(--cell-w), max-content)"
+      : dense})`;
     grid.appendChild(el("div", "cf-corner"));
     const colLabels = matrix.col_labels || [];
-    const sparse = nCols > 24;
+    // Narrow cells label every k-th column only, k so that a label (about 6 px a character) never runs into the
+    // next one; the grid keeps room on its right for the last label.
+    const longest = Math.max(1, ...colLabels.map((l) => String(l).length));
+    const every = numbers ? 1 : Math.max(nCols > 24 ? 8 : 1, Math.ceil((longest * 6 + 4) / parseInt(dense, 10)));
+    if (!numbers) grid.style.paddingRight = `${longest * 6}px`;
     for (let j = 0; j < nCols; j++) {
       const label = colLabels[j] !== undefined ? colLabels[j] : String(j);
-      const head = el("div", "cf-col-label", sparse && j % 8 ? "" : label);
+      const head = el("div", "cf-col-label", j % every ? "" : label);
       head.title = label;
       grid.appendChild(head);
     }
@@ -100,7 +111,28 @@
       });
     });
     box.appendChild(grid);
+    box.appendChild(CF.legendElement(scale, !!opts.blocked));
     return box;
+  };
+
+  /** The colour legend of a heatmap: the scale's gradient with its ends (and the hatch of masked cells). */
+  CF.legendElement = function (scale, blocked) {
+    const legend = el("div", "cf-legend");
+    legend.setAttribute("aria-label", "colour legend");
+    const low = scale.sequential ? 0 : -scale.max;
+    const stops = scale.sequential ? [0, 0.5, 1] : [-1, -0.5, 0, 0.5, 1];
+    const bar = el("span", "cf-legend-bar");
+    bar.style.background = `linear-gradient(to right, ${stops.map((t) => CF.colorFor(t * scale.max, scale)[0])
+      .join(", ")})`;
+    legend.append(el("span", "cf-legend-end", CF.format(low, 2)), bar, el("span", "cf-legend-end",
+      CF.format(scale.max, 2)));
+    legend.dataset.low = String(low);
+    legend.dataset.high = String(scale.max);
+    if (blocked) {
+      const hatch = el("span", "cf-legend-hatch");
+      legend.append(hatch, el("span", "cf-legend-end", "blocked by the mask"));
+    }
+    return legend;
   };
 
   /** An output distribution as horizontal bars; `chosen` (a label) is highlighted. */

@@ -14,13 +14,18 @@
     if (lessons === null) {
       const raw = document.getElementById("cf-data");
       lessons = (raw ? JSON.parse(raw.textContent).lessons || [] : []).map((lesson) =>
-        Object.assign({}, lesson, { patterns: lesson.steps.map((p) => new RegExp(p)) }));
+        Object.assign({}, lesson, { patterns: lesson.steps.map((p) => new RegExp(p)),
+          leads: (lesson.leads || []).map((p) => new RegExp(p)) }));
     }
     return lessons;
   }
 
-  /** The lessons that explain the step recorded as `name`, in the lessons' order. */
-  CF.lessonsFor = (name) => index().filter((lesson) => lesson.patterns.some((p) => p.test(name)));
+  /** The lessons that explain the step recorded as `name`: the one it leads (page_leads) first, then in order. */
+  CF.lessonsFor = (name) => {
+    const found = index().filter((lesson) => lesson.patterns.some((p) => p.test(name)));
+    const leading = found.filter((lesson) => lesson.leads.some((p) => p.test(name)));
+    return [...leading, ...found.filter((lesson) => !leading.includes(lesson))];  // the one opened first
+  };
 
   function style() {
     if (document.getElementById("cf-lesson-style")) return;

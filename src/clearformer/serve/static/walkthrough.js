@@ -25,7 +25,7 @@
   function groupLabel(step) {
     if (step.decode_step !== null) {
       const word = chosenWord(step.decode_step);
-      return `Generation step ${step.decode_step + 1}` +  // counted from 1, as everywhere (docs/learn.md)
+      return `Generation step ${CF.counted(step.decode_step)}` +  // counted from 1, as everywhere (docs/learn.md)
          (word !== undefined ? ` → ${word}` : "");
     }
     const stage = step.stage.replace(/_/g, " ");
@@ -45,7 +45,7 @@
         group.appendChild(el("summary", "", here));
         nav.appendChild(group);
       }
-      const button = el("button", "cf-nav-step", `${index + 1}. ${step.title}`);
+      const button = el("button", "cf-nav-step", `${CF.counted(index)}. ${step.title}`);
       button.type = "button";
       button.dataset.index = String(index);
       button.title = step.name;
@@ -66,7 +66,7 @@
 
   function toolbar(step) {
     const steps = state.walk.steps;
-    $("cf-position").textContent = `Step ${state.index + 1} of ${steps.length}`;
+    $("cf-position").textContent = `Step ${CF.counted(state.index)} of ${steps.length}`;
     $("cf-prev").disabled = state.index === 0;
     $("cf-next").disabled = state.index === steps.length - 1;
     const layers = [...new Set(steps.filter((s) => s.stage === step.stage && s.decode_step === step.decode_step
@@ -81,7 +81,7 @@
     $("cf-decode-label").hidden = decodeSteps.length === 0;
     $("cf-play").hidden = decodeSteps.length === 0;
     fillSelect($("cf-decode"), [["", isLM() ? "—" : "encoder (source)"], ...decodeSteps.map((t) =>
-      [String(t), `${t} → ${chosenWord(t) || "?"}`])],
+      [String(t), `${CF.counted(t)} → ${chosenWord(t) || "?"}`])],
     step.decode_step === null ? "" : String(step.decode_step));
   }
 
@@ -124,6 +124,10 @@
   }
 
   /** The side panel: the source, the words produced so far, and the cross-attention alignment growing. */
+  /** Whether `matrix` with its numbers written in (46 px a column in the side panel) fits `panel`'s width: the
+   *  panel is beside the step view (wide windows) or below it (1280 px and less). */
+  const fits = (panel, matrix) => (matrix.values[0] || []).length * 48 + 80 <= (panel.clientWidth || 330);
+
   function renderGeneration(step) {
     const panel = $("cf-generation");
     panel.textContent = "";
@@ -169,7 +173,7 @@
     const how = one ? `head ${one.head}` : "mean of the heads";
     const layerText = chosenLayer.layer === null ? "" : `, layer ${chosenLayer.layer}`;
     panel.appendChild(el("h4", "", `Cross-attention alignment${layerText} (${how})`));
-    const figure = CF.matrixElement(matrix, { sequential: true, limit: 1, numbers: matrix.values[0].length <= 10 });
+    const figure = CF.matrixElement(matrix, { sequential: true, limit: 1, numbers: fits(panel, matrix) });
     figure.id = "cf-alignment";
     panel.appendChild(figure);
     panel.appendChild(el("p", "cf-caption", "Row: the decoder's input at that position (it produces the next word). "
@@ -206,7 +210,7 @@
     const how = one ? `head ${one.head}` : "mean of the heads";
     panel.appendChild(el("h4", "", `Masked self-attention, layer ${chosenLayer.layer} (${how})`));
     const figure = CF.matrixElement(matrix, { sequential: true, limit: 1, blocked: blockedFor(chosenLayer),
-      numbers: matrix.values[0].length <= 5 });  // a prompt and its continuation: the panel stays narrow
+      numbers: fits(panel, matrix) });  // a prompt and its continuation: the panel stays narrow
     figure.id = "cf-alignment";
     panel.appendChild(figure);
     panel.appendChild(el("p", "cf-caption", "Row: a token read so far. Column: the token it looks at (itself or an "

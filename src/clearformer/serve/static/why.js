@@ -130,10 +130,14 @@
       values: scaled, row_labels: labels, col_labels: report.source_tokens, head: null,
       note: "each row divided by its largest |value|",
     }, { caption: `source words behind “${report.target_tokens[j]}”`, limit: 1 }));
-    if (report.completeness) {
-      const c = report.completeness;
-      box.appendChild(el("p", "cf-caption", `completeness: the scores sum to ${CF.format(c.sum, 4)}; the output `
-        + `moved ${CF.format(c.difference, 4)} from the baseline (${report.baseline}, ${report.steps} steps)`));
+    if (report.completeness) {  // integrated gradients: the scores of word j sum to how far its output moved
+      const c = (report.completeness.per_target || [])[j] || report.completeness;
+      const line = el("p", "cf-caption cf-why-completeness", `completeness for “${report.target_tokens[j]}”: its `
+        + `scores sum to ${CF.format(c.sum, 4)}; its output moved ${CF.format(c.difference, 4)} from the `
+        + `baseline (${report.baseline}, ${report.steps} steps)`);
+      line.dataset.sum = String(c.sum);
+      line.dataset.difference = String(c.difference);
+      box.appendChild(line);
     }
     box.appendChild(el("p", "cf-caption", `alignments (Pharaoh): ${report.alignments.join(" ")}`));
     return box;
@@ -144,7 +148,7 @@
     const pick = $("cf-why-target");
     pick.replaceChildren();
     report.target_tokens.forEach((token, j) => {
-      const option = el("option", "", `${j}: ${token}`);
+      const option = el("option", "", `${CF.counted(j)}: ${token}`);
       option.value = String(j);
       pick.appendChild(option);
     });

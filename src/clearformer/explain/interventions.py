@@ -23,6 +23,7 @@ import difflib
 import re
 from collections.abc import Iterable
 
+import torch
 from torch import nn
 
 from clearformer.errors import UserError
@@ -31,20 +32,43 @@ from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.embedding import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from clearformer.model.latent import MultiHeadLatentAttention
 from clearformer.model.layers import AddNorm
-from clearformer.record.trace import Intervention, Interventions
+from clearformer.model.protocol import is_encoder_decoder
+from clearformer.record.trace import Hook, Hooks, Intervention, Interventions, points_reached
 
 # the embedding module of a stack's input -> the stack it feeds (a language model's `embed` feeds its decoder)
 POSITION_OWNERS = {"src_embed": "encoder", "tgt_embed": "decoder", "embed": "decoder"}
 MAX_LISTED = 12  # patterns shown in an error before "..."
 
 
+def hook_points(model: nn.Module) -> frozenset[str]:
+    """Every hook point name of `model` (`trace.emit`'s names: `encoder.layers.0.self_attention.weights`, ...),
+    as one forward pass of two tokens reaches them, in eval mode (no dropout: the random state is untouched)
+    and without gradients; the model's mode is restored after."""
+    config, device = model.config, next(model.parameters()).device
+    ids = torch.full((1, 2), (config.pad_id + 1) % config.tgt_vocab_size, device=device)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return frozenset(points_reached(lambda: model(ids, ids) if is_encoder_decoder(model) else model(ids)))
+    finally:
+        model.train(was_training)
+
+
+def model_hooks(model: nn.Module, hooks: dict[str, Hook | list[Hook]]) -> Hooks:
+    """`with model_hooks(model, {name: hook}):` - `trace.Hooks` whose names are checked against the model's
+    points at once: an unknown name is a `trace.UnknownHookPoint` listing the nearest (as TransformerLens)."""
+    return Hooks(hooks, points=hook_points(model))
+
+
 def valid_interventions(model: nn.Module) -> dict[str, Intervention]:
     """Every intervention `model` allows, by name, in the model's order."""
     found: dict[str, Intervention] = {}
     for module in model.modules():
-        where = getattr(module, "trace_name", "")
+        where = module.trace_name  # every module of a built model is named (trace.name_modules)
         if isinstance(module, (MultiHeadAttention, MultiHeadLatentAttention)):
-            recorded = where + (".absorbed" if getattr(module, "absorb", False) else "")  # MLA's weights' name
+            absorbed = isinstance(module, MultiHeadLatentAttention) and module.absorb  # weights in latent space
+            recorded = module.absorbed.trace_name if absorbed else where
             for head in range(module.n_heads):
                 name = f"{where}.head.{head}"
                 found[name] = Intervention(name, recorded, "weights", "zero_head", head)
@@ -95,8 +119,9 @@ def parse_interventions(model: nn.Module, names: Iterable[str]) -> list[Interven
     for raw in names:
         name = raw.strip()
         if name not in valid:
-            close = difflib.get_close_matches(name, list(valid), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            close = difflib.get_close_matches(name, list(valid), n=3)
+            shown = " or ".join([", ".join(close[:-1]), close[-1]] if len(close) > 1 else close)
+            hint = f" (did you mean {shown}?)" if close else ""
             patterns = summarize(valid)
             listed = ", ".join(patterns[:MAX_LISTED]) + (", ..." if len(patterns) > MAX_LISTED else "")
             raise UserError(f"--ablate {shorten(repr(name))} is not a part of this model{hint}; "

@@ -1,0 +1,310 @@
+"""A gettext catalogue filled by a translation model: what `clearformer translate --po` does to the file.
+
+    po = read_catalogue(path)                     polib's parser (bounded read; not a catalogue: one line)
+    plan = plan_catalogue(po, settings, masks)    every text to translate, each line of each untranslated
+                                                  entry, its accelerator taken out, its placeholders masked
+    plan.fill(translations)                       the entries filled, marked fuzzy; the header updated
+
+Rules (docs/catalogs.md):
+- an entry is filled when its msgstr (or one of its msgstr[n]) is empty and it is not obsolete; what a
+  translator wrote is never changed; each filled entry gets the `fuzzy` flag, for review;
+- msgid_plural: the model translates the singular and the plural source, and each msgstr[n] the header's
+  Plural-Forms asks for gets one of them (catalog/plurals.py says which);
+- each line of a message is translated on its own (a help text's layout, its leading and trailing newlines
+  and spaces stay as they were: `msgfmt --check` wants the same newlines at both ends);
+- placeholders: the directives of the entry's format flag (catalog/formats.py) and every placeholder the
+  masking knows are masked before the model and restored after, exactly; what the model wrote between them
+  is escaped as the format writes literals (a French "100 %" -> "100 %%" in a c-format entry);
+- accelerators (catalog/accelerators.py) are taken out before and put back after;
+- a line the model cannot read (every word unknown, longer than its maximum length), or writes nothing for, is
+  copied from the source, and the entry says so in a translator comment;
+- the header gets PO-Revision-Date and X-Generator, and a template (.pot) gets the Language, the target
+  language's Plural-Forms and charset UTF-8 (as msginit gives them); the file is written in UTF-8.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import polib
+
+from clearformer import __version__
+from clearformer.catalog.accelerators import Stripped, detect_mark, put_mark, strip_mark
+from clearformer.catalog.formats import Format, entry_formats, escape_literals, format_patterns, repair_placeholders
+from clearformer.catalog.plurals import (
+    PluralForms,
+    is_template_value,
+    language_plural_forms,
+    parse_plural_forms,
+)
+from clearformer.errors import UserError
+from clearformer.limits import MAX_TEXT_FILE_BYTES
+from clearformer.store import safeio
+from clearformer.tokenize.placeholders import Masked, PlaceholderError, mask, mask_target, restore
+
+COMMENT = "clearformer:"  # the prefix of the translator comments this module adds
+_CHARSET = re.compile(rb"charset=([A-Za-z0-9_.:-]+)")
+_LINE = re.compile(r"\(line (\d+)\)")
+
+
+@dataclass(frozen=True)
+class CatalogueSettings:
+    """How to fill: the target `language` (for a template's header; None: the catalogue's own), the
+    accelerator mark ("auto": the catalogue's convention, "none", or one of _ & ~), whether the model reads
+    masked placeholders (its tokenizer's `mask_placeholders` fact) and the extra patterns it masks."""
+
+    language: str | None = None
+    accelerator: str = "auto"
+    model_masks: bool = True
+    model_patterns: tuple[str, ...] = ()
+
+
+def read_catalogue(path: Path) -> polib.POFile:
+    """A .po or .pot file, read through the bounded reader and parsed by polib; a file that is not a
+    catalogue, or not in its declared charset, is a one-line UserError naming the file and the line."""
+    data = safeio.read_bytes(path, MAX_TEXT_FILE_BYTES)
+    declared = _CHARSET.search(data)
+    charset = declared.group(1).decode("ascii") if declared else "utf-8"
+    if charset.upper() == "CHARSET":  # a template's placeholder: gettext reads it as ASCII, UTF-8 is a superset
+        charset = "utf-8"
+    try:
+        text = data.decode(charset)
+    except LookupError:
+        raise UserError(f"{path}: unknown charset {charset!r} in the header") from None
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        why = f"not {charset} text (the charset its header declares)" if declared else "not UTF-8 text"
+        raise UserError(f"{path}:{line}: {why}") from None
+    if "\n" not in text:  # polib takes a one-line string for a file name
+        text += "\n"
+    try:
+        return polib.pofile(text, wrapwidth=78)
+    except (OSError, ValueError) as error:  # polib: IOError("Syntax error in po file (line N)...")
+        found = _LINE.search(str(error))
+        at = f":{found.group(1)}" if found else ""
+        raise UserError(f"{path}{at}: not a gettext catalogue (polib: {str(error).splitlines()[0]})") from None
+
+
+def needs_filling(entry: polib.POEntry) -> bool:
+    """Untranslated (an empty msgstr, or an empty msgstr[n]) and not obsolete; the header never."""
+    if entry.obsolete or not entry.msgid:
+        return False
+    if entry.msgid_plural:
+        return not entry.msgstr_plural or any(not text for text in entry.msgstr_plural.values())
+    return not entry.msgstr
+
+
+@dataclass
+class Line:
+    """One line of a source text: `lead` + core + `trail`, the core without its accelerator (`stripped`),
+    its placeholders masked (`masked`, by the entry's `formats`); `job` indexes the plan's texts (None: a
+    blank line, or a `copied` one, whose `lead` is the whole line)."""
+
+    lead: str
+    trail: str
+    stripped: Stripped = field(default_factory=lambda: Stripped(""))
+    masked: Masked = field(default_factory=lambda: Masked(""))
+    formats: tuple[Format, ...] = ()
+    patterns: tuple[str, ...] = ()
+    job: int | None = None
+    copied: bool = False  # a line masking cannot take, copied from the source
+
+
+@dataclass
+class Slot:
+    """An entry to fill: the lines of its msgid and (plural entries) its msgid_plural."""
+
+    entry: polib.POEntry
+    singular: list[Line]
+    plural: list[Line] | None = None
+
+
+@dataclass
+class Outcome:
+    """What filling did: entries filled, lines copied from the source, accelerators not on their letter."""
+
+    filled: int = 0
+    copied: int = 0
+    moved_accelerators: int = 0
+
+
+@dataclass
+class Plan:
+    """Every text the model must translate (`texts`, each once), and where each translation goes."""
+
+    po: polib.POFile
+    settings: CatalogueSettings
+    plural_forms: PluralForms | None
+    mark: str | None
+    slots: list[Slot] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+
+    def fill(self, translations: Sequence[str | None], now: datetime | None = None) -> Outcome:
+        """Put the translations (one per text; None: the model could not read it, and an empty one: the source
+        is copied) in the entries, mark them fuzzy, update the header."""
+        if len(translations) != len(self.texts):
+            raise ValueError(f"{len(translations)} translations for {len(self.texts)} texts")
+        outcome = Outcome()
+        for slot in self.slots:
+            notes: list[str] = []
+            singular = self._assemble(slot.singular, translations, notes)
+            entry = slot.entry
+            if slot.plural is None:
+                entry.msgstr = singular
+            else:
+                plural = self._assemble(slot.plural, translations, notes)
+                one = self.plural_forms.singular_forms()
+                for form in range(self.plural_forms.count):
+                    if not entry.msgstr_plural.get(form):
+                        entry.msgstr_plural[form] = singular if form in one else plural
+                for form in [f for f, text in entry.msgstr_plural.items() if f >= self.plural_forms.count and not text]:
+                    del entry.msgstr_plural[form]  # a template's msgstr[1] in a one-form language
+            if "fuzzy" not in entry.flags:
+                entry.flags.insert(0, "fuzzy")  # first, where msgmerge writes it
+            if notes:
+                entry.tcomment = "\n".join(filter(None, [entry.tcomment, *dict.fromkeys(notes)]))
+            outcome.filled += 1
+            outcome.copied += sum("copied" in note for note in notes)
+            outcome.moved_accelerators += sum("accelerator" in note for note in notes)
+        update_header(self.po, self.settings, self.plural_forms, now)
+        return outcome
+
+    def _assemble(self, lines: list[Line], translations: Sequence[str | None], notes: list[str]) -> str:
+        out = []
+        for line in lines:
+            if line.copied:
+                notes.append(f"{COMMENT} a line the model cannot read was copied from the source")
+            if line.job is None:
+                out.append(line.lead + line.trail)
+                continue
+            translated = translations[line.job]
+            if translated is None or not translated.strip():
+                why = "the model cannot read" if translated is None else "the model wrote nothing for"
+                notes.append(f"{COMMENT} a line {why} was copied from the source")
+                out.append(line.lead + line.stripped.original() + line.trail)
+                continue
+            if not self.settings.model_masks:  # find the source's placeholders in what the model wrote
+                translated = mask_target(translated, line.masked.originals, line.patterns)
+            translated, changed = repair_placeholders(translated, line.masked.originals, line.formats)
+            if changed:
+                notes.append(f"{COMMENT} the model did not copy every placeholder: missing ones were put at the "
+                             f"end, extra ones dropped: check their place")
+            translated, same_letter = put_mark(line.stripped, translated)
+            if not same_letter:
+                notes.append(f"{COMMENT} accelerator {line.stripped.mark}{line.stripped.letter} of the source is "
+                             f"not on the same letter (the letter is not in the translation): check it")
+            text = restore(line.masked, escape_literals(translated, line.formats))
+            out.append(line.lead + text + line.trail)
+        return "\n".join(out)
+
+
+def plan_catalogue(po: polib.POFile, settings: CatalogueSettings, where: str) -> Plan:
+    """Every entry to fill, cut into lines, each line's model input collected once (`Plan.texts`)."""
+    mark = resolve_mark(po, settings.accelerator)
+    slots_entries = [entry for entry in po if needs_filling(entry)]
+    plural_forms = catalogue_plural_forms(po, settings, where) if any(e.msgid_plural for e in slots_entries) else None
+    plan = Plan(po, settings, plural_forms, mark)
+    index: dict[str, int] = {}
+    for entry in slots_entries:
+        formats = entry_formats(entry.flags)
+        singular = plan_lines(entry.msgid, formats, mark, settings, plan.texts, index)
+        plural = plan_lines(entry.msgid_plural, formats, mark, settings, plan.texts, index) if entry.msgid_plural \
+            else None
+        plan.slots.append(Slot(entry, singular, plural))
+    return plan
+
+
+def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, settings: CatalogueSettings,
+               texts: list[str], index: dict[str, int]) -> list[Line]:
+    """The lines of a source text, each stripped of its accelerator and masked; new model inputs are appended
+    to `texts` (`index`: input -> its position, so a repeated line is translated once)."""
+    patterns = format_patterns(formats) + settings.model_patterns
+    lines = []
+    for raw in text.split("\n"):
+        core = raw.strip()
+        if not core:
+            lines.append(Line(raw, ""))
+            continue
+        lead, trail = raw[: len(raw) - len(raw.lstrip())], raw[len(raw.rstrip()):]
+        stripped = strip_mark(core, mark)
+        try:
+            masked = mask(stripped.text, patterns)
+        except PlaceholderError:  # more placeholders than reserved tokens: no model can copy them all
+            lines.append(Line(raw, "", stripped=Stripped(raw), copied=True))
+            continue
+        model_input = masked.text if settings.model_masks else stripped.text
+        if model_input not in index:
+            index[model_input] = len(texts)
+            texts.append(model_input)
+        lines.append(Line(lead, trail, stripped, masked, formats, patterns, index[model_input]))
+    return lines
+
+
+def resolve_mark(po: polib.POFile, accelerator: str) -> str | None:
+    if accelerator == "none":
+        return None
+    if accelerator != "auto":
+        return accelerator
+    return detect_mark((entry.msgid, entry.msgstr) for entry in po if not entry.obsolete and not entry.msgid_plural)
+
+
+def catalogue_plural_forms(po: polib.POFile, settings: CatalogueSettings, where: str) -> PluralForms:
+    """The catalogue's Plural-Forms, or (a template's) the target language's."""
+    header = po.metadata.get("Plural-Forms")
+    if is_template_value(header):
+        language = target_language(po, settings)
+        header = language_plural_forms(language) if language else None
+        if header is None:
+            raise UserError(f"{where}: the catalogue has plural entries but no Plural-Forms header, and clearformer "
+                            f"does not know the plural forms of {language or 'the target language'!r}: add the "
+                            f"header (gettext manual, 'Plural forms')")
+    return parse_plural_forms(header, where)
+
+
+def target_language(po: polib.POFile, settings: CatalogueSettings) -> str | None:
+    """The catalogue's Language, else the run's target language."""
+    language = po.metadata.get("Language", "").strip()
+    return language or settings.language
+
+
+def update_header(po: polib.POFile, settings: CatalogueSettings, plural_forms: PluralForms | None,
+                  now: datetime | None = None) -> None:
+    """As gettext's tools do: PO-Revision-Date now, X-Generator; a template's Language, Plural-Forms and
+    charset set (and its header no longer fuzzy, as msginit leaves it)."""
+    metadata = po.metadata
+    template = "CHARSET" in metadata.get("Content-Type", "") or "INTEGER" in metadata.get("Plural-Forms", "")
+    language = target_language(po, settings)
+    if language and not metadata.get("Language", "").strip():
+        metadata["Language"] = language
+    if is_template_value(metadata.get("Plural-Forms")) and (template or plural_forms is not None):
+        known = plural_forms.header if plural_forms else (language_plural_forms(language) if language else None)
+        if known:
+            metadata["Plural-Forms"] = known
+    metadata["Content-Type"] = "text/plain; charset=UTF-8"  # the file is written in UTF-8
+    if metadata.get("Content-Transfer-Encoding", "ENCODING") == "ENCODING":
+        metadata["Content-Transfer-Encoding"] = "8bit"
+    if "MIME-Version" not in metadata:
+        metadata["MIME-Version"] = "1.0"
+    metadata["PO-Revision-Date"] = (now or datetime.now().astimezone()).strftime("%Y-%m-%d %H:%M%z")
+    metadata["X-Generator"] = f"clearformer {__version__}"
+    if template:
+        po.metadata_is_fuzzy = False  # polib keeps the header's flags here
+    po.encoding = "utf-8"
+
+
+def catalogue_text(po: polib.POFile) -> str:
+    """The catalogue as a .po file's text (polib writes a lone "#" line for a file without header comments:
+    left out, so that a file comes back with the comments it had)."""
+    text = po.__unicode__()
+    return text.removeprefix("#\n") if not po.header else text
+
+
+def fill_catalogue(po: polib.POFile, settings: CatalogueSettings, where: str,
+                   translate: Callable[[list[str]], list[str | None]], now: datetime | None = None) -> Outcome:
+    """Plan, translate every text with `translate` (texts -> translations, None for one it cannot read), fill."""
+    plan = plan_catalogue(po, settings, where)
+    return plan.fill(translate(plan.texts), now)

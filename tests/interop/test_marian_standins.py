@@ -1,0 +1,115 @@
+"""Placeholders with a production vocabulary (no reserved tokens): numerals stand in, decoding copies them
+exactly (tokenize/standins.py), and `train --init` fine-tunes an imported Marian model on its own sides."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
+
+pytest.importorskip("transformers")
+from interop_helpers import marian_folder, marian_spm  # noqa: E402
+
+from clearformer.cli import main  # noqa: E402
+from clearformer.generate import DecodingOptions, translate  # noqa: E402
+from clearformer.interop.marian import PLACEHOLDER_FILE, export_marian, load_marian  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
+from clearformer.tokenize import encode_source, encode_target, mask_placeholders  # noqa: E402
+from clearformer.tokenize.placeholders import RESERVED_TOKENS, find  # noqa: E402
+
+# A vocabulary like opus-mt's: numerals are pieces of their own, spaced ("▁3") and attached ("3").
+WORDS = ["delete the files from the folder", "copy the link to the window", "open a file now",
+         "supprimer les fichiers du dossier", "copier le lien vers la fenêtre", "ouvrir un fichier"]
+NUMERALS = [f"page {n} of {n + 1} x{n}y {n}" for n in range(1, 10)]
+SOURCES = ["Delete %d files from %s?", "copy '%s' to {0} now", "open %1$s and %2$s, then %s",
+           "the folder <b>%s</b>", "%s", "delete %d%% of the files"]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    folder, _ = marian_folder(tmp_path_factory.mktemp("marian") / "hf", seed=3,
+                              proto=marian_spm(WORDS + NUMERALS, vocab_size=120))
+    model, tokenizer, _ = load_marian(str(folder))
+    return folder, model, tokenizer
+
+
+def test_the_vocabulary_has_no_reserved_tokens_and_numerals_stand_in(imported):
+    _, _, tokenizer = imported
+    assert not any(token in tokenizer.vocab for token in RESERVED_TOKENS)
+    assert tokenizer.mask_placeholders and tokenizer.stand_ins is not None
+    assert tokenizer.stand_ins.texts[:3] == ("1", "2", "3")
+    masked = mask_placeholders(tokenizer, "copy '%s' to %d")
+    assert masked.text == "copy '｟ph0｠' to ｟ph1｠" and masked.originals == ("%s", "%d")
+    pieces = tokenizer.tokenize(masked.text)
+    assert "1" in pieces and "▁2" in pieces  # attached after the quote, spaced after "to"
+    ids = encode_source(tokenizer, "copy '%s' to %d")
+    assert sorted(set(ids) & set(tokenizer.placeholder_ids)) == sorted({tokenizer.vocab["1"], tokenizer.vocab["▁2"]})
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_decoding_keeps_every_placeholder_exactly(imported, beam):
+    _, model, tokenizer = imported  # random weights: only the constraint can keep them
+    outputs = translate(model, tokenizer, SOURCES, DecodingOptions(beam=beam))
+    for source, output in zip(SOURCES, outputs, strict=True):
+        assert Counter(find(output)) == Counter(find(source)), (source, output)
+        assert "｟" not in output
+
+
+def test_a_sentence_with_its_own_numerals_is_not_masked_and_keeps_them(imported):
+    _, model, tokenizer = imported
+    source = "page 1 of %d"
+    assert mask_placeholders(tokenizer, source).originals == ()
+    (output,) = translate(model, tokenizer, [source], DecodingOptions(beam=2))
+    assert "｟" not in output and output.count("1") >= 1
+
+
+def test_fine_tuning_targets_use_the_target_side_and_the_same_stand_ins(imported):
+    _, _, tokenizer = imported
+    ids = encode_target(tokenizer, "Delete %d files from %s?", "supprimer %d fichiers de %s ?")
+    stand_ins = [i for i in ids if i in tokenizer.placeholder_ids]
+    assert [tokenizer.id_to_token(i) for i in stand_ins] == ["▁1", "▁2"]
+    assert tokenizer.decode(ids).startswith("supprimer ｟ph0｠")
+
+
+def test_export_of_a_stand_in_run_writes_no_reserved_token_record(imported, tmp_path):
+    _, model, tokenizer = imported
+    folder = export_marian(model, tokenizer, tmp_path / "out")
+    assert not (folder / PLACEHOLDER_FILE).exists()
+    _, again, _ = load_marian(str(folder))
+    assert again.mask_placeholders and again.stand_ins == tokenizer.stand_ins
+
+
+def test_train_init_from_an_imported_marian_run(imported, tmp_path, capsys):
+    folder, _, _ = imported
+    run = tmp_path / "opus"
+    assert main(["import", "marian", str(folder), "--out", str(run)]) == 0
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"delete %d files from the folder {i}\tsupprimer %d fichiers du dossier {i}\n"
+                             for i in range(60)), encoding="utf-8")
+    tuned = tmp_path / "tuned"
+    assert main(["train", "--init", str(run), "--tsv", str(pairs), "--out", str(tuned), "--steps", "6",
+                 "--eval-every", "3", "--batch-tokens", "200", "--bleu-sentences", "2", "--threads", "1",
+                 "--freeze", "encoder", "--quiet"]) == 0
+    assert "step 0: valid loss" in capsys.readouterr().out
+    meta = json.loads((tuned / "meta.json").read_text(encoding="utf-8"))
+    assert meta["init"]["name"] == "opus" and meta["tokenizer"] == "marian"
+    model, tokenizer, _ = load_model(tuned)
+    assert tokenizer.stand_ins is not None and tokenizer.mask_placeholders
+    (output,) = translate(model, tokenizer, ["Delete %d files from %s?"], DecodingOptions(beam=2))
+    assert Counter(find(output)) == Counter(["%d", "%s"])
+
+
+def test_only_the_numerals_a_sentence_needs_keep_it_from_being_masked():
+    from clearformer.tokenize.placeholders import mask
+    from clearformer.tokenize.standins import StandIns
+
+    stand_ins = StandIns.from_vocabulary({f"▁{n}": n for n in range(1, 100)} | {"7": 200})
+    assert stand_ins.texts[:3] == ("1", "2", "3") and len(stand_ins.texts) == 32
+    assert stand_ins.attached[6] == "7" and stand_ins.attached[0] is None and stand_ins.spaced[0] == "▁1"
+    for text, collides in (("Page 1 of %d", True), ("UTF-8 name: %s", False), ("%1$s and %2$s", False),
+                           ("copy %s to 2 places %s", True), ("copy %s to 3 places %s", False)):
+        masked = mask(text, (), len(stand_ins.texts))
+        assert stand_ins.collides(masked.text, len(masked.originals)) == collides, text

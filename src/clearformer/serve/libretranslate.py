@@ -171,7 +171,7 @@ class TranslationService:
     async def translate(self, request: TranslateRequest) -> list[str]:
         """The translations of the request's texts (a 400 for a text the model cannot read, 429 when full)."""
         try:
-            # Off the event loop: masking runs a tokenizer's placeholder patterns (bounded in time: tokenize/placeholders.py)
+            # Off the event loop: masking runs a tokenizer's placeholder patterns (time-bounded: tokenize/placeholders)
             lines, inputs = await asyncio.to_thread(self.lines, request)
         except UserError as error:  # html with more tags than a masking model has reserved tokens
             raise RequestError(400, str(error)) from None

@@ -20,8 +20,9 @@ import shutil
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.load import read_config
 from clearformer.store import lock
-from clearformer.store.checkpoint import CONFIG_FILE, read_config
+from clearformer.store.checkpoint import CONFIG_FILE
 from clearformer.store.fixed import check_fixed
 from clearformer.train import state
 

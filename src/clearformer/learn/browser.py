@@ -26,7 +26,6 @@ import contextlib
 import functools
 import os
 import shutil
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +40,7 @@ from clearformer.interop.marian_bin import read_marian_bin
 from clearformer.learn.questions import Question
 from clearformer.load import load_model
 from clearformer.record import trace
-from clearformer.store.cachedir import cache_dir, cache_root, check_cache_folder
-from clearformer.store.fixed import what_stands
+from clearformer.store.cachedir import cache_dir, cache_root, check_cache_entry, check_cache_folder
 from clearformer.tokenize import encode_source
 
 DIRECTION = "en-pt"
@@ -58,21 +56,8 @@ def firefox_run_dir() -> Path:
 def check_student_folder(run_dir: Path) -> bool:
     """True when `run_dir` holds the imported student; False when nothing (or an empty folder) is there; a
     one-line UserError for anything else, which is never touched (as learn/toy.py treats the toy model's)."""
-    try:
-        mode = os.lstat(run_dir).st_mode
-    except FileNotFoundError:
-        return False
-    except OSError as error:
-        raise UserError(f"{run_dir}: cannot be read ({error.strerror or error})") from None
-    if not stat.S_ISDIR(mode):
-        raise UserError(f"{run_dir}: {what_stands(mode)} stands where clearformer keeps lesson 16's model "
-                        "(Firefox's en-pt student); move it away")
-    if (run_dir / "model.safetensors").is_file() and (run_dir / PROVENANCE_FILE).is_file():
-        return True
-    if any(run_dir.iterdir()):
-        raise UserError(f"{run_dir}: a folder clearformer did not make stands where it keeps lesson 16's model; "
-                        "it is left as it is: move it away")
-    return False
+    whole = (run_dir / "model.safetensors").is_file() and (run_dir / PROVENANCE_FILE).is_file()
+    return check_cache_entry(run_dir, "lesson 16's model (Firefox's en-pt student)", whole, False)
 
 
 def remove_stale_partials(run_dir: Path) -> None:

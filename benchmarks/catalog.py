@@ -127,7 +127,7 @@ def fill(model, tokenizer, template: polib.POFile, decoding: DecodingOptions) ->
     outputs = translate_pieces(model, tokenizer, pieces, decoding)
     translations: list[str | None] = [None] * len(plan.texts)
     for index, text in zip(kept, outputs, strict=True):
-        translations[index] = text if text.strip() else None
+        translations[index] = text
     plan.fill(translations)
     return po, time.perf_counter() - start
 

@@ -113,6 +113,8 @@ def test_a_line_with_more_placeholders_than_reserved_tokens_is_copied_and_said(t
     entry = po.find(many)
     assert entry.msgstr == many and entry.fuzzy and "copied from the source" in entry.tcomment
     assert outcome.copied == 1
+    po, outcome = fill(path, lambda texts: [" " for _ in texts])  # the model wrote nothing: copied, and said
+    assert po.find("_Quit").msgstr == "_Quit" and "the model wrote nothing" in po.find("_Quit").tcomment
 
 
 def test_the_singular_and_the_plural_go_to_the_forms_of_the_header(tmp_path):
@@ -201,3 +203,12 @@ def test_a_latin_1_catalogue_comes_back_in_utf_8_without_headers_it_did_not_need
     assert text.startswith('msgid ""') and "charset=UTF-8" in text and "Plural-Forms" not in text
     assert 'msgstr "le chat dort \u00e9"' in text
     assert msgfmt_check(out).returncode == 0
+
+
+@pytest.mark.parametrize("flag", [["--out", "x.po"], ["--in-place"], ["--overwrite"], ["--accelerator", "_"],
+                                  ["--languages", "en:fr"]])
+def test_the_catalogue_options_without_po_are_one_line(masking_run, flag, capsys):
+    assert main(["translate", "--checkpoint", str(masking_run), "hello", *flag]) == 2
+    err = capsys.readouterr().err.strip()
+    hint = "; for text, use --output" if flag[0] == "--out" else ""
+    assert err == f"clearformer translate: error: {flag[0]} applies to --po (a gettext catalogue){hint}"

@@ -85,8 +85,40 @@ def test_positions_double_when_a_sentence_outgrows_them(monkeypatch):
         assert torch.equal(got.tokens, expected.tokens)
 
 
-def test_auto_uses_the_static_step_on_a_gpu_only():
-    assert graphs.wants_graph("auto", torch.device("cuda")) and not graphs.wants_graph("auto", torch.device("cpu"))
+class ReplayedOnTheCpu(graphs.GraphStep):
+    """GraphStep with its recording and replay, but the CUDA graph replaced by a CPU stand-in that reruns the
+    recorded step into the same output buffer: the bookkeeping around the graph (static inputs, rows past
+    the live ones, a new recording after the buffers moved) runs here as it runs on a GPU."""
+
+    def capture_graph(self):
+        inputs, step = self.inputs, self
+
+        class Replay:
+            def replay(self) -> None:
+                step.hidden.copy_(step.static_forward(inputs["x"], None, inputs["src_mask"]))
+
+        return Replay(), self.static_forward(inputs["x"], None, inputs["src_mask"])
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_the_recorded_step_is_replayed_with_the_eager_tokens(monkeypatch, beam):
+    monkeypatch.setattr(graphs, "FIRST_TIME", 8)
+    built = []
+    monkeypatch.setattr(graphs, "GraphStep", lambda m, *a: built.append(ReplayedOnTheCpu(m, capture=True)) or built[-1])
+    model = random_model(dtype=torch.float32)
+    src = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0], [12, 13, 0, 0]])
+    search = greedy_decode if beam == 1 else beam_search
+    for options in (DecodingOptions(beam=beam, max_new=20, min_length=20), DecodingOptions(beam=beam, max_extra=6)):
+        expected = search(model, src, options.but(compile="off"))
+        got = search(model, src, options.but(compile="graph"))
+        assert torch.equal(got.tokens, expected.tokens) and torch.equal(got.lengths, expected.lengths)
+        torch.testing.assert_close(got.scores, expected.scores, rtol=1e-5, atol=1e-5)
+    # 20 tokens: recorded at step 1, again when the 8 positions doubled to 16 and to 32
+    assert built[0].captures == 3
+
+
+def test_the_static_step_runs_only_when_asked_until_a_gpu_has_measured_it():
+    assert not graphs.wants_graph("auto", torch.device("cuda")) and not graphs.wants_graph("auto", torch.device("cpu"))
     assert graphs.wants_graph("graph", torch.device("cpu")) and not graphs.wants_graph("off", torch.device("cuda"))
     assert graphs.supported(random_model()) and not graphs.supported(random_model(positional="rope"))
 
@@ -104,7 +136,7 @@ def test_the_cuda_graph_replays_the_eager_tokens():
         torch.testing.assert_close(graphed.scores, eager.scores, rtol=1e-4, atol=1e-4)
     memory, src_mask = model.encode(src)
     state = DecoderState(model, memory, src_mask, 1)
-    assert graphs.applies(model, "auto", memory.device)  # auto on a GPU: the graph
+    assert graphs.applies(model, "graph", memory.device)
     step = state.cache = graphs.GraphStep(model)
     for _ in range(3):
         state.append(next_logits(model, state, step).argmax(-1))

@@ -19,6 +19,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 def test_the_committed_notebook_is_the_generated_one():
     assert (NOTEBOOKS / NOTEBOOK).read_text(encoding="utf-8") == why_notebook_text(), (
         f"{NOTEBOOK} is stale: run `clearformer learn --notebooks notebooks --overwrite`")
+    # it reads the cache's toy model (learn/toy.py), never a run under runs/: it says so
+    assert "runs/toy-translate" not in why_notebook_text() and "toy-translate/" in why_notebook_text()
 
 
 def test_why_on_the_learners_sentence(toy_runs):

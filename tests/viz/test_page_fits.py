@@ -10,7 +10,7 @@ from clearformer.explain.html import write_html
 from clearformer.explain.search import explain_search
 from clearformer.explain.translation import explain_translation
 from clearformer.generate import DecodingOptions
-from clearformer.learn import page as lessons_on_the_page  # noqa: F401 - every page shows the lessons
+from clearformer.learn.page import page_sections
 
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
@@ -55,7 +55,7 @@ def pages(tiny_model, tmp_path_factory):
     model, tokenizer = tiny_model
     folder = tmp_path_factory.mktemp("pages")
     greedy = write_html(explain_translation(model, tokenizer, SENTENCE, DecodingOptions(max_new=6)),
-                        folder / "greedy.html")
+                        folder / "greedy.html", sections=page_sections())   # the lessons beside the steps
     beam = write_html(explain_search(model, tokenizer, SENTENCE, DecodingOptions(beam=3, max_new=8)),
                       folder / "beam.html")
     return greedy, beam

@@ -16,8 +16,8 @@ Rules (docs/catalogs.md):
   masking knows are masked before the model and restored after, exactly; what the model wrote between them
   is escaped as the format writes literals (a French "100 %" -> "100 %%" in a c-format entry);
 - accelerators (catalog/accelerators.py) are taken out before and put back after;
-- a line the model cannot read (every word unknown, longer than its maximum length) is copied from the
-  source, and the entry says so in a translator comment;
+- a line the model cannot read (every word unknown, longer than its maximum length), or writes nothing for, is
+  copied from the source, and the entry says so in a translator comment;
 - the header gets PO-Revision-Date and X-Generator, and a template (.pot) gets the Language, the target
   language's Plural-Forms and charset UTF-8 (as msginit gives them); the file is written in UTF-8.
 """
@@ -144,8 +144,8 @@ class Plan:
     texts: list[str] = field(default_factory=list)
 
     def fill(self, translations: Sequence[str | None], now: datetime | None = None) -> Outcome:
-        """Put the translations (one per text; None: the model could not read it, the source is copied) in
-        the entries, mark them fuzzy, update the header."""
+        """Put the translations (one per text; None: the model could not read it, and an empty one: the source
+        is copied) in the entries, mark them fuzzy, update the header."""
         if len(translations) != len(self.texts):
             raise ValueError(f"{len(translations)} translations for {len(self.texts)} texts")
         outcome = Outcome()
@@ -182,8 +182,9 @@ class Plan:
                 out.append(line.lead + line.trail)
                 continue
             translated = translations[line.job]
-            if translated is None:
-                notes.append(f"{COMMENT} a line the model cannot read was copied from the source")
+            if translated is None or not translated.strip():
+                why = "the model cannot read" if translated is None else "the model wrote nothing for"
+                notes.append(f"{COMMENT} a line {why} was copied from the source")
                 out.append(line.lead + line.stripped.original() + line.trail)
                 continue
             if not self.settings.model_masks:  # find the source's placeholders in what the model wrote

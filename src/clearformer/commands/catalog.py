@@ -46,6 +46,17 @@ def add_catalogue_arguments(parser) -> None:
                             "and put back after (default auto: the catalogue's convention)")
 
 
+def refuse_without_po(args) -> None:
+    """The catalogue options apply to --po only: given without it, one line instead of being ignored."""
+    given = [flag for flag, value in (("--out", args.out), ("--in-place", args.in_place),
+                                      ("--overwrite", args.overwrite), ("--accelerator", args.accelerator != "auto"),
+                                      ("--languages", args.languages))
+             if value]
+    if given:
+        hint = "; for text, use --output" if given[0] == "--out" else ""
+        raise UserError(f"{given[0]} applies to --po (a gettext catalogue){hint}")
+
+
 @dataclass(frozen=True)
 class TranslateParts:
     """What `translate --po` shares with `translate` (commands/translate.py owns them, and passes them in):
@@ -128,7 +139,7 @@ def run(args, parts: TranslateParts) -> int:
         bar.close()
     translations: list[str | None] = [None] * len(plan.texts)
     for index, text in zip(kept, outputs, strict=True):
-        translations[index] = text if text.strip() else None  # nothing written: the source is copied
+        translations[index] = text
     outcome = plan.fill(translations)
     text = catalogue_text(po)
     if output is not None:
@@ -144,7 +155,7 @@ def report(outcome: Outcome, output: OutputTarget | None) -> None:
     where = f" -> {output.path}" if output is not None else ""
     notes = []
     if outcome.copied:
-        notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them)")
+        notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them, or wrote nothing)")
     if outcome.moved_accelerators:
         notes.append(f"{outcome.moved_accelerators} accelerator(s) on another letter")
     extra = f"; {', '.join(notes)}: see the '# clearformer:' comments" if notes else ""

@@ -127,6 +127,7 @@ def warn(message: str) -> None:
 def run(args) -> int:
     if args.po:  # a gettext catalogue: commands/catalog.py
         return catalog.run(args, catalog.TranslateParts(load_translator, check_not_input))
+    catalog.refuse_without_po(args)
     decoding = DecodingOptions.from_args(args)
     engine_options.check_engine_arguments(args)
     if args.engine == "ctranslate2":

@@ -45,9 +45,11 @@ def supported(model) -> bool:
 
 
 def wants_graph(compile: str, device: torch.device) -> bool:
-    """DecodingOptions.compile -> whether decoding uses this module: "graph" everywhere (eagerly
-    without CUDA), "auto" on a CUDA device (the edge that decides: a GPU's step is launch-bound)."""
-    return compile == "graph" or (compile == "auto" and device.type == "cuda")
+    """DecodingOptions.compile -> whether decoding uses this module: only when asked ("graph"; eagerly
+    without CUDA). "auto" stays eager until the GPU window (benchmarks/gpu_window.sh, docs/gpu.md) has
+    measured the captured step on real hardware: a default no GPU has run is not a default to ship."""
+    del device  # the choice is the user's until measured; the signature keeps the edge's question
+    return compile == "graph"
 
 
 def applies(model, compile: str, device: torch.device) -> bool:
@@ -145,14 +147,20 @@ class GraphStep:
         self.inputs["src_mask"][:rows] = src_mask
 
     def record(self) -> None:
-        """Record the static step as a CUDA graph (after a warm-up on a side stream, as torch requires)."""
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):  # the warm-up writes what the step itself writes: harmless
-            self.static_forward(self.inputs["x"], None, self.inputs["src_mask"])
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.hidden = self.static_forward(self.inputs["x"], None, self.inputs["src_mask"])
+        """Record the static step for the current buffers (a new graph after they moved)."""
+        self.graph, self.hidden = self.capture_graph()
         self.recorded = (self.generation(), self.capacity_rows())
         self.captures += 1
+
+    def capture_graph(self) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+        """The static step as a CUDA graph and its output buffer, after a warm-up on a side stream, as
+        torch requires (the warm-up writes what the step itself writes: harmless)."""
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            self.static_forward(self.inputs["x"], None, self.inputs["src_mask"])
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            hidden = self.static_forward(self.inputs["x"], None, self.inputs["src_mask"])
+        return graph, hidden

@@ -23,7 +23,6 @@ def lesson_index() -> list[dict]:
             for item in LESSONS if item.page_steps]
 
 
-
 def page_sections() -> dict:
     """What every page shows beside the steps (explain/html.py `render_page`'s `sections`): the lessons."""
     return {"lessons": lesson_index()}

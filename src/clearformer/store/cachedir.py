@@ -24,6 +24,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from clearformer.errors import UserError
+
 OFF = ("off", "none", "0")
 
 
@@ -48,6 +50,28 @@ def cache_dir(name: str) -> Path:
 
 
 _temporary: list[str] = []
+
+
+def check_cache_folder(root: Path) -> None:
+    """The cache folder exists (made now if not) as a folder that takes a new file; one line naming
+    CLEARFORMER_CACHE (or the default place) otherwise."""
+    named = f"CLEARFORMER_CACHE={root}" if os.environ.get("CLEARFORMER_CACHE") else f"the cache folder {root}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"{named}: is a file, not a folder; name a folder, or set CLEARFORMER_CACHE=off") from None
+    except OSError as error:
+        raise UserError(f"{named}: cannot be made ({error.strerror or error}); set CLEARFORMER_CACHE to a "
+                        f"folder you can write, or CLEARFORMER_CACHE=off") from None
+    if not root.is_dir():
+        raise UserError(f"{named}: is not a folder; name a folder, or set CLEARFORMER_CACHE=off")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".probe-", dir=root)
+    except OSError as error:
+        raise UserError(f"{named}: cannot be written ({error.strerror or error}); set CLEARFORMER_CACHE to a "
+                        f"folder you can write, or CLEARFORMER_CACHE=off") from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 def use_for_compiled_code() -> None:

@@ -14,6 +14,8 @@ from clearformer.cli import main
 from clearformer.tokenize import load_tokenizer
 from clearformer.train.state import step_checkpoints
 
+pytestmark = pytest.mark.slow  # its fixture trains a run (pyproject: -m 'not slow' skips it)
+
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
@@ -114,8 +116,7 @@ OPTIONS = ["--steps", "24", "--save-every", "6", "--eval-every", "8", "--dropout
 def test_resume_of_an_init_run_after_kill_equals_a_straight_one(start_run, tmp_path):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     assert main(init_args(start_run, straight, *OPTIONS)) == 0
-    kill_when_saved(run_subprocess(init_args(start_run, killed, *OPTIONS, "--slow-down", "0.25")), killed,
-                    "step-00000012")
+    kill_when_saved(run_subprocess(init_args(start_run, killed, *OPTIONS), slowed=0.25), killed, "step-00000012")
     assert main(["train", "--out", str(killed), "--resume", "--quiet"]) == 0
     a, b = weights(step_checkpoints(straight)[-1]), weights(step_checkpoints(killed)[-1])
     assert step_checkpoints(killed)[-1].name == "step-00000024"

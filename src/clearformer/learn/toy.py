@@ -35,7 +35,7 @@ from clearformer.explain.translation import explain_translation
 from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
 from clearformer.load import load_model
-from clearformer.store.cachedir import cache_dir, cache_root, check_cache_folder
+from clearformer.store.cachedir import cache_dir, cache_root, check_cache_entry, check_cache_folder
 from clearformer.store.fixed import open_fixed, what_stands
 from clearformer.train import TrainOptions, train
 
@@ -87,21 +87,8 @@ def ensure_toy_model(checkpoint: str | Path | None = None, command: str = "learn
 def check_toy_folder(run_dir: Path) -> bool:
     """True when `run_dir` holds a model to read; False when nothing, or clearformer's own unfinished folder,
     is there (training may replace it); a one-line UserError for anything else, which is never touched."""
-    try:
-        mode = os.lstat(run_dir).st_mode
-    except FileNotFoundError:
-        return False
-    except OSError as error:
-        raise UserError(f"{run_dir}: cannot be read ({error.strerror or error})") from None
-    if not stat.S_ISDIR(mode):
-        raise UserError(f"{run_dir}: {what_stands(mode)} stands where clearformer keeps the lessons' toy model; "
-                        f"move it away, or pass --checkpoint DIR")
-    if (run_dir / "model.safetensors").exists():
-        return True
-    if not (run_dir / TOY_MARK).exists() and any(run_dir.iterdir()):
-        raise UserError(f"{run_dir}: a folder clearformer did not make stands where it keeps the lessons' toy "
-                        f"model; it is left as it is: move it away, or pass --checkpoint DIR")
-    return False
+    return check_cache_entry(run_dir, "the lessons' toy model", (run_dir / "model.safetensors").exists(),
+                             (run_dir / TOY_MARK).exists(), "move it away, or pass --checkpoint DIR")
 
 
 def open_lock(path: Path) -> int:

@@ -82,6 +82,7 @@ def test_export_of_a_stand_in_run_writes_no_reserved_token_record(imported, tmp_
     assert again.mask_placeholders and again.stand_ins == tokenizer.stand_ins
 
 
+@pytest.mark.slow
 def test_train_init_from_an_imported_marian_run(imported, tmp_path, capsys):
     folder, _, _ = imported
     run = tmp_path / "opus"

@@ -14,6 +14,8 @@ from clearformer.cli import main
 from clearformer.tokenize import load_tokenizer
 from clearformer.train.state import step_checkpoints
 
+pytestmark = pytest.mark.slow  # its fixture trains a run (pyproject: -m 'not slow' skips it)
+
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 

@@ -42,9 +42,11 @@ REFUSED_WITH_INIT = {"preset": "--preset", "arch": "--arch", "tie": "--tie", "to
                      "vocab_size": "--vocab-size", "placeholder_pieces": "--placeholder-pieces",
                      "source_eos": "--source-eos", "mask_placeholders": "--mask-placeholders",
                      "placeholder_patterns": "--placeholder-pattern"}
-# The recipe when --init is given (flags still override each field). BENCHMARKS.md, "Fine-tuning: the recipe":
-# on a small en-fr-software run fine-tuned onto en-fr-bible, the from-scratch schedule (lr_factor 1, warmup
-# 400) first undid what the run knew; a third of it with a 100-step warmup gave the lowest validation loss.
+# The recipe when --init is given (flags still override each field): a third of the from-scratch peak rate, a
+# 100-step warmup. BENCHMARKS.md, "Fine-tuning: the recipe (train --init)": from a 2-minute en-fr-software base
+# onto en-fr-bible, the from-scratch schedule lowered the new domain's validation loss fastest (a base that weak
+# has little to forget), this one came second and a tenth of the rate last; the lower rate is kept for what a
+# trained base knows, which that measurement could not show (docs/adapt.md).
 FINE_TUNE_DEFAULTS = dict(lr_factor=0.3, warmup=100, eval_every=200, save_every=200, patience=10,
                           bleu_sentences=200)
 

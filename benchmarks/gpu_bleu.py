@@ -85,7 +85,8 @@ def main() -> None:
         print(name, finals[name].bleu_line, finals[name].chrf_line, sep="\n", flush=True)
     wall = (time.monotonic() - started) / 60
     rows = [[name, f"{e.bleu:.2f}", f"{e.chrf:.2f}", f"{e.ratio:.3f}"] for name, e in finals.items()]
-    speed = (f"{result.tokens_per_second:,.0f} real tokens/s, MFU {result.mfu:.1%} of the measured "
+    mfu = "n/a (a share over 100% is a measurement error)" if result.mfu is None else f"{result.mfu:.1%}"
+    speed = (f"{result.tokens_per_second:,.0f} real tokens/s, MFU {mfu} of the measured "
              f"{'bf16' if args.bf16 else 'fp32'} matmul peak" if result.tokens_per_second else "no timed steps")
     body = (f"`{args.preset}` preset trained by `clearformer train` for {args.minutes:g} minutes of training time "
             f"on {args.data} ({args.vocab_size}-piece joint SentencePiece vocabulary, <= {options.recipe.batch_tokens} "

@@ -142,7 +142,7 @@ def evaluate(args: argparse.Namespace) -> None:
     model, tokenizer, _ = load_model(args.run)
     model.eval()
     result = {"label": args.label, "run": str(args.run), "beam": args.beam, "repeats": args.repeats,
-              "mask_placeholders": bool(getattr(tokenizer, "mask_placeholders", False)), "sets": {}}
+              "mask_placeholders": bool(tokenizer.mask_placeholders), "sets": {}}
     for name, path in (("unusual", None), ("test", args.test), ("heldout", args.heldout)):
         pairs = list(UNUSUAL) if path is None else read_tsv(Path(path))[: args.limit or None]
         result["sets"][name] = decode_set(model, tokenizer, pairs, args.beam, args.repeats)

@@ -162,6 +162,11 @@ def use_cache_folder() -> None:
         folder = cache_dir("matplotlib")
         if folder is not None:
             os.environ["MPLCONFIGDIR"] = str(folder)
+    # Importing torch._dynamo (torch.optim's first step does) makes TORCHINDUCTOR_CACHE_DIR, or else
+    # $TMPDIR/torchinductor_USER, even in a command that never compiles: point it into the cache (with the
+    # cache off, a temporary folder removed at exit), as store/cachedir.py's use_for_compiled_code does.
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir("inductor"))
 
 
 if __name__ == "__main__":

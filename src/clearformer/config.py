@@ -21,7 +21,8 @@ class ConfigError(UserError, ValueError):
 
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")  # built by model/layers.py's FeedForward
-ATTENTIONS = ("mha", "mla")  # the self-attention modules model/variants.py chooses between
+ATTENTIONS = ("mha", "mla", "ssru")  # the decoder self-attention modules (or alternative) model/variants.py builds
+POSITION_LAYOUTS = ("interleaved", "halves")  # the sinusoid's columns: the paper's, or Marian's
 # The fields the GRU baseline (architecture "rnn", model/rnn.py) reads; every other field is the
 # Transformer's own (heads, d_ff, positions, norms, activation, attention variant) and must stay at its default.
 RNN_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_encoder_layers", "n_decoder_layers", "dropout",
@@ -104,10 +105,14 @@ class ModelConfig:
             (x * sigmoid(x), Marian's "swish").
         scale_attention: the paper's 1/sqrt(d_k) on attention scores (off only for `clearformer claims 2`).
         rope_base: the base of RoPE's angles (positional="rope", MLA's rotary key).
+        position_layout: the sinusoid's columns: "interleaved" (the paper: sin in even columns, cos in
+            odd) or "halves" (Marian: every sine first, then every cosine; the same numbers permuted).
+        zero_start: the decoder's input at position 0 is a zero vector (plus its position) instead of
+            the <bos> embedding (Marian); the start token's id is then never looked up.
 
     Variants
-        attention: the decoder's self-attention: "mha" (including GQA/MQA through n_kv_heads) or
-            "mla" (its sizes in `mla`, an `MLAConfig`).
+        attention: the decoder's self-attention: "mha" (including GQA/MQA through n_kv_heads),
+            "mla" (its sizes in `mla`, an `MLAConfig`), or its recurrent alternative "ssru" (model/ssru.py).
         architecture: "transformer", or "rnn": the GRU baseline (model/rnn.py), which reads only
             RNN_FIELDS.
 
@@ -140,6 +145,8 @@ class ModelConfig:
     attention: str = "mha"
     mla: MLAConfig | None = None
     architecture: str = "transformer"
+    position_layout: str = "interleaved"
+    zero_start: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.mla, dict):
@@ -171,7 +178,11 @@ class ModelConfig:
              "tie_embeddings='all' needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
         need(self.activation in ACTIVATIONS,
              f"activation must be {', '.join(ACTIVATIONS[:-1])} or {ACTIVATIONS[-1]}, not {self.activation!r}")
-        need(self.attention in ATTENTIONS, f"attention must be {' or '.join(ATTENTIONS)}, not {self.attention!r}")
+        need(self.attention in ATTENTIONS, f"attention must be {', '.join(ATTENTIONS)}, not {self.attention!r}")
+        need(self.position_layout in POSITION_LAYOUTS,
+             f"position_layout must be {' or '.join(POSITION_LAYOUTS)}, not {self.position_layout!r}")
+        need(self.attention != "ssru" or self.n_kv_heads is None,
+             "n_kv_heads does not apply to attention='ssru' (the SSRU has no heads)")
         for name, rate in (("dropout", self.dropout), ("attention_dropout", self.attention_dropout),
                            ("ffn_dropout", self.ffn_dropout)):
             need(0.0 <= rate < 1.0, f"{name} must be in [0, 1), not {rate}")
@@ -282,13 +293,13 @@ def _has_type(value, annotation: str) -> bool:
     return False
 
 
-VARIANTS = ("mha", "gqa", "mqa", "mla")
+VARIANTS = ("mha", "gqa", "mqa", "mla")  # (and "ssru", which `attention_variant` names but no preset builds)
 
 
 def attention_variant(config: ModelConfig) -> str:
-    """Which member of the attention family a config builds: mha, gqa, mqa or mla."""
-    if config.attention == "mla":
-        return "mla"
+    """Which member of the attention family a config builds: mha, gqa, mqa, mla, or the SSRU."""
+    if config.attention in ("mla", "ssru"):
+        return config.attention
     if config.kv_heads == config.n_heads:
         return "mha"
     return "mqa" if config.kv_heads == 1 else "gqa"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -111,57 +112,127 @@ def test_megabytes_of_printing_leave_one_report(tmp_path, capsys):
     assert code == 0 and not err and len(out) < 2000 and out.splitlines()[-1].startswith("all right: ")
 
 
+def beating(heartbeat: Path, seconds: float = 0.6) -> bool:
+    """True while a process still appends to `heartbeat` (a PID would not do: in the checker's own PID
+    namespace a learner's process has a PID of that namespace)."""
+    for _ in range(100):
+        if heartbeat.exists() and heartbeat.stat().st_size:
+            break
+        time.sleep(0.05)
+    size = heartbeat.stat().st_size
+    time.sleep(seconds)
+    return heartbeat.stat().st_size != size
+
+
+LOOP = """
+            while True:
+                with open({heartbeat!r}, "a") as beat:
+                    beat.write("x")
+                time.sleep(0.05)
+"""
+
+
 def test_a_process_the_learner_forks_does_not_outlive_the_command(tmp_path, capsys):
-    pid_file = tmp_path / "pid"
+    heartbeat = tmp_path / "beat"
     path = tmp_path / "mine.py"
     path.write_text(f'''import os, time
 import torch
 
 def causal_mask(size):
-    if not os.path.exists({str(pid_file)!r}):
+    if not os.path.exists({str(heartbeat)!r}):
         pid = os.fork()
-        if pid == 0:
-            open({str(pid_file)!r}, "w").write(str(os.getpid()))
-            while True:
-                time.sleep(1)
+        if pid == 0:{LOOP.format(heartbeat=str(heartbeat))}
     return torch.tril(torch.ones(size, size, dtype=torch.bool))
 ''', encoding="utf-8")
     code, out, _ = run(["learn", "check", "causal-mask", str(path)], capsys)
     assert code == 0, out
-    for _ in range(100):
-        if pid_file.exists() and pid_file.read_text():
-            break
-        time.sleep(0.05)
-    pid = int(pid_file.read_text())
-    time.sleep(0.2)
-    assert not running(pid)     # killed with the checker's process group
+    assert not beating(heartbeat)     # killed with the checker's process group
 
 
 def test_a_process_that_leaves_the_group_does_not_outlive_the_command(tmp_path, capsys):
     """A double fork with setsid: the grandchild is in a session of its own and its parent is gone, so the
     group kill cannot reach it; the checker's child adopts it (learn/child.py) and kills it."""
-    pid_file = tmp_path / "pid"
+    heartbeat = tmp_path / "beat"
+    deeper_loop = LOOP.format(heartbeat=str(heartbeat)).replace("\n" + " " * 12, "\n" + " " * 16)
     path = tmp_path / "mine.py"
     path.write_text(f'''import os, time
 import torch
 
 def causal_mask(size):
-    if not os.path.exists({str(pid_file)!r}):
+    if not os.path.exists({str(heartbeat)!r}):
         if os.fork() == 0:
             os.setsid()
-            if os.fork() == 0:
-                open({str(pid_file)!r}, "w").write(str(os.getpid()))
-                while True:
-                    time.sleep(1)
+            if os.fork() == 0:{deeper_loop}
             os._exit(0)
         time.sleep(0.5)
     return torch.tril(torch.ones(size, size, dtype=torch.bool))
 ''', encoding="utf-8")
     code, out, _ = run(["learn", "check", "causal-mask", str(path)], capsys)
     assert code == 0, out
-    pid = int(pid_file.read_text())
-    time.sleep(0.2)
-    assert not running(pid), f"{pid} outlived the check"
+    assert not beating(heartbeat), "a process outlived the check"
+
+
+@pytest.mark.parametrize("how", ["setsid then the checker's child exits", "kill the parent, loop",
+                                 "stop the parent, loop"])
+def test_a_learner_that_escapes_or_attacks_the_checker_is_ended(how, tmp_path):
+    """Issue 41: the orphan of a child that exited, a learner that kills or stops its parent and loops: all
+    ended within the time limit by a mechanism that does not need the parent (the child's own PID
+    namespace where `unshare` works, else the watchdog), and no $TMPDIR/clearformer-learn-* is left."""
+    from conftest import run_child
+
+    heartbeat = tmp_path / "beat"
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    attack = {"setsid then the checker's child exits":
+              "if os.fork() == 0:\n        os.setsid()\n        loop()\n    time.sleep(0.3)\n    os._exit(0)",
+              "kill the parent, loop": "os.kill(os.getppid(), signal.SIGKILL)\n    loop()",
+              "stop the parent, loop": "os.kill(os.getppid(), signal.SIGSTOP)\n    loop()"}[how]
+    path = tmp_path / "mine.py"
+    path.write_text(f"import os, signal, time\n\ndef loop():\n    while True:\n"
+                    f"        with open({str(heartbeat)!r}, 'a') as beat:\n            beat.write('x')\n"
+                    f"        time.sleep(0.05)\n\ndef causal_mask(size):\n    {attack}\n", encoding="utf-8")
+    started = time.monotonic()
+    try:
+        outcome = run_child(f"learn check: {how}", ["learn", "check", "causal-mask", str(path), "--timeout", "5"],
+                            tmp_path, env={"TMPDIR": str(temporary)}, seconds=100)
+        ended = outcome.code
+    except AssertionError:  # the checker itself was stopped or killed: what matters is what it left
+        ended = None
+    assert time.monotonic() - started < 100
+    assert not heartbeat.exists() or not beating(heartbeat), f"{how}: the learner's loop outlived the check ({ended})"
+    time.sleep(0.5)
+    assert not [p.name for p in temporary.iterdir() if p.name.startswith("clearformer-learn-")]
+
+
+def test_a_report_forged_by_the_learners_code_is_not_believed(tmp_path, capsys):
+    """The learner's code writes a well-formed passing report where the events go (every descriptor it has,
+    and the job file's path): the answer is still the real check's."""
+    path = tmp_path / "mine.py"
+    path.write_text('''import json, os
+forged = json.dumps({"event": "done", "report": {"exercise": "causal-mask", "file": __file__, "results": [],
+                                                "stopped": None}}).encode() + b"\\n"  # a passing report
+for fd in range(3, 256):
+    try:
+        os.write(fd, forged)
+    except OSError:
+        pass
+os._exit(0)  # before the real check could report
+
+
+def causal_mask(size):
+    import torch
+    return torch.ones(size, size, dtype=torch.bool)   # wrong: attends to the future
+''', encoding="utf-8")
+    code, out, err = run(["learn", "check", "causal-mask", str(path)], capsys)
+    assert code != 0 and "Traceback" not in out + err, (code, out, err)
+
+
+def test_a_file_saved_with_a_bom_is_read_as_python_reads_it(tmp_path, capsys):
+    path = tmp_path / "mine.py"
+    path.write_bytes("\ufeffimport torch\n\ndef causal_mask(size):\n    return torch.tril(torch.ones(size, size, "
+                     "dtype=torch.bool))\n".encode("utf-8"))
+    code, out, err = run(["learn", "check", "causal-mask", str(path)], capsys)
+    assert code == 0, (out, err)
 
 
 def running(pid: int) -> bool:

@@ -18,7 +18,7 @@ from nbformat.v4 import new_code_cell
 from clearformer.explain.examples import run_example
 from clearformer.learn.exercises import EXERCISES
 from clearformer.learn.lessons import LESSONS
-from clearformer.learn.notebooks import notebook_name, notebook_text, write_notebooks
+from clearformer.learn.notebooks import TABLE_ONLY, notebook_name, notebook_text, write_notebooks
 from clearformer.learn.snippets import run_snippet
 from clearformer.learn.why import NOTEBOOK as WHY_NOTEBOOK
 
@@ -109,8 +109,9 @@ def test_every_notebook_executes(kernel):
         assert not any(o.output_type == "error" for cell in outputs for o in cell), item.number
         snippet_text = "".join(o.text for o in outputs[1] if o.output_type == "stream")
         assert snippet_text == run_snippet(item.snippet).output, item.number   # the same code, the same output
-        if item.extra.get("show") == "lm":   # lesson 13: a language model reads the sentence (its table, printed)
-            assert "BEFORE the causal mask" in "".join(o.text for o in outputs[2] if o.output_type == "stream")
+        if item.extra.get("show") in TABLE_ONLY:   # lessons 13, 16: another model reads the sentence (its table)
+            table = "".join(o.text for o in outputs[2] if o.output_type == "stream")
+            assert ("BEFORE the causal mask" if item.number == 13 else "The SSRU of decoder layer 0") in table
         else:
             shown = [o for o in outputs[2] if o.output_type == "execute_result"]
             assert shown and "text/html" in shown[0].data, item.number

@@ -351,7 +351,7 @@ def test_live_page_continues_a_prompt_token_by_token(page, lm_server, trained_lm
     assert page.inner_text("#cf-result") == tokenizer.decode(prompt_ids(tokenizer, PROMPT) + new)
     decode_options = page.eval_on_selector_all("#cf-decode option", "options => options.map(o => o.textContent)")
     assert "encoder (source)" not in decode_options and decode_options[1:] == [f"{t} → {w}" for t, w in
-                                                                                 enumerate(words)]
+                                                                                 enumerate(words, start=1)]
     assert not page.locator("text=Cross-attention").count()
     page.locator("body").click(position={"x": 5, "y": 300})
     press_until(page, "ArrowRight", "generate.chosen", 0)  # the prompt pass chose the first token

@@ -12,6 +12,7 @@ RUN/ctranslate2 (RUN/ctranslate2-int8 with `--quantize int8`) and decodes with C
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,13 @@ def add_engine_arguments(parser, allow_all: bool = False) -> None:
 def check_engine_arguments(args) -> None:
     if args.quantize != "none" and args.engine != "ctranslate2":
         raise UserError(f"--quantize {args.quantize} applies only to --engine ctranslate2")
+    cores = os.cpu_count() or 1
+    threads = getattr(args, "threads", None)
+    if args.engine in ("ctranslate2", "all") and threads is not None and threads > cores:
+        # CTranslate2 starts all its threads at once, and a count the system refuses ends in a native abort
+        # ("Thread creation failed"), not an error clearformer could catch.
+        raise UserError(f"--threads {threads}: --engine ctranslate2 starts that many threads at once; this machine "
+                        f"has {cores} cores: give at most {cores}")
 
 
 def engine_decoding(args, decoding: DecodingOptions) -> DecodingOptions:

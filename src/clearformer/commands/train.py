@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from pathlib import Path
 
 from clearformer.commands import options
-from clearformer.config import PRESETS, preset
+from clearformer.config import PRESETS, ModelConfig, preset
 from clearformer.devices import free_gpu_bytes, gpu_batch_tokens, resolve_device
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
@@ -53,8 +55,26 @@ def parse_overrides(items: list[str]) -> dict:
     return overrides
 
 
+# The kinds of value a ModelConfig field takes (its annotation, as written in config.py) and their names.
+FIELD_KINDS = {"int": ((int,), "a whole number"), "float": ((int, float), "a number"), "str": ((str,), "a word"),
+               "bool": ((bool,), "true or false"), "int | None": ((int, type(None)), "a whole number or null")}
+
+
+def check_override_types(overrides: dict) -> None:
+    """Each --set value is of its field's kind (`--set d_model=abc`: one line naming d_model), before any
+    comparison with it could fail inside the config's checks."""
+    annotations = {f.name: f.type for f in dataclasses.fields(ModelConfig)}
+    for name, value in overrides.items():
+        kinds, described = FIELD_KINDS.get(annotations.get(name, ""), ((object,), ""))
+        wrong_bool = isinstance(value, bool) and bool not in kinds
+        if wrong_bool or not isinstance(value, kinds):
+            raise UserError(f"--set {name}={json.dumps(value) if not isinstance(value, str) else value}: "
+                            f"{name} takes {described}")
+
+
 def check_overrides(preset_name: str, arch: str, overrides: dict) -> None:
     """--set values that describe no buildable model (d_ff=-5, d_model=10**9) are refused before any work."""
+    check_override_types(overrides)
     if arch != "transformer" or not overrides or preset_name not in PRESETS:
         return
     try:

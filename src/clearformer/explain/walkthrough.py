@@ -62,6 +62,18 @@ CATALOG: dict[str, tuple[str, str, str]] = {
     "K_nope": ("Keys from the latent (MLA)", "k^C = c_KV · W^UK", "Each head's keys, up-projected from the latent."),
     "Q_absorbed": ("Absorbed queries (MLA)", "q · W^UKᵀ",
                    "The key up-projection folded into the query, so scores are taken against the latent."),
+    # The SSRU in place of the decoder's self-attention (model/ssru.py; Firefox's students).
+    "candidate": ("SSRU candidate", "x̃_t = x_t · W  (no bias)",
+                  "What this position would write into the cell: a linear map of its input."),
+    "forget_gate": ("SSRU forget gate", "f_t = σ(x_t · W_f + b_f)",
+                    "Per dimension, how much of the old cell to keep (1) or to replace by the candidate (0)."),
+    "cell": ("SSRU cell", "c_t = f_t ⊙ c_(t-1) + (1 − f_t) ⊙ x̃_t,   c_(-1) = 0",
+             "The recurrent memory of the output so far: one vector per row, updated once per word, with no "
+             "matrix on the state (it is all the decoder remembers of earlier words)."),
+    "relu_cell": ("SSRU output", "h_t = ReLU(c_t)",
+                  "What the decoder layer reads in place of self-attention's output, before Add & Norm."),
+    "start": ("Start vector", "y_0 = 0  (then + PE(0))",
+              "Marian's decoder starts from a zero vector instead of a <bos> embedding."),
     "residual": ("Residual sum", "x + Sublayer(x)",
                  "The sublayer's output is added to its input, so information and gradients flow through."),
     "norm": ("Layer normalisation", "LayerNorm(x) = γ (x - mean) / √(var + ε) + β",

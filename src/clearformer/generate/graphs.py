@@ -37,11 +37,11 @@ FIRST_TIME = 64  # positions allocated first; doubled when a sentence reaches th
 
 def supported(model) -> bool:
     """Whether the static step can run `model`: an encoder-decoder Transformer with multi-head (or
-    grouped/multi-query) attention and positions added to the embeddings."""
+    grouped/multi-query) attention and positions added to the embeddings (not MLA, not the SSRU's cell)."""
     if not isinstance(model, Transformer):  # by type, not by probing (tests/core/test_contracts.py)
         return False
     config = model.config
-    return config.attention != "mla" and config.positional != "rope" and config.n_encoder_layers > 0
+    return config.attention == "mha" and config.positional != "rope" and config.n_encoder_layers > 0
 
 
 def wants_graph(compile: str, device: torch.device) -> bool:

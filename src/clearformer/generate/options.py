@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKENS
 from clearformer.options import Options, option
+from clearformer.tokenize.shortlist import LexicalShortlist
 
 STOP_RULES = ("current", "bound")
 COMPILE_CHOICES = ("auto", "on", "off", "graph")
@@ -34,6 +35,7 @@ DEFAULT_EOS_ID = 3
 
 
 REPEAT_RULES = ("auto", "bounded", "free")
+SHORTLIST_RULES = ("on", "off")
 
 
 @dataclass
@@ -69,6 +71,9 @@ class DecodingOptions(Options):
                          "sentence by sentence, as the training data were cut)", inverted=True, action="store_true")
     batch_size: int = option(32, "--batch-size", "sentences per batch (default 32)", metavar="N", at_least=1,
                              at_most=MAX_BATCH_SIZE)
+    shortlist: str = option("on", "--shortlist", "'on' (default): a run that has a lexical shortlist (Firefox's "
+                            "models) scores only each sentence's candidate tokens, as its engine does; 'off': the "
+                            "whole vocabulary", choices=SHORTLIST_RULES)
     use_cache: bool = True  # False: the whole prefix again every step (tests prove the cache changes nothing)
     with_scores: bool = True  # greedy: also sum the log-probabilities (a pass over the vocabulary per step)
     compile: str = option("auto", "--compile", "compile the decoder's one-token step with torch.compile: 'on', "
@@ -91,7 +96,8 @@ class SearchTokens:
     placeholder_ids: the pieces each source's copies of must come out exactly (empty: no constraint);
     length_ratio: target tokens per source token in the training pairs (0: unknown, no brevity penalty);
     source_eos: whether every source ends in <eos> (it is then not counted as a source token);
-    repeat_bound: no piece more than max(3, its longest source run) times in a row (generate/constraints.py).
+    repeat_bound: no piece more than max(3, its longest source run) times in a row (generate/constraints.py);
+    shortlist: the run's lexical shortlist when the search uses it (generate/shortlist.py), else None.
     """
 
     bos_id: int = DEFAULT_BOS_ID
@@ -101,6 +107,7 @@ class SearchTokens:
     length_ratio: float = 0.0
     source_eos: bool = False
     repeat_bound: bool = False
+    shortlist: LexicalShortlist | None = None
 
 
 def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None) -> SearchTokens:
@@ -119,6 +126,8 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
         length_ratio=0.0 if tokenizer is None else float(tokenizer.length_ratio),
         source_eos=False if tokenizer is None else bool(tokenizer.source_eos),
         repeat_bound=repeat_bound(tokenizer, options),
+        shortlist=None if tokenizer is None or (options is not None and options.shortlist == "off")
+        else tokenizer.shortlist,
     )
 
 

@@ -7,6 +7,7 @@ sentence-major). Unlike Transformers' processors, which re-read the whole prefix
 counts keeps its own state per hypothesis: the search tells it the tokens chosen (`chose`) and the
 hypotheses kept (`select`, as `DecoderState.select`).
 
+    ShortlistRule         only the candidates of the run's lexical shortlist (generate/shortlist.py; --shortlist)
     MinLength             <eos> forbidden before `DecodingOptions.min_length` tokens
     BrevityPenalty        a bonus (<= 0) on <eos> for ending shorter than expected (generate/brevity.py)
     RepeatBound           no runaway repetition of a piece or a span (generate/constraints.py)
@@ -26,6 +27,7 @@ import torch
 from clearformer.generate.brevity import BrevityPenalty
 from clearformer.generate.constraints import PlaceholderConstraint, RepeatBound
 from clearformer.generate.options import DecodingOptions, SearchTokens
+from clearformer.generate.shortlist import ShortlistRule
 
 
 class DecodingRule(Protocol):
@@ -71,6 +73,8 @@ class DecodingRules:
         `limits` (batch,): each sentence's length limit (the placeholder rule writes what it owes in time)."""
         options = DecodingOptions() if options is None else options
         rules: list[DecodingRule] = []
+        if tokens.shortlist is not None:  # first: the other rules act among the candidates
+            rules.append(ShortlistRule.for_batch(src_ids, tokens.shortlist, tokens.pad_id))
         if options.min_length > 0:
             rules.append(MinLength(tokens.eos_id, options.min_length))
         brevity = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)

@@ -1,7 +1,7 @@
 """The child process of `learn check` and `learn train`: `python -m clearformer.learn.child JOB`.
 
 JOB is a JSON file written by `learn/sandbox.py`: {"kind": "check" | "transformer" | "train", the
-learner's "path", "events": the file this process reports into, "memory": the bytes the learner's code
+learner's "path", "events_fd" and "token": the pipe this process reports into, "memory": the bytes the learner's code
 may add to the address space}. The events are JSON lines written straight to the file's descriptor
 (whatever the learner does to sys.stdout): "ready" (imports done, cases built, limits set: the
 learner's time starts), "stage", "case" (before each case), "done" (the result, or "unusable" with
@@ -22,11 +22,15 @@ from clearformer.learn.processes import adopt_orphans, kill_descendants
 
 
 class Events:
-    def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    """The pipe to the checker (an inherited descriptor, made close-on-exec here); every line carries the run's
+    token, which the learner's code cannot read from the job file (deleted before it runs)."""
+
+    def __init__(self, fd: int, token: str) -> None:
+        self.fd, self.token = fd, token
+        os.set_inheritable(fd, False)
 
     def __call__(self, event: str, **fields) -> None:
-        os.write(self.fd, (json.dumps({"event": event, **fields}) + "\n").encode("utf-8"))
+        os.write(self.fd, (json.dumps({"event": event, **fields, "token": self.token}) + "\n").encode("utf-8"))
 
 
 def limit_memory(extra: int) -> None:
@@ -79,8 +83,9 @@ JOBS = {"check": run_check, "transformer": run_capstone, "train": run_capstone}
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    Path(argv[0]).unlink()  # the token in it is not for the learner's code to read
     adopt_orphans()
-    emit = Events(job["events"])
+    emit = Events(job["events_fd"], job["token"])
     try:
         result = JOBS[job["kind"]](job, emit)
     except UserError as error:

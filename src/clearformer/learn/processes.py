@@ -5,7 +5,11 @@ in its process group or not (learn/child.py, learn/sandbox.py)."""
 from __future__ import annotations
 
 import os
+import select
+import shutil
 import signal
+import sys
+import time
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
@@ -51,3 +55,31 @@ def kill_descendants(pid: int) -> None:
                 os.kill(child, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def watchdog(pid: int, seconds: float, folder: str, alive: int) -> None:
+    """`python -m clearformer.learn.processes PID SECONDS FOLDER FD` (learn/sandbox.py's start_watchdog): wait
+    until the checker writes "done" on FD (then nothing to do), or FD closes without it (the checker was
+    killed), or SECONDS pass (the checker was stopped, or hangs); then SIGKILL the child's group and what is
+    below it, and remove the checker's temporary FOLDER. Needs nothing of the checker's life."""
+    deadline = time.monotonic() + seconds
+    said = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([alive], [], [], max(0.0, min(1.0, deadline - time.monotonic())))
+        if ready:
+            chunk = os.read(alive, 16)
+            said += chunk
+            if said.startswith(b"done"):
+                return
+            if not chunk:
+                break
+    kill_descendants(pid)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    watchdog(int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4]))

@@ -14,8 +14,12 @@ byte or a file over MAX_SOURCE_BYTES is refused with its line before any child s
   * what the learner's code prints goes to /dev/null (`learn check`): the answer is one report,
     whatever the code prints.
 
-The child writes JSON lines into an events file (`ready`, `stage`, `case`, then `done` with the result);
-the parent reads at most MAX_EVENTS_BYTES of it. A child that dies, is killed or exits early leaves
+The child writes JSON lines into a pipe (`ready`, `stage`, `case`, then `done` with the result), each
+with a token of this run (read from the job file, which the child deletes before the learner's code
+runs); the parent reads at most MAX_EVENTS_BYTES and believes only lines with the token. Where
+`unshare` works the child is PID 1 of its own PID namespace (`pid_namespace_prefix`); in any case a
+watchdog process of its own session ends the child's tree and removes the temporary folder if the
+checker itself is killed or stopped (`start_watchdog`). A child that dies, is killed or exits early leaves
 the last stage it reached, which is how the parent names what the learner's code was doing.
 """
 
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,7 +69,8 @@ def read_source(path: Path) -> str:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         raise UserError(f"{path}:{line}: a NUL byte: not Python source text")
     try:
-        return data.decode("utf-8")
+        # utf-8-sig: a BOM (as some Windows editors save) is read as Python reads it, not as a character
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise UserError(f"{path}:{line}: not UTF-8 text") from None
@@ -101,32 +108,6 @@ class ChildRun:
         return f"the process exited with code {code} before reporting (os._exit or a crash)"
 
 
-def _read_events(path: Path, run: ChildRun) -> None:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_EVENTS_BYTES + 1)
-    except OSError:
-        run.damaged = True
-        return
-    if len(data) > MAX_EVENTS_BYTES:
-        run.damaged = True
-        data = data[:MAX_EVENTS_BYTES]
-    events = []
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            run.damaged = True
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-        else:
-            run.damaged = True
-    run.events = events
-
-
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -143,37 +124,128 @@ def _exited(pid: int) -> bool:
     return info is not None
 
 
+def pid_namespace_prefix() -> list[str]:
+    """`unshare --pid --fork --kill-child --mount-proc` where it works (root, or user namespaces allowed): the
+    child is then PID 1 of a namespace of its own, so the kernel kills everything the learner's code started
+    when it ends (a setsid'd orphan included), and the learner's code cannot address the checker (its parent
+    has no PID there) to kill or stop it. [] where it does not work (then the group kill, the subreaper and
+    the watchdog remain). Probed once per process."""
+    global _NAMESPACE
+    if _NAMESPACE is None:
+        command = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        try:
+            works = subprocess.run([*command, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            works = False
+        _NAMESPACE = command if works else []
+    return _NAMESPACE
+
+
+_NAMESPACE: list[str] | None = None
+
+
+def start_watchdog(pid: int, seconds: float, folder: str) -> tuple[subprocess.Popen, int]:
+    """A process of its own (its own session, not below the child) that kills the child's group and what is
+    below it, and removes the checker's temporary folder, after `seconds` or as soon as the checker ends
+    without saying it is done (killed or stopped by the learner's code: the write end of its pipe closes, or
+    the time runs out). Returns (the watchdog, the write end to close when done)."""
+    read_end, write_end = os.pipe()
+    os.set_inheritable(read_end, True)
+    watchdog = subprocess.Popen([sys.executable, "-m", "clearformer.learn.processes", str(pid), str(seconds),
+                                 folder, str(read_end)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, pass_fds=(read_end,), start_new_session=True)
+    os.close(read_end)
+    return watchdog, write_end
+
+
 def run_child(job: dict, timeout: float, quiet: bool = True) -> ChildRun:
     """Run `job` (a JSON object for learn/child.py) in a child process under the limits above."""
-    with tempfile.TemporaryDirectory(prefix="clearformer-learn-") as folder:
-        job_path, events_path = Path(folder) / "job.json", Path(folder) / "events.jsonl"
-        job = {**job, "events": str(events_path), "memory": LEARNER_MEMORY_BYTES, "timeout": timeout}
-        job_path.write_text(json.dumps(job), encoding="utf-8")
-        events_path.touch()
-        output = subprocess.DEVNULL if quiet else None
-        process = subprocess.Popen([sys.executable, "-m", "clearformer.learn.child", str(job_path)],
-                                   stdin=subprocess.DEVNULL, stdout=output, stderr=output, start_new_session=True,
+    folder = tempfile.mkdtemp(prefix="clearformer-learn-")
+    try:
+        return run_in(folder, job, timeout, quiet)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_in(folder: str, job: dict, timeout: float, quiet: bool) -> ChildRun:
+    """`run_child` with its temporary folder: the job file there, the events through a pipe (not a file the
+    learner's code could open by its name), each line carrying a token the child reads once from the job
+    file, which it deletes before the learner's code runs."""
+    job_path = Path(folder) / "job.json"
+    token = secrets.token_hex(16)
+    events_read, events_write = os.pipe()
+    job = {**job, "events_fd": events_write, "token": token, "memory": LEARNER_MEMORY_BYTES, "timeout": timeout}
+    job_path.write_text(json.dumps(job), encoding="utf-8")
+    output = subprocess.DEVNULL if quiet else None
+    try:
+        process = subprocess.Popen([*pid_namespace_prefix(), sys.executable, "-m", "clearformer.learn.child",
+                                    str(job_path)], stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                                   start_new_session=True, pass_fds=(events_write,),
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        run = ChildRun()
-        started, ready_at = time.monotonic(), None
-        try:
-            while not _exited(process.pid):
-                now = time.monotonic()
-                if ready_at is None:
-                    _read_events(events_path, run)
-                    if run.last("ready"):
-                        ready_at = now
-                    elif now - started > STARTUP_SECONDS:
-                        run.startup_timed_out = True
-                        break
-                elif now - ready_at > timeout:
-                    run.timed_out = True
+    finally:
+        os.close(events_write)
+    watchdog, alive = start_watchdog(process.pid, STARTUP_SECONDS + timeout + 30, folder)
+    reader = EventReader(events_read, token)
+    run = ChildRun()
+    started, ready_at = time.monotonic(), None
+    try:
+        while not _exited(process.pid):
+            now = time.monotonic()
+            reader.pump(run)
+            if ready_at is None:
+                if run.last("ready"):
+                    ready_at = now
+                elif now - started > STARTUP_SECONDS:
+                    run.startup_timed_out = True
                     break
-                time.sleep(POLL_SECONDS)
-        finally:
-            kill_descendants(process.pid)  # whatever it started, in its group or not (it adopts orphans)
-            _kill_group(process.pid)   # the child, if still running, and anything it forked
-            process.wait()
-        run.returncode = process.returncode
-        _read_events(events_path, run)
-        return run
+            elif now - ready_at > timeout:
+                run.timed_out = True
+                break
+            time.sleep(POLL_SECONDS)
+    finally:
+        kill_descendants(process.pid)  # whatever it started, in its group or not (it adopts orphans)
+        _kill_group(process.pid)   # the child, if still running, and anything it forked
+        process.wait()
+        os.write(alive, b"done")  # the watchdog ends without killing anything
+        os.close(alive)
+        watchdog.wait()
+    run.returncode = process.returncode
+    reader.pump(run, final=True)
+    os.close(events_read)
+    return run
+
+
+class EventReader:
+    """The child's event lines from the pipe, at most MAX_EVENTS_BYTES; a line without the run's token (written
+    by the learner's code, not the checker) or not JSON marks the run damaged and is not believed."""
+
+    def __init__(self, handle: int, token: str) -> None:
+        self.handle, self.token, self.data = handle, token, b""
+        os.set_blocking(handle, False)
+
+    def pump(self, run: ChildRun, final: bool = False) -> None:
+        while len(self.data) <= MAX_EVENTS_BYTES:
+            try:
+                chunk = os.read(self.handle, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self.data += chunk
+        if len(self.data) > MAX_EVENTS_BYTES:
+            run.damaged = True
+            self.data = self.data[:MAX_EVENTS_BYTES]
+        run.events = []
+        for line in self.data.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                run.damaged = True
+                continue
+            if isinstance(event, dict) and event.pop("token", None) == self.token:
+                run.events.append(event)
+            else:
+                run.damaged = True

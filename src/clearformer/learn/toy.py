@@ -10,6 +10,12 @@ is renamed into place only when training finished, under the lock `toy-translate
 interrupted or failed training leaves nothing that blocks the next try, and a second command started
 meanwhile says the model is in use. `--checkpoint DIR` reads another run instead. docs/learn.md says
 so for users.
+
+What stands in the cache is checked, never trusted (issue 41): a `CLEARFORMER_CACHE` that is a file or
+cannot be written, a `toy-translate` that is a link, a file, or a folder clearformer did not make (it
+marks its own with `TOY_MARK`), a lock that is not a regular file: each is one line, and nothing of the
+user's is ever removed. With the cache off the model lives in a private temporary folder and needs no
+lock (nothing is left in $TMPDIR).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -28,10 +35,12 @@ from clearformer.explain.translation import explain_translation
 from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
 from clearformer.load import load_model
-from clearformer.store.cachedir import cache_dir
+from clearformer.store.cachedir import cache_dir, cache_root, check_cache_entry, check_cache_folder
+from clearformer.store.fixed import open_fixed, what_stands
 from clearformer.train import TrainOptions, train
 
 TOY_PRESET = "toy-translate"
+TOY_MARK = ".clearformer-toy"  # in every toy-translate/ clearformer trained: the only kind it may replace
 DEFAULT_SENTENCE = "I love you"
 # TrainOptions fields the child trains with besides the preset's (none: the documented toy model; the
 # tests make it smaller and shorter).
@@ -47,11 +56,16 @@ def ensure_toy_model(checkpoint: str | Path | None = None, command: str = "learn
     """The run to read: `checkpoint` if given, else the toy model, trained first (in a child) if missing."""
     if checkpoint is not None:
         return Path(checkpoint)
+    root = cache_root()
+    if root is not None:
+        check_cache_folder(root)
     run_dir = toy_run_dir()
-    if (run_dir / "model.safetensors").exists():
+    if check_toy_folder(run_dir):
         return run_dir
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    lock = os.open(run_dir.parent / f"{TOY_PRESET}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    if root is None:  # the cache is off: a private temporary folder, which no other process shares
+        train_toy_model(run_dir, command)
+        return run_dir
+    lock = open_lock(run_dir.parent / f"{TOY_PRESET}.lock")
     # The child trains holding it too (pass_fds): a parent killed mid-training leaves the lock held until the
     # child ends, so no next try removes the folder the child is writing.
     try:
@@ -63,17 +77,32 @@ def ensure_toy_model(checkpoint: str | Path | None = None, command: str = "learn
                             f"try again when it has finished (about half a minute)") from None
         os.ftruncate(lock, 0)
         os.pwrite(lock, f"PID {os.getpid()}".encode(), 0)
-        if not (run_dir / "model.safetensors").exists():  # another process may have finished it meanwhile
+        if not check_toy_folder(run_dir):  # another process may have finished it meanwhile
             train_toy_model(run_dir, command, lock)
     finally:
         os.close(lock)  # also drops the flock
     return run_dir
 
 
+def check_toy_folder(run_dir: Path) -> bool:
+    """True when `run_dir` holds a model to read; False when nothing, or clearformer's own unfinished folder,
+    is there (training may replace it); a one-line UserError for anything else, which is never touched."""
+    return check_cache_entry(run_dir, "the lessons' toy model", (run_dir / "model.safetensors").exists(),
+                             (run_dir / TOY_MARK).exists(), "move it away, or pass --checkpoint DIR")
+
+
+def open_lock(path: Path) -> int:
+    """The lock file's descriptor (a regular file, never through a link or a FIFO): one line otherwise."""
+    try:
+        return open_fixed(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        raise UserError(f"{path}: its folder vanished") from None
+
+
 def train_toy_model(run_dir: Path, command: str, lock: int | None = None) -> None:
     """Train the toy preset into `run_dir` in a child process (`python -m clearformer.learn.toy DIR`)."""
     partial = run_dir.with_name(run_dir.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)  # what an interrupted earlier try left
+    remove_own(partial)  # what an interrupted earlier try left
     print(f"clearformer {command}: no toy model yet; training one into {run_dir} (once, about half a minute)",
           file=sys.stderr, flush=True)
     try:  # the child's progress goes where our messages go (standard error), never into a lesson's output
@@ -87,11 +116,27 @@ def train_toy_model(run_dir: Path, command: str, lock: int | None = None) -> Non
         if code != 0 or not (partial / "model.safetensors").exists():
             raise UserError(f"training the toy model into {run_dir} failed (exit {code}); nothing was kept: "
                             f"run `clearformer learn 1` to try again, or pass --checkpoint DIR")
-        if run_dir.exists():  # a folder without a model (no run of ours can be there: it would hold one)
-            shutil.rmtree(run_dir)
+        (partial / TOY_MARK).write_text("the lessons' toy model, trained by clearformer (learn/toy.py)\n")
+        if os.path.lexists(run_dir):  # empty, or ours unfinished (check_toy_folder said so)
+            remove_own(run_dir)
         os.replace(partial, run_dir)
     finally:
-        shutil.rmtree(partial, ignore_errors=True)
+        remove_own(partial)
+
+
+def remove_own(folder: Path) -> None:
+    """Remove `folder` only if clearformer made it: a `.partial` it trains into (named by it, holding a run's
+    files or nothing), an empty folder, or one with its mark; never a link, never a user's folder."""
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):
+        raise UserError(f"{folder}: {what_stands(mode)} stands where clearformer trains the toy model; move it away")
+    if folder.name.endswith(".partial") or (folder / TOY_MARK).exists() or not any(folder.iterdir()):
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        raise UserError(f"{folder}: a folder clearformer did not make; it is left as it is: move it away")
 
 
 def load_toy_model(checkpoint: str | Path | None = None):

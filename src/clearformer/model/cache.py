@@ -11,6 +11,8 @@ decides which rows go on.
                        computed once per source at the first step and only read after it.
     LatentCache    MLA's self-attention (model/latent.py): latent c_KV (rows, t, d_c) and the shared
                    rotary key k_rope (rows, t, d_h^R), appended to at every step.
+    RecurrentCache the SSRU in place of self-attention (model/ssru.py): its cell (rows, d_model), replaced
+                   at every step: nothing grows with the output.
     LayerCache     one decoder layer's: self_attention, and cross_attention (None without an encoder).
     DecoderCache   every decoder layer's, with `reorder(index)` over all of them.
 
@@ -159,10 +161,33 @@ class LatentCache(TimeCache):
 
 
 @dataclass
-class LayerCache:
-    """One decoder layer's caches: its self-attention's, and its cross-attention's (None without an encoder)."""
+class RecurrentCache:
+    """The SSRU's state (model/ssru.py): the last cell (rows, d_model), replaced at every step, not grown."""
 
-    self_attention: TimeCache | StaticKVCache
+    cell: torch.Tensor | None = None
+
+    @property
+    def filled(self) -> bool:
+        return self.cell is not None
+
+    def store(self, cell: torch.Tensor) -> None:
+        self.cell = cell
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows `index` (new_rows,) in that order."""
+        if self.cell is not None:
+            self.cell = self.cell.index_select(0, index)
+
+    def nbytes(self) -> int:
+        return 0 if self.cell is None else self.cell.numel() * self.cell.element_size()
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's caches: its self-attention's (or the SSRU's cell), and its cross-attention's (None
+    without an encoder)."""
+
+    self_attention: TimeCache | StaticKVCache | RecurrentCache
     cross_attention: KVCache | StaticKVCache | None = None
 
 
@@ -191,7 +216,9 @@ class DecoderCache:
 
 
 def cache_elements_per_token(config: ModelConfig) -> int:
-    """Elements one layer's self-attention cache holds for one token."""
+    """Elements one layer's self-attention cache holds for one token (the SSRU's cell does not grow: 0)."""
+    if config.attention == "ssru":
+        return 0
     if config.attention == "mla":
         return config.mla.kv_lora_rank + config.mla.qk_rope_head_dim
     return 2 * config.kv_heads * config.head_dim

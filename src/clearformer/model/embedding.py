@@ -49,12 +49,15 @@ class TokenEmbedding(nn.Module):
 
 
 def sinusoidal_table(length: int, d_model: int, base: float = 10000.0,
-                     device: torch.device | None = None, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+                     device: torch.device | None = None, dtype: torch.dtype = torch.float32,
+                     layout: str = "interleaved") -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)).
 
     Returns (length, d_model), even columns sine and odd columns cosine (interleaved, as in the
     paper). Computed in float64 so that long tables stay exact to float32 precision; returned in
     `dtype` (float64 for the worked-example checker, which compares up to 8+ written decimals).
+    layout="halves" puts every sine first and every cosine after (Marian's table: column i = sin,
+    column d/2 + i = cos): the same numbers, permuted.
     """
     position = torch.arange(length, dtype=torch.float64, device=device).unsqueeze(1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)
@@ -62,6 +65,8 @@ def sinusoidal_table(length: int, d_model: int, base: float = 10000.0,
     table = torch.zeros(length, d_model, dtype=torch.float64, device=device)
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    if layout == "halves":
+        table = torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)
     return table.to(dtype)
 
 
@@ -72,18 +77,19 @@ class SinusoidalPositionalEncoding(nn.Module):
     extends it on the fly, since the formula is defined for every position.
     """
 
-    def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0) -> None:
+    def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0, layout: str = "interleaved") -> None:
         super().__init__()
         self.d_model = d_model
         self.base = base
-        self.register_buffer("table", sinusoidal_table(max_len, d_model, base), persistent=False)
+        self.layout = layout  # "interleaved" (the paper) or "halves" (Marian)
+        self.register_buffer("table", sinusoidal_table(max_len, d_model, base, layout=layout), persistent=False)
 
     def encoding(self, length: int, offset: int = 0) -> torch.Tensor:
         """The (length, d_model) rows for positions offset .. offset+length-1."""
         needed = offset + length
         if needed > self.table.shape[0]:
             self.table = sinusoidal_table(max(needed, 2 * self.table.shape[0]), self.d_model, self.base,
-                                          device=self.table.device)
+                                          device=self.table.device, layout=self.layout)
         return self.table[offset:needed]
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -119,9 +125,9 @@ class NoPositions(nn.Module):
         return x
 
 
-def build_positions(kind: str, d_model: int, max_len: int) -> nn.Module:
+def build_positions(kind: str, d_model: int, max_len: int, layout: str = "interleaved") -> nn.Module:
     if kind == "sinusoidal":
-        return SinusoidalPositionalEncoding(d_model, max_len)
+        return SinusoidalPositionalEncoding(d_model, max_len, layout=layout)
     if kind == "learned":
         return LearnedPositionalEmbedding(d_model, max_len)
     return NoPositions()  # "rope" and "none": attention handles (or skips) positions
@@ -131,20 +137,28 @@ class InputEmbedding(nn.Module):
     """Token embedding + positions + dropout: X = E[ids] (* sqrt(d)) + PE."""
 
     @classmethod
-    def from_config(cls, config, vocab_size: int) -> InputEmbedding:
-        """One side's embedding of `vocab_size` tokens, sized and switched by a ModelConfig."""
+    def from_config(cls, config, vocab_size: int, zero_start: bool = False) -> InputEmbedding:
+        """One side's embedding of `vocab_size` tokens, sized and switched by a ModelConfig (`zero_start`:
+        the decoder side of a config with zero_start)."""
         tokens = TokenEmbedding(vocab_size, config.d_model, config.scale_embedding, config.pad_id)
-        return cls(tokens, build_positions(config.positional, config.d_model, config.max_len), config.dropout)
+        positions = build_positions(config.positional, config.d_model, config.max_len, config.position_layout)
+        return cls(tokens, positions, config.dropout, zero_start)
 
-    def __init__(self, tokens: TokenEmbedding, positions: nn.Module, dropout: float = 0.0) -> None:
+    def __init__(self, tokens: TokenEmbedding, positions: nn.Module, dropout: float = 0.0,
+                 zero_start: bool = False) -> None:
         super().__init__()
         self.tokens = tokens
         self.positions = positions
         self.dropout = nn.Dropout(dropout)
+        self.zero_start = zero_start  # position 0 reads a zero vector, not its token's row (Marian's decoder)
 
     def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """ids (batch, seq) -> X (batch, seq, d_model); `offset` = position of ids[:, 0]."""
         ids = trace.emit(self, "token_ids", ids)
-        x = self.positions(self.tokens(ids), offset)
+        vectors = self.tokens(ids)
+        if self.zero_start and offset == 0:
+            vectors = torch.cat([torch.zeros_like(vectors[:, :1]), vectors[:, 1:]], dim=1)
+            vectors = trace.emit(self, "start", vectors)
+        x = self.positions(vectors, offset)
         x = trace.emit(self, "X", x)
         return self.dropout(x) if self.training else x

@@ -44,7 +44,7 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = c = config
         self.src_embed = InputEmbedding.from_config(c, c.src_vocab_size)
-        self.tgt_embed = InputEmbedding.from_config(c, c.tgt_vocab_size)
+        self.tgt_embed = InputEmbedding.from_config(c, c.tgt_vocab_size, zero_start=c.zero_start)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)  # its self-attention as config.attention says (model/variants.py)
         self.output = OutputProjection(c.d_model, c.tgt_vocab_size)

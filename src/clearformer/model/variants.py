@@ -2,6 +2,7 @@
 
     "mha"  MultiHeadAttention (model/attention.py): the paper's, and GQA / MQA through n_kv_heads
     "mla"  MultiHeadLatentAttention (model/latent.py): DeepSeek-V2's latent key/value cache
+    "ssru" SSRU (model/ssru.py): no attention, a recurrence (Marian's and Firefox Translations' decoder)
 
 A new variant is a name in config.ATTENTIONS (with a dataclass for its own sizes), its module (built
 from the config, with MultiHeadAttention's call signature), and one entry in SELF_ATTENTION here.
@@ -15,8 +16,10 @@ from torch import nn
 from clearformer.config import ModelConfig
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.latent import MultiHeadLatentAttention
+from clearformer.model.ssru import SSRU
 
-SELF_ATTENTION: dict[str, type[nn.Module]] = {"mha": MultiHeadAttention, "mla": MultiHeadLatentAttention}
+SELF_ATTENTION: dict[str, type[nn.Module]] = {"mha": MultiHeadAttention, "mla": MultiHeadLatentAttention,
+                                              "ssru": SSRU}
 
 
 def build_self_attention(config: ModelConfig) -> nn.Module:

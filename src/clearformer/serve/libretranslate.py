@@ -171,13 +171,14 @@ class TranslationService:
     async def translate(self, request: TranslateRequest) -> list[str]:
         """The translations of the request's texts (a 400 for a text the model cannot read, 429 when full)."""
         try:
-            lines, inputs = self.lines(request)
+            # Off the event loop: masking runs a tokenizer's placeholder patterns (time-bounded: tokenize/placeholders)
+            lines, inputs = await asyncio.to_thread(self.lines, request)
         except UserError as error:  # html with more tags than a masking model has reserved tokens
             raise RequestError(400, str(error)) from None
         labels = [f"q[{line.owner}]" if not request.single else "q" for line in lines if line.masked is not None]
         try:
-            pieces = prepare_sources(self.tokenizer, inputs, self.model.config.max_len, self.decoding.split,
-                                     where=lambda index: labels[index])
+            pieces = await asyncio.to_thread(prepare_sources, self.tokenizer, inputs, self.model.config.max_len,
+                                             self.decoding.split, where=lambda index: labels[index])
         except UserError as error:
             raise RequestError(400, str(error)) from None
         # shield: a client that hangs up leaves its sentences to finish in their batch (others wait on it).

@@ -109,11 +109,16 @@ async def read_body(request, limit: int = MAX_BODY_BYTES) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or len(declared) > 12 or int(declared) > limit):
         raise RequestError(413, f"request body over {limit} bytes")
+    from starlette.requests import ClientDisconnect
+
     body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise RequestError(413, f"request body over {limit} bytes")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise RequestError(413, f"request body over {limit} bytes")
+    except ClientDisconnect:  # the client hung up mid-body: nobody to answer, nothing for the terminal
+        raise RequestError(400, "the client hung up before the request body was complete") from None
     return body
 
 

@@ -21,8 +21,12 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
+
+from clearformer.errors import UserError
+from clearformer.store.fixed import what_stands
 
 OFF = ("off", "none", "0")
 
@@ -48,6 +52,28 @@ def cache_dir(name: str) -> Path:
 
 
 _temporary: list[str] = []
+
+
+def check_cache_folder(root: Path) -> None:
+    """The cache folder exists (made now if not) as a folder that takes a new file; one line naming
+    CLEARFORMER_CACHE (or the default place) otherwise."""
+    named = f"CLEARFORMER_CACHE={root}" if os.environ.get("CLEARFORMER_CACHE") else f"the cache folder {root}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"{named}: is a file, not a folder; name a folder, or set CLEARFORMER_CACHE=off") from None
+    except OSError as error:
+        raise UserError(f"{named}: cannot be made ({error.strerror or error}); set CLEARFORMER_CACHE to a "
+                        f"folder you can write, or CLEARFORMER_CACHE=off") from None
+    if not root.is_dir():
+        raise UserError(f"{named}: is not a folder; name a folder, or set CLEARFORMER_CACHE=off")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".probe-", dir=root)
+    except OSError as error:
+        raise UserError(f"{named}: cannot be written ({error.strerror or error}); set CLEARFORMER_CACHE to a "
+                        f"folder you can write, or CLEARFORMER_CACHE=off") from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 def use_for_compiled_code() -> None:
@@ -82,3 +108,24 @@ def remove_temporary_folders() -> None:
     """Remove the temporary folders of a cache that is off (at exit, also an interrupted one)."""
     while _temporary:
         shutil.rmtree(_temporary.pop(), ignore_errors=True)
+
+
+def check_cache_entry(folder: Path, what: str, holds_run: bool, ours: bool, remedy: str = "move it away") -> bool:
+    """True when the cache's `folder` holds the run (`holds_run`, read by the caller); False when nothing, or a
+    folder clearformer may write into (`ours`: empty, or marked as its own), is there; a one-line UserError
+    naming `what` and the `remedy` for anything else (a link, a file, a user's folder), which is never touched."""
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        raise UserError(f"{folder}: cannot be read ({error.strerror or error})") from None
+    if not stat.S_ISDIR(mode):
+        raise UserError(f"{folder}: {what_stands(mode)} stands where clearformer keeps {what}; "
+                        f"{remedy}")
+    if holds_run:
+        return True
+    if not ours and any(folder.iterdir()):
+        raise UserError(f"{folder}: a folder clearformer did not make stands where it keeps {what}; "
+                        f"it is left as it is: {remedy}")
+    return False

@@ -22,6 +22,7 @@ the tokenizer is at hand wherever text is encoded or decoded.
 from __future__ import annotations
 
 from clearformer.tokenize.placeholders import check_patterns
+from clearformer.tokenize.shortlist import LexicalShortlist
 from clearformer.tokenize.standins import StandIns
 
 
@@ -32,6 +33,9 @@ class TokenizerFacts:
     length_ratio: float = 0.0
     mask_placeholders: bool = False
     placeholder_patterns: tuple[str, ...] = ()
+    # A lexical shortlist over this vocabulary (tokenize/shortlist.py; Firefox's models ship one), kept in
+    # the run folder as shortlist.bin beside the SentencePiece model; None for every other run.
+    shortlist: LexicalShortlist | None = None
     placeholder_ids: tuple[int, ...] = ()  # the masked placeholders' reserved pieces (a class may compute them)
     # Pieces that stand in for the reserved placeholder tokens in a vocabulary without them (tokenize/standins.py;
     # Marian's); None: the vocabulary has the reserved tokens, or does not mask.

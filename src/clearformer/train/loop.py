@@ -146,9 +146,14 @@ class Tally:
     def tokens_per_second(self) -> float:
         return self.real / max(self.seconds, 1e-9)
 
-    def utilisation(self, peak: float) -> float:
-        """MFU: the share of the measured matmul peak the model's arithmetic used."""
-        return self.flops / max(self.seconds, 1e-9) / max(peak, 1e-9)
+    def utilisation(self, peak: mfu.MeasuredPeak) -> float | None:
+        """MFU: the share of the measured matmul peak the model's arithmetic used; None for a share over 100%,
+        which is a measurement error, not a result (train/mfu.py's MeasuredPeak measures again first)."""
+        return peak.share(self.flops / max(self.seconds, 1e-9))
+
+    def utilisation_text(self, peak: mfu.MeasuredPeak) -> str:
+        """The MFU as shown: "21.6%", or "n/a" (see `utilisation`)."""
+        return peak.text(self.flops / max(self.seconds, 1e-9))
 
 
 @dataclass
@@ -161,7 +166,7 @@ class Execution:
     compiled: bool
     autocast_dtype: torch.dtype | None
     device: torch.device
-    peak: float
+    peak: mfu.MeasuredPeak
 
     @classmethod
     def on(cls, setup: RunSetup) -> Execution:
@@ -176,8 +181,7 @@ class Execution:
         compiled = devices.use_compile(setup.options.hardware.compile, setup.device)
         forward = compile_forward(TrainingForward(network, setup.device.type, dtype), compiled)
         # MFU against the peak of the dtype the products run in (bf16 under --bf16).
-        peak = (mfu.matmul_peak(setup.device, refresh=False, dtype=dtype or torch.float32)
-                if setup.world.is_main else 0.0)
+        peak = mfu.MeasuredPeak(setup.device, dtype or torch.float32, None if setup.world.is_main else 0.0)
         return cls(network, forward, compiled, dtype, setup.device, peak)
 
     def autocast(self):
@@ -313,7 +317,7 @@ class Trainer:
         self.finish(reason)
         done, standing = self.session, self.standing
         rate = done.tokens_per_second() if done.seconds > 0 else None
-        utilisation = done.utilisation(self.execution.peak) if done.seconds > 0 and self.execution.peak else None
+        utilisation = done.utilisation(self.execution.peak) if done.seconds > 0 and self.execution.peak.value else None
         return TrainResult(self.setup.run_dir, step, last_loss, standing.last_valid_loss, standing.last_valid_bleu,
                            reason, rate, utilisation)
 
@@ -342,7 +346,7 @@ class Trainer:
         bf16 = "bf16 " if self.execution.autocast_dtype is not None else ""
         print(f"clearformer train: preset {setup.options.preset}, {self.model.num_parameters():,} parameters, "
               f"{self.task.describe()}; device {setup.device}{processes}{self.execution.describe(setup.optimizer)} "
-              f"(measured {bf16}matmul peak {self.execution.peak / 1e9:.1f} GFLOP/s); {where}", flush=True)
+              f"(measured {bf16}matmul peak {self.execution.peak.value / 1e9:.1f} GFLOP/s); {where}", flush=True)
         saved_world = setup.trainer_state.get("world_size", world.size)
         if saved_world != world.size:
             print(f"clearformer train: warning: the run was saved by {saved_world} process(es) and "
@@ -354,7 +358,7 @@ class Trainer:
         interval = self.interval
         fields_ = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}",
                    "tok/s": f"{interval.tokens_per_second():,.0f}",
-                   "MFU": f"{interval.utilisation(self.execution.peak):.1%}",
+                   "MFU": interval.utilisation_text(self.execution.peak),
                    "pad": f"{1 - interval.real / max(interval.padded, 1):.0%}"}
         if self.loop.minutes is not None:
             left = max(0.0, self.loop.minutes * 60 - self.clock.elapsed())
@@ -491,7 +495,7 @@ class Trainer:
                 if standing.best_step and self.task.keep_best else "")
         if self.session.seconds > 0:
             print(f"clearformer train: trained at {self.session.tokens_per_second():,.0f} tok/s on average "
-                  f"(MFU {self.session.utilisation(self.execution.peak):.1%} of the measured matmul peak)",
+                  f"(MFU {self.session.utilisation_text(self.execution.peak)} of the measured matmul peak)",
                   flush=True)
         print(f"clearformer train: {reason} after {standing.step} steps in {self.clock.elapsed():.0f} s{valid}; "
               f"model in {setup.run_dir}{best}", flush=True)

@@ -20,7 +20,9 @@ import shutil
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.load import read_config
 from clearformer.store import lock
+from clearformer.store.checkpoint import CONFIG_FILE
 from clearformer.store.fixed import check_fixed
 from clearformer.train import state
 
@@ -67,6 +69,8 @@ def claim(run_dir: Path, resume: bool, overwrite: bool, command: str = "train") 
         raise UserError("--resume and --overwrite exclude each other: continue the run or replace it")
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir}: a file, not a folder")
+    if resume and os.path.lexists(run_dir / CONFIG_FILE):
+        read_config(run_dir)  # the run's own config.json (format, fields): one line before anything is written
     existed = run_dir.exists()
     lock.acquire(run_dir)
     if existed and not lock.is_empty(run_dir) and not lock.is_clearformer_run(run_dir):

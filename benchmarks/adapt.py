@@ -37,6 +37,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections import Counter
@@ -228,7 +229,7 @@ def main() -> None:
     args = parser.parse_args()
     results = run_all(args)
     report(results, args.firefox is not None, "CLEARFORMER_DATA=DATA python -m benchmarks.adapt "
-           + " ".join(sys.argv[1:]))
+           + shlex.join(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ output layer is computed over
       (intgemm multiplies 8 columns at a time; the engine once emitted such a padding piece)
 
 as the package's engine builds it (Marian's `BinaryShortlistGenerator::generate` without `shared`). The
-search sees it as one more decoding rule (`generate/rules.py`'s `DecodingRules`): every other token's
-logit is -inf. The engine builds the set over the sentences of its batch; clearformer builds it per sentence (the engine translating one
-sentence at a time, as `NativeDirection.translate` does), so a translation never depends on which
-sentences share its batch. `--shortlist off` scores the whole vocabulary.
+search sees it as one more decoding rule (`generate/rules.py`'s `DecodingRules`): every other token's logit
+is -inf. The engine builds the set over the sentences of its batch; clearformer builds it per sentence (the
+engine translating one sentence at a time, as `NativeDirection.translate` does), so a translation never
+depends on which sentences share its batch. `--shortlist off` scores the whole vocabulary.
 """
 
 from __future__ import annotations

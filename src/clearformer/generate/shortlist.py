@@ -5,16 +5,16 @@ learnt from word alignments lists, for every source id, the target ids it is lik
 output layer is computed over
 
     ids 0 .. first_num-1 (the most frequent pieces, 0-49 in `lex.50.50.*.bin`)
-    + every source id itself (one vocabulary for both sides)
-    + each source id's list
+    + each source id's list (not the source ids themselves: Marian's C++ generator adds them for a shared
+      vocabulary, the package's engine does not, and the engine is the oracle)
     + padding: the lowest ids not yet chosen, from first_num on, until the count is a multiple of 8
       (intgemm multiplies 8 columns at a time; the engine once emitted such a padding piece)
 
-exactly Marian's `BinaryShortlistGenerator::generate`. The search sees it as one more decoding rule
-(`generate/rules.py`'s `DecodingRules`): every other token's logit is -inf. The engine builds the
-set over the sentences of its batch; clearformer builds it per sentence (the engine translating one
-sentence at a time, as `NativeDirection.translate` does), so a translation never depends on which
-sentences share its batch. `--shortlist off` scores the whole vocabulary.
+as the package's engine builds it (Marian's `BinaryShortlistGenerator::generate` without `shared`). The
+search sees it as one more decoding rule (`generate/rules.py`'s `DecodingRules`): every other token's logit
+is -inf. The engine builds the set over the sentences of its batch; clearformer builds it per sentence (the
+engine translating one sentence at a time, as `NativeDirection.translate` does), so a translation never
+depends on which sentences share its batch. `--shortlist off` scores the whole vocabulary.
 """
 
 from __future__ import annotations

@@ -55,7 +55,9 @@ class LexicalShortlist:
         chosen[: min(self.first_num, size)] = True
         unique = np.unique(np.asarray(list(source_ids), dtype=np.int64))
         unique = unique[(unique >= 0) & (unique < self.vocab_size)]
-        chosen[unique[unique < size]] = True
+        # Not the source ids themselves: Marian's C++ generator adds them when source and target share one
+        # vocabulary, but the package's engine does not; adding them made "hash" (`▁has` `h`) copy `▁has`
+        # where the engine writes "agu" (2 of 260 en-pt sentences part; docs/firefox.md, "Parity").
         for source in unique.tolist():
             chosen[self.lists[self.offsets[source]: self.offsets[source + 1]]] = True
         missing = -int(chosen[: self.vocab_size].sum()) % 8

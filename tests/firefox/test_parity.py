@@ -18,6 +18,7 @@ from clearformer.generate import DecodingOptions, translate
 from clearformer.load import load_model
 from clearformer.tokenize import encode_source
 
+FLOOR = {"en-pt": 236, "pt-en": 242}  # sentences of 260 equal to the engine's, at least
 SHORT = 80  # the first 80 English lines: toy_en_fr.tsv sources (and their Portuguese translations)
 
 
@@ -46,8 +47,9 @@ def test_greedy_translations_equal_the_engines(firefox_runs, engine, our_transla
     report = "\n".join(f"{s!r}\n  ours   {a!r}\n  engine {b!r}\n  step {p[0]}: logits {p[1]:.4f} vs {p[2]:.4f}"
                        for s, a, b, p in parted)
     assert all(equal[:SHORT]), report
-    assert sum(equal) >= 200, report
-    assert len(parted) <= 26, report  # measured: 21 (en-pt) and 13 (pt-en) of 260 on a loaded 2-core machine
+    # measured (batch 64, shortlist on, 2 loaded cores): 241 (en-pt) and 247 (pt-en) of 260; float order
+    # varies with threads by about 3 sentences, so the floor leaves 5 (docs/firefox.md, "Token for token")
+    assert sum(equal) >= FLOOR[direction], report
 
 
 def test_i_love_you_and_the_shortlist_switch(firefox_runs, engine):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import one_line, tree_hashes
+from conftest import one_line, run_child, tree_hashes
 
 QUICK = {"steps": 2, "eval_every": 2, "bleu_sentences": 2}
 
@@ -88,8 +88,6 @@ def test_clearformers_own_toy_folder_is_trained_marked_and_read_again(tmp_path, 
 
 
 def test_with_the_cache_off_nothing_is_left_in_tmpdir(tmp_path):
-    from conftest import run_child
-
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     outcome = run_child("learn --vocab, cache off", ["learn", "--vocab"], tmp_path, seconds=300,

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_child  # at collection: a later `import conftest` may find another folder's
 
 from clearformer.cli import main
 
@@ -178,8 +179,6 @@ def test_a_learner_that_escapes_or_attacks_the_checker_is_ended(how, tmp_path):
     """Issue 41: the orphan of a child that exited, a learner that kills or stops its parent and loops: all
     ended within the time limit by a mechanism that does not need the parent (the child's own PID
     namespace where `unshare` works, else the watchdog), and no $TMPDIR/clearformer-learn-* is left."""
-    from conftest import run_child
-
     heartbeat = tmp_path / "beat"
     temporary = tmp_path / "tmp"
     temporary.mkdir()

@@ -156,7 +156,7 @@ def step_of(session, index: int):
 
 
 def test_unusable_input_is_exit_2(toy_runs, capsys):
-    for argv in (["learn", "0"], ["learn", "16"], ["learn", "two"], ["learn", "4", "--answer", "abc"],
+    for argv in (["learn", "0"], ["learn", str(len(LESSONS) + 1)], ["learn", "two"], ["learn", "4", "--answer", "abc"],
                  ["learn", "5", "--answer", "z"], ["learn", "4", "--answer", "nan"], ["learn", "4", "extra"],
                  ["learn", "4", "--sentence", " "], ["learn", "4", "--checkpoint", str(toy_runs / "missing")]):
         assert main(argv) == 2, argv

@@ -118,7 +118,7 @@ def decode_set(model, tokenizer, pairs, beam: int, repeats: str | None) -> dict:
         if not chunk:
             continue
         src = pad_batch([ids[i] for i in chunk], tokens.pad_id)
-        chunk_limits = max_new_tokens(src, tokens.pad_id, options.max_extra, max_len, options.max_new).tolist()
+        chunk_limits = max_new_tokens(src, tokens, options, max_len).tolist()
         for i, out, limit in zip(chunk, decode_ids(model, src, options, tokens), chunk_limits, strict=True):
             outputs[i], limits[i] = out, limit
     texts = [restore_placeholders(mask_placeholders(tokenizer, p), tokenizer.decode(o)) for p, o in zip(pieces, outputs,

@@ -23,6 +23,7 @@ class ConfigError(UserError, ValueError):
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")  # built by model/layers.py's FeedForward
 ATTENTIONS = ("mha", "mla", "ssru")  # the decoder self-attention modules (or alternative) model/variants.py builds
 POSITION_LAYOUTS = ("interleaved", "halves")  # the sinusoid's columns: the paper's, or Marian's
+POSITION_TIMESCALES = ("paper", "tensor2tensor")  # the sinusoid's frequencies: the paper's, or Marian's C++ engine's
 # The fields the GRU baseline (architecture "rnn", model/rnn.py) reads; every other field is the
 # Transformer's own (heads, d_ff, positions, norms, activation, attention variant) and must stay at its default.
 RNN_FIELDS = ("src_vocab_size", "tgt_vocab_size", "d_model", "n_encoder_layers", "n_decoder_layers", "dropout",
@@ -107,6 +108,11 @@ class ModelConfig:
         rope_base: the base of RoPE's angles (positional="rope", MLA's rotary key).
         position_layout: the sinusoid's columns: "interleaved" (the paper: sin in even columns, cos in
             odd) or "halves" (Marian: every sine first, then every cosine; the same numbers permuted).
+        position_timescales: the sinusoid's frequencies: "paper" (column pair i turns at 1 / 10000^(2i/d))
+            or "tensor2tensor" (1 / 10000^(i/(d/2 - 1)): from 1 down to exactly 1/10000, the formula
+            Marian's C++ engine and Firefox's students use; Hugging Face's MarianMT uses the paper's). Close
+            at small positions, they part by a few hundredths of a radian by position 20: enough to change
+            a translation (docs/firefox.md, "Token for token").
         zero_start: the decoder's input at position 0 is a zero vector (plus its position) instead of
             the <bos> embedding (Marian); the start token's id is then never looked up.
 
@@ -146,6 +152,7 @@ class ModelConfig:
     mla: MLAConfig | None = None
     architecture: str = "transformer"
     position_layout: str = "interleaved"
+    position_timescales: str = "paper"
     zero_start: bool = False
 
     def __post_init__(self) -> None:
@@ -181,6 +188,8 @@ class ModelConfig:
         need(self.attention in ATTENTIONS, f"attention must be {', '.join(ATTENTIONS)}, not {self.attention!r}")
         need(self.position_layout in POSITION_LAYOUTS,
              f"position_layout must be {' or '.join(POSITION_LAYOUTS)}, not {self.position_layout!r}")
+        need(self.position_timescales in POSITION_TIMESCALES,
+             f"position_timescales must be {' or '.join(POSITION_TIMESCALES)}, not {self.position_timescales!r}")
         need(self.attention != "ssru" or self.n_kv_heads is None,
              "n_kv_heads does not apply to attention='ssru' (the SSRU has no heads)")
         for name, rate in (("dropout", self.dropout), ("attention_dropout", self.attention_dropout),

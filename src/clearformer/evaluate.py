@@ -15,13 +15,8 @@ from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.translate import (
-    encode_sources,
-    join_pieces,
-    per_input_progress,
-    restore_pieces,
-    translate_ids,
-)
+from clearformer.generate.source import prepare_sources
+from clearformer.generate.translate import translate_pieces
 from clearformer.tokenize.placeholders import PlaceholderScore, placeholder_score
 
 DEFAULT_CORPUS = "en-fr-software"
@@ -154,9 +149,8 @@ def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], options: Deco
     options = (options or DecodingOptions()).check()
     max_len = model.config.max_len
     texts = [source for source, _ in pairs]
-    sources, owners, masks = encode_sources(model, tokenizer, texts, options.split)
-    truncated = sum(len(ids) > max_len for ids in sources)
-    translations = translate_ids(model, tokenizer, [ids[:max_len] for ids in sources], options,
-                                 per_input_progress(progress, len(texts), len(sources)))
-    hypotheses = join_pieces(restore_pieces(masks, translations), owners, len(texts))
+    pieces = prepare_sources(tokenizer, texts, max_len, options.split, check=False)
+    truncated = sum(len(ids) > max_len for ids in pieces.sources)
+    pieces.sources = [ids[:max_len] for ids in pieces.sources]
+    hypotheses = translate_pieces(model, tokenizer, pieces, options, progress)
     return score_corpus(hypotheses, [target for _, target in pairs], texts), truncated

@@ -18,6 +18,7 @@ from clearformer.interop.marian_bin import (  # noqa: E402
     read_marian_bin,
     write_marian_bin,
 )
+from clearformer.load import load_model  # noqa: E402
 from clearformer.tokenize.shortlist import read_shortlist  # noqa: E402
 
 
@@ -113,6 +114,31 @@ def test_import_marian_bin_equals_import_firefox(files, firefox_runs, tmp_path):
                  str(files["shortlist"]), "--out", str(out)]) == 0
     for name in ("model.safetensors", "shortlist.bin", "tokenizer.model", "config.json"):
         assert (out / name).read_bytes() == (firefox_runs["en-pt"] / name).read_bytes(), name
+    assert load_model(out)[1].max_length_factor == 3.0  # no decoder config: Marian's default
+    with_config = tmp_path / "with-config"
+    assert main(["import", "marian-bin", str(files["model"]), "--vocab", str(files["vocab"]), "--shortlist",
+                 str(files["shortlist"]), "--decoder-config", str(files["decoder"]), "--out", str(with_config)]) == 0
+    assert (with_config / "tokenizer.json").read_bytes() == (firefox_runs["en-pt"] / "tokenizer.json").read_bytes()
+    assert load_model(with_config)[1].max_length_factor == 2.5
+
+
+@pytest.mark.parametrize("text, named", [("max-length-factor: lots\n", "max-length-factor 'lots'"),
+                                         ("max-length-factor: -1\n", "max-length-factor '-1'"),
+                                         ("beam-size 1\n", "decoder config line 1"),
+                                         (b"\xff\xfe", "not UTF-8")])
+def test_a_bad_decoder_config_is_one_line(files, tmp_path, capsys, text, named):
+    path = tmp_path / "config.yml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    code = main(["import", "marian-bin", str(files["model"]), "--vocab", str(files["vocab"]), "--decoder-config",
+                 str(path), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and named in err and str(path) in err and len(err.splitlines()) == 1, err
+    code = main(["import", "marian-bin", str(files["model"]), "--vocab", str(files["vocab"]), "--decoder-config",
+                 str(tmp_path / "absent.yml"), "--out", str(tmp_path / "run")])
+    assert code == 2 and "no such file" in capsys.readouterr().err
+    code = main(["import", "marian-bin", str(files["model"]), "--vocab", str(files["vocab"]), "--decoder-config",
+                 str(tmp_path), "--out", str(tmp_path / "run")])
+    assert code == 2 and "a folder, not a file" in capsys.readouterr().err
 
 
 def test_without_the_package_one_line_names_the_extra(tmp_path, capsys, monkeypatch):

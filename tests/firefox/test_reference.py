@@ -60,9 +60,11 @@ def layer_norm(x, scale, bias, eps=1e-6):
 
 
 def positions(length, d):
-    half = np.arange(d // 2)
-    angle = np.arange(length)[:, None] / np.power(10000.0, 2 * half / d)[None, :]
-    return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)  # Marian: every sine, then every cosine
+    """Marian's C++ table (tensor2tensor's timing signal): timescales from 1 to 10000 in d/2 geometric steps,
+    log increment ln(10000) / (d/2 - 1); every sine, then every cosine."""
+    increment = np.log(10000.0) / (d // 2 - 1)
+    angle = np.arange(length)[:, None] * np.exp(-increment * np.arange(d // 2))[None, :]
+    return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
 
 
 def attention(t, prefix, query, memory, heads=8):
@@ -114,8 +116,11 @@ def reference_tensors():
     return read_bin(package_files("en-pt")["model"])
 
 
-@pytest.mark.parametrize("sentence", ["I love you.", "The recorder keeps a copy of every value, in the order "
-                                                     "they are computed."])
+@pytest.mark.parametrize("sentence", [
+    "I love you.", "The recorder keeps a copy of every value, in the order they are computed.",
+    # long: by its last positions the paper's timescales and Marian's part by tenths of a radian
+    "Without the scaling the same model, weights and batches learned less in 150 steps: validation loss 1.21 "
+    "against 0.61, and the heads of every layer kept attending to the first and last words of the sentence."])
 def test_logits_equal_an_independent_numpy_forward_pass(firefox_runs, engine, reference_tensors, sentence):
     """The dequantized weights' logits at every step, teacher-forced on the engine's own translation."""
     model, tokenizer, _ = load_model(firefox_runs["en-pt"])

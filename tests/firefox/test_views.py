@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from clearformer.cli import main
@@ -41,6 +42,8 @@ def test_explain_shows_the_ssru_as_steps_with_their_equations(run, capsys, tmp_p
     titles = {step["title"] for step in walk["steps"]}
     assert {"SSRU candidate", "SSRU forget gate", "SSRU cell", "SSRU output", "Start vector"} <= titles
     assert walk["source_tokens"][-1] == "</s>" and walk["result"] == "Eu te amo."
+    positions = [step for step in walk["steps"] if step["name"] == "src_embed.positions.PE"]
+    assert positions and "10000^(i/(d/2-1))" in positions[0]["formula"]  # Marian's sinusoid, not the paper's
     page = tmp_path / "page.html"
     output(capsys, ["explain", "I love you.", "--checkpoint", run, "--html", str(page)])
     assert "SSRU forget gate" in page.read_text(encoding="utf-8")
@@ -78,3 +81,18 @@ def test_serve_explains_it(run):
     assert response.status_code == 200
     walk = response.json()
     assert walk["result"] == "Eu te amo." and any(step["title"] == "SSRU cell" for step in walk["steps"])
+
+
+def test_the_position_figure_names_marians_sinusoid(run):
+    """`explain --plots` draws the table the model adds: Marian's (every sine, then every cosine; timescales from
+    1 to 10000), recognised from the recorded values, not called a learned table."""
+    from clearformer.explain.plots import positional_encoding_figure, sinusoid_of
+    from clearformer.explain.translation import explain_translation
+    from clearformer.load import load_model
+
+    model, tokenizer, _ = load_model(run)
+    walk = explain_translation(model, tokenizer, "I love you.")
+    recorded = next(step for step in walk.steps if step.name == "src_embed.positions.PE")
+    assert sinusoid_of(np.asarray(recorded.matrices[0].values, dtype=float)) == ("halves", "tensor2tensor")
+    figure = positional_encoding_figure(walk)
+    assert "i/(d/2-1)" in figure._suptitle.get_text()

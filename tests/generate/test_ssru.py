@@ -5,13 +5,14 @@ without the cache, the recorder's names, the "halves" sinusoid and the zero star
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
 from gen_helpers import random_model
 from test_model_cache import sources
 
-from clearformer.config import ModelConfig
+from clearformer.config import ConfigError, ModelConfig
 from clearformer.generate import DecodingOptions, beam_search, greedy_decode
 from clearformer.model.cache import RecurrentCache
 from clearformer.model.embedding import sinusoidal_table
@@ -90,16 +91,36 @@ def test_halves_layout_is_the_paper_table_permuted_and_the_start_is_zero():
     torch.testing.assert_close(x[0, 0], start)  # a zero vector at position 0, whatever the token's row
 
 
+def test_tensor2tensor_timescales_run_from_1_to_exactly_1_over_10000():
+    """Marian's C++ table: pair i turns at 10000^(-i/(d/2 - 1)), written here as its log increment; the paper's
+    pair i at 10000^(-2i/d). Equal at position 0 and for the fastest pair, apart further on."""
+    d, length = 16, 40
+    marian = sinusoidal_table(length, d, layout="halves", timescales="tensor2tensor").double()
+    increment = math.log(10000.0) / (d // 2 - 1)
+    angle = torch.arange(length, dtype=torch.float64)[:, None] * torch.exp(-increment * torch.arange(d // 2))[None]
+    torch.testing.assert_close(marian, torch.cat([angle.sin(), angle.cos()], dim=1), atol=1e-6, rtol=0)
+    torch.testing.assert_close(angle[1, -1], torch.tensor(1e-4, dtype=torch.float64))  # the slowest: exactly 1/10000
+    paper = sinusoidal_table(length, d, layout="halves").double()
+    torch.testing.assert_close(marian[0], paper[0])
+    torch.testing.assert_close(marian[:, 0], paper[:, 0])
+    assert (marian[20] - paper[20]).abs().max() > 0.01
+    with pytest.raises(ConfigError, match="position_timescales"):
+        ModelConfig(position_timescales="marian")
+    model = random_model(**MARIAN, position_timescales="tensor2tensor")
+    expected = sinusoidal_table(length, model.config.d_model, layout="halves", timescales="tensor2tensor")
+    torch.testing.assert_close(model.tgt_embed.positions.encoding(length), expected)
+
+
 def test_configs_round_trip_and_old_configs_load(tmp_path):
     config = ModelConfig(d_model=8, n_heads=2, **MARIAN)
     config.save(tmp_path / "config.json")
     assert ModelConfig.load(tmp_path / "config.json") == config
     old = json.loads((tmp_path / "config.json").read_text())
-    for name in ("position_layout", "zero_start"):  # a config written before these fields existed
+    for name in ("position_layout", "position_timescales", "zero_start"):  # written before these fields existed
         old.pop(name)
     old["attention"] = "mha"
     (tmp_path / "old.json").write_text(json.dumps(old))
     loaded = ModelConfig.load(tmp_path / "old.json")
-    assert (loaded.position_layout, loaded.zero_start) == ("interleaved", False)
+    assert (loaded.position_layout, loaded.position_timescales, loaded.zero_start) == ("interleaved", "paper", False)
     with pytest.raises(ValueError, match="position_layout"):
         ModelConfig(position_layout="sideways")

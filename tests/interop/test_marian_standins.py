@@ -114,3 +114,26 @@ def test_only_the_numerals_a_sentence_needs_keep_it_from_being_masked():
                            ("copy %s to 2 places %s", True), ("copy %s to 3 places %s", False)):
         masked = mask(text, (), len(stand_ins.texts))
         assert stand_ins.collides(masked.text, len(masked.originals)) == collides, text
+
+
+def test_a_sentence_without_placeholders_keeps_its_numerals_free(imported):
+    """Numerals stand in only for masked placeholders: a sentence with none owes no copies (its "3" may become
+    "três" or "3,0"), one with placeholders owes its stand-ins (generate/constraints.py)."""
+    from clearformer.generate import pad_batch, search_tokens
+    from clearformer.generate.constraints import PlaceholderConstraint
+    from clearformer.generate.rules import DecodingRules
+
+    _, model, tokenizer = imported
+    plain, masked = (mask_placeholders(tokenizer, text) for text in ("page 3 of 4", "delete %d files"))
+    assert not plain.owes_copies and masked.owes_copies
+    tokens = search_tokens(model, tokenizer).for_sources([plain, masked])
+    assert tokens.owing == (False, True)
+    src = pad_batch([encode_source(tokenizer, "page 3 of 4"), encode_source(tokenizer, "delete %d files")],
+                    tokenizer.pad_id)
+    constraint = PlaceholderConstraint.for_batch(src, tokens.placeholder_ids, tokens.eos_id, None, tokens.owing)
+    assert constraint.remaining[0].sum() == 0 and constraint.remaining[1].sum() == 1
+    alone = search_tokens(model, tokenizer).for_sources([plain])
+    rules = DecodingRules.for_search(src[:1], alone)
+    assert not any(isinstance(rule, PlaceholderConstraint) for rule in rules.rules)
+    # facts not told of a batch's sources: every sentence owes its pieces (reserved tokens only come from masking)
+    assert search_tokens(model, tokenizer).owing is None

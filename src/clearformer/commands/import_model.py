@@ -22,6 +22,7 @@ from pathlib import Path
 from clearformer.errors import UserError
 from clearformer.interop.firefox import DIRECTIONS, LICENSE_FILE, import_firefox, import_marian_bin, package_files
 from clearformer.interop.marian import import_marian
+from clearformer.store.fixed import what_stands
 from clearformer.store.lock import owned_output
 from clearformer.store.runs import mark_latest_if_default
 
@@ -54,6 +55,8 @@ def register(subparsers) -> None:
     binary.add_argument("model", metavar="MODEL.bin", help="the Marian model file (float32 or intgemm int8 alpha)")
     binary.add_argument("--vocab", required=True, metavar="VOCAB.spm", help="its SentencePiece vocabulary")
     binary.add_argument("--shortlist", metavar="LEX.bin", help="its lexical shortlist (Marian's binary format)")
+    binary.add_argument("--decoder-config", metavar="CONFIG.yml", help="the decoder config it ships with: its "
+                        "max-length-factor becomes the run's output limit (default: Marian's, 3 x the source)")
     binary.add_argument("--out", required=True, metavar="RUN", help="the run directory to write")
     binary.add_argument("--overwrite", action="store_true", help="RUN holds a clearformer run: replace it")
     binary.set_defaults(func=run_import_marian_bin)
@@ -78,12 +81,15 @@ def run_import_firefox(args) -> int:
 
 
 def run_import_marian_bin(args) -> int:
-    paths = [Path(args.model), Path(args.vocab)] + ([Path(args.shortlist)] if args.shortlist else [])
-    for path in paths:
-        if not path.is_file():
-            raise UserError(f"{path}: no such file")
+    shortlist = Path(args.shortlist) if args.shortlist else None
+    decoder = Path(args.decoder_config) if args.decoder_config else None
+    for path in (Path(args.model), Path(args.vocab), shortlist, decoder):
+        if path is not None and not path.is_file():  # a folder, a device or a FIFO is no model's file either
+            raise UserError(f"{path}: " + (f"{what_stands(path.stat().st_mode)}, not a file" if path.exists()
+                                           else "no such file"))
     with owned_output(Path(args.out), args.overwrite, "import marian-bin"):
-        out = import_marian_bin(paths[0], paths[1], paths[2] if args.shortlist else None, Path(args.out))
+        out = import_marian_bin(Path(args.model), Path(args.vocab), shortlist, Path(args.out),
+                                decoder_config=decoder)
     mark_latest_if_default(out)
     print(f"imported {args.model} into {out}; try: clearformer translate \"Hello\" --checkpoint {out}")
     return 0

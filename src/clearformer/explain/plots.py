@@ -107,20 +107,48 @@ def _blocked(walk: Walkthrough, step: Step) -> np.ndarray | None:
 
 # --- positional encoding -----------------------------------------------------------------------------------
 
-def positional_encoding_figure(walk: Walkthrough) -> Figure | None:
-    """The real sinusoidal table (the model's width) as a heatmap, and some of its columns as curves.
+# The sinusoids a model may add (layout, timescales), and how each is written (model/embedding.py).
+SINUSOIDS = {
+    ("interleaved", "paper"): ("even = sin, odd = cos",
+                               "PE(pos, 2i) = sin(pos / 10000^(2i/d)),   PE(pos, 2i+1) = cos(pos / 10000^(2i/d))"),
+    ("halves", "paper"): ("sines, then cosines (Marian's layout)",
+                          "PE(pos, i) = sin(pos / 10000^(2i/d)),   PE(pos, d/2 + i) = cos(pos / 10000^(2i/d))"),
+    ("halves", "tensor2tensor"): ("sines, then cosines (Marian's layout)",
+                                  "PE(pos, i) = sin(pos / 10000^(i/(d/2-1))),   "
+                                  "PE(pos, d/2 + i) = cos(pos / 10000^(i/(d/2-1)))  (Marian's C++ engine)")}
 
-    Drawn only when the walkthrough recorded a PE that is that table; a learned position table is
+
+def sinusoid_of(values: np.ndarray) -> tuple[str, str] | None:
+    """Which of SINUSOIDS a recorded position table (positions, d_model) is; None: not one of them (learned)."""
+    for layout, timescales in SINUSOIDS:
+        table = sinusoidal_table(values.shape[0], values.shape[1], layout=layout, timescales=timescales)
+        if np.allclose(values, table.double().numpy(), atol=1e-5):
+            return layout, timescales
+    return None
+
+
+def wavelength(column: int, d_model: int, layout: str, timescales: str) -> float:
+    """2π over the angular speed of one column of the table."""
+    pair = column // 2 if layout == "interleaved" else column % (d_model // 2)
+    exponent = pair / (d_model // 2 - 1) if timescales == "tensor2tensor" else 2 * pair / d_model
+    return 2 * math.pi * 10000 ** exponent
+
+
+def positional_encoding_figure(walk: Walkthrough) -> Figure | None:
+    """The real sinusoidal table (the model's width, layout and timescales) as a heatmap, and some of its
+    columns as curves.
+
+    Drawn only when the walkthrough recorded a PE that is such a table; a learned position table is
     shown as recorded instead."""
     recorded = next((s for s in walk.steps if s.name.endswith(".PE") and s.matrices), None)
     if recorded is None:
         return None
     values = _array(recorded.matrices[0].values)
     d_model = values.shape[1]
-    sinusoidal = np.allclose(values, sinusoidal_table(values.shape[0], d_model).double().numpy(), atol=1e-5)
+    kind = sinusoid_of(values)
     figure = _figure(12, 4.8)
     heat, curves = figure.subplots(1, 2, width_ratios=[1.3, 1])
-    if not sinusoidal:
+    if kind is None:
         image = _heatmap(heat, values, recorded.matrices[0].row_labels,
                          [f"d{j}" for j in range(d_model)], sequential=False)
         heat.set(title="Position table as recorded (learned, not sinusoidal)", xlabel="dimension",
@@ -128,25 +156,26 @@ def positional_encoding_figure(walk: Walkthrough) -> Figure | None:
         figure.colorbar(image, ax=heat, shrink=0.8)
         curves.set_axis_off()
         return figure
-    table = sinusoidal_table(PE_POSITIONS, d_model).double().numpy()
+    layout, timescales = kind
+    columns_text, formula = SINUSOIDS[kind]
+    table = sinusoidal_table(PE_POSITIONS, d_model, layout=layout, timescales=timescales).double().numpy()
     image = heat.imshow(table, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
     heat.set(title=f"Sinusoidal positional encoding: {PE_POSITIONS} positions × d_model = {d_model}",
-             xlabel="dimension (even = sin, odd = cos)", ylabel="position")
+             xlabel=f"dimension ({columns_text})", ylabel="position")
     if d_model <= 16:
         heat.set_xticks(range(d_model))
     figure.colorbar(image, ax=heat, shrink=0.85, label="PE value")
-    even = [d_model * k // 8 // 2 * 2 for k in (0, 1, 2, 4)] + [d_model - 2]  # sine columns, spread out
-    columns = sorted(set(even)) if d_model > 4 else list(range(d_model))
+    step = 2 if layout == "interleaved" else 1
+    sines = [d_model * k // 8 // 2 * step for k in (0, 1, 2, 4)] + [d_model - 2 if step == 2 else d_model // 2 - 1]
+    columns = sorted(set(sines)) if d_model > 4 else list(range(d_model))
     for column in columns:
-        pair = column // 2
-        wavelength = 2 * math.pi * 10000 ** (2 * pair / d_model)
-        curves.plot(table[:, column], label=f"dim {column}  (wavelength {wavelength:,.0f})", linewidth=1.4)
+        curves.plot(table[:, column], linewidth=1.4,
+                    label=f"dim {column}  (wavelength {wavelength(column, d_model, layout, timescales):,.0f})")
     curves.set(title="Columns are waves of growing wavelength",
                xlabel="position", ylabel="PE(position, dim)", ylim=(-1.15, 1.6))
     curves.legend(fontsize=8, loc="upper right", ncol=2)
     curves.grid(alpha=0.3)
-    figure.suptitle("PE(pos, 2i) = sin(pos / 10000^(2i/d)),   PE(pos, 2i+1) = cos(pos / 10000^(2i/d))",
-                    fontsize=10)
+    figure.suptitle(formula, fontsize=10)
     return figure
 
 

@@ -20,14 +20,14 @@ from rich.text import Text
 
 from clearformer.errors import UserError
 from clearformer.explain.beam import follow_chosen, read_beam_tree
-from clearformer.explain.translation import explain_translation
+from clearformer.explain.translation import explain_translation, model_formulas
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.options import DecodingOptions, search_tokens
-from clearformer.generate.source import prepare_sources
-from clearformer.generate.translate import decode_ids, join_pieces, translate_ids
+from clearformer.generate.source import Pieces, prepare_sources
+from clearformer.generate.translate import decode_ids, join_pieces, translate_pieces
 from clearformer.limits import MAX_BEAM_SHOWN
 from clearformer.record import trace
-from clearformer.tokenize import mask_placeholders, restore_placeholders
+from clearformer.tokenize import Masked, mask_placeholders, restore_placeholders
 
 
 def check_explainable(options: DecodingOptions) -> DecodingOptions:
@@ -55,20 +55,27 @@ class SearchWalkthrough(Walkthrough):
     unknown: list[str] = field(default_factory=list)  # the words the model did not know (translated as <unk>)
 
 
-def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions) -> list[int]:
-    """`translate`'s own call for one batch (greedy or beam search) -> the output ids of sentence 0."""
-    return decode_ids(model, src, options, search_tokens(model, tokenizer, options))[0]
+def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions, masked: Masked) -> list[int]:
+    """`translate`'s own call for one sentence src (1, src_len), read as `masked` (greedy or beam search) ->
+    its output ids."""
+    return decode_ids(model, src, options, search_tokens(model, tokenizer, options).for_sources([masked]))[0]
+
+
+def each_piece(model, tokenizer, pieces: Pieces, options: DecodingOptions) -> list[str]:
+    """`translate` of each piece of one input on its own (placeholders restored), not joined."""
+    return translate_pieces(model, tokenizer, Pieces.whole(pieces.sources, pieces.masks), options)
 
 
 def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10) -> SearchWalkthrough:
     """Beam search of `sentence` under a recorder -> the winner's walkthrough with the whole tree."""
-    ids = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False, allow_empty=False).sources[0]
+    pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False, allow_empty=False)
+    ids = pieces.sources[0]
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()
     try:
         with trace.Recorder() as recorder:
-            output = run_search(model, tokenizer, src, options)
+            output = run_search(model, tokenizer, src, options, pieces.masks[0])
     finally:
         model.train(was_training)
     vocab = [tokenizer.id_to_token(i) for i in range(len(tokenizer))]
@@ -84,6 +91,7 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
     walk = build_walkthrough(follow_chosen(recorder.records, tree), f"Translating {sentence!r} (beam {options.beam})",
                              source_tokens, labels[:1], vocab=vocab,
                              target_by_step={t: labels[: t + 1] for t in range(len(generated) - 1)}, top=top)
+    model_formulas(walk, model.config)
     for step in walk.find("chosen"):  # chosen by the search, not by argmax
         step.formula = (f"next = the word of the best of the {options.beam} hypotheses kept "
                         f"(beam search: score = log p / lp(n))")
@@ -119,12 +127,11 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
             walk = explain_beam(model, tokenizer, text, shown, top)
         else:
             walk = SearchWalkthrough(**explain_translation(model, tokenizer, text, shown, top=top).__dict__)
-        translations = translate_ids(model, tokenizer, pieces.sources, options) if total > 1 else [walk.result]
+        translations = each_piece(model, tokenizer, pieces, options) if total > 1 else [walk.result]
     walk.ablated = changes.names()
     walk.sentence = text
     walk.unknown = pieces.unknown.get(0, [])
     if total > 1:
-        translations = pieces.restore(translations)
         walk.pieces = [{"text": t, "translation": out} for t, out in zip(pieces.texts, translations, strict=True)]
         walk.piece = piece
         walk.title += f" (sentence {piece} of {total} of your text)"
@@ -133,10 +140,11 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
         model.eval()
         with torch.inference_mode():
             output = run_search(model, tokenizer, torch.tensor([pieces.sources[piece - 1]],
-                                                               device=next(model.parameters()).device), shown)
-            plain = ([tokenizer.decode(output)] if total == 1 else
-                     translate_ids(model, tokenizer, pieces.sources, options))
-        walk.original = {"result": join_pieces(pieces.restore(plain), pieces.owners, 1)[0],
+                                                               device=next(model.parameters()).device), shown,
+                                pieces.masks[piece - 1])
+            plain = (pieces.restore([tokenizer.decode(output)]) if total == 1 else
+                     each_piece(model, tokenizer, pieces, options))
+        walk.original = {"result": join_pieces(plain, pieces.owners, 1)[0],
                          "target_tokens": [tokenizer.id_to_token(i) for i in [tokenizer.bos_id, *output]]}
         walk.title += " with --ablate " + " ".join(walk.ablated)
     return walk

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
+from clearformer.explain.walkthrough import Walkthrough, build_walkthrough, position_formula
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, search_tokens
@@ -30,9 +30,9 @@ def explain_translation(model, tokenizer, sentence: str, options: DecodingOption
     `options.max_new` caps the generated tokens (<eos> included); by default the limit is
     `translate`'s (source length + max_extra, within the model's max_len)."""
     options = (options or DecodingOptions()).but(with_scores=False)
-    tokens = search_tokens(model, tokenizer, options)
-    ids = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False,
-                          allow_empty=False).sources[0]  # one sentence
+    pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False, allow_empty=False)
+    ids = pieces.sources[0]  # one sentence
+    tokens = search_tokens(model, tokenizer, options).for_sources(pieces.masks)
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()
@@ -49,12 +49,21 @@ def explain_translation(model, tokenizer, sentence: str, options: DecodingOption
     walk = build_walkthrough(recorder.records, f"Translating {sentence!r}", [tokenizer.id_to_token(i) for i in ids],
                              labels[:1], vocab=[tokenizer.id_to_token(i) for i in range(len(tokenizer))],
                              target_by_step=target_by_step, top=top)
-    if not model.config.scale_attention:  # trained without the 1/sqrt(d_k) (`clearformer claims 2`)
-        for step in walk.find(".scaled"):
-            step.formula = "scaled = Q · Kᵀ  (this model has scale_attention=False: no division by √d_k)"
+    model_formulas(walk, model.config)
     walk.target_tokens = labels
     set_result(walk, tokenizer, sentence, tokenizer.decode(decoded.sequences()[0]))
     return walk
+
+
+def model_formulas(walk, config) -> None:
+    """Formulas that depend on the model's config, where it is not the paper's: the positions of Marian's sinusoid
+    (Firefox's students), and scores left unscaled (`clearformer claims 2` trains without the 1/sqrt(d_k))."""
+    positions = position_formula(config)
+    for step in walk.find(".PE") if positions else ():
+        step.formula = positions
+    if not config.scale_attention:
+        for step in walk.find(".scaled"):
+            step.formula = "scaled = Q · Kᵀ  (this model has scale_attention=False: no division by √d_k)"
 
 
 def set_result(walk, tokenizer, sentence: str, decoded: str) -> None:

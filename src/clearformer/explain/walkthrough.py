@@ -113,6 +113,19 @@ VOCAB_SIZED = {"logits", "probabilities"}
 OUTPUT_LOGITS = "output.logits"  # the output projection's logits (model/transformer.py, OutputProjection)
 
 
+def position_formula(config) -> str | None:
+    """The PE step's formula for a model whose sinusoid is not the paper's (Marian's layout or timescales, e.g.
+    Firefox's students); None for the paper's (CATALOG's) or no sinusoid."""
+    if config.positional != "sinusoidal" or (config.position_layout, config.position_timescales) == (
+            "interleaved", "paper"):
+        return None
+    exponent = "i/(d/2-1)" if config.position_timescales == "tensor2tensor" else "2i/d"
+    if config.position_layout == "interleaved":
+        return f"PE(pos,2i) = sin(pos/10000^({exponent})),  PE(pos,2i+1) = cos(pos/10000^({exponent}))"
+    return (f"PE(pos,i) = sin(pos/10000^({exponent})),  PE(pos,d/2+i) = cos(pos/10000^({exponent}))  "
+            f"(Marian's table: every sine, then every cosine)")
+
+
 @dataclass
 class Matrix:
     """A 2-D grid of numbers with labels; `head` is set for per-head matrices."""

@@ -14,11 +14,12 @@ from clearformer.errors import UserError
 from clearformer.explain.attribution import DEFAULT_STEPS, METHODS, alignments, attribute
 from clearformer.explain.lens import lens_lm, lens_to_dict, lens_translation
 from clearformer.explain.patching import activation_patching
-from clearformer.generate.options import DecodingOptions, search_tokens
+from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.generate.translate import decode_ids
 from clearformer.model.layered import LayeredModel, model_kind
 from clearformer.model.protocol import is_encoder_decoder
+from clearformer.tokenize import mask_placeholders
 
 MAX_STEPS = 1024  # integrated gradients' path points: more buys nothing the report can show
 
@@ -46,8 +47,13 @@ def source_and_output_ids(model, tokenizer, text: str, options: DecodingOptions)
     ids = check_source(tokenizer, text, model.config.max_len)
     model.eval()
     src = torch.tensor([ids], device=next(model.parameters()).device)
-    output = decode_ids(model, src, options, search_tokens(model, tokenizer, options))[0]
+    output = decode_ids(model, src, options, sentence_tokens(model, tokenizer, options, text))[0]
     return ids, [*output, tokenizer.eos_id]
+
+
+def sentence_tokens(model, tokenizer, options: DecodingOptions, text: str) -> SearchTokens:
+    """The search's facts for one sentence, as `translate` builds them for its batch."""
+    return search_tokens(model, tokenizer, options).for_sources([mask_placeholders(tokenizer, text)])
 
 
 def labels(tokenizer, ids: list[int]) -> list[str]:
@@ -66,7 +72,7 @@ def lens_report(model, tokenizer, text: str, max_new_tokens: int = 20) -> dict:
         return lens_to_dict(steps, label, tokenizer.decode(ids + [s.chosen for s in steps]))
     options = DecodingOptions()
     ids = check_source(tokenizer, text, model.config.max_len)
-    steps = lens_translation(model, ids, options, search_tokens(model, tokenizer, options))
+    steps = lens_translation(model, ids, options, sentence_tokens(model, tokenizer, options, text))
     return lens_to_dict(steps, label, tokenizer.decode([s.chosen for s in steps if s.chosen != tokenizer.eos_id]))
 
 

@@ -58,13 +58,16 @@ class PlaceholderConstraint:
 
     @classmethod
     def for_batch(cls, src_ids: torch.Tensor, piece_ids: Sequence[int] | None, eos_id: int,
-                  limits: torch.Tensor | None = None) -> PlaceholderConstraint | None:
-        """The constraint for a batch (`limits` (batch,): the decoder's length limits), or None when there
-        are no placeholder pieces or no source of the batch holds one (then decoding runs
-        unconstrained, at no cost)."""
+                  limits: torch.Tensor | None = None,
+                  owing: Sequence[bool] | None = None) -> PlaceholderConstraint | None:
+        """The constraint for a batch (`limits` (batch,): the decoder's length limits; `owing` (batch,):
+        which sentences owe their pieces, None: all), or None when there are no placeholder pieces or no
+        source of the batch owes one (then decoding runs unconstrained, at no cost)."""
         if not piece_ids:
             return None
         constraint = cls(src_ids, torch.tensor(sorted(piece_ids), dtype=torch.long), eos_id, limits)
+        if owing is not None:  # numerals standing in: a sentence without placeholders keeps its numbers free
+            constraint.remaining[~torch.tensor(owing, dtype=torch.bool, device=src_ids.device)] = 0
         return constraint if bool(constraint.remaining.any()) else None
 
     def forbidden(self) -> tuple[torch.Tensor, torch.Tensor]:

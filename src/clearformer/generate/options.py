@@ -14,10 +14,12 @@ signature in between.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKENS
 from clearformer.options import Options, option
+from clearformer.tokenize.placeholders import Masked
 from clearformer.tokenize.shortlist import LexicalShortlist
 
 STOP_RULES = ("current", "bound")
@@ -30,6 +32,7 @@ DEFAULT_ALPHA = 2.0
 # The brevity weight that brought every length bucket to >= 0.9 of the reference length on the
 # validation split (BENCHMARKS.md, "Translation length: ... (valid)"); 0 = off.
 DEFAULT_BREVITY = 2.0
+PAPER_MAX_EXTRA = 50  # the paper's output limit: source length + 50 tokens (section 6.1)
 DEFAULT_BOS_ID = 2  # the WordTokenizer's order: <pad> <unk> <bos> <eos>
 DEFAULT_EOS_ID = 3
 
@@ -62,8 +65,10 @@ class DecodingOptions(Options):
                           "'auto' (default): bounded for runs that mask placeholders (every corpus run unless "
                           "--no-mask-placeholders), free for the others (the toy phrase set, imported models: "
                           "they decode as their own engines do)", choices=REPEAT_RULES)
-    max_extra: int = option(50, "--max-extra", "stop at source length + N tokens (default 50, as in the paper)",
-                            metavar="N", at_least=0, at_most=MAX_NEW_TOKENS)
+    max_extra: int | None = option(None, "--max-extra", "stop at source length + N tokens (default: the run's own "
+                                   "rule: + 50 as in the paper, or the length factor of the engine an imported "
+                                   "model came from, 2.5 x the source for Firefox's)", metavar="N", at_least=0,
+                                   at_most=MAX_NEW_TOKENS)
     # A fixed token budget instead of max_extra, and <eos> forbidden before min_length tokens (benchmarks).
     max_new: int | None = option(None, at_least=1, at_most=MAX_NEW_TOKENS)
     min_length: int = option(0, at_least=0, at_most=MAX_NEW_TOKENS)
@@ -97,7 +102,10 @@ class SearchTokens:
     length_ratio: target tokens per source token in the training pairs (0: unknown, no brevity penalty);
     source_eos: whether every source ends in <eos> (it is then not counted as a source token);
     repeat_bound: no piece more than max(3, its longest source run) times in a row (generate/constraints.py);
-    shortlist: the run's lexical shortlist when the search uses it (generate/shortlist.py), else None.
+    shortlist: the run's lexical shortlist when the search uses it (generate/shortlist.py), else None;
+    max_length_factor: the run's engine's output limit, factor x source tokens (0: the paper's + 50; tokenize/facts.py);
+    owing: per sentence of one batch, whether its placeholder pieces must be copied (`Masked.owes_copies`:
+    not where numerals stand in and the sentence had no placeholder); None: every sentence's.
     """
 
     bos_id: int = DEFAULT_BOS_ID
@@ -108,6 +116,13 @@ class SearchTokens:
     source_eos: bool = False
     repeat_bound: bool = False
     shortlist: LexicalShortlist | None = None
+    max_length_factor: float = 0.0
+    owing: tuple[bool, ...] | None = None
+
+    def for_sources(self, masks: Sequence[Masked]) -> SearchTokens:
+        """These facts for one batch of sources as `tokenize.mask_placeholders` read them (`owing`)."""
+        owing = tuple(masked.owes_copies for masked in masks)
+        return self if all(owing) and self.owing is None else replace(self, owing=owing)
 
 
 def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None) -> SearchTokens:
@@ -128,13 +143,16 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
         repeat_bound=repeat_bound(tokenizer, options),
         shortlist=None if tokenizer is None or (options is not None and options.shortlist == "off")
         else tokenizer.shortlist,
+        max_length_factor=0.0 if tokenizer is None else float(tokenizer.max_length_factor),
     )
 
 
 def repeat_bound(tokenizer, options: DecodingOptions | None) -> bool:
-    """--repeats: 'bounded', 'free', or 'auto' (bounded for a run that masks placeholders; free without a
-    tokenizer, for the toy phrase set and for imported models, which decode as their own engines do)."""
+    """--repeats: 'bounded', 'free', or 'auto': bounded for a run trained here that masks placeholders as its
+    reserved tokens; free without a tokenizer, for the toy phrase set, and for a vocabulary made elsewhere
+    (imported models and runs fine-tuned from them, whose placeholders numerals stand in for): they decode as
+    their own engines do."""
     rule = "auto" if options is None else options.repeats
     if rule == "auto":
-        return tokenizer is not None and tokenizer.mask_placeholders
+        return tokenizer is not None and tokenizer.mask_placeholders and tokenizer.stand_ins is None
     return rule == "bounded"

@@ -82,7 +82,8 @@ class DecodingRules:
             rules.append(brevity)
         if tokens.repeat_bound:
             rules.append(RepeatBound(src_ids, tokens.pad_id, tokens.placeholder_ids))
-        placeholders = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, tokens.eos_id, limits)
+        placeholders = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, tokens.eos_id, limits,
+                                                       tokens.owing)
         if placeholders is not None:
             rules.append(placeholders)
         return cls(rules)

@@ -90,10 +90,12 @@ class Pieces:
         return [restore_placeholders(masked, text) for masked, text in zip(self.masks, translations, strict=True)]
 
     @classmethod
-    def whole(cls, sources: Sequence[list[int]]) -> Pieces:
-        """Sources already encoded, each its own input and its own piece, nothing masked."""
+    def whole(cls, sources: Sequence[list[int]], masks: Sequence[Masked] | None = None) -> Pieces:
+        """Sources already encoded, each its own input and its own piece; `masks`: how each was masked
+        (`mask_placeholders`), None: nothing masked."""
+        masks = [Masked("")] * len(sources) if masks is None else list(masks)
         return cls(texts=[""] * len(sources), sources=list(sources), owners=list(range(len(sources))),
-                   masks=[Masked("")] * len(sources), count=len(sources))
+                   masks=masks, count=len(sources))
 
     def of(self, index: int) -> list[int]:
         """The positions of input `index`'s pieces."""

@@ -24,23 +24,29 @@ import torch
 from clearformer.generate import graphs
 from clearformer.generate.compiled import decoder_for
 from clearformer.generate.layout import use_few_rows_layout
-from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
+from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.rules import DecodingRules
 from clearformer.record import trace
 
 
-def max_new_tokens(src_ids: torch.Tensor, pad_id: int, max_extra: int, max_len: int,
-                   max_new: int | None = None) -> torch.Tensor:
-    """How many tokens each sentence may generate: (batch,) int64.
+def max_new_tokens(src_ids: torch.Tensor, tokens: SearchTokens, options: DecodingOptions, max_len: int) -> torch.Tensor:
+    """How many tokens each sentence may generate: (batch,) int64, from its source length n (its non-<pad>
+    ids, a source's <eos> counted).
 
-    The paper's limit is source length + 50 (`max_extra`); a sentence never goes past the model's
-    `max_len` positions (the decoder input at step t sits at position t). `max_new`, when given,
-    replaces the source-dependent limit (benchmarks use it to generate a fixed number of tokens).
+    The paper's limit is n + 50. A run imported with its engine's rule (`tokens.max_length_factor`,
+    Marian's `max-length-factor`: 2.5 for Firefox's students) stops at round(factor * n) instead, rounding
+    halves up as the engine does (measured: 103 tokens after a 41-token source). An explicit
+    `options.max_extra` gives n + max_extra either way; `options.max_new`, when given, replaces the
+    source-dependent limit (benchmarks use it to generate a fixed number of tokens). A sentence never
+    goes past the model's `max_len` positions (the decoder input at step t sits at position t).
     """
-    if max_new is not None:
-        limit = torch.full((src_ids.shape[0],), max_new, dtype=torch.long, device=src_ids.device)
+    lengths = (src_ids != tokens.pad_id).sum(dim=1)
+    if options.max_new is not None:
+        limit = torch.full_like(lengths, options.max_new)
+    elif options.max_extra is None and tokens.max_length_factor > 0:
+        limit = torch.floor(lengths.double() * tokens.max_length_factor + 0.5).long()
     else:
-        limit = (src_ids != pad_id).sum(dim=1) + max_extra
+        limit = lengths + (PAPER_MAX_EXTRA if options.max_extra is None else options.max_extra)
     return limit.clamp(min=1, max=max_len)
 
 
@@ -143,7 +149,7 @@ def start_search(model, src_ids: torch.Tensor, options: DecodingOptions | None,
     use_few_rows_layout(model)
     options = (DecodingOptions() if options is None else options).check()
     tokens = search_tokens(model) if tokens is None else tokens
-    limits = max_new_tokens(src_ids, tokens.pad_id, options.max_extra, model.config.max_len, options.max_new)
+    limits = max_new_tokens(src_ids, tokens, options, model.config.max_len)
     recorder = trace.active()
     if recorder is not None:
         recorder.step = None

@@ -114,7 +114,8 @@ def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions 
         for start in range(0, len(todo), options.batch_size):
             chunk = todo[start: start + options.batch_size]
             src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
-            for (index, _), ids in zip(chunk, search(model, src_ids, options, tokens).sequences(), strict=True):
+            batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
+            for (index, _), ids in zip(chunk, search(model, src_ids, options, batch_tokens).sequences(), strict=True):
                 translations[index] = tokenizer.decode(ids)
             if progress is not None:
                 progress(len(chunk))

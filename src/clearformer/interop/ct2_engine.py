@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clearformer.errors import UserError
-from clearformer.generate.options import DecodingOptions
+from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.hf import require
 from clearformer.interop.marian import check_exportable, export_marian
@@ -299,7 +299,8 @@ class CTranslate2Engine:
             members = groups[length]
             for start in range(0, len(members), batch_size):
                 chunk = members[start: start + batch_size]
-                limit = options.max_new if options.max_new is not None else length + options.max_extra
+                extra = PAPER_MAX_EXTRA if options.max_extra is None else options.max_extra
+                limit = options.max_new if options.max_new is not None else length + extra
                 decoded = self.decode_group([sources[i] for i in chunk], beam, max(1, min(limit, self.max_len)),
                                             placeholders)
                 for index, ids in zip(chunk, decoded, strict=True):

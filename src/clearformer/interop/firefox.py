@@ -5,7 +5,8 @@
 
 The architecture, read from the model's own YAML (`special:model.yml`) and checked field by field:
 a shared embedding `Wemb` for source, target and output (tie_embeddings="all") times sqrt(d_model),
-Marian's sinusoid (position_layout="halves"), no layer norm on the embeddings; post-norm encoder layers
+Marian's sinusoid (position_layout="halves", position_timescales="tensor2tensor"), no layer norm on the
+embeddings; post-norm encoder layers
 (epsilon 1e-6), biases everywhere, ReLU feed-forward, no final norm; decoder layers of an SSRU
 (attention="ssru", model/ssru.py) then cross-attention then the feed-forward network, each followed
 by residual + layer norm; the decoder starts from a zero vector (zero_start); the output is
@@ -31,12 +32,14 @@ import torch
 
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
-from clearformer.interop.marian_bin import INT8_ALPHA, MarianModel, read_marian_bin
-from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
+from clearformer.interop.marian_bin import INT8_ALPHA, MarianModel, parse_marian_yaml, read_marian_bin
+from clearformer.limits import MAX_JSON_FILE_BYTES, MAX_TOKENIZER_FILE_BYTES, check_model_size
 from clearformer.model.build import build_model
 from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.checkpoint import save_model
 from clearformer.store.safeio import read_bytes
+from clearformer.tokenize import mask_with_stand_ins
+from clearformer.tokenize.facts import MAX_LENGTH_FACTOR
 from clearformer.tokenize.shortlist import read_shortlist
 from clearformer.tokenize.subword import SentencePieceTokenizer
 
@@ -47,6 +50,7 @@ DIRECTIONS = {"en-pt": "enpt-1693087644", "pt-en": "pten-1693087646"}
 PAD_PIECE = "<pad>"
 PAD_BIAS = -1.0e4  # the added <pad>'s output bias: far below any real logit, finite (checkpoints refuse inf)
 LAYER_NORM_EPS = 1e-6  # Marian's layer norm
+MARIAN_LENGTH_FACTOR = 3.0  # Marian's default --max-length-factor, for a model imported without its decoder config
 MAX_LEN = 512
 LICENSE_FILE = "MODEL_LICENSE.txt"
 PROVENANCE_FILE = "provenance.json"
@@ -86,11 +90,34 @@ def package_folder(direction: str) -> Path:
 
 
 def package_files(direction: str) -> dict[str, Path]:
-    """{"model", "vocab", "shortlist", "tokenizer"} paths in the package's folder for `direction`."""
+    """{"model", "vocab", "shortlist", "tokenizer", "decoder"} paths in the package's folder for `direction`."""
     folder = package_folder(direction)
     pair = DIRECTIONS[direction].split("-")[0]
     return {"model": folder / f"model.{pair}.intgemm.alphas.bin", "vocab": folder / f"vocab.{pair}.spm",
-            "shortlist": folder / f"lex.50.50.{pair}.s2t.bin", "tokenizer": folder / "tokenizer.json"}
+            "shortlist": folder / f"lex.50.50.{pair}.s2t.bin", "tokenizer": folder / "tokenizer.json",
+            "decoder": folder / "config.intgemm8bitalpha.yml"}
+
+
+def decoder_length_factor(path: Path | None) -> float:
+    """The output limit of a Marian decoder config (`config*.yml`): its `max-length-factor` (a translation
+    stops at factor x source tokens; Firefox's students ship 2.5), or Marian's default 3 without a config.
+    A file that is not such a config is one line."""
+    if path is None:
+        return MARIAN_LENGTH_FACTOR
+    raw = read_bytes(path, MAX_JSON_FILE_BYTES, missing="no such decoder config")
+    try:
+        config = parse_marian_yaml(raw.decode("utf-8"), str(path), entry="decoder config")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a Marian decoder config (not UTF-8 text)") from None
+    value = config.get("max-length-factor", str(MARIAN_LENGTH_FACTOR))
+    try:
+        factor = float(value)
+    except (TypeError, ValueError):
+        factor = float("nan")
+    if not 0 < factor <= MAX_LENGTH_FACTOR:  # NaN too
+        raise UserError(f"{path}: max-length-factor {value!r} is not a number above 0 and at most "
+                        f"{MAX_LENGTH_FACTOR:g}")
+    return factor
 
 
 # ----------------------------------------------------------------------------- the config
@@ -121,7 +148,8 @@ def marian_bin_config(model: MarianModel) -> ModelConfig:
     config = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=d_model, n_heads=heads,
                          n_encoder_layers=field_int(model, "enc-depth"), n_decoder_layers=field_int(model, "dec-depth"),
                          d_ff=field_int(model, "transformer-dim-ffn"), dropout=0.0, max_len=MAX_LEN,
-                         positional="sinusoidal", position_layout="halves", norm_first=False, scale_embedding=True,
+                         positional="sinusoidal", position_layout="halves", position_timescales="tensor2tensor",
+                         norm_first=False, scale_embedding=True,
                          tie_embeddings="all", bias=True, activation="relu", layer_norm_eps=LAYER_NORM_EPS,
                          pad_id=vocab - 1, attention="ssru", zero_start=True)
     check_model_size(config, f"{model.path}: special:model.yml")
@@ -227,8 +255,10 @@ def with_pad_piece(proto: bytes) -> bytes:
     return proto + _field(1, piece) + _field(2, spec)
 
 
-def marian_tokenizer(vocab_path: Path, vocab_size: int, shortlist_path: Path | None) -> SentencePieceTokenizer:
-    """The run's tokenizer: Marian's SentencePiece model + <pad>, </s> after every source, the shortlist."""
+def marian_tokenizer(vocab_path: Path, vocab_size: int, shortlist_path: Path | None,
+                     length_factor: float = MARIAN_LENGTH_FACTOR) -> SentencePieceTokenizer:
+    """The run's tokenizer: Marian's SentencePiece model + <pad>, </s> after every source, the shortlist, the
+    engine's output limit (`max_length_factor`, tokenize/facts.py)."""
     proto = read_bytes(vocab_path, MAX_TOKENIZER_FILE_BYTES, missing="no such SentencePiece vocabulary")
     try:
         tokenizer = SentencePieceTokenizer(with_pad_piece(proto))
@@ -237,21 +267,27 @@ def marian_tokenizer(vocab_path: Path, vocab_size: int, shortlist_path: Path | N
     if len(tokenizer) != vocab_size + 1 or tokenizer.pad_id != vocab_size or tokenizer.eos_id != 0:
         raise UserError(f"{vocab_path}: {len(tokenizer) - 1:,} pieces with </s> at {tokenizer.eos_id}; the model "
                         f"has {vocab_size:,} with </s> at 0 (another model's vocabulary?)")
-    tokenizer.set_facts({"source_eos": True})
+    tokenizer.set_facts({"source_eos": True, "max_length_factor": length_factor})
     if shortlist_path is not None:
         tokenizer.shortlist = read_shortlist(shortlist_path, vocab_size)
+    # The vocabulary has no reserved placeholder tokens: numerals stand in, and decoding copies each placeholder
+    # exactly (tokenize/standins.py; the engine itself keeps printf placeholders in 85.9% of Debian's messages).
+    mask_with_stand_ins(tokenizer)
     return tokenizer
 
 
 # ----------------------------------------------------------------------------- import
 
 
-def load_marian_bin(model_path: Path, vocab_path: Path, shortlist_path: Path | None = None):
-    """(our Transformer in eval mode, its tokenizer) from a Marian `.bin`, its vocabulary and shortlist."""
+def load_marian_bin(model_path: Path, vocab_path: Path, shortlist_path: Path | None = None,
+                    decoder_config: Path | None = None):
+    """(our Transformer in eval mode, its tokenizer) from a Marian `.bin`, its vocabulary, shortlist and
+    decoder config."""
     marian = read_marian_bin(model_path)
     config = marian_bin_config(marian)
     state = marian_bin_state(marian, config)
-    tokenizer = marian_tokenizer(Path(vocab_path), config.tgt_vocab_size - 1, shortlist_path)
+    tokenizer = marian_tokenizer(Path(vocab_path), config.tgt_vocab_size - 1, shortlist_path,
+                                 decoder_length_factor(decoder_config))
     model = build_model(config)
     model.load_state_dict(state, strict=False)
     missing = {n for n, _ in model.named_parameters()} - set(state)
@@ -274,10 +310,11 @@ def provenance(files: dict[str, Path | None], package: str | None) -> dict:
 
 
 def import_marian_bin(model_path: Path, vocab_path: Path, shortlist_path: Path | None, out: Path,
-                      direction: str | None = None, engine_tokenizer: Path | None = None) -> Path:
+                      direction: str | None = None, engine_tokenizer: Path | None = None,
+                      decoder_config: Path | None = None) -> Path:
     """Write the run folder (see the module docstring): weights, config, tokenizer, shortlist, notice, provenance."""
-    model, tokenizer = load_marian_bin(model_path, vocab_path, shortlist_path)
-    files = {"model": model_path, "vocab": vocab_path, "shortlist": shortlist_path}
+    model, tokenizer = load_marian_bin(model_path, vocab_path, shortlist_path, decoder_config)
+    files = {"model": model_path, "vocab": vocab_path, "shortlist": shortlist_path, "decoder": decoder_config}
     meta = {"kind": "translation", "imported_from": str(model_path), "format": "marian-bin",
             "tokenizer": tokenizer.kind}
     save_model(out, model, tokenizer, meta)
@@ -294,5 +331,6 @@ def import_marian_bin(model_path: Path, vocab_path: Path, shortlist_path: Path |
 def import_firefox(direction: str, out: Path) -> Path:
     """`clearformer import firefox en-pt --out RUN`: the package's model for `direction` as a run."""
     files = package_files(direction)
-    return import_marian_bin(files["model"], files["vocab"], files["shortlist"], out, direction, files["tokenizer"])
+    return import_marian_bin(files["model"], files["vocab"], files["shortlist"], out, direction, files["tokenizer"],
+                             files["decoder"])
 

@@ -116,6 +116,8 @@ def check_exportable(config: ModelConfig, tokenizer) -> None:
         (config.norm_first, "norm_first=True (pre-norm): Marian is post-norm only"),
         (not config.bias, "bias=False: Marian's projections all have biases"),
         (config.positional != "sinusoidal", f"positional={config.positional!r}: Marian has sinusoidal positions only"),
+        (config.position_timescales != "paper", f"position_timescales={config.position_timescales!r}: "
+                                                "MarianMTModel's sinusoid has the paper's timescales"),
         (config.attention != "mha" or config.kv_heads != config.n_heads,
          "attention: Marian has plain multi-head attention only (no GQA/MQA/MLA)"),
         (config.activation not in TO_MARIAN_ACTIVATION, f"activation={config.activation!r} has no Marian equivalent"),

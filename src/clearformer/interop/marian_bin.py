@@ -154,9 +154,10 @@ def read_marian_bin(path: str | Path) -> MarianModel:
     return MarianModel(tensors, text, where, parse_marian_yaml(text, where))
 
 
-def parse_marian_yaml(text: str, where: str) -> dict:
+def parse_marian_yaml(text: str, where: str, entry: str = CONFIG_ENTRY) -> dict:
     """Marian's flat YAML (`key: value` and `key:` followed by `  - item` lines) as a dict of strings
-    and lists of strings (Marian writes nothing deeper)."""
+    and lists of strings (Marian writes nothing deeper); `entry` names the text in an error (the model's
+    own `special:model.yml`, or a decoder config)."""
     config: dict = {}
     last = None
     for number, line in enumerate(text.splitlines(), 1):
@@ -169,7 +170,7 @@ def parse_marian_yaml(text: str, where: str) -> dict:
             continue
         key, colon, value = line.partition(":")
         if not colon or line[0].isspace():
-            raise UserError(f"{where}: {CONFIG_ENTRY} line {number}: not a Marian config line ({line[:40]!r})")
+            raise UserError(f"{where}: {entry} line {number}: not a Marian config line ({line[:40]!r})")
         last = key.strip()
         config[last] = value.strip().strip('"')
     return config

@@ -10,7 +10,7 @@ and Marian read:
     vocab.spm                    the SentencePiece vocabulary, without the <pad> piece the import added
     lex.s2t.bin                  the lexical shortlist, byte for byte as the run keeps it
     tokenizer.json               the engine's own tokenizer file, as the package shipped it
-    config.intgemm8bitalpha.yml  the decoder config (greedy, shortlist, max-length-factor 2.5)
+    config.intgemm8bitalpha.yml  the decoder config (greedy, shortlist, the run's max-length-factor)
 
 Only a run whose config the engine can carry is exported: the first option it cannot is named
 (`check_marian_bin_exportable`).
@@ -40,6 +40,7 @@ from clearformer.store.safeio import read_bytes
 
 INT8_FILE = "model.intgemm.alphas.bin"  # the name the engine looks for
 FLOAT_FILE = "model.bin"
+FIREFOX_LENGTH_FACTOR = 2.5  # the package's decoder configs' max-length-factor, for a run imported before it was kept
 DECODER_YML = """relative-paths: true
 models:
   - {model}
@@ -56,7 +57,7 @@ mini-batch: 64
 maxi-batch: 1000
 maxi-batch-sort: src
 workspace: 2000
-max-length-factor: 2.5
+max-length-factor: {length_factor:g}
 gemm-precision: {precision}
 """
 MODEL_YML = """type: transformer
@@ -95,9 +96,10 @@ def check_marian_bin_exportable(config: ModelConfig, tokenizer) -> None:
         (config.architecture != "transformer", f"architecture={config.architecture!r}"),
         (config.attention != "ssru", f"attention={config.attention!r}: the engine's decoder is the SSRU"),
         (config.norm_first, "norm_first=True: the engine is post-norm"),
-        (config.positional != "sinusoidal" or config.position_layout != "halves",
-         f"positional={config.positional!r}, position_layout={config.position_layout!r}: the engine adds "
-         f"Marian's sinusoid (sinusoidal, halves)"),
+        (config.positional != "sinusoidal" or config.position_layout != "halves"
+         or config.position_timescales != "tensor2tensor",
+         f"positional={config.positional!r}, position_layout={config.position_layout!r}, position_timescales="
+         f"{config.position_timescales!r}: the engine adds Marian's sinusoid (sinusoidal, halves, tensor2tensor)"),
         (not config.zero_start, "zero_start=False: the engine starts decoding from a zero vector"),
         (config.tie_embeddings != "all", f"tie_embeddings={config.tie_embeddings!r}: the engine has one Wemb"),
         (not config.bias, "bias=False"), (config.activation != "relu", f"activation={config.activation!r}"),
@@ -185,6 +187,7 @@ def export_marian_bin(model, tokenizer, run: Path, out: Path, quantize: bool) ->
     atomic_write_bytes(out / "lex.s2t.bin", tokenizer.shortlist.data)
     atomic_write_bytes(out / "tokenizer.json", read_bytes(engine_tokenizer, 64 << 20))
     precision = "int8shiftAlphaAll" if quantize else "float32"
-    atomic_write_text(out / "config.intgemm8bitalpha.yml", DECODER_YML.format(model=model_file, precision=precision))
+    atomic_write_text(out / "config.intgemm8bitalpha.yml", DECODER_YML.format(
+        model=model_file, precision=precision, length_factor=tokenizer.max_length_factor or FIREFOX_LENGTH_FACTOR))
     return [model_file, "vocab.spm", "lex.s2t.bin", "tokenizer.json", "config.intgemm8bitalpha.yml"]
 

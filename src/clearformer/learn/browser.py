@@ -41,7 +41,7 @@ from clearformer.learn.questions import Question
 from clearformer.load import load_model
 from clearformer.record import trace
 from clearformer.store.cachedir import cache_dir, cache_root, check_cache_entry, check_cache_folder
-from clearformer.tokenize import encode_source
+from clearformer.tokenize import encode_source, mask_placeholders
 
 DIRECTION = "en-pt"
 RUN_NAME = "firefox-en-pt"
@@ -175,7 +175,7 @@ def read_sentence(sentence: str) -> BrowserReading:
     run, model, tokenizer, scales, engine = student()
     source = encode_source(tokenizer, sentence)
     options = DecodingOptions()
-    tokens = search_tokens(model, tokenizer, options)
+    tokens = search_tokens(model, tokenizer, options).for_sources([mask_placeholders(tokenizer, sentence)])
     src = torch.tensor([source])
     with torch.no_grad():
         output = decode_ids(model, src, options, tokens)[0]

@@ -50,7 +50,7 @@ class TokenEmbedding(nn.Module):
 
 def sinusoidal_table(length: int, d_model: int, base: float = 10000.0,
                      device: torch.device | None = None, dtype: torch.dtype = torch.float32,
-                     layout: str = "interleaved") -> torch.Tensor:
+                     layout: str = "interleaved", timescales: str = "paper") -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)).
 
     Returns (length, d_model), even columns sine and odd columns cosine (interleaved, as in the
@@ -58,10 +58,15 @@ def sinusoidal_table(length: int, d_model: int, base: float = 10000.0,
     `dtype` (float64 for the worked-example checker, which compares up to 8+ written decimals).
     layout="halves" puts every sine first and every cosine after (Marian's table: column i = sin,
     column d/2 + i = cos): the same numbers, permuted.
+    timescales="tensor2tensor" turns pair i at pos / base^(i/(d/2 - 1)) instead of pos / base^(i/(d/2)):
+    the frequencies then run from 1 down to exactly 1/base (tensor2tensor's timing signal, which Marian's
+    C++ engine computes, and so Firefox's students were trained with). The paper's slowest pair stops one
+    step short of 1/base.
     """
     position = torch.arange(length, dtype=torch.float64, device=device).unsqueeze(1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)
-    angle = position / torch.pow(torch.tensor(base, dtype=torch.float64), two_i / d_model)
+    pair = torch.arange((d_model + 1) // 2, dtype=torch.float64, device=device)  # i: one per sine column
+    exponent = pair / max(d_model // 2 - 1, 1) if timescales == "tensor2tensor" else 2 * pair / d_model
+    angle = position / torch.pow(torch.tensor(base, dtype=torch.float64), exponent)
     table = torch.zeros(length, d_model, dtype=torch.float64, device=device)
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
@@ -77,19 +82,24 @@ class SinusoidalPositionalEncoding(nn.Module):
     extends it on the fly, since the formula is defined for every position.
     """
 
-    def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0, layout: str = "interleaved") -> None:
+    def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0, layout: str = "interleaved",
+                 timescales: str = "paper") -> None:
         super().__init__()
         self.d_model = d_model
         self.base = base
         self.layout = layout  # "interleaved" (the paper) or "halves" (Marian)
-        self.register_buffer("table", sinusoidal_table(max_len, d_model, base, layout=layout), persistent=False)
+        self.timescales = timescales  # "paper", or "tensor2tensor" (Marian's C++ engine)
+        self.register_buffer("table", self._table(max_len), persistent=False)
+
+    def _table(self, length: int, device: torch.device | None = None) -> torch.Tensor:
+        return sinusoidal_table(length, self.d_model, self.base, device=device, layout=self.layout,
+                                timescales=self.timescales)
 
     def encoding(self, length: int, offset: int = 0) -> torch.Tensor:
         """The (length, d_model) rows for positions offset .. offset+length-1."""
         needed = offset + length
         if needed > self.table.shape[0]:
-            self.table = sinusoidal_table(max(needed, 2 * self.table.shape[0]), self.d_model, self.base,
-                                          device=self.table.device, layout=self.layout)
+            self.table = self._table(max(needed, 2 * self.table.shape[0]), self.table.device)
         return self.table[offset:needed]
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -125,9 +135,10 @@ class NoPositions(nn.Module):
         return x
 
 
-def build_positions(kind: str, d_model: int, max_len: int, layout: str = "interleaved") -> nn.Module:
+def build_positions(kind: str, d_model: int, max_len: int, layout: str = "interleaved",
+                    timescales: str = "paper") -> nn.Module:
     if kind == "sinusoidal":
-        return SinusoidalPositionalEncoding(d_model, max_len, layout=layout)
+        return SinusoidalPositionalEncoding(d_model, max_len, layout=layout, timescales=timescales)
     if kind == "learned":
         return LearnedPositionalEmbedding(d_model, max_len)
     return NoPositions()  # "rope" and "none": attention handles (or skips) positions
@@ -141,7 +152,8 @@ class InputEmbedding(nn.Module):
         """One side's embedding of `vocab_size` tokens, sized and switched by a ModelConfig (`zero_start`:
         the decoder side of a config with zero_start)."""
         tokens = TokenEmbedding(vocab_size, config.d_model, config.scale_embedding, config.pad_id)
-        positions = build_positions(config.positional, config.d_model, config.max_len, config.position_layout)
+        positions = build_positions(config.positional, config.d_model, config.max_len, config.position_layout,
+                                    config.position_timescales)
         return cls(tokens, positions, config.dropout, zero_start)
 
     def __init__(self, tokens: TokenEmbedding, positions: nn.Module, dropout: float = 0.0,

@@ -43,7 +43,7 @@ class Batching:
 
 @dataclass
 class _Request:
-    sources: list[list[int]]
+    sources: list  # one item per sentence, as the decode function takes them (ids, with how they were masked)
     future: Future = field(default_factory=Future)
     arrived: float = field(default_factory=time.monotonic)
 
@@ -51,7 +51,7 @@ class _Request:
 class BatchQueue:
     """`submit(sources)` -> Future[list[str]]; see the module docstring."""
 
-    def __init__(self, decode: Callable[[list[list[int]]], Sequence[str]], max_batch: int, wait_s: float,
+    def __init__(self, decode: Callable[[list], Sequence[str]], max_batch: int, wait_s: float,
                  capacity: int) -> None:
         if max_batch < 1 or wait_s < 0 or capacity < 1:
             raise ValueError(f"max_batch >= 1, wait_s >= 0, capacity >= 1 (got {max_batch}, {wait_s}, {capacity})")
@@ -64,7 +64,7 @@ class BatchQueue:
         self._worker = threading.Thread(target=self._run, name="clearformer-batcher", daemon=True)
         self._worker.start()
 
-    def submit(self, sources: list[list[int]]) -> Future:
+    def submit(self, sources: list) -> Future:
         request = _Request(sources)
         if not sources:
             request.future.set_result([])

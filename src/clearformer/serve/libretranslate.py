@@ -35,8 +35,8 @@ from fastapi.responses import JSONResponse
 from clearformer.catalog.formats import repair_placeholders
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.source import prepare_sources
-from clearformer.generate.translate import join_pieces, translate_ids
+from clearformer.generate.source import Pieces, prepare_sources
+from clearformer.generate.translate import join_pieces, translate_pieces
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve.batcher import Batching, BatchQueue
@@ -150,8 +150,10 @@ class TranslationService:
         self.masks = bool(tokenizer.mask_placeholders)
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
 
-    def _decode(self, sources: list[list[int]]) -> list[str]:
-        return translate_ids(self.model, self.tokenizer, sources, self.decoding)
+    def _decode(self, sources: list[tuple[list[int], Masked]]) -> list[str]:
+        """Sources of several requests (ids, as masked) -> their translations, placeholders restored."""
+        pieces = Pieces.whole([ids for ids, _ in sources], [masked for _, masked in sources])
+        return translate_pieces(self.model, self.tokenizer, pieces, self.decoding)
 
     def lines(self, request: TranslateRequest) -> tuple[list[_Line], list[str]]:
         """Each text cut into lines (blank lines and the spaces around a line kept), and the model's inputs."""
@@ -183,11 +185,11 @@ class TranslationService:
             raise RequestError(400, str(error)) from None
         # shield: a client that hangs up leaves its sentences to finish in their batch (others wait on it).
         try:
-            future = self.queue.submit(pieces.sources)
+            future = self.queue.submit(list(zip(pieces.sources, pieces.masks, strict=True)))
         except Busy as error:  # LibreTranslate's "slow down"
             raise RequestError(429, str(error)) from None
         outputs = await asyncio.shield(asyncio.wrap_future(future))
-        translated = join_pieces(pieces.restore(outputs), pieces.owners, pieces.count)
+        translated = join_pieces(outputs, pieces.owners, pieces.count)  # restored by `_decode`
         texts: list[list[str]] = [[] for _ in request.texts]
         for line in lines:
             if line.masked is None:

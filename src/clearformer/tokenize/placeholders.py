@@ -200,6 +200,13 @@ class Masked:
     # its stand-in piece spells (tokenize/standins.py); empty: it stays visible.
     spelled: tuple[str, ...] = ()
 
+    @property
+    def owes_copies(self) -> bool:
+        """Whether decoding must copy this source's placeholder pieces exactly (generate/constraints.py):
+        always, except where numerals stand in for placeholders and none was masked, since the numerals of
+        such a sentence are its own, which a translation may write as it likes ("31.7" -> "31,7")."""
+        return bool(self.originals) or not self.spelled
+
 
 def mask(text: str, extra: tuple[str, ...] = (), limit: int = RESERVED_COUNT) -> Masked:
     """The i-th placeholder of `text` -> ｟ph{i}｠; more than `limit` (<= RESERVED_COUNT; fewer where a vocabulary

@@ -4,7 +4,8 @@ and all that the rest of clearformer may ask of one (no probing with getattr/has
     text  --encode-->  ids (no <bos>/<eos>: encode_source and the batches frame them)  --decode-->  text
 
 The special ids are the vocabulary's; a vocabulary without one of them (GPT-2's has only <|endoftext|>)
-gives that same id for each. The facts (source_eos, length_ratio, mask_placeholders, placeholder_patterns)
+gives that same id for each. The facts (source_eos, length_ratio, max_length_factor, mask_placeholders,
+placeholder_patterns)
 are tokenize/facts.py's; `placeholder_ids` is () when nothing is masked.
 """
 
@@ -24,6 +25,7 @@ class Tokenizer(Protocol):
     eos_id: int
     source_eos: bool
     length_ratio: float
+    max_length_factor: float
     mask_placeholders: bool
     placeholder_patterns: tuple[str, ...]
 

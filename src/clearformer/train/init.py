@@ -31,10 +31,12 @@ import torch
 
 from clearformer.data.deb import sha256_file
 from clearformer.errors import UserError
+from clearformer.limits import MAX_JSON_FILE_BYTES
 from clearformer.load import load_model, read_config
 from clearformer.model.build import build_model
+from clearformer.store.atomic import atomic_write_bytes
 from clearformer.store.checkpoint import META_FILE, WEIGHTS_FILE, model_tensors
-from clearformer.store.safeio import read_json
+from clearformer.store.safeio import read_bytes, read_json
 from clearformer.train.options import FREEZABLE, Recipe, StartOptions
 
 # Flags that would change what --init keeps: the tokenizer, the vocabulary, the architecture (field -> flag).
@@ -42,6 +44,8 @@ REFUSED_WITH_INIT = {"preset": "--preset", "arch": "--arch", "tie": "--tie", "to
                      "vocab_size": "--vocab-size", "placeholder_pieces": "--placeholder-pieces",
                      "source_eos": "--source-eos", "mask_placeholders": "--mask-placeholders",
                      "placeholder_patterns": "--placeholder-pattern"}
+# Files of an imported run that are not weights, tokenizer or config (interop/firefox.py), kept by a fine-tuned run.
+COMPANION_FILES = ("MODEL_LICENSE.txt", "provenance.json", "engine_tokenizer.json")
 # The recipe when --init is given (flags still override each field): a third of the from-scratch peak rate, a
 # 100-step warmup. BENCHMARKS.md, "Fine-tuning: the recipe (train --init)": from a 2-minute en-fr-software base
 # onto en-fr-bible, the from-scratch schedule lowered the new domain's validation loss fastest (a base that weak
@@ -118,6 +122,19 @@ def load_init(start: StartOptions, recipe: Recipe):
     preset = meta.get("preset") if isinstance(meta.get("preset"), str) else None
     record = InitRecord(str(run), run.resolve().name, sha256_file(run / WEIGHTS_FILE), step, preset)
     return tokenizer, model.train(), record
+
+
+def carry_companions(start: Path, run_dir: Path) -> list[str]:
+    """Copy the starting run's companion files into the new run (the names written): an imported model's licence
+    notice (MPL-2.0 asks that it travel with the weights, fine-tuned or not), its provenance and the engine's own
+    tokenizer file, without which `export --to marian-bin` cannot ship the run back to its engine."""
+    copied = []
+    for name in COMPANION_FILES:
+        source = Path(start) / name
+        if source.is_file() and not source.is_symlink():
+            atomic_write_bytes(run_dir / name, read_bytes(source, MAX_JSON_FILE_BYTES, missing="missing"))
+            copied.append(name)
+    return copied
 
 
 def freeze(model: torch.nn.Module, parts: tuple[str, ...]) -> int:

@@ -28,7 +28,7 @@ from clearformer.store.checkpoint import load_weights_into
 from clearformer.store.runs import check_latest_if_default
 from clearformer.tokenize import encode_source
 from clearformer.train import corpus, distributed, rundir, state
-from clearformer.train.init import InitRecord, freeze, load_init
+from clearformer.train.init import InitRecord, carry_companions, freeze, load_init
 from clearformer.train.options import TrainOptions
 from clearformer.train.task import TranslationTask, paper_adam
 
@@ -141,6 +141,7 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
         init_record = InitRecord.from_dict(start.trainer_state.get("init"))
     elif options.start.init is not None:  # fine-tuning: the run's tokenizer, config and weights (train/init.py)
         tokenizer, model, init_record = load_init(options.start, options.recipe)
+        carry_companions(options.start.init, run_dir)
     else:
         tokenizer = corpus.build_tokenizer(options.vocabulary, splits["train"], options.loop.seed)
         config = model_config(options, len(tokenizer), tokenizer.pad_id)
@@ -156,7 +157,9 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     valid_pairs = [pair for pair in splits["valid"] if len(encode_source(tokenizer, pair[0])) <= model.config.max_len]
     if not train:
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
-    if not resume:  # a resumed run keeps the ratio its first start measured
+    # A resumed run keeps the ratio its first start measured. A run fine-tuned from an imported model (ratio 0:
+    # no brevity rule) keeps none either, so that it decodes as the engine it goes back to (export --to marian-bin).
+    if not resume and (init_record is None or tokenizer.length_ratio > 0):
         tokenizer.length_ratio = corpus.length_ratio(train, tokenizer.source_eos)
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
                            dropped, FlopCount.of(model))

@@ -1,0 +1,34 @@
+"""Placeholders with Firefox's shipped model: its vocabulary has no reserved tokens, so the import turns numerals
+into stand-ins (tokenize/standins.py) and decoding copies every placeholder exactly; a sentence without one
+decodes exactly as the engine does (its numerals are its own: "31.7" may become "31,7")."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from clearformer.generate import DecodingOptions, translate
+from clearformer.load import load_model
+from clearformer.tokenize.placeholders import find
+
+# Messages written for this test in the style of a program's catalogue: printf, positional, braces, markup.
+MESSAGES = [
+    "Delete %d files from %s?", "Could not open '%s': %s", "Copying %1$s to %2$s", "Unable to read link '%.255s'",
+    "%s: invalid option -- '%c'", "Downloaded {0} of {1} files", "Really delete the folder “{0}”?",
+    "The file <b>%s</b> already exists.", "%d%% complete", "Saved %zu bytes in %.2f seconds",
+    "Page %d of %d", "Welcome, %s! You have %d new messages.", "Cannot create directory %s", "%s is not a number",
+    "Removing {name} from {group}", "Press %s to continue or %s to quit.", "Error %d: %s",
+    "Line %ld is longer than %ld characters", "Connected to %s on port %u", "%s, %s and %s selected",
+]
+PLAIN = ["There are 3 files in the folder.", "It ends level on BLEU (31.9 against 31.7 on test).",
+         "Chapter 12 starts on page 3."]
+
+
+def test_the_shipped_model_keeps_every_placeholder_exactly(firefox_runs, engine):
+    model, tokenizer, _ = load_model(firefox_runs["en-pt"])
+    assert tokenizer.mask_placeholders and tokenizer.stand_ins is not None
+    ours = translate(model, tokenizer, MESSAGES, DecodingOptions(batch_size=8))
+    for source, output in zip(MESSAGES, ours, strict=True):
+        assert Counter(find(output)) == Counter(find(source)), (source, output)
+        assert "｟" not in output
+    # and a sentence without placeholders is the engine's translation, numerals and all
+    assert translate(model, tokenizer, PLAIN) == [engine("en-pt").translate(s) for s in PLAIN]

@@ -6,14 +6,15 @@ clearformer's own model and search running the imported student (interop/firefox
   * the architecture, read from the run's config (not restated): tied embeddings, 6 encoder and 2 decoder
     layers, the SSRU in place of the decoder's self-attention, the parameter count and the two files' sizes;
   * the shortlist: how many of the 32,000 pieces the output layer scores for this sentence;
-  * int8: the weights ARE int8 / scale exactly (dequantizing changes no weight), so what the engine does
+  * int8: the weights ARE int8 / scale exactly (dequantizing changes no weight), so what an int8 engine does
     differently is its arithmetic. Measured two ways: (a) clearformer's float32 forward against the same
-    forward with every int8 layer's input rounded as the engine rounds it (its fixed `*_QuantMultA`
-    activation scales, round to nearest, clamp to ±127; the output layer kept in float, its scale being
-    unused in the file): the largest logit change over the candidates along the translation, and whether
-    greedy decoding picks other tokens; (b) the package's own engine (`_direction("en-pt").translate`, its
-    int8 arithmetic, the oracle of tests/firefox/) against clearformer's translation: equal or not.
-    docs/firefox.md says why (a) does not reproduce the engine entirely.
+    forward with every int8 layer's input rounded as the browser's engine (Bergamot's intgemm) rounds it (its
+    fixed `*_QuantMultA` activation scales, round to nearest, clamp to ±127; the output layer kept in float,
+    its scale being unused in the file): the largest logit change over the candidates along the translation,
+    and whether greedy decoding picks other tokens; (b) the package's own engine (`_direction("en-pt")
+    .translate`, float32 from the int8 weights, the oracle of tests/firefox/) against clearformer's
+    translation: equal or not (equal on every test sentence: docs/firefox.md, "Token for token");
+  * the positions: Marian's sinusoid, read from the run's config (its layout and timescales).
 
 The student lives in the cache folder's `firefox-en-pt/` (store/cachedir.py), imported from the installed
 package on first use, like the toy model (learn/toy.py): `clearformer learn --checkpoint` names the toy
@@ -136,7 +137,7 @@ class BrowserReading:
     source_pieces: list[str]
     target_pieces: list[str]            # clearformer's greedy output pieces
     translation: str                    # clearformer's (float32 on the dequantized weights, shortlist on)
-    engine_translation: str             # the package's own engine (int8 arithmetic)
+    engine_translation: str             # the package's own engine (float32 from the int8 weights)
     translation_full_vocab: str         # clearformer with --shortlist off
     candidates: int                     # the shortlist's candidate set for this sentence
     vocab: int                          # Marian's vocabulary (the run's added <pad> not counted)
@@ -148,6 +149,7 @@ class BrowserReading:
     attention: str
     tie_embeddings: str
     d_model: int
+    position_timescales: str            # "tensor2tensor": Marian's sinusoid (model/embedding.py)
     parameters: int
     int8_file_bytes: int
     float_file_bytes: int
@@ -202,6 +204,7 @@ def read_sentence(sentence: str) -> BrowserReading:
         largest_logit_change=float(change.max()), largest_change_step=int(change.argmax()),
         n_encoder_layers=model.config.n_encoder_layers, n_decoder_layers=model.config.n_decoder_layers,
         attention=model.config.attention, tie_embeddings=str(model.config.tie_embeddings), d_model=model.config.d_model,
+        position_timescales=model.config.position_timescales,
         parameters=model.num_parameters(), int8_file_bytes=package_files(DIRECTION)["model"].stat().st_size,
         float_file_bytes=(run / "model.safetensors").stat().st_size, ssru_step=position,
         ssru_prev_cell=previous.tolist(), ssru_gate=recorder.get(f"{ssru}.forget_gate")[0, position].tolist(),
@@ -210,7 +213,8 @@ def read_sentence(sentence: str) -> BrowserReading:
 
 # ----------------------------------------------------------------------------- what the lesson shows and asks
 
-PAPER = {"layers": "6 encoder, 6 decoder", "d_model": 512, "decoder": "masked multi-head self-attention"}
+PAPER = {"layers": "6 encoder, 6 decoder", "d_model": 512, "decoder": "masked multi-head self-attention",
+         "positions": "sin, cos interleaved; pos/10000^(2i/d)"}
 SSRU_TOLERANCE = 1e-3  # the table prints 5 decimals: three products of numbers below ~20 stay within it
 
 
@@ -239,7 +243,7 @@ def browser_table(sentence: str, checkpoint=None) -> str:
              f"{RUN_NAME}/) on your sentence, pieces {' '.join(r.source_pieces)}:",
              f"  clearformer (float32, dequantized weights, shortlist on): {r.translation!r}   "
              f"[{' '.join(r.target_pieces)}]",
-             f"  the package's own engine (int8 arithmetic):               {r.engine_translation!r}   "
+             f"  the package's own engine (float32, the same weights):     {r.engine_translation!r}   "
              f"{same(r.translation, r.engine_translation)}",
              f"  clearformer, shortlist off (all {r.vocab} pieces scored): {r.translation_full_vocab!r}   "
              f"{same(r.translation, r.translation_full_vocab)}", "",
@@ -249,12 +253,15 @@ def browser_table(sentence: str, checkpoint=None) -> str:
              row("layers", PAPER["layers"], f"{r.n_encoder_layers} encoder, {r.n_decoder_layers} decoder"),
              row("decoder's self", PAPER["decoder"], f"attention={r.attention!r} (a recurrence)"),
              row("d_model", str(PAPER["d_model"]), str(r.d_model)),
+             row("positions", PAPER["positions"], "every sine, then every cosine; pos/10000^(i/(d/2-1))"
+                 if r.position_timescales == "tensor2tensor" else "pos/10000^(2i/d)"),
              f"  parameters      student: {r.parameters:,} (the run's count, with its added <pad> row)",
              f"  weights file    int8 in the browser: {r.int8_file_bytes:,} bytes; float32 in the run: "
              f"{r.float_file_bytes:,} bytes", "",
              "int8, measured on your sentence. Dequantizing changes no weight: each is int8 / scale, which float32 "
-             "holds exactly. What differs is the arithmetic: the engine also rounds each int8 layer's input to "
-             "int8 (its fixed *_QuantMultA scale). clearformer's forward with that rounding against without it:",
+             "holds exactly (the package's engine computes in float32 from them too). What the browser's engine "
+             "does differently is the arithmetic: it also rounds each int8 layer's input to int8 (its fixed "
+             "*_QuantMultA scale). clearformer's forward with that rounding against without it:",
              f"  largest logit change over the candidates: {r.largest_logit_change:.4f} (output position "
              f"{r.largest_change_step}); greedy: {r.int8_translation!r}, "
              f"{'the same tokens' if r.int8_translation == r.translation else 'OTHER tokens'}",
@@ -293,18 +300,22 @@ def ask_browser(run) -> tuple[Question, list]:
 
 CONCEPT = (
     "Firefox translates in the browser with a 'student': a small model distilled from a large one, built for a "
-    "CPU in a web page. It is still the paper's encoder-decoder, with four changes, each a config choice of "
+    "CPU in a web page. It is still the paper's encoder-decoder, with these changes, each a config choice of "
     "clearformer's own model (docs/firefox.md). (1) Tied embeddings (paper 3.4): one 32,000 x 256 matrix is the "
     "source embedding, the target embedding and the output projection. (2) Depth where it is cheap: 6 encoder "
     "layers (run once per sentence) but only 2 decoder layers (run once per output token). (3) The SSRU (Kim et "
     "al. 2019) instead of the decoder's masked self-attention: f_t = sigmoid(x_t W_f + b_f), c_t = f_t * c_(t-1) "
     "+ (1 - f_t) * (x_t W), h_t = ReLU(c_t): a recurrence with no matrix on its state, whose cache is one cell "
     "instead of every earlier key and value. (4) int8 weights: each matrix is stored as integers in [-127, 127] "
-    "and one scale (127 / max|W|), a quarter of float32's bytes; the engine multiplies int8 by int8. clearformer "
-    "imports them dequantized (int8 / scale) and computes in float32. And (5) a lexical shortlist: the output "
-    "layer scores only the pieces a table learnt from word alignments lists for the source pieces, not all "
-    "32,000. Below, measured on your sentence: the student's translation by clearformer and by the package's "
-    "own engine, what int8 arithmetic changes, the shortlist's size, and one step of the SSRU.")
+    "and one scale (127 / max|W|), a quarter of float32's bytes; the browser's engine multiplies int8 by int8. "
+    "clearformer imports them dequantized (int8 / scale) and computes in float32, as the Python package's engine "
+    "does. (5) A lexical shortlist: the output layer scores only the pieces a table learnt from word alignments "
+    "lists for the source pieces, not all 32,000. And one difference nobody set out to make: (6) Marian's "
+    "sinusoid turns column pair i at pos / 10000^(i/(d/2-1)), not the paper's pos / 10000^(2i/d) (timescales "
+    "from 1 to exactly 10000): close at the start of a sentence, a few hundredths of a radian apart by position "
+    "20, and read with the paper's formula 19 of 260 test translations come out otherwise. Below, measured on "
+    "your sentence: the student's translation by clearformer and by the package's own engine, what int8 "
+    "arithmetic would change, the shortlist's size, and one step of the SSRU.")
 
 SNIPPET = '''import numpy as np
 from clearformer.config import preset

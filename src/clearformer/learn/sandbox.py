@@ -94,10 +94,6 @@ class ChildRun:
         found = [e for e in self.events if e.get("event") == kind]
         return found[-1] if found else None
 
-    @property
-    def done(self) -> dict | None:
-        return self.last("done")
-
     def ended(self) -> str:
         """How the process ended, in words (for a child that did not report)."""
         code = self.returncode

@@ -86,6 +86,8 @@ def read_events(events: list[dict], cases: int) -> tuple[dict[int, dict], int | 
             else:
                 by_case[index] = event
         elif kind == "done":
+            if set(event) - {"event"} not in (set(), {"unusable"}, {"internal"}):
+                raise Malformed("a 'done' the checker's child does not send")
             done = event
     return by_case, last_case, stage, done
 

@@ -60,7 +60,7 @@ class Report:
     exercise: str
     file: str
     results: list[CaseResult] = field(default_factory=list)
-    stopped: str | None = None   # the learner's code ran past the time limit or ended the process
+    stopped: str | None = None   # past the time limit, the process ended, or what came back is not believed
 
     @property
     def ok(self) -> bool:
@@ -181,7 +181,7 @@ def judge_run(run: ChildRun, item: Exercise, path: Path, cases: list[Case], time
         if results.stopped is not None:
             report.stopped = results.stopped
             return report
-        report.results = [judge_result(item, case, results.by_case[index], path) for index, case in enumerate(cases)]
+        report.results = [judge_result(item, case, results.by_case[index]) for index, case in enumerate(cases)]
     except Malformed as error:
         report.results, report.stopped = [], f"{path}: the checker's report holds {error}: not believed"
     return report
@@ -192,7 +192,7 @@ def starter_raised(error: Raised, path: Path) -> bool:
     return error.isa("NotImplementedError") and error.where != str(path)
 
 
-def judge_result(item: Exercise, case: Case, event: dict, path: Path) -> CaseResult:
+def judge_result(item: Exercise, case: Case, event: dict) -> CaseResult:
     """One case: the value the learner's function returned, compared; or what it raised, named."""
     fields = set(event) - {"event", "index"}
     if fields == {"value"}:

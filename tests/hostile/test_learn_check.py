@@ -280,3 +280,244 @@ def test_a_fifo_and_a_folder_are_not_files(tmp_path, capsys):
     for path in (fifo, tmp_path):
         line = one_line_answer(*run(["learn", "check", "causal-mask", str(path)], capsys), 2)
         assert "not a file" in line
+
+
+# ----------------------------------------------------------------------------- the verdict is the parent's (issue 41)
+# The child only runs the learner's functions and sends back what they returned; the checker's own process builds the
+# cases and judges. Code in the child's process that patches the checker there, finds its Events object (and the run's
+# token) with gc, or writes anything at all into the pipe changes what the parent reads, never how it judges: a wrong
+# answer stays wrong (exit 1 or 2, one line or the report), and nothing the child sends raises in the parent.
+
+def check_source(source: str, tmp_path: Path, capsys) -> tuple[int, str, str]:
+    """`learn check causal-mask mine.py` on `source`: (exit code, stdout, stderr)."""
+    path = tmp_path / "mine.py"
+    path.write_text(source, encoding="utf-8")
+    return run(["learn", "check", "causal-mask", str(path)], capsys)
+
+
+WRONG = '''
+import torch
+
+
+def causal_mask(size):
+    return torch.ones(size, size, dtype=torch.bool)   # wrong: every position may attend to the future
+'''
+
+# What code in the child's process can reach: the Events object, its descriptor and the run's token.
+FIND_EVENTS = '''
+import base64, gc, json, os
+events = next(o for o in gc.get_objects() if type(o).__name__ == "Events")
+
+
+def send(**fields):
+    """A line as the checker's child writes it, the run's token included."""
+    os.write(events.fd, (json.dumps({**fields, "token": events.token}) + "\\n").encode())
+
+
+def right_mask(size):
+    data = bytes(1 if j <= i else 0 for i in range(size) for j in range(size))
+    return {"tensor": {"dtype": "bool", "shape": [size, size], "data": base64.b64encode(data).decode()}}
+
+
+PASSING = {"exercise": "causal-mask", "file": __file__, "stopped": None,
+           "results": [{"case": f"case {i}", "ok": True} for i in range(5)]}
+'''
+
+ATTACKS = {
+    # name: code at the top of the learner's file, before its wrong causal_mask
+    "patches the checker's comparison in its own process": '''
+import clearformer.learn.check as check
+import clearformer.learn.diagnose as diagnose
+
+check.compare = check.compare_tensor = check.compare_real_rows = lambda *args, **kwargs: None
+check.judge = lambda item, case, got: check.CaseResult(case.name, True)
+diagnose.diagnose = lambda *args, **kwargs: None
+''',
+    "finds the token with gc, writes a passing done and exits": FIND_EVENTS + '''
+send(event="done", report=PASSING)
+os._exit(0)
+''',
+    "rewrites the child's own done into a passing report": FIND_EVENTS + '''
+type(events).__call__ = lambda self, event, **fields: send(event=event, **({"report": PASSING} if event == "done"
+                                                                             else fields))
+''',
+    "sends the right masks as results ahead of its own": FIND_EVENTS + '''
+for index, size in enumerate((4, 6, 1, 2, 10)):
+    send(event="result", index=index, value=right_mask(size))
+''',
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_code_in_the_childs_process_cannot_make_a_wrong_answer_pass(attack, tmp_path, capsys):
+    code, out, err = check_source(ATTACKS[attack] + WRONG, tmp_path, capsys)
+    assert code == 1 and not err and "Traceback" not in out, (code, out, err)
+    assert out.splitlines()[-1].startswith("wrong: "), out
+    if attack.startswith("patches"):  # the child's patched functions judge nothing: the parent's report, in full
+        assert "seed 002: <START> Je t' aime (4) ... WRONG" in out and "first wrong cell [0, 1]" in out, out
+
+
+GARBAGE = {
+    # name: (what the learner's code writes into the pipe at import, words of the one line)
+    "bytes that are not JSON, without the token": ("os.write(events.fd, b'\\xff\\xfe{not json\\n')",
+                                                   "lines it did not write"),
+    "JSON nested 200000 deep, without the token": ("os.write(events.fd, b'[' * 200_000 + b'\\n')",
+                                                   "lines it did not write"),
+    "a line past the size the checker reads": ("os.write(events.fd, b'x' * (5 << 20))", "more than 4 MiB"),
+    "with the token: a string for the case index": ("send(event='result', index='0', value=right_mask(4))",
+                                                    "not believed"),
+    "with the token: NaN for the case index": ("send(event='result', index=float('nan'), value=right_mask(4))",
+                                               "not believed"),
+    "with the token: a case that does not exist": ("send(event='result', index=99, value=right_mask(4))",
+                                                   "not believed"),
+    "with the token: a tensor of 10^12 x 10^12 cells": (
+        "send(event='result', index=0, value={'tensor': {'dtype': 'float64', 'shape': [10**12, 10**12], "
+        "'data': ''}})", "not believed"),
+    "with the token: data that is not base64": (
+        "send(event='result', index=0, value={'tensor': {'dtype': 'bool', 'shape': [4, 4], 'data': '!!'}})",
+        "not believed"),
+    "with the token: fewer bytes than the shape needs": (
+        "send(event='result', index=0, value={'tensor': {'dtype': 'float64', 'shape': [4, 4], 'data': 'AAAA'}})",
+        "not believed"),
+    "with the token: a dtype torch does not read back": (
+        "send(event='result', index=0, value={'tensor': {'dtype': 'object', 'shape': [1], 'data': 'AA=='}})",
+        "not believed"),
+    "with the token: a value nested past any result": (
+        "v = {'int': 1}\nfor _ in range(50):\n    v = {'list': [v], 'length': 1}\nsend(event='result', index=0, "
+        "value=v)", "not believed"),
+    "with the token: an event of no known kind": ("send(event='verdict', ok=True)", "not believed"),
+    "with the token: a done with the report of a pass, and no results": ("send(event='done', report=PASSING)",
+                                                                          "not believed"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GARBAGE))
+def test_anything_written_into_the_pipe_gives_one_line_and_never_a_pass(case, tmp_path, capsys):
+    writes, words = GARBAGE[case]
+    # a right mask: only what was written into the pipe can fail it
+    line = one_line_answer(*check_source(FIND_EVENTS + writes + "\n" + RIGHT, tmp_path, capsys), 1)
+    assert line.startswith("wrong: ") and words in line, line
+
+
+RETURNS = {
+    # name: (what causal_mask returns, words of the report)
+    "NaN in every cell": ("torch.full((size, size), float('nan'))", "dtype torch.float32, expected torch.bool"),
+    "a tensor far larger than the checker reads back (64 MiB)": ("torch.zeros(4096, 4096)",
+                                                                 "shape (4096, 4096), expected (4, 4)"),
+    "a list nested 10000 deep": ("functools.reduce(lambda inner, _: [inner], range(10_000), [])",
+                                 "returned list, expected a torch.Tensor"),
+    "an object whose methods raise": ("type('Hostile', (), {'__getattr__': lambda self, name: 1 / 0})()",
+                                      "returned Hostile, expected a torch.Tensor"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RETURNS))
+def test_whatever_the_function_returns_is_judged_by_the_parent(case, tmp_path, capsys):
+    returned, words = RETURNS[case]
+    source = f"import functools\nimport torch\n\n\ndef causal_mask(size):\n    return {returned}\n"
+    code, out, err = check_source(source, tmp_path, capsys)
+    assert code == 1 and not err and "Traceback" not in out and len(out) < 5000, (code, out, err)
+    assert words in out and out.splitlines()[-1].startswith("wrong: "), out
+
+
+def test_the_verdict_depends_on_the_results_alone_not_on_the_token(tmp_path):
+    """The parent's judgement of a child's events, with no child and no token at all: the right results pass, a
+    'done' that carries a passing report (today's forgery) and no results does not."""
+    from clearformer.learn.check import judge_run
+    from clearformer.learn.exercises import exercise
+    from clearformer.learn.sandbox import ChildRun
+    from clearformer.learn.wire import encode
+
+    item = exercise("causal-mask")
+    cases = item.cases()
+    path = tmp_path / "mine.py"
+    path.write_text(RIGHT, encoding="utf-8")
+    start = [{"event": "ready"}, {"event": "stage", "stage": "cases"}]
+    results = [{"event": "result", "index": i, "value": encode(case.expected)} for i, case in enumerate(cases)]
+    passing = {"exercise": item.name, "file": str(path), "stopped": None,
+               "results": [{"case": case.name, "ok": True} for case in cases]}
+    right = judge_run(ChildRun(start + results + [{"event": "done"}], returncode=0), item, path, cases, 60.0)
+    assert right.ok and len(right.results) == len(cases)
+    forged = judge_run(ChildRun(start + [{"event": "done", "report": passing}], returncode=0), item, path, cases,
+                       60.0)
+    assert not forged.ok and "not believed" in forged.stopped
+    wrong = [{**event, "value": encode(~case.expected)} for event, case in zip(results, cases, strict=True)]
+    assert not judge_run(ChildRun(start + wrong + [{"event": "done"}], returncode=0), item, path, cases, 60.0).ok
+
+
+@pytest.mark.parametrize("data", [b"[" * 100_000 + b"\n", b'{"a":' * 100_000 + b"\n", b"\xff" * 1000 + b"\n",
+                                  b'{"event": "result", "token": "t", "index": 1e999}\n', b"1" * 5000 + b"\n"])
+def test_the_event_reader_never_raises(data, tmp_path):
+    from clearformer.learn.sandbox import ChildRun, EventReader
+
+    (tmp_path / "events").write_bytes(data)   # a file, not a pipe: the lines are larger than a pipe's buffer
+    read = os.open(tmp_path / "events", os.O_RDONLY)
+    run, reader = ChildRun(), EventReader(read, "t")
+    reader.pump(run, final=True)
+    os.close(read)
+    assert run.damaged or run.events, data[:40]
+
+
+CAPSTONE_ATTACKS = {
+    # name: code at the top of a transformer.py whose embedding forgets the sqrt(d_model) scale
+    "patches the capstone's comparison in its own process": '''
+import clearformer.learn.capstone as capstone
+
+capstone.first_difference = capstone._differ = lambda *args, **kwargs: None
+''',
+    "replaces the capstone's whole check in its own process with a passing report": '''
+import clearformer.learn.capstone as capstone
+
+PASSING = {"exercise": "transformer", "file": __file__, "stopped": None, "results": [{"case": "all", "ok": True}]}
+capstone.check_learner = lambda *args, **kwargs: {"report": PASSING}
+''',
+    "finds the token with gc, writes a passing done and exits": FIND_EVENTS + '''
+send(event="done", report={**PASSING, "exercise": "transformer"})
+os._exit(0)
+''',
+}
+
+
+@pytest.fixture
+def capstone_folder(tmp_path):
+    """Every exercise's worked solution, and lesson 15's with its embedding unscaled (a wrong model)."""
+    from clearformer.learn.capstone_source import solution_text
+    from clearformer.learn.exercises import EXERCISES
+    from clearformer.learn.solutions import solution_text as worked
+
+    for item in EXERCISES:
+        (tmp_path / item.filename).write_text(worked(item.name), encoding="utf-8")
+    wrong = solution_text().replace("x = self.table(ids) * math.sqrt(self.d_model)", "x = self.table(ids)")
+    assert wrong != solution_text()
+    return tmp_path, wrong
+
+
+@pytest.mark.parametrize("attack", sorted(CAPSTONE_ATTACKS))
+def test_code_in_the_capstones_child_cannot_make_a_wrong_model_pass(attack, capstone_folder, toy_run, capsys):
+    folder, wrong = capstone_folder
+    path = folder / "transformer.py"
+    path.write_text(CAPSTONE_ATTACKS[attack] + wrong, encoding="utf-8")
+    code, out, err = run(["learn", "check", "transformer", str(path), "--checkpoint", str(toy_run)], capsys)
+    assert code == 1 and not err and "Traceback" not in out, (code, out, err)
+    assert out.splitlines()[-1].startswith("wrong: "), out
+    if attack.startswith("patches"):
+        assert "the first module whose output differs is src_embed" in out, out
+
+
+def test_a_forged_training_report_is_not_believed(capstone_folder, toy_run, tmp_path, capsys):
+    """`learn train`: the learner's code writes the child's 'trained' answer itself and exits before any training;
+    the checker names what is missing instead of printing a training that never happened."""
+    from clearformer.learn.capstone_source import solution_text
+
+    folder, _ = capstone_folder
+    path = folder / "transformer.py"
+    path.write_text(FIND_EVENTS + '''
+send(event="done", trained={"steps": 3, "seconds": 1.0, "loss": 0.1, "valid_loss": 0.1, "run": "elsewhere",
+                            "translation": "Je t'aime"})
+os._exit(0)
+''' + solution_text(), encoding="utf-8")
+    out_dir = tmp_path / "mine"
+    code, out, err = run(["learn", "train", str(path), "--out", str(out_dir), "--steps", "1", "--checkpoint",
+                          str(toy_run)], capsys)
+    assert code == 1 and "Traceback" not in out + err, (code, out, err)
+    assert "trained your model" not in out and out.splitlines()[-1].startswith("wrong: "), out

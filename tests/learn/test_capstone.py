@@ -11,9 +11,8 @@ import pytest
 import torch
 
 from clearformer.cli import main
-from clearformer.learn import capstone
 from clearformer.learn.capstone_source import skeleton_text, solution_text
-from clearformer.learn.check import check_here, format_report, load_module
+from clearformer.learn.check import check_here, format_report
 from clearformer.learn.exercises import EXERCISES, exercise
 from clearformer.learn.solutions import solution_text as worked
 from clearformer.load import load_model
@@ -109,13 +108,10 @@ def capstone_folder(tmp_path):
 
 
 def run_check_here(path: Path, run_dir: Path) -> tuple[bool, str]:
-    """The child's capstone check, in this process (the files are clearformer's own)."""
-    from clearformer.learn.check import report_from_dict
+    """The child's side and the checker's, in this process (the files are clearformer's own)."""
+    from clearformer.learn.capstone_run import check_capstone_here
 
-    reference, tokenizer, _ = load_model(run_dir)
-    module = load_module(path, path.read_text(encoding="utf-8"), "transformer")
-    result = capstone.check_learner({"path": str(path)}, module, reference, tokenizer, lambda *a, **k: None)
-    report = report_from_dict(result["report"])
+    report = check_capstone_here(path, run_dir)
     return report.ok, format_report(report)
 
 

@@ -5,7 +5,11 @@
                                                   (to 1e-5, in float64) and the same greedy translations?
     clearformer learn train FILE [--out DIR]      clearformer's own trainer on the learner's model
 
-Both run in the child process of `learn/sandbox.py` (the learner's code is never imported here).
+Both run the learner's code in the child process of `learn/sandbox.py` (this module's child side, below); the
+checker's process never imports it. For `check`, the child only builds the learner's model, loads the toy run's
+weights into it and sends back what it computed (its parameter names and shapes, every module's output, the logits,
+the translations: learn/wire.py); learn/capstone_judge.py compares them, in the checker's process, with the toy
+run's own outputs. `train` runs clearformer's trainer on the learner's modules, which can only happen in the child.
 
 The mapping of names. The learner's model names its parameters as the paper reads
 (`encoder.0.self_attn.w_q.weight`, `decoder.1.norm3.gamma`, `out.bias`); clearformer's Transformer as its
@@ -18,7 +22,6 @@ clearformer run (`train`: `clearformer translate --checkpoint DIR` then reads it
 from __future__ import annotations
 
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -86,32 +89,46 @@ def learner_model(module, config, path: Path):
                pad_id=config.pad_id)
 
 
-def load_into_learner(learner, reference) -> list[str]:
-    """Copy clearformer's weights into the learner's model by NAMES; the problems, in words."""
-    theirs = reference.state_dict()
+def parameter_shapes(model) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(int(size) for size in tensor.shape) for name, tensor in model.state_dict().items()}
+
+
+def mapping_problems(mine: dict[str, tuple[int, ...]], theirs: dict[str, tuple[int, ...]]) -> list[str]:
+    """What keeps clearformer's weights (`theirs`: name -> shape) from loading into the learner's model (`mine`) by
+    NAMES, in words; [] when every parameter has its counterpart of the same shape."""
     problems, used = [], set()
-    with torch.no_grad():
-        for name, parameter in learner.state_dict(keep_vars=True).items():
-            target = clearformer_name(name)
-            if target is None or target not in theirs:
-                problems.append(f"your parameter {name!r} has no counterpart in clearformer's model (the names "
-                                "of lesson 15's mapping: keep the skeleton's attribute names)")
-                continue
-            if tuple(parameter.shape) != tuple(theirs[target].shape):
-                problems.append(f"your parameter {name!r} has shape {tuple(parameter.shape)}, clearformer's "
-                                f"{target!r} {tuple(theirs[target].shape)}")
-                continue
-            parameter.copy_(theirs[target])
-            used.add(target)
+    for name, shape in mine.items():
+        target = clearformer_name(name)
+        if target is None or target not in theirs:
+            problems.append(f"your parameter {name!r} has no counterpart in clearformer's model (the names "
+                            "of lesson 15's mapping: keep the skeleton's attribute names)")
+            continue
+        if tuple(shape) != tuple(theirs[target]):
+            problems.append(f"your parameter {name!r} has shape {tuple(shape)}, clearformer's "
+                            f"{target!r} {tuple(theirs[target])}")
+            continue
+        used.add(target)
     missing = [name for name in theirs if name not in used and not name.endswith("table")]
     if missing and not problems:
         problems.append(f"your model has nothing for clearformer's {missing[0]!r}")
     return problems
 
 
-def recorded_modules(learner) -> list[tuple[str, str]]:
-    """(learner's module name, clearformer's recorded name) for each module of MODULES the learner has."""
-    names = dict(learner.named_modules())
+def load_into_learner(learner, reference) -> list[str]:
+    """Copy clearformer's weights into the learner's model by NAMES (when nothing keeps them out); the problems."""
+    problems = mapping_problems(parameter_shapes(learner), parameter_shapes(reference))
+    if problems:
+        return problems
+    theirs = reference.state_dict()
+    with torch.no_grad():
+        for name, parameter in learner.state_dict(keep_vars=True).items():
+            parameter.copy_(theirs[clearformer_name(name)])
+    return []
+
+
+def recorded_modules(names: list[str]) -> list[tuple[str, str]]:
+    """(learner's module name, clearformer's recorded name) for each of the learner's module `names` that MODULES
+    knows, in data-flow order."""
     pairs = []
     for pattern, recorded in MODULES:
         for name in names:
@@ -129,55 +146,20 @@ def recorded_modules(learner) -> list[tuple[str, str]]:
     return sorted(pairs, key=key)
 
 
-def first_difference(learner, reference, src, tgt_in, pad_id: int | None = None) -> str | None:
-    """Run both on a batch of sentence pairs; the first module (in data-flow order) whose output differs, in words.
-    With `pad_id`, only the real tokens' rows are compared (a padded position's row is nobody's output)."""
-    from clearformer.record import trace
-
-    outputs, hooks = {}, []
-    pairs = recorded_modules(learner)
-    modules = dict(learner.named_modules())
-    for name, _ in pairs:
-        hooks.append(modules[name].register_forward_hook(
-            lambda module, args, output, name=name: outputs.setdefault(name, output)))
-    try:
-        with torch.no_grad():
-            got = learner(src, tgt_in)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    with torch.no_grad(), trace.Recorder() as recorder:
-        expected = reference(src, tgt_in)
-    for name, recorded in pairs:
-        try:
-            want = recorder.get(recorded).to(torch.float64)
-        except KeyError:
-            continue
-        mine = outputs.get(name)
-        if not isinstance(mine, torch.Tensor):
-            return f"{name}: returned {type(mine).__name__}, expected a tensor like clearformer's {recorded}"
-        real = None if pad_id is None else (src if name.startswith(("src_embed", "encoder")) else tgt_in) != pad_id
-        words = _differ(mine, want, real)
-        if words:
-            return f"the first module whose output differs is {name} (clearformer's {recorded}): {words}"
-    real = None if pad_id is None else tgt_in != pad_id
-    words = _differ(got, expected.to(torch.float64), real) if isinstance(got, torch.Tensor) else "not a tensor"
-    return f"the logits differ: {words}" if words else None
+def forward_bytes(config, src: torch.Tensor, tgt_in: torch.Tensor) -> int:
+    """The bytes of float64 cells an honest model's outputs on one batch come to: every module MODULES records
+    (d_model per token) and the logits (a vocabulary per token). Twice this is what the child sends at most."""
+    modules = 3 + 4 * config.n_encoder_layers + 6 * config.n_decoder_layers
+    return (src.numel() + tgt_in.numel()) * (modules * config.d_model + config.tgt_vocab_size) * 8
 
 
-def _differ(mine: torch.Tensor, want: torch.Tensor, real: torch.Tensor | None = None) -> str | None:
-    """Where `mine` differs from `want`, in words; `real` (batch, seq): the rows that count."""
-    if tuple(mine.shape) != tuple(want.shape):
-        return f"shape {tuple(mine.shape)}, expected {tuple(want.shape)}"
-    mine = mine.detach().to(torch.float64)
-    bad = ~((mine - want).abs() <= TOLERANCE + TOLERANCE * want.abs())
-    if real is not None and bad.dim() == 3 and tuple(real.shape) == tuple(bad.shape[:2]):
-        bad &= real[..., None]
-    if not bool(bad.any()):
-        return None
-    index = tuple(int(i) for i in bad.nonzero()[0])
-    return (f"{int(bad.sum())} of {want.numel()} cells differ; at {list(index)} expected {float(want[index]):.6g}, "
-            f"got {float(mine[index]):.6g}")
+def fresh_model(config):
+    """clearformer's Transformer with its own initialisation from seed 0 (the same weights in every process)."""
+    from clearformer.model.transformer import Transformer
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return Transformer(config).double().eval()
 
 
 def test_sentences() -> list[tuple[str, str]]:
@@ -186,89 +168,13 @@ def test_sentences() -> list[tuple[str, str]]:
     return [("I love you", "Je t'aime")] + toy_splits()["test"][:SENTENCES]
 
 
-# ----------------------------------------------------------------------------- the child's jobs
-
-
-def child_job(job: dict, emit, limit) -> dict:
-    from clearformer.learn.check import load_module
-    from clearformer.learn.sandbox import read_source
-    from clearformer.load import load_model
-
-    path = Path(job["path"])
-    source = read_source(path)
-    reference, tokenizer, _ = load_model(job["run"])
-    check_config(reference.config, Path(job["run"]))
-    if job["kind"] == "train":
-        torch.set_num_threads(1)  # a toy model: one thread is the fastest (commands/train.py)
-    limit()
-    emit("ready")
-    emit("stage", stage="import")
-    module = load_module(path, source, "transformer")
-    emit("stage", stage="cases")
-    emit("case", index=0, name="building your Transformer")
-    if job["kind"] == "train":
-        return train_learner(job, module, reference, tokenizer, emit)
-    return check_learner(job, module, reference, tokenizer, emit)
-
-
-def _model_or_error(module, reference, path: Path):
-    from clearformer.learn.check import describe, learner_line
-
-    try:
-        learner = learner_model(module, reference.config, path)
-    except UserError:
-        raise
-    except BaseException as error:
-        return None, f"{learner_line(error, path)}: building Transformer(...) raised {describe(error)}"
-    return learner, None
-
-
-def check_learner(job: dict, module, reference, tokenizer, emit) -> dict:
-    from clearformer.learn import reference as modules
-    from clearformer.learn.check import CaseResult, Mismatch, Report, describe, learner_line, report_dict
+def sentence_batches(tokenizer) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each test sentence as (src, tgt_in), (1, len): the English ids, and <bos> + the French reference's."""
     from clearformer.tokenize import encode_source
 
-    path = Path(job["path"])
-    report = Report("transformer", str(path))
-    learner, error = _model_or_error(module, reference, path)
-    if error is None:
-        problems = load_into_learner(learner, reference)
-        error = problems[0] if problems else None
-    if error is not None:
-        report.results.append(CaseResult("the toy run's weights in your model", False, Mismatch("", error)))
-        return {"report": report_dict(report)}
-    report.results.append(CaseResult("the toy run's weights in your model (lesson 15's mapping of names)", True))
-    learner.double().eval()
-    reference = reference.double().eval()
-    translate = getattr(module, "translate", None)
-    for index, (english, french) in enumerate(test_sentences(), start=1):
-        src = torch.tensor([encode_source(tokenizer, english)])
-        tgt_in = torch.tensor([[tokenizer.bos_id] + tokenizer.encode(french)])
-        name = f"{english!r}: logits with {french!r} as the decoder input"
-        emit("case", index=index, name=name)
-        try:
-            words = first_difference(learner, reference, src, tgt_in)
-        except BaseException as failure:
-            words = f"{learner_line(failure, path)}: your model raised {describe(failure)}{unwritten(failure)}"
-        report.results.append(CaseResult(name, words is None, None if words is None else Mismatch("", words)))
-        name = f"{english!r}: greedy translation"
-        emit("case", index=index, name=name)
-        expected = modules.greedy(reference, src, MAX_NEW_TOKENS)
-        try:
-            if not callable(translate):
-                raise UserError(f"{path} defines no function translate(model, src_ids, bos_id, eos_id, "
-                                "max_new_tokens)")
-            got = translate(learner, src, tokenizer.bos_id, tokenizer.eos_id, MAX_NEW_TOKENS)
-            got = got.tolist() if isinstance(got, torch.Tensor) else list(got)
-            words = None if got == expected else (f"ids {got[:12]}, expected {expected[:12]}: {tokenizer.decode(got)!r}"
-                                                  f" instead of {tokenizer.decode(expected)!r}")
-        except UserError:
-            raise
-        except BaseException as failure:
-            words = f"{learner_line(failure, path)}: translate() raised {describe(failure)}{unwritten(failure)}"
-        report.results.append(CaseResult(name, words is None, None if words is None else Mismatch("", words)))
-    report.results.append(batch_case(learner, reference, tokenizer, path, emit))
-    return {"report": report_dict(report)}
+    return [(torch.tensor([encode_source(tokenizer, english)]), torch.tensor([[tokenizer.bos_id] +
+                                                                             tokenizer.encode(french)]))
+            for english, french in test_sentences()]
 
 
 def batch_sentences() -> list[tuple[str, str]]:
@@ -296,52 +202,111 @@ def padded_batch(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
     return padded([s for s, _ in pairs]), padded([t for _, t in pairs])
 
 
-def batch_case(learner, reference, tokenizer, path: Path, emit):
-    """Sentences of different lengths as one padded batch (what training feeds): a model without the padding mask
-    lets the real tokens attend to <pad>, and the first module that does is named. Run on the toy run's weights
-    and on clearformer's fresh initialisation (seed 0): the trained heads are so sharp that the weight a real token
-    gives to <pad> can stay below the tolerance, the untrained ones spread it."""
-    from clearformer.learn.check import CaseResult, Mismatch, describe, learner_line
-    from clearformer.model.transformer import Transformer
+# ----------------------------------------------------------------------------- the child's side
 
-    src, tgt_in = padded_batch(tokenizer)
-    lengths = [int((row != tokenizer.pad_id).sum()) for row in src]
-    name = (f"a padded batch of {src.shape[0]} sentences ({', '.join(map(str, lengths))} source tokens, padded to "
-            f"{src.shape[1]} with <pad>): logits at the real tokens, trained and fresh weights")
-    emit("case", index=len(test_sentences()) + 1, name=name)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        fresh = Transformer(reference.config).double().eval()
-    words = None
+
+def child_job(job: dict, emit, limit) -> dict:
+    from clearformer.learn.learner import load_module
+    from clearformer.learn.sandbox import read_source
+    from clearformer.load import load_model
+
+    path = Path(job["path"])
+    source = read_source(path)
+    reference, tokenizer, _ = load_model(job["run"])
+    check_config(reference.config, Path(job["run"]))
+    if job["kind"] == "train":
+        torch.set_num_threads(1)  # a toy model: one thread is the fastest (commands/train.py)
+    limit()
+    emit("ready")
+    emit("stage", stage="import")
+    module = load_module(path, source, "transformer")
+    emit("stage", stage="cases")
+    emit("case", index=0)
+    if job["kind"] == "train":
+        return train_learner(job, module, tokenizer, emit)
+    return check_learner(job, module, reference, tokenizer, emit)
+
+
+def build_learner(module, config, path: Path) -> tuple[object, dict | None]:
+    """(the learner's Transformer, None), or (None, what building it raised); UserError when there is no class."""
+    from clearformer.learn.learner import raised
+
     try:
-        for weights, model in (("the toy run's weights", reference), ("fresh weights", fresh)):
-            if model is fresh:
-                learner = learner_model_like(learner, model)
-            words = first_difference(learner, model, src, tgt_in, pad_id=tokenizer.pad_id)
-            if words is not None:
-                words = f"with {weights}, {words} (only in a padded batch: are the <pad> keys blocked in every " \
-                        "attention that reads the source?)"
-                break
+        return learner_model(module, config, path), None
     except UserError:
         raise
-    except BaseException as failure:
-        words = f"{learner_line(failure, path)}: your model raised {describe(failure)}{unwritten(failure)}"
-    return CaseResult(name, words is None, None if words is None else Mismatch("", words))
+    except BaseException as error:
+        return None, raised(error, path, "", "Transformer")
 
 
-def learner_model_like(learner, reference):
-    """The learner's model with `reference`'s weights (by NAMES), in float64 evaluation mode."""
-    problems = load_into_learner(learner, reference)
+def check_learner(job: dict, module, reference, tokenizer, emit) -> dict:
+    """Send what the learner's model computes on each case (the case numbers of learn/capstone_judge.py): its
+    parameters' names and shapes, then per sentence every module's output and the logits, and the translation,
+    then the padded batch with the toy run's weights and with fresh ones. Nothing is compared here."""
+    path = Path(job["path"])
+    learner, error = build_learner(module, reference.config, path)
+    if error is not None:
+        emit("result", index=0, raised=error)
+        return {}
+    emit("result", index=0, parameters=[[name, list(shape)] for name, shape in parameter_shapes(learner).items()])
+    if load_into_learner(learner, reference):
+        return {}   # the checker names the first problem from the names and shapes
+    learner.double().eval()
+    translate = getattr(module, "translate", None)
+    index = 1
+    for src, tgt_in in sentence_batches(tokenizer):
+        emit("case", index=index)
+        emit("result", index=index, **forward(learner, reference.config, src, tgt_in, path))
+        emit("case", index=index + 1)
+        if not callable(translate):
+            raise UserError(f"{path} defines no function translate(model, src_ids, bos_id, eos_id, max_new_tokens)")
+        emit("result", index=index + 1, **translation(translate, learner, src, tokenizer, path))
+        index += 2
+    src, tgt_in = padded_batch(tokenizer)
+    emit("case", index=index)
+    emit("result", index=index, **forward(learner, reference.config, src, tgt_in, path))
+    problems = load_into_learner(learner, fresh_model(reference.config))
     if problems:
         raise UserError(problems[0])
-    return learner.double().eval()
+    emit("case", index=index + 1)
+    emit("result", index=index + 1, **forward(learner.double().eval(), reference.config, src, tgt_in, path))
+    return {}
 
 
-def unwritten(failure: BaseException) -> str:
-    """A starter's `raise NotImplementedError` still in place: say so (learner_line names its file and line)."""
-    if isinstance(failure, NotImplementedError):
-        return " (a starter's `raise NotImplementedError` still stands there: fill that block)"
-    return ""
+def forward(learner, config, src: torch.Tensor, tgt_in: torch.Tensor, path: Path) -> dict:
+    """The learner's model on one batch: {"modules": [[name, its output], ...] for each module MODULES records,
+    "logits": what the model returned}, as plain data (learn/wire.py); or {"raised": ...}."""
+    from clearformer.learn import wire
+    from clearformer.learn.learner import raised
+
+    outputs, hooks = {}, []
+    modules = dict(learner.named_modules())
+    pairs = recorded_modules(list(modules))
+    try:
+        for name, _ in pairs:
+            hooks.append(modules[name].register_forward_hook(
+                lambda module, args, output, name=name: outputs.setdefault(name, output)))
+        with torch.no_grad():
+            got = learner(src, tgt_in)
+        budget = wire.Budget(2 * forward_bytes(config, src, tgt_in))
+        logits = wire.encode(got, budget)   # first: the logits are what the verdict needs most
+        return {"modules": [[name, wire.encode(outputs.get(name), budget)] for name, _ in pairs], "logits": logits}
+    except BaseException as failure:
+        return {"raised": raised(failure, path, "")}
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+def translation(translate, learner, src: torch.Tensor, tokenizer, path: Path) -> dict:
+    """{"value": what the learner's translate() returned} or {"raised": ...}."""
+    from clearformer.learn import wire
+    from clearformer.learn.learner import raised
+
+    try:
+        return {"value": wire.encode(translate(learner, src, tokenizer.bos_id, tokenizer.eos_id, MAX_NEW_TOKENS))}
+    except BaseException as failure:
+        return {"raised": raised(failure, path, "", "translate")}
 
 
 class LearnerAsClearformer(torch.nn.Module):
@@ -372,10 +337,12 @@ class LearnerAsClearformer(torch.nn.Module):
         return {clearformer_name(name): tensor for name, tensor in self.learner.state_dict(*args, **kwargs).items()}
 
 
-def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
+def train_learner(job: dict, module, tokenizer, emit) -> dict:
     """clearformer's trainer (train/loop.py) on the learner's model, started from the weights clearformer's
-    own initialisation gives (so a right model trains as the toy run did); then "I love you"."""
-    from clearformer.learn.check import describe, learner_line
+    own initialisation gives (so a right model trains as the toy run did); then "I love you". Three results
+    (learn/capstone_run.py reads them): 0 the model built and loaded ({"loaded": true}, a "problem" or "raised"),
+    1 the training ({"trained": the trainer's numbers} or "raised"), 2 the translation ("value" or "raised")."""
+    from clearformer.learn.learner import raised
     from clearformer.store import lock
     from clearformer.tokenize import encode_source
     from clearformer.train.loop import run_setup
@@ -389,35 +356,28 @@ def train_learner(job: dict, module, reference, tokenizer, emit) -> dict:
     options = TrainOptions.for_preset("toy-translate", run_dir=str(job["out"]), bleu_sentences=0, **steps).check()
     try:
         setup = prepare(options, resume=False, run_dir=Path(options.loop.run_dir), overwrite=bool(job.get("overwrite")))
-        learner, error = _model_or_error(module, setup.model, path)
-        if error is None:
-            problems = load_into_learner(learner, setup.model)   # clearformer's initial weights
-            error = problems[0] if problems else None
-        if error is not None:
-            return {"failed": error}
+        learner, error = build_learner(module, setup.model.config, path)
+        problems = [] if error is not None else load_into_learner(learner, setup.model)  # clearformer's initial weights
+        emit("result", index=0, **({"raised": error} if error else {"problem": problems[0]} if problems else
+                                   {"loaded": True}))
+        if error is not None or problems:
+            return {}
         adapter = LearnerAsClearformer(learner, setup.model.config).to(setup.device).train()
         setup.model = adapter
         setup.optimizer = setup.task.new_optimizer(adapter)
-        emit("case", index=1, name="training")
+        emit("case", index=1)
         began = time.monotonic()
         try:
             result = run_setup(setup, progress=False)
         except BaseException as failure:
-            return {"failed": f"{learner_line(failure, path)}: training your model raised {describe(failure)}"}
+            emit("result", index=1, raised=raised(failure, path, ""))
+            return {}
     finally:
         lock.release(options.loop.run_dir)
-    emit("case", index=2, name="translating 'I love you'")
+    emit("result", index=1, trained={"steps": result.step, "seconds": round(time.monotonic() - began, 1),
+                                     "loss": result.train_loss, "valid_loss": result.valid_loss})
+    emit("case", index=2)
     learner.eval()
     src = torch.tensor([encode_source(tokenizer, "I love you")])
-    try:
-        ids = module.translate(learner, src, tokenizer.bos_id, tokenizer.eos_id, MAX_NEW_TOKENS)
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-    except BaseException as failure:
-        return {"failed": f"{learner_line(failure, path)}: translate() raised {describe(failure)}"}
-    return {"trained": {"steps": result.step, "seconds": round(time.monotonic() - began, 1),
-                        "loss": result.train_loss, "valid_loss": result.valid_loss, "run": str(result.run_dir),
-                        "translation": tokenizer.decode(ids)}}
-
-
-def write_line(text: str) -> None:
-    sys.stdout.write(text + "\n")
+    emit("result", index=2, **translation(lambda *args: module.translate(*args), learner, src, tokenizer, path))
+    return {}

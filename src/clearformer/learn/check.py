@@ -1,26 +1,26 @@
 """`clearformer learn check NAME FILE`: run the learner's function on every case, compare with clearformer.
 
-Two halves. In clearformer's process, `check_file` reads the file (bounded, no NUL byte: sandbox.py)
-and runs the rest in a child process under a hard time and memory limit (`learn/sandbox.py`,
-`learn/child.py`). In the child, `load_functions` compiles and imports the file and `run_cases` calls
-the learner's function(s) on every case and compares each result with clearformer's own module to 1e-5.
+Two processes. The child (`learn/sandbox.py` starts it, `learn/child.py`, `learn/learner.py`) imports the file
+and calls the learner's function(s) on every case under a hard time and memory limit, and sends back what each
+call returned or raised, as plain data (`learn/wire.py`). This process (`check_file`), which never imports the
+learner's file, builds the same cases itself, reads what came back as untrusted data (`learn/verdict.py`) and
+compares each result with clearformer's own module to 1e-5 (`judge_run`): code in the child's process can change
+what it sends, never how it is judged, and a wrong answer it sends is judged wrong.
 
 Verdicts. Exit 0: every case matches. Exit 1, a wrong answer: a case differs (its first wrong cell,
 expected and got, and where the symptom has a known cause a sentence naming it: `learn/diagnose.py`),
 or the learner's function raised (anything, BaseException and SystemExit included: named with the
-learner's file and line), ran past the time limit, or ended the process. Exit 2, an unusable file:
-missing, too large, a NUL byte, a syntax error, no such function, its top-level code failing, or the
-starter left as it was (NotImplementedError). A case the Transformer's own masks never create (a query
-with every key blocked) is compared on the other rows only: a difference there is a note, not a failure.
+learner's file and line), ran past the time limit, ended the process, or something not the checker's was
+written into its report (one line each). Exit 2, an unusable file: missing, too large, a NUL byte, a syntax
+error, no such function, its top-level code failing, or the starter left as it was (NotImplementedError). A case
+the Transformer's own masks never create (a query with every key blocked) is compared on the other rows only: a
+difference there is a note, not a failure.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import traceback
-import uuid
-from dataclasses import asdict, dataclass, field
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -29,7 +29,9 @@ from clearformer.errors import UserError
 from clearformer.learn.cases import Case
 from clearformer.learn.diagnose import diagnose, diagnose_error, edge_note
 from clearformer.learn.exercises import Exercise
-from clearformer.learn.sandbox import check_timeout, read_source, run_child
+from clearformer.learn.sandbox import ChildRun, check_timeout, read_source, run_child
+from clearformer.learn.verdict import missing, results_of
+from clearformer.learn.wire import Malformed, Raised, Unsent, decode, read_raised, type_name
 
 TOLERANCE = 1e-5
 QUOTED = 200  # characters of a learner's exception message shown
@@ -58,121 +60,23 @@ class Report:
     exercise: str
     file: str
     results: list[CaseResult] = field(default_factory=list)
-    stopped: str | None = None   # the learner's code ran past the time limit or ended the process
+    stopped: str | None = None   # past the time limit, the process ended, or what came back is not believed
 
     @property
     def ok(self) -> bool:
         return self.stopped is None and all(r.ok for r in self.results)
 
 
-def report_from_dict(data: dict) -> Report:
-    results = []
-    for item in data.get("results", []):
-        mismatch = item.get("mismatch")
-        if mismatch is not None:
-            mismatch = Mismatch(**{**mismatch, "cell": tuple(mismatch.get("cell") or ())})
-        results.append(CaseResult(**{**item, "mismatch": mismatch}))
-    return Report(data["exercise"], data["file"], results, data.get("stopped"))
-
-
-# ----------------------------------------------------------------------------- loading the learner's file (child)
-
-
-def load_module(path: Path, source: str, what: str):
-    """Compile and import the learner's file; UserError (exit 2) when it cannot be used."""
-    try:
-        code = compile(source, str(path), "exec")
-    except SyntaxError as error:
-        raise UserError(f"{path}:{error.lineno}: syntax error: {error.msg}") from None
-    except (ValueError, MemoryError, RecursionError) as error:
-        raise UserError(f"{path}: cannot be compiled ({type(error).__name__})") from None
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:   # `from attention import ...`: the learner's other exercise files
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_loader(f"clearformer_learner_{uuid.uuid4().hex}", loader=None,
-                                           origin=str(path))
-    module = importlib.util.module_from_spec(spec)
-    module.__file__ = str(path)
-    try:
-        exec(code, module.__dict__)
-    except BaseException as error:  # the learner's top-level code: its failure, in one line
-        where = learner_line(error, path)
-        raise UserError(f"{where}: importing it raised {describe(error)}{hint_for_import(error, what)}") from None
-    return module
-
-
-def hint_for_import(error: BaseException, what: str) -> str:
-    if isinstance(error, ModuleNotFoundError) and what == "transformer":
-        return (f" (the capstone imports your exercise files from its folder: write them with "
-                f"`clearformer learn exercise {error.name}` or `clearformer learn solution {error.name}`)"
-                if error.name else "")
-    return ""
-
-
-def load_functions(item: Exercise, path: Path, source: str) -> dict:
-    module = load_module(path, source, item.name)
-    found = {}
-    for name in item.functions:
-        function = getattr(module, name, None)
-        if not callable(function):
-            raise UserError(f"{path} defines no function {name}() (`clearformer learn exercise {item.name}` "
-                            "writes its signature)")
-        found[name] = function
-    return found
-
-
-def describe(error: BaseException) -> str:
-    try:
-        text = str(error)
-    except BaseException:  # a learner's exception whose __str__ fails
-        text = ""
-    text = text.splitlines()[0] if text.strip() else ""
-    if len(text) > QUOTED:
-        text = text[:QUOTED] + "..."
-    return type(error).__name__ + (f": {text}" if text else "")
-
-
-def learner_line(error: BaseException, path: Path) -> str:
-    """'FILE:LINE' of the innermost frame of the learner's files in the error's traceback (else 'FILE'): `path`,
-    or an exercise file beside it that `path` imports (the capstone's attention.py), named as the learner would."""
-    target = str(path)
-    try:
-        folder = path.resolve().parent
-    except OSError:
-        folder = None
-    where = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename == target:
-            where = f"{path}:{frame.lineno}"
-        elif folder is not None and frame.filename.endswith(".py") and Path(frame.filename).parent == folder:
-            where = f"{path.with_name(Path(frame.filename).name)}:{frame.lineno}"
-    return where or str(path)
-
-
-def learner_source_line(error: BaseException, path: Path, source: str) -> str:
-    """The text of that line ('' when there is none)."""
-    where = learner_line(error, path)
-    if where == str(path):
-        return ""
-    number = int(where.rsplit(":", 1)[1])
-    lines = source.splitlines()
-    return lines[number - 1].strip() if 0 < number <= len(lines) else ""
-
-
 # ----------------------------------------------------------------------------- comparing
 
 
-def call(item: Exercise, functions: dict, case: Case):
-    if item.name == "heads":
-        x, heads = case.args
-        return functions["split_heads"](x.clone(), heads), functions["merge_heads"](case.info["heads"].clone())
-    args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in case.args)
-    return functions[item.function](*args)
-
-
 def compare_tensor(expected: torch.Tensor, got, part: str) -> Mismatch | None:
+    if isinstance(got, Unsent):  # a tensor whose cells did not come back: its shape says enough, or it is wrong
+        if got.shape != tuple(expected.shape):
+            return Mismatch(part, f"shape {got.shape}, expected {tuple(expected.shape)}")
+        return Mismatch(part, f"a tensor the checker could not read back ({got.why}, dtype {got.dtype})")
     if not isinstance(got, torch.Tensor):
-        return Mismatch(part, f"returned {type(got).__name__}, expected a torch.Tensor")
+        return Mismatch(part, f"returned {type_name(got)}, expected a torch.Tensor")
     if tuple(got.shape) != tuple(expected.shape):
         return Mismatch(part, f"shape {tuple(got.shape)}, expected {tuple(expected.shape)}")
     if expected.dtype == torch.bool:
@@ -213,7 +117,7 @@ def compare(case: Case, got) -> Mismatch | None:
             return Mismatch("", "returned a list of tensors, expected a list of token ids (ints): .argmax() "
                                 "returns a 0-d tensor; keep int(logits.argmax())")
         if not isinstance(got, (list, tuple)) or not all(isinstance(t, int) for t in got):
-            return Mismatch("", f"returned {type(got).__name__}, expected a list of token ids (ints)")
+            return Mismatch("", f"returned {type_name(got)}, expected a list of token ids (ints)")
         if list(got) == expected:
             return None
         pairs = enumerate(zip(expected, got, strict=False))
@@ -222,7 +126,7 @@ def compare(case: Case, got) -> Mismatch | None:
                         expected[first] if first < len(expected) else None, got[first] if first < len(got) else None)
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return Mismatch("", f"returned {type(got).__name__}, expected a tuple ({', '.join(case.outputs)})")
+            return Mismatch("", f"returned {type_name(got)}, expected a tuple ({', '.join(case.outputs)})")
         for i in case.order or range(len(expected)):
             mismatch = compare_tensor(expected[i], got[i], case.outputs[i])
             if mismatch:
@@ -249,78 +153,56 @@ def judge(item: Exercise, case: Case, got) -> CaseResult:
     return CaseResult(case.name, False, mismatch, diagnose(item.name, case, got, mismatch))
 
 
-def run_cases(item: Exercise, functions: dict, path: Path, source: str, cases: list[Case], emit=None) -> Report:
-    """Every case on the learner's function(s); `emit(event, **fields)` says which case runs (the child's log)."""
-    report = Report(item.name, str(path))
-    for index, case in enumerate(cases):
-        if emit is not None:
-            emit("case", index=index, name=case.name)
-        try:
-            got = call(item, functions, case)
-        except NotImplementedError as error:
-            if index == 0 and learner_line(error, path) != str(path):
-                raise UserError(f"{path}: {item.function}() is not implemented yet (it raises "
-                                "NotImplementedError)") from None
-            got = error
-        except BaseException as error:  # anything the learner's code raises is its wrong answer
-            got = error
-        if isinstance(got, BaseException):
-            where = learner_line(got, path)
-            function = _failing_function(item, got, path)
-            message = f"{where}: {function}() raised {describe(got)}"
-            report.results.append(CaseResult(case.name, False, Mismatch("", message),
-                                             diagnose_error(item.name, case, got,
-                                                            learner_source_line(got, path, source))))
-            continue
-        report.results.append(judge(item, case, got))
-    return report
-
-
-def _failing_function(item: Exercise, error: BaseException, path: Path) -> str:
-    names = [frame.name for frame in traceback.extract_tb(error.__traceback__) if frame.filename == str(path)]
-    known = [name for name in names if name in item.functions]
-    return known[0] if known else item.function
-
-
-# ----------------------------------------------------------------------------- the parent's side
+# ----------------------------------------------------------------------------- the checker's side
 
 
 def check_file(item: Exercise, path: Path, timeout: float = 60.0) -> Report:
-    """Every case of `item` on the function(s) in `path`, in a child process; UserError when unusable."""
+    """Every case of `item` on the function(s) in `path`, run in a child process and judged here; UserError when
+    the file is unusable."""
     check_timeout(timeout)
     read_source(path)  # missing, too large, a NUL byte: refused before a child starts
+    cases = item.cases()  # the expected values: computed here, before the learner's code runs anywhere
     run = run_child({"kind": "check", "exercise": item.name, "path": str(path)}, timeout)
-    return report_of(run, item, path, timeout)
+    return judge_run(run, item, path, cases, timeout)
 
 
-def report_of(run, item: Exercise, path: Path, timeout: float) -> Report:
-    done = run.done
-    if done is not None and not run.damaged:
-        if "unusable" in done:
-            raise UserError(str(done["unusable"]))
-        if "internal" in done:
-            raise UserError(f"{path}: the checker itself failed ({done['internal']}); please report it")
-        if "report" in done:
-            return report_from_dict(done["report"])
-    if run.startup_timed_out:
-        raise UserError(f"{path}: the checker did not start within its time (a loaded machine?); try again")
-    stage = run.last("stage")
-    case = run.last("case")
-    if stage is None or stage.get("stage") != "cases" or case is None:
-        if run.timed_out:
-            raise UserError(f"{path}: importing it still running after {timeout:g} s (top-level code that never "
-                            "ends?); `--timeout SECONDS` sets the limit")
-        raise UserError(f"{path}: importing it ended the checker's process ({run.ended()})")
+def judge_run(run: ChildRun, item: Exercise, path: Path, cases: list[Case], timeout: float) -> Report:
+    """The report on a child's run: each case's result (sent back as data) compared with `cases`' expected values,
+    or the one line that says why there is none. The child's own word on anything is never taken."""
+    names = [case.name for case in cases]
+    results = results_of(run, path, timeout, names, f"{item.function}()")
     report = Report(item.name, str(path))
-    if run.timed_out:
-        report.stopped = (f"{path}: {item.function}() still running after {timeout:g} s on case "
-                          f"{case.get('name')!r} (an endless loop?): stopped; `--timeout SECONDS` sets the limit")
-    elif run.damaged:
-        report.stopped = f"{path}: the checker's report was overwritten while case {case.get('name')!r} ran"
-    else:
-        report.stopped = (f"{path}: {item.function}() ended the checker's process on case {case.get('name')!r} "
-                          f"({run.ended()}): a function must return its result")
+    try:
+        if results.stopped is None:
+            first = results.by_case.get(0)
+            if first is not None and "raised" in first and starter_raised(read_raised(first["raised"]), path):
+                raise UserError(f"{path}: {item.function}() is not implemented yet (it raises NotImplementedError)")
+            results.stopped = missing(results, path, names)
+        if results.stopped is not None:
+            report.stopped = results.stopped
+            return report
+        report.results = [judge_result(item, case, results.by_case[index]) for index, case in enumerate(cases)]
+    except Malformed as error:
+        report.results, report.stopped = [], f"{path}: the checker's report holds {error}: not believed"
     return report
+
+
+def starter_raised(error: Raised, path: Path) -> bool:
+    """A NotImplementedError from the learner's files: the starter's `raise NotImplementedError` still there."""
+    return error.isa("NotImplementedError") and error.where != str(path)
+
+
+def judge_result(item: Exercise, case: Case, event: dict) -> CaseResult:
+    """One case: the value the learner's function returned, compared; or what it raised, named."""
+    fields = set(event) - {"event", "index"}
+    if fields == {"value"}:
+        return judge(item, case, decode(event["value"]))
+    if fields != {"raised"}:
+        raise Malformed(f"a result for case {event.get('index')} that is neither a value nor an exception")
+    error = read_raised(event["raised"])
+    function = error.function if error.function in item.functions else item.function
+    message = f"{error.where}: {function}() raised {error.describe(QUOTED)}"
+    return CaseResult(case.name, False, Mismatch("", message), diagnose_error(item.name, case, error))
 
 
 # ----------------------------------------------------------------------------- printing
@@ -364,13 +246,16 @@ def _fmt(value) -> str:
     return f"{value:.6g}"
 
 
-def report_dict(report: Report) -> dict:
-    return asdict(report)
-
-
 def check_here(item: Exercise, path: Path) -> Report:
-    """The same checks in this process, without the child's limits: for clearformer's own tests, which run
-    trusted files (the solutions and the planted bugs) by the hundred; `check_file` is what users get."""
+    """The same check in this process, without the child's limits: for clearformer's own tests, which run trusted
+    files (the solutions and the planted bugs) by the hundred. The learner's side (learn/learner.py) and the
+    checker's (`judge_run`) talk through the same JSON lines as across the pipe; `check_file` is what users get."""
+    from clearformer.learn.learner import load_functions, run_cases
+
     source = read_source(path)
     functions = load_functions(item, path, source)
-    return run_cases(item, functions, path, source, item.cases())
+    lines = []
+    run_cases(item, functions, path, source, item.cases(),
+              lambda event, **fields: lines.append(json.loads(json.dumps({"event": event, **fields}))))
+    events = [{"event": "ready"}, {"event": "stage", "stage": "cases"}, *lines, {"event": "done"}]
+    return judge_run(ChildRun(events, returncode=0), item, path, item.cases(), 60.0)

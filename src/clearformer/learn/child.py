@@ -1,12 +1,18 @@
 """The child process of `learn check` and `learn train`: `python -m clearformer.learn.child JOB`.
 
+The only process that imports the learner's file. It runs the learner's code on the cases and sends back what the
+code returned or raised, as plain data (learn/wire.py); it judges nothing: the checker that started it computes
+the expected values itself and compares (learn/check.py, learn/capstone_judge.py), and reads every line from
+here as untrusted (learn/verdict.py), since the learner's code runs in this process and can write any of them.
+
 JOB is a JSON file written by `learn/sandbox.py`: {"kind": "check" | "transformer" | "train", the
 learner's "path", "events_fd" and "token": the pipe this process reports into, "memory": the bytes the learner's code
 may add to the address space}. The events are JSON lines written straight to the file's descriptor
 (whatever the learner does to sys.stdout): "ready" (imports done, cases built, limits set: the
-learner's time starts), "stage", "case" (before each case), "done" (the result, or "unusable" with
-the one-line reason). The process ends with os._exit, so nothing the learner registered (atexit,
-threads) runs after the report.
+learner's time starts), "stage" ("import", then "cases"), "case" {index} (before each case: what ran, should it never
+return), "result" {index, and "value" or "raised" or the capstone's fields} (after it), then "done" (empty; or
+"unusable" with the one-line reason, "internal" for clearformer's own failure). The process ends with os._exit, so
+nothing the learner registered (atexit, threads) runs after the report.
 """
 
 from __future__ import annotations
@@ -23,14 +29,18 @@ from clearformer.learn.processes import adopt_orphans, kill_descendants
 
 class Events:
     """The pipe to the checker (an inherited descriptor, made close-on-exec here); every line carries the run's
-    token, which the learner's code cannot read from the job file (deleted before it runs)."""
+    token, which the learner's code cannot read from the job file (deleted before it runs). The token keeps out
+    lines written by any other process; code in this one can find it in memory, so the checker's verdict never
+    rests on it (it judges the results, learn/verdict.py)."""
 
     def __init__(self, fd: int, token: str) -> None:
         self.fd, self.token = fd, token
         os.set_inheritable(fd, False)
 
     def __call__(self, event: str, **fields) -> None:
-        os.write(self.fd, (json.dumps({"event": event, **fields, "token": self.token}) + "\n").encode("utf-8"))
+        line = memoryview((json.dumps({"event": event, **fields, "token": self.token}) + "\n").encode("utf-8"))
+        while line:  # a result can be larger than the pipe's buffer: write until all of it is in
+            line = line[os.write(self.fd, line):]
 
 
 def limit_memory(extra: int) -> None:
@@ -54,8 +64,8 @@ def limit_files() -> None:
 
 
 def run_check(job: dict, emit) -> dict:
-    from clearformer.learn.check import load_functions, report_dict, run_cases
     from clearformer.learn.exercises import exercise
+    from clearformer.learn.learner import load_functions, run_cases
     from clearformer.learn.sandbox import read_source
 
     item = exercise(job["exercise"])
@@ -68,7 +78,8 @@ def run_check(job: dict, emit) -> dict:
     emit("stage", stage="import")
     functions = load_functions(item, path, source)
     emit("stage", stage="cases")
-    return {"report": report_dict(run_cases(item, functions, path, source, cases, emit))}
+    run_cases(item, functions, path, source, cases, emit)
+    return {}
 
 
 def run_capstone(job: dict, emit) -> dict:

@@ -14,6 +14,7 @@ import re
 import torch
 
 from clearformer.learn.cases import Case
+from clearformer.learn.wire import Raised
 
 
 def _close(a, b, tolerance: float = 1e-5) -> bool:
@@ -333,30 +334,32 @@ def edge_note(case: Case, got) -> str:
             "the diagonal), so this does not count against you; every other row matches")
 
 
-def diagnose_error(exercise: str, case: Case, error: BaseException, line: str) -> str | None:
-    """What an exception raised in the learner's function most likely means, or None."""
-    text = str(error) if isinstance(error, Exception) else ""
+def diagnose_error(exercise: str, case: Case, error: Raised) -> str | None:
+    """What an exception raised in the learner's function most likely means, or None (`error`: as the child
+    described it, learn/wire.py)."""
+    text = error.text if error.isa("Exception") else ""
+    kind = error.kind
     if exercise == "heads" and "view size is not compatible" in text:
         return ("merge_heads got a real attention output, laid out (batch, heads, seq, d_head) in memory: after "
                 "transpose(1, 2) it is not contiguous, so .view() cannot regroup it. Use .reshape(...) or "
                 ".contiguous().view(...)")
-    if re.search(r"\.T\b", line):
+    if re.search(r"\.T\b", error.line):
         return ("`.T` reverses every axis of a 4-D tensor (batch, heads, seq, d_k -> d_k, seq, heads, batch): "
                 "transpose the last two only, k.transpose(-2, -1)")
-    if type(error).__name__ == "PrefixError" and "holds a" in text:
+    if kind == "PrefixError" and "holds a" in text:
         return ("the prefix holds tensors: .argmax() returns a 0-d tensor; append int(logits.argmax()), a plain "
                 "int id")
-    if type(error).__name__ == "PrefixError" and "ids must be in" in text:
+    if kind == "PrefixError" and "ids must be in" in text:
         return ("an id outside the vocabulary was fed back: .max() gives the highest score, .argmax() the id that "
                 "has it")
-    if type(error).__name__ == "PrefixError" or "must start with bos_id" in text:
+    if kind == "PrefixError" or "must start with bos_id" in text:
         return ("the loop must start from the prefix [bos_id] (the decoder's first input is <bos>, and every "
                 "chosen id is appended to it)")
-    if isinstance(error, MemoryError) or "can't allocate memory" in text:
+    if error.isa("MemoryError") or "can't allocate memory" in text:
         return "it ran out of the memory the checker allows (an allocation that grows with a loop?)"
-    if isinstance(error, RecursionError):
+    if error.isa("RecursionError"):
         return "endless recursion: a function that calls itself without an end"
-    if isinstance(error, (SystemExit, KeyboardInterrupt)):
+    if error.isa("SystemExit") or error.isa("KeyboardInterrupt"):
         return "the function must return its result, not end the program"
     if "mat1 and mat2 shapes cannot be multiplied" in text or "must match the size of tensor" in text:
         return "the shapes do not fit: check each tensor's axes against the docstring's shapes"

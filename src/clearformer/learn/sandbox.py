@@ -14,13 +14,15 @@ byte or a file over MAX_SOURCE_BYTES is refused with its line before any child s
   * what the learner's code prints goes to /dev/null (`learn check`): the answer is one report,
     whatever the code prints.
 
-The child writes JSON lines into a pipe (`ready`, `stage`, `case`, then `done` with the result), each
-with a token of this run (read from the job file, which the child deletes before the learner's code
-runs); the parent reads at most MAX_EVENTS_BYTES and believes only lines with the token. Where
-`unshare` works the child is PID 1 of its own PID namespace (`pid_namespace_prefix`); in any case a
-watchdog process of its own session ends the child's tree and removes the temporary folder if the
-checker itself is killed or stopped (`start_watchdog`). A child that dies, is killed or exits early leaves
-the last stage it reached, which is how the parent names what the learner's code was doing.
+The child sends JSON lines through a pipe (`ready`, `stage`, `case`, `result`, `done`: learn/child.py), each
+with a token of this run (read from the job file, which the child deletes before the learner's code runs); the
+parent reads at most MAX_EVENTS_BYTES (stopping the child past it) and keeps only lines with the token
+(`EventReader`). The child only runs the learner's code and sends what it returned: the verdict is the parent's
+(learn/verdict.py, learn/check.py), so the token is defence in depth, not what a pass rests on (code in the child
+can find it in its own memory). Where `unshare` works the child is PID 1 of its own PID namespace
+(`pid_namespace_prefix`); in any case a watchdog process of its own session ends the child's tree and removes the
+temporary folder if the checker itself is killed or stopped (`start_watchdog`). A child that dies, is killed or
+exits early leaves the last stage it reached, which is how the parent names what the learner's code was doing.
 """
 
 from __future__ import annotations
@@ -84,15 +86,13 @@ class ChildRun:
     returncode: int | None = None
     timed_out: bool = False          # killed at the learner's time limit
     startup_timed_out: bool = False  # killed before it was ready (not the learner's time)
-    damaged: bool = False            # the events file held something that is not the child's JSON
+    damaged: bool = False            # the pipe held a line that is not the child's JSON (no token, not JSON)
+    oversized: bool = False          # the child sent more than the parent reads (it was stopped there)
+    limit: int = MAX_EVENTS_BYTES    # the bytes of events the parent reads
 
     def last(self, kind: str) -> dict | None:
         found = [e for e in self.events if e.get("event") == kind]
         return found[-1] if found else None
-
-    @property
-    def done(self) -> dict | None:
-        return self.last("done")
 
     def ended(self) -> str:
         """How the process ended, in words (for a child that did not report)."""
@@ -159,16 +159,17 @@ def start_watchdog(pid: int, seconds: float, folder: str) -> tuple[subprocess.Po
     return watchdog, write_end
 
 
-def run_child(job: dict, timeout: float, quiet: bool = True) -> ChildRun:
-    """Run `job` (a JSON object for learn/child.py) in a child process under the limits above."""
+def run_child(job: dict, timeout: float, quiet: bool = True, limit: int = MAX_EVENTS_BYTES) -> ChildRun:
+    """Run `job` (a JSON object for learn/child.py) in a child process under the limits above; `limit`: the bytes
+    of events read (MAX_EVENTS_BYTES; the capstone's module outputs need more, learn/capstone_judge.py)."""
     folder = tempfile.mkdtemp(prefix="clearformer-learn-")
     try:
-        return run_in(folder, job, timeout, quiet)
+        return run_in(folder, job, timeout, quiet, limit)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_in(folder: str, job: dict, timeout: float, quiet: bool) -> ChildRun:
+def run_in(folder: str, job: dict, timeout: float, quiet: bool, limit: int = MAX_EVENTS_BYTES) -> ChildRun:
     """`run_child` with its temporary folder: the job file there, the events through a pipe (not a file the
     learner's code could open by its name), each line carrying a token the child reads once from the job
     file, which it deletes before the learner's code runs."""
@@ -186,13 +187,15 @@ def run_in(folder: str, job: dict, timeout: float, quiet: bool) -> ChildRun:
     finally:
         os.close(events_write)
     watchdog, alive = start_watchdog(process.pid, STARTUP_SECONDS + timeout + 30, folder)
-    reader = EventReader(events_read, token)
-    run = ChildRun()
+    reader = EventReader(events_read, token, limit)
+    run = ChildRun(limit=limit)
     started, ready_at = time.monotonic(), None
     try:
         while not _exited(process.pid):
             now = time.monotonic()
             reader.pump(run)
+            if run.oversized:   # nothing past the limit is read: the rest of the run could not be judged
+                break
             if ready_at is None:
                 if run.last("ready"):
                     ready_at = now
@@ -217,35 +220,43 @@ def run_in(folder: str, job: dict, timeout: float, quiet: bool) -> ChildRun:
 
 
 class EventReader:
-    """The child's event lines from the pipe, at most MAX_EVENTS_BYTES; a line without the run's token (written
-    by the learner's code, not the checker) or not JSON marks the run damaged and is not believed."""
+    """The child's event lines from the pipe, at most `limit` bytes (past it the run is `oversized` and the parent
+    stops it). A line that is not a JSON object, or lacks the run's token, marks the run damaged and is not kept.
+    Lines are parsed once each, as they complete; a JSON nesting too deep to parse is a damaged line too."""
 
-    def __init__(self, handle: int, token: str) -> None:
-        self.handle, self.token, self.data = handle, token, b""
+    def __init__(self, handle: int, token: str, limit: int = MAX_EVENTS_BYTES) -> None:
+        self.handle, self.token, self.limit = handle, token, limit
+        self.read, self.partial = 0, b""
         os.set_blocking(handle, False)
 
     def pump(self, run: ChildRun, final: bool = False) -> None:
-        while len(self.data) <= MAX_EVENTS_BYTES:
+        while not run.oversized:
             try:
                 chunk = os.read(self.handle, 65536)
             except BlockingIOError:
                 break
             if not chunk:
                 break
-            self.data += chunk
-        if len(self.data) > MAX_EVENTS_BYTES:
+            self.read += len(chunk)
+            if self.read > self.limit:
+                run.oversized = True
+                chunk = chunk[: len(chunk) - (self.read - self.limit)]
+            *lines, self.partial = (self.partial + chunk).split(b"\n")
+            for line in lines:
+                self.keep(line, run)
+        if final and not run.oversized and self.partial.strip():
+            self.keep(self.partial, run)
+            self.partial = b""
+
+    def keep(self, line: bytes, run: ChildRun) -> None:
+        if not line.strip():
+            return
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past Python's stack
             run.damaged = True
-            self.data = self.data[:MAX_EVENTS_BYTES]
-        run.events = []
-        for line in self.data.split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                run.damaged = True
-                continue
-            if isinstance(event, dict) and event.pop("token", None) == self.token:
-                run.events.append(event)
-            else:
-                run.damaged = True
+            return
+        if isinstance(event, dict) and event.pop("token", None) == self.token and isinstance(event.get("event"), str):
+            run.events.append(event)
+        else:
+            run.damaged = True

@@ -54,9 +54,9 @@ def test_fine_tuning_keeps_the_tokenizer_and_records_where_it_started(start_run,
     assert float(rows[0]["valid_vs_start"]) == 0.0
     assert float(rows[1]["valid_vs_start"]) == pytest.approx(
         float(rows[1]["valid_loss"]) - float(rows[0]["valid_loss"]), abs=1e-4)
-    # the fine-tuning recipe is the default: a lower learning rate, a short warmup (train/init.py)
-    options = json.loads((step_checkpoints(out)[-1] / "trainer_state.json").read_text())["options"]
-    assert (options["recipe"]["lr_factor"], options["recipe"]["warmup"]) == (0.3, 100)
+    # the fine-tuning recipe is the default: a lower learning rate, a short warmup, no smoothing (train/init.py)
+    recipe = json.loads((step_checkpoints(out)[-1] / "trainer_state.json").read_text())["options"]["recipe"]
+    assert (recipe["lr_factor"], recipe["warmup"], recipe["label_smoothing"]) == (0.02, 20, 0.0)
 
 
 def test_frozen_parts_do_not_change(start_run, tmp_path):

@@ -6,12 +6,12 @@
 The architecture, read from the model's own YAML (`special:model.yml`) and checked field by field:
 a shared embedding `Wemb` for source, target and output (tie_embeddings="all") times sqrt(d_model),
 Marian's sinusoid (position_layout="halves", position_timescales="tensor2tensor"), no layer norm on the
-embeddings; post-norm encoder layers
-(epsilon 1e-6), biases everywhere, ReLU feed-forward, no final norm; decoder layers of an SSRU
-(attention="ssru", model/ssru.py) then cross-attention then the feed-forward network, each followed
-by residual + layer norm; the decoder starts from a zero vector (zero_start); the output is
-h Wemb^T + b, scored over the lexical shortlist (tokenize/shortlist.py). Every piece is a config
-choice of clearformer's own model: nothing here computes a layer.
+embeddings; post-norm encoder layers (epsilon 1e-6), biases everywhere, ReLU feed-forward, no final norm;
+decoder layers of an SSRU (attention="ssru", model/ssru.py) then cross-attention then the feed-forward
+network, each followed by residual + layer norm; the decoder starts from a zero vector (zero_start); the
+output is h Wemb^T + b, scored over the lexical shortlist (tokenize/shortlist.py). Every piece is a config
+choice of clearformer's own model: nothing here computes a layer. The decoder config's max-length-factor
+becomes the tokenizer's output limit (tokenize/facts.py).
 
 The vocabulary is Marian's SentencePiece model (id 0 `</s>`, 1 `<unk>`), which has no padding id; the
 run's copy gets one control piece `<pad>` at the end (id = vocab), used to pad batches and as the
@@ -271,7 +271,8 @@ def marian_tokenizer(vocab_path: Path, vocab_size: int, shortlist_path: Path | N
     if shortlist_path is not None:
         tokenizer.shortlist = read_shortlist(shortlist_path, vocab_size)
     # The vocabulary has no reserved placeholder tokens: numerals stand in, and decoding copies each placeholder
-    # exactly (tokenize/standins.py; the engine itself keeps printf placeholders in 85.9% of Debian's messages).
+    # exactly (tokenize/standins.py), which the engine itself does not always do (BENCHMARKS.md, "Fine-tuning:
+    # adapting a model to software text", rows (a) and (a')).
     mask_with_stand_ins(tokenizer)
     return tokenizer
 

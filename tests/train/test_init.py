@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -165,7 +166,9 @@ def test_a_fine_tuned_run_blends_with_its_start(start_run, tmp_path, capsys):
                           (["average", str(tuned), "--with-start", "1", "--out", str(tmp_path / "x")],
                            "above 0 and below 1"),
                           (["average", str(tuned), "--with-start", "nan", "--out", str(tmp_path / "x")],
-                           "finite number")):
+                           "finite number"),
+                          (["average", str(tuned), "--with-start", "0.5", "--last", "3", "--out",
+                            str(tmp_path / "x")], "takes no --last")):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, err
@@ -178,3 +181,15 @@ def test_a_fine_tuned_run_blends_with_its_start(start_run, tmp_path, capsys):
     assert main(["average", str(tuned), "--with-start", "0.5", "--out", str(tmp_path / "y")]) == 2
     assert "SHA-256 changed" in capsys.readouterr().err
     assert not (tmp_path / "y").exists() and not (tmp_path / "x").exists()
+
+
+def test_a_start_named_relatively_is_found_from_any_folder(start_run, tmp_path, monkeypatch):
+    """`train --init runs/x` in one folder, `average --with-start` in another: the start is recorded by its full
+    path, so the blend finds it."""
+    monkeypatch.chdir(start_run.parent)
+    assert main(init_args(Path(start_run.name), tmp_path / "tuned", "--steps", "2")) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["average", str(tmp_path / "tuned"), "--with-start", "0.5", "--out", "blend"]) == 0
+    assert (elsewhere / "blend" / "model.safetensors").is_file()

@@ -25,7 +25,7 @@ def register(subparsers) -> None:
                     "last 5 for its base models). The result is a normal checkpoint directory, marked as the "
                     "latest model.")
     p.add_argument("run", nargs="?", help="run directory (default: the run of the latest model)")
-    p.add_argument("--last", type=int, default=5, metavar="N", help="how many to average (default 5)")
+    p.add_argument("--last", type=int, metavar="N", help="how many to average (default 5)")
     p.add_argument("--checkpoints", nargs="+", metavar="DIR", help="average these checkpoints instead")
     p.add_argument("--out", metavar="DIR", help="where to write the average (default: RUN/averaged)")
     p.add_argument("--with-start", type=float, metavar="W",
@@ -39,8 +39,9 @@ def register(subparsers) -> None:
 def run_with_start(args) -> int:
     """`average RUN --with-start W`: the fine-tuned run's model and its start's, blended (checked: the start's
     weights are still the ones the run recorded)."""
-    if args.checkpoints:
-        raise UserError("--with-start blends a run's model with its start: it takes no --checkpoints")
+    if args.checkpoints or args.last is not None:
+        raise UserError("--with-start blends a run's model with its start: it takes no "
+                        + ("--checkpoints" if args.checkpoints else "--last"))
     if not 0 < args.with_start < 1:  # also false for NaN
         raise UserError(f"--with-start {args.with_start:g}: give the start's share, above 0 and below 1")
     run = Path(args.run) if args.run else default_run()
@@ -91,6 +92,8 @@ def run_average(args) -> int:
                 raise UserError(f"{path}: no such checkpoint directory")
         out = Path(args.out) if args.out else chosen[-1].parent / "averaged"
     else:
+        if args.last is None:
+            args.last = 5
         if args.last < 1:
             raise UserError(f"--last must be at least 1, not {args.last}")
         run = Path(args.run) if args.run else default_run()

@@ -120,7 +120,8 @@ def load_init(start: StartOptions, recipe: Recipe):
         model.load_state_dict(weights, strict=False)
     step = meta.get("step") if isinstance(meta.get("step"), int) else None
     preset = meta.get("preset") if isinstance(meta.get("preset"), str) else None
-    record = InitRecord(str(run), run.resolve().name, sha256_file(run / WEIGHTS_FILE), step, preset)
+    # The full path: `average --with-start` reads the start again, maybe from another folder.
+    record = InitRecord(str(run.resolve()), run.resolve().name, sha256_file(run / WEIGHTS_FILE), step, preset)
     return tokenizer, model.train(), record
 
 

@@ -356,6 +356,9 @@ def run_all(args) -> dict:
     for row, (name, names) in rows.items():
         results["rows"][row] = {**evaluate(runs[name], sets, names, args.beam), "steps": valid_summary(runs[name])}
         print(f"  {row}: " + json.dumps(results["rows"][row]), flush=True)
+    names = [*map(recipe_folder, (recipe[0] for recipe in RECIPES)), *frozen, *runs]
+    trained = sorted((work / name / "summary.json").stat().st_mtime for name in names)
+    results["trained"] = [time.strftime("%Y-%m-%d %H:%M", time.gmtime(t)) for t in (trained[0], trained[-1])]
     blended, results["blends"] = blend_with_start(runs["pt-firefox-ft"], work, sets, shipped, args.beam)
     results["rows"][f"(b+) pt: (b) blended with the shipped weights (average --with-start "
                     f"{results['blends']['chosen']:g})"] = evaluate(blended, sets, PT_SETS, args.beam)
@@ -379,7 +382,9 @@ def budget_line(results: dict) -> str:
             f"{results['fr_minutes']:g} for the two Bible runs of (d) ({side}; `--minutes` counts training, not "
             f"validation), and {results['recipe_steps']} steps for each candidate recipe (the same work whatever "
             f"the load). Preset of the from-scratch runs: {results['preset']}. First {results['sentences']} "
-            f"sentences of each set, {decoding}.")
+            f"sentences of each set, {decoding}."
+            + (f" The runs finished training between {results['trained'][0]} and {results['trained'][1]} UTC "
+               "(kept in `--work`); the scores are of the date above." if results.get("trained") else ""))
 
 
 def blends_text(results: dict) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from clearformer.errors import UserError
@@ -54,9 +55,12 @@ def encode_source(tokenizer, text: str) -> list[int]:
     return ids + [tokenizer.eos_id] if tokenizer.source_eos and ids else ids
 
 
-def encode_target(tokenizer, source: str, target: str) -> list[int]:
+def encode_target(tokenizer, source: str, target: str, fold: Callable[[str], str] | None = None) -> list[int]:
     """A training target's ids, its placeholders masked by the source's (`mask_target`: the same
-    placeholder text gets the same reserved token, so reordering is learnt)."""
+    placeholder text gets the same reserved token, so reordering is learnt). `fold` (tokenize/fold.py) first
+    replaces the characters the vocabulary cannot write, before masking adds its reserved tokens."""
+    if fold is not None:
+        target = fold(target)
     if tokenizer.mask_placeholders:
         target = mask_target(target, mask_placeholders(tokenizer, source).originals, tokenizer.placeholder_patterns)
     return tokenizer.encode_target_text(target)

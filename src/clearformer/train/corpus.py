@@ -18,6 +18,7 @@ from clearformer.data.toy import toy_splits
 from clearformer.errors import UserError
 from clearformer.limits import shorten
 from clearformer.tokenize import WordTokenizer, encode_source, encode_target
+from clearformer.tokenize.fold import TargetFold
 from clearformer.tokenize.placeholders import (
     RESERVED_TOKENS,
     PlaceholderError,
@@ -143,12 +144,13 @@ def length_ratio(examples: list[Example], source_eos: bool) -> float:
     return round(sum(len(example.tgt) for example in examples) / source, 4) if source > 0 else 0.0
 
 
-def encode_pairs(tokenizer, pairs: Pairs) -> list[Example]:
+def encode_pairs(tokenizer, pairs: Pairs, fold: TargetFold | None = None) -> list[Example]:
     """Sources as the model reads them (`encode_source`), targets as plain ids, masked as their source
-    when the tokenizer masks placeholders (`encode_target`; <bos>/<eos> come later)."""
+    when the tokenizer masks placeholders (`encode_target`; <bos>/<eos> come later), their characters the
+    vocabulary cannot write folded first (`fold`, tokenize/fold.py)."""
     examples = []
     for number, (source, target) in enumerate(pairs, start=1):
         with naming_the_pair(number, source):
             examples.append(Example(tuple(encode_source(tokenizer, source)),
-                                    tuple(encode_target(tokenizer, source, target))))
+                                    tuple(encode_target(tokenizer, source, target, fold))))
     return examples

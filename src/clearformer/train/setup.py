@@ -27,6 +27,7 @@ from clearformer.report.flops import FlopCount
 from clearformer.store.checkpoint import load_weights_into
 from clearformer.store.runs import check_latest_if_default
 from clearformer.tokenize import encode_source
+from clearformer.tokenize.fold import TargetFold
 from clearformer.train import corpus, distributed, rundir, state
 from clearformer.train.init import InitRecord, carry_companions, freeze, load_init
 from clearformer.train.options import TrainOptions
@@ -150,8 +151,11 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     freeze(model, options.start.frozen)
     model.to(start.device).train()
     limit = min(model.config.max_len, options.recipe.batch_tokens)
-    train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"]), limit)
-    valid, _ = drop_long(corpus.encode_pairs(tokenizer, splits["valid"]), limit)
+    # A vocabulary made for other text (--init) may lack characters of this corpus: fold them in the targets
+    # (tokenize/fold.py). A word vocabulary has no characters to fold to; one built here lacks none.
+    fold = TargetFold(tokenizer) if init_record is not None and tokenizer.kind != "words" else None
+    train, dropped = drop_long(corpus.encode_pairs(tokenizer, splits["train"], fold), limit)
+    valid, _ = drop_long(corpus.encode_pairs(tokenizer, splits["valid"], fold), limit)
     # BLEU decodes only sources the model can read: a run started from another (--init) may have a shorter
     # max_len than the new data's sentences, and translate refuses a source longer than max_len.
     valid_pairs = [pair for pair in splits["valid"] if len(encode_source(tokenizer, pair[0])) <= model.config.max_len]
@@ -162,7 +166,7 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     if not resume and (init_record is None or tokenizer.length_ratio > 0):
         tokenizer.length_ratio = corpus.length_ratio(train, tokenizer.source_eos)
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
-                           dropped, FlopCount.of(model))
+                           dropped, FlopCount.of(model), fold.summary() if fold else "")
     setup = finish_setup(start, options, tokenizer, model, task)
     setup.init = init_record
     return setup

@@ -77,13 +77,14 @@ class TranslationTask:
     keep_best = True
 
     def __init__(self, options, tokenizer, config, train, valid, valid_pairs, source: str, data_record: dict,
-                 dropped: int, flop_count: FlopCount) -> None:
+                 dropped: int, flop_count: FlopCount, folded: str = "") -> None:
         self.recipe = options.recipe
         self.config = config
         self.flop_count = flop_count  # report/flops.py: the model's training FLOPs per batch
         self.tokenizer = tokenizer
         self.train, self.valid, self.valid_pairs = train, valid, valid_pairs
         self.source, self.data_record, self.dropped = source, data_record, dropped
+        self.folded = folded  # TargetFold.summary(): "" when the vocabulary writes every character
         self.stream = BatchStream(train, options.recipe.batch_tokens, options.loop.seed, tokenizer.pad_id,
                                   tokenizer.bos_id, tokenizer.eos_id)
 
@@ -138,4 +139,5 @@ class TranslationTask:
         default = next(iter(ARCHITECTURES))  # the Transformer needs no word
         model = f"--arch {self.config.architecture}, " if self.config.architecture != default else ""
         return (f"{model}{self.tokenizer.kind} vocabulary of {len(self.tokenizer)}; {len(self.train)} training pairs"
-                f"{dropped}, {len(self.valid)} validation pairs from {self.source}")
+                f"{dropped}, {len(self.valid)} validation pairs from {self.source}"
+                + (f"; {self.folded}" if self.folded else ""))

@@ -182,18 +182,22 @@ def scores(result) -> dict:
 
 class ScoreCache:
     """Scores already measured, in `--work`/evaluations.json, so that a rerun (a stopped benchmark, a new row)
-    decodes only what changed: each is keyed by the weights (file size and mtime), the set's pairs (SHA-256) and
-    the search."""
+    decodes only what changed: each is keyed by the weights (file size and mtime), the set's pairs (SHA-256),
+    the search and clearformer's own code (SHA-256 of src/clearformer's Python files: a change to decoding
+    measures again)."""
 
     def __init__(self, path: Path):
         self.path = path
         self.found = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        code = hashlib.sha256()
+        for source in sorted((Path(__file__).resolve().parents[1] / "src" / "clearformer").rglob("*.py")):
+            code.update(source.read_bytes())
+        self.code = code.hexdigest()[:16]
 
-    @staticmethod
-    def key(weights: Path, pairs: list, search: str) -> str:
+    def key(self, weights: Path, pairs: list, search: str) -> str:
         stat = weights.stat()
         digest = hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
-        return f"{weights.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{digest}|{search}"
+        return f"{weights.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{digest}|{search}|{self.code}"
 
     def get(self, key: str, measure) -> dict:
         if key not in self.found:
@@ -220,7 +224,7 @@ def evaluate(run: Path, sets: dict, names: list[str], beam: int) -> dict:
             loaded.extend(load_model(run)[:2])
         return scores(evaluate_model(*loaded, sets[name], DecodingOptions(beam=beam))[0])
 
-    return {name: CACHE.get(ScoreCache.key(run / "model.safetensors", sets[name], f"beam {beam}"),
+    return {name: CACHE.get(CACHE.key(run / "model.safetensors", sets[name], f"beam {beam}"),
                             lambda name=name: measure(name)) for name in names}
 
 
@@ -244,7 +248,7 @@ def evaluate_engine(sets: dict, names: list[str], folder: Path | None = None) ->
         sources, references = [s for s, _ in sets[name]], [t for _, t in sets[name]]
         return scores(score_corpus([engines[0].translate(s) for s in sources], references, sources))
 
-    return {name: CACHE.get(ScoreCache.key(weights, sets[name], "engine"), lambda name=name: measure(name))
+    return {name: CACHE.get(CACHE.key(weights, sets[name], "engine"), lambda name=name: measure(name))
             for name in names}
 
 

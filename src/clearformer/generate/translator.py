@@ -26,6 +26,7 @@ import torch
 from clearformer.errors import UserError
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
+from clearformer.generate.layout import for_decoding
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.result import Note, NoteKind, Translation
 from clearformer.generate.source import Pieces, prepare_sources
@@ -167,7 +168,8 @@ class PyTorchTranslator(Reading):
     name: ClassVar[str] = "pytorch"
 
     def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
-        self.model, self.tokenizer, self.settings = model, tokenizer, settings
+        # The model as decoding runs it, made once here (generate/layout.py): the caller's `model` is not changed.
+        self.model, self.tokenizer, self.settings = for_decoding(model), tokenizer, settings
         self.label = self.name
         self.described = ""  # what a report adds after the decoding options: nothing, the default engine
 

@@ -32,13 +32,7 @@ from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.store import output as store_output
 from clearformer.store import safeio
 from clearformer.store.output import check_output
-from clearformer.translator import LoadedRun, load_run
-
-
-def load_translator(checkpoint: str | None, device: str = "cpu") -> LoadedRun:
-    """The encoder-decoder run of --checkpoint (or the latest run) on `device` (--device: cpu, cuda, cuda:N or
-    auto), read back once (clearformer/translator.py `load_run`)."""
-    return load_run(checkpoint, device)
+from clearformer.translator import load_run
 
 
 def decode_lines(data: bytes, name: str) -> list[str]:
@@ -114,13 +108,13 @@ def warn(message: str) -> None:
 
 def run(args) -> int:
     if args.po:  # a gettext catalogue: commands/catalog.py
-        return catalog.run(args, load_translator)
+        return catalog.run(args)
     catalog.refuse_without_po(args)
     choice = engine_options.engine_choice(args, DecodingOptions.from_args(args))  # every refusal before any work
     check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
     sentences, name, lines_may_be_empty = gather_input(args)
-    translator = choice.open(load_translator(args.checkpoint, args.device), "translate")
+    translator = choice.open(load_run(args.checkpoint, args.device), "translate")
     changes = interventions_from_args(translator.model, args)  # what-if: --ablate NAME, checked before any work
     pieces = read_sentences(translator, sentences, name, lines_may_be_empty, choice.decoding.split)
     with engine_options.progress_bar(len(sentences), "translating", shown=bool(args.file)) as bar, changes:

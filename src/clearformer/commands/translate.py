@@ -94,12 +94,23 @@ def read_sentences(translator: Translator, sentences: list[str], name: str, line
                 at = f"argument {index + 1}: " if len(sentences) > 1 else ""
                 raise UserError(f"{at}empty sentence (nothing to translate)")
 
-    def where(index: int) -> str | None:
-        if name == "argument":
-            return None
-        return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
+    return translator.read([s.strip() for s in sentences], split, where=lambda index: input_label(name, index),
+                           warn=warn)
 
-    return translator.read([s.strip() for s in sentences], split, where=where, warn=warn)
+
+def input_label(name: str, index: int) -> str | None:
+    """How a message names input `index` of `name` (the one argument: nothing; "argument 2"; "FILE:3")."""
+    if name == "argument":
+        return None
+    return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
+
+
+def warn_notes(results, name: str) -> None:
+    """Each note a check attached to a translation (generate/result.py), one warning line each, naming its input."""
+    for index, result in enumerate(results):
+        for note in result.notes:
+            at = input_label(name, index)
+            warn(f"{at}: {note.detail}" if at else note.detail)
 
 
 def warn(message: str) -> None:
@@ -119,6 +130,7 @@ def run(args) -> int:
     pieces = read_sentences(translator, sentences, name, lines_may_be_empty, choice.decoding.split)
     with engine_options.progress_bar(len(sentences), "translating", shown=bool(args.file)) as bar, changes:
         results = translator.translate(pieces, choice.decoding, progress=bar)
+    warn_notes(results, name)
     text = "".join(result.text + "\n" for result in results)
     if output is not None:
         write_output(output, text)

@@ -25,6 +25,7 @@ import torch
 
 from clearformer.errors import UserError
 from clearformer.generate.beam import beam_search
+from clearformer.generate.facts import DecodingFacts
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.layout import for_decoding
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
@@ -168,8 +169,10 @@ class PyTorchTranslator(Reading):
     name: ClassVar[str] = "pytorch"
 
     def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
-        # The model as decoding runs it, made once here (generate/layout.py): the caller's `model` is not changed.
+        # The model as decoding runs it, made once here (generate/layout.py): the caller's `model` is not changed;
+        # the run's decoding facts read once, as an immutable record (generate/facts.py).
         self.model, self.tokenizer, self.settings = for_decoding(model), tokenizer, settings
+        self.facts = DecodingFacts.of(tokenizer)
         self.label = self.name
         self.described = ""  # what a report adds after the decoding options: nothing, the default engine
 
@@ -210,7 +213,7 @@ class PyTorchTranslator(Reading):
         options = (options or DecodingOptions()).check().but(with_scores=False)
         pieces = self.pieces_of(inputs, options)
         model = self.model
-        tokens = search_tokens(model, self.tokenizer, options)
+        tokens = search_tokens(model, self.tokenizer, options, self.facts)
         search = greedy_decode if options.beam == 1 else beam_search
         device = next(model.parameters()).device
         progress = per_input_progress(progress, pieces.count, len(pieces.sources))

@@ -59,7 +59,7 @@ def test_a_weight_on_an_int8_lattice_keeps_its_integers():
         linear.weight.copy_(torch.from_numpy(integers.numpy().astype(np.float32) / scale))
     assert shipped_scale(linear.weight.detach()) is not None
     layer = Int8Linear(linear)
-    assert layer.shipped and torch.equal(layer.weight.t(), integers)
+    assert layer.shipped and torch.equal(layer.weight, integers)
     requantized = nn.Linear(20, 12)  # random float weights are not on a lattice: per-row scales
     assert shipped_scale(requantized.weight.detach()) is None and not Int8Linear(requantized).shipped
 

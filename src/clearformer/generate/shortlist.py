@@ -30,14 +30,14 @@ from clearformer.tokenize.shortlist import LexicalShortlist
 class ShortlistRule:
     """The decoding rule: per hypothesis, -inf on every token outside its sentence's candidate set.
 
-    allowed (rows, vocab) bool, one row per hypothesis (built at the first step); `select` follows the
+    forbidden (rows, vocab) bool, one row per hypothesis (built at the first step); `select` follows the
     hypotheses as the search keeps, reorders and (beam search) repeats them.
     """
 
     def __init__(self, candidates: list[torch.Tensor], device: torch.device) -> None:
         self.candidates = candidates  # each sentence's candidate ids, until the first step knows the width
         self.device = device
-        self.allowed: torch.Tensor | None = None
+        self.forbidden: torch.Tensor | None = None
 
     @classmethod
     def for_batch(cls, src_ids: torch.Tensor, shortlist: LexicalShortlist, pad_id: int) -> ShortlistRule:
@@ -47,32 +47,32 @@ class ShortlistRule:
         return cls(candidates, src_ids.device)
 
     def rows(self, vocab_size: int) -> torch.Tensor:
-        """allowed (rows, vocab_size) bool."""
-        if self.allowed is None:
-            self.allowed = torch.zeros(len(self.candidates), vocab_size, dtype=torch.bool)
+        """forbidden (rows, vocab_size) bool: kept negated, so that a step masks without a new tensor."""
+        if self.forbidden is None:
+            self.forbidden = torch.ones(len(self.candidates), vocab_size, dtype=torch.bool)
             for row, ids in enumerate(self.candidates):
-                self.allowed[row, ids[ids < vocab_size]] = True
-            self.allowed = self.allowed.to(self.device)
-        return self.allowed
+                self.forbidden[row, ids[ids < vocab_size]] = False
+            self.forbidden = self.forbidden.to(self.device)
+        return self.forbidden
 
     def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
         """logits (rows, vocab) -> the same, -inf outside each row's candidates (in place)."""
-        return logits.masked_fill_(~self.rows(logits.shape[-1]), float("-inf"))
+        return logits.masked_fill_(self.rows(logits.shape[-1]), float("-inf"))
 
     def union(self) -> torch.Tensor:
         """Every candidate of the batch's sentences, sorted: the rows a sliced output projection computes."""
-        return torch.unique(torch.cat(self.candidates)).to(self.device) if self.allowed is None \
-            else self.allowed.any(dim=0).nonzero()[:, 0]
+        return torch.unique(torch.cat(self.candidates)).to(self.device) if self.forbidden is None \
+            else (~self.forbidden.all(dim=0)).nonzero()[:, 0]
 
     def chose(self, tokens: torch.Tensor) -> None:
         """Nothing to count: the set depends on the source only."""
 
     def select(self, rows: torch.Tensor) -> None:
         """Keep hypotheses `rows` (as `DecoderState.select`)."""
-        if self.allowed is None:
+        if self.forbidden is None:
             self.candidates = [self.candidates[i] for i in rows.tolist()]
         else:
-            self.allowed = self.allowed.index_select(0, rows)
+            self.forbidden = self.forbidden.index_select(0, rows)
 
 
 class ShortlistOutput(nn.Module):
@@ -108,8 +108,7 @@ class ShortlistOutput(nn.Module):
             return self.full(hidden)
         weight, bias = self.rows
         logits = hidden.new_full((*hidden.shape[:-1], self.weight.shape[0]), float("-inf"))
-        logits[..., self.ids] = nn.functional.linear(hidden, weight, bias)
-        return logits
+        return logits.index_copy_(-1, self.ids, nn.functional.linear(hidden, weight, bias))
 
 
 # The models whose output projection was swapped, and their `ShortlistOutput`: the search looks its model up

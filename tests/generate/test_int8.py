@@ -15,7 +15,7 @@ from torch import nn
 from clearformer.generate import DecodingOptions, greedy_decode, pad_batch
 from clearformer.generate.int8 import Int8Linear, quantize_int8, shipped_scale
 from clearformer.generate.options import search_tokens
-from clearformer.generate.shortlist import sliced_output, use_shortlist_output
+from clearformer.generate.shortlist import ShortlistOutput, sliced_output, use_shortlist_output
 from clearformer.model.transformer import Transformer
 from clearformer.tokenize.shortlist import LexicalShortlist
 
@@ -123,3 +123,32 @@ def test_the_sliced_output_projection_gives_the_same_tokens(quantized):
     greedy_decode(model, src, options.but(with_scores=True), tokens)
     assert sliced_output(model).ids is None  # scores need every logit: no slice
     assert sliced_output(full) is None
+
+
+def test_translate_quantize_int8_is_the_same_sentence_alone_and_in_a_batch(checkpoint, capsys):
+    from clearformer.cli import main
+
+    sentences = ["I love you", "the dog sleeps", "we eat bread", "you like music ."]
+    assert main(["translate", "--checkpoint", str(checkpoint), "--quantize", "int8", "--threads", "1",
+                 *sentences]) == 0
+    together = capsys.readouterr().out.splitlines()
+    for sentence, translation in zip(sentences, together, strict=True):
+        assert main(["translate", "--checkpoint", str(checkpoint), "--quantize", "int8", sentence]) == 0
+        assert capsys.readouterr().out.splitlines() == [translation]
+
+
+def test_the_callers_model_keeps_its_layers(checkpoint):
+    """The swaps happen on the translator's own model (a copy for int8; its own module tree for the slice)."""
+    from clearformer.generate.translator import PyTorchTranslator, decoding_model
+    from clearformer.load import load_model
+    from clearformer.model.transformer import OutputProjection
+
+    model, tokenizer, _ = load_model(checkpoint)
+    shortlist = random_shortlist(len(tokenizer), 8)
+    for quantize in ("none", "int8"):
+        decoded = decoding_model(model, shortlist, quantize)
+        assert decoded is not model and sliced_output(decoded) is not None
+        assert any(isinstance(m, Int8Linear) for m in decoded.modules()) == (quantize == "int8")
+    PyTorchTranslator.open(model, tokenizer, None).translate(["I love you"])
+    assert isinstance(model.output, OutputProjection) and sliced_output(model) is None
+    assert not any(isinstance(m, Int8Linear | ShortlistOutput) for m in model.modules())

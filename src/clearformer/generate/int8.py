@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from clearformer.generate.shortlist import sliced_output
+from clearformer.record import trace
 
 # How far from an integer W / scale may be and still count as the lattice a file shipped: float32 rounding of
 # q / scale is ~1e-7 relative, a weight requantized from float is off by up to 0.5.
@@ -58,8 +59,9 @@ def shipped_scale(weight: torch.Tensor) -> float | None:
 class Int8Linear(nn.Module):
     """A linear layer in int8: x (..., in) -> (..., out), as the `nn.Linear` it came from up to int8 rounding.
 
-    weight (out, in) int8 (read transposed by `torch._int_mm`: the faster layout, measured), scale (out,) float32, bias (out,) or None;
-    `shipped`: the integers are the ones the model's file shipped (one scale for the whole matrix)."""
+    weight (out, in) int8 (read transposed by `torch._int_mm`: the faster layout, measured), scale (out,)
+    float32, bias (out,) or None; `shipped`: the integers are the ones the model's file shipped (one scale
+    for the whole matrix)."""
 
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
@@ -105,6 +107,7 @@ def quantize_int8(model: nn.Module) -> Int8Summary:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
         layer = Int8Linear(linear)
+        trace.name_as(layer, linear)
         shipped += layer.shipped
         setattr(parent, child, layer)
     model.eval()

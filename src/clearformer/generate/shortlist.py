@@ -24,6 +24,7 @@ import weakref
 import torch
 from torch import nn
 
+from clearformer.record import trace
 from clearformer.tokenize.shortlist import LexicalShortlist
 
 
@@ -123,9 +124,9 @@ def use_shortlist_output(model: nn.Module) -> ShortlistOutput:
     that the rows are sliced from the float weights."""
     if model in _SLICED:
         return _SLICED[model]
-    linear = model.output.linear
-    model.output = ShortlistOutput(model.output, linear.weight.detach(),
-                                   None if linear.bias is None else linear.bias.detach())
+    linear, full = model.output.linear, model.output
+    model.output = ShortlistOutput(full, linear.weight.detach(), None if linear.bias is None else linear.bias.detach())
+    trace.name_as(model.output, full)
     _SLICED[model] = model.output
     return model.output
 

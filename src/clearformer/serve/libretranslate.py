@@ -78,6 +78,7 @@ class TranslateRequest:
     html: bool
     detected: bool  # source was "auto"
     alternatives: int = 0
+    unreadable: dict[int, str] = field(default_factory=dict)  # a text of a list refused on sight (its text ""): why
 
 
 def _no_constant(name: str):
@@ -118,12 +119,17 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
         raise RequestError(400, "Invalid request: q must be a string or a list of strings")
     if len(texts) > MAX_TRANSLATE_TEXTS:
         raise RequestError(400, f"Invalid request: {len(texts)} texts in q; at most {MAX_TRANSLATE_TEXTS}")
+    unreadable = {}  # a text of a list no model can take: noted in the answer, the others translated
     for index, text in enumerate(texts):
+        problem = None
         if len(text) > MAX_SENTENCE_CHARS:
-            raise RequestError(400, f"Invalid request: request ({len(text)}) exceeds text limit ({MAX_SENTENCE_CHARS})"
-                                    + ("" if single else f" in q[{index}]"))
-        if has_surrogates(text):
-            raise RequestError(400, "Invalid request: q is not valid Unicode text (a lone surrogate)")
+            problem = f"request ({len(text)}) exceeds text limit ({MAX_SENTENCE_CHARS})"
+        elif has_surrogates(text):
+            problem = "not valid Unicode text (a lone surrogate)"
+        if problem is not None and single:
+            raise RequestError(400, f"Invalid request: q: {problem}")
+        if problem is not None:
+            unreadable[index] = f"q[{index}]: {problem}"
     source, target, form = fields["source"], fields["target"], fields.get("format", "text")
     if not all(isinstance(value, str) for value in (source, target, form)):
         raise RequestError(400, "Invalid request: source, target and format must be strings")
@@ -145,8 +151,8 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
     if not languages.matches(target, "target"):
         raise RequestError(400, f"{target[:20]} is not supported: this model translates {languages.source} to "
                                 f"{languages.target}")
-    return TranslateRequest(tuple(texts), single, languages.source, languages.target, form == "html", detected,
-                            alternatives)
+    return TranslateRequest(tuple("" if i in unreadable else text for i, text in enumerate(texts)), single,
+                            languages.source, languages.target, form == "html", detected, alternatives, unreadable)
 
 
 @dataclass
@@ -272,6 +278,7 @@ class TranslationService:
         # Off the event loop: masking runs a tokenizer's placeholder patterns (time-bounded: tokenize/placeholders)
         layouts, segments = await asyncio.to_thread(self.read, request)
         failed = {segment.owner: segment.error for segment in reversed(segments) if segment.error is not None}
+        failed.update(request.unreadable)
         if request.single and failed:
             raise RequestError(400, failed[0])
         jobs, where = [], []  # where: (segment, piece) of each job

@@ -203,11 +203,12 @@ class TextAnswer:
     notes: tuple[str, ...] = ()
 
 
-def split_text(text: str, html: bool) -> tuple[_Text, list[_Segment]]:
-    """A text -> how it is put back, and its segments (blank lines and the spaces around a line kept)."""
+def split_text(text: str, html: bool, masks: bool = True) -> tuple[_Text, list[_Segment]]:
+    """A text -> how it is put back, and its segments (blank lines and the spaces around a line kept); `masks`:
+    the model masks placeholders, so html references to symbols stay spelled (serve/markup.py)."""
     layout, segments = _Text(), []
     if html:
-        document = parse_html(text)
+        document = parse_html(text, keep_references=masks)
         for part in document.parts:
             if isinstance(part, str):
                 layout.parts.append(part)
@@ -260,7 +261,7 @@ class TranslationService:
         gets its `error`, one line naming it)."""
         layouts, segments = [], []
         for owner, text in enumerate(request.texts):
-            layout, own = split_text(text, request.html)
+            layout, own = split_text(text, request.html, bool(self.tokenizer.mask_placeholders))
             layouts.append(_Text([part + len(segments) if isinstance(part, int) else part for part in layout.parts]))
             for segment in own:
                 segment.owner = owner

@@ -15,8 +15,10 @@ without them, and each tag goes back by the model's own alignment (the cross-att
 compute, explain/attribution.py): an opening and its closing tag wrap the target words aligned to the source
 words they wrapped; a tag that wraps nothing (img, <x/>) goes before the target word aligned to the word it
 preceded. Nesting is kept (a child's words inside its parent's, siblings in order, not crossing), so the
-output parses to the same tags. Character references (&amp; &lt; &nbsp; &#160;) are read as their
-characters and written back as the source spelled them; a "<" or "&" the translation adds is escaped.
+output parses to the same tags. A character reference to a symbol (&amp; &lt; &nbsp; &#169;) stays in the
+sentence as it is spelled, a placeholder the model copies exactly (with a run that masks placeholders); one to a
+letter (caf&eacute;) is read as the letter, so the model reads the word, and written back as the source spelled
+it; a "<" or "&" the translation adds is escaped.
 """
 
 from __future__ import annotations
@@ -135,8 +137,10 @@ class _Reader(HTMLParser):
     unknown_decl = handle_decl
 
 
-def parse_html(text: str) -> Document:
-    """A format=html text -> its Document (see the module docstring)."""
+def parse_html(text: str, keep_references: bool = True) -> Document:
+    """A format=html text -> its Document (see the module docstring). `keep_references`: a reference to anything
+    but a letter stays as it is spelled in the run's text (a model that masks placeholders copies it exactly:
+    tokenize/placeholders.py); otherwise, and for letters, the run holds the character."""
     reader = _Reader(text)
     reader.feed(text)
     reader.close()
@@ -175,9 +179,11 @@ def parse_html(text: str) -> Document:
                 run.text += line
                 run.raw += line
             continue
-        if kind == "ref":
-            run.spelled[decoded] = raw
+        if kind == "ref" and (decoded.isalpha() or not keep_references):
+            run.spelled[decoded] = raw  # a letter ("caf&eacute;"): the model reads the word
             run.text += decoded
+        elif kind == "ref":
+            run.text += raw  # a symbol (&amp; &lt; &nbsp; &copy;): a placeholder the model copies
         else:
             run.tags.append(Tag(raw, name, kind, len(run.text)))
         run.raw += raw
@@ -378,21 +384,19 @@ def _inner_stop(translation: str, word: tuple[int, int], run: Run, opening: Tag)
     return stop
 
 
+_REFERENCE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]*|#\d+|#[xX][0-9A-Fa-f]+);")
+
+
 def escape(text: str, spelled: dict[str, str]) -> str:
-    """Translated words as HTML: a character the source wrote as a reference, as it wrote it; a "<" or "&" the
-    source did not write as one, escaped (the output must parse to the source's tags)."""
-    if not text:
-        return text
-    out = []
-    for char in text:
-        if char in spelled:
-            out.append(spelled[char])
-        elif char == "<":
-            out.append("&lt;")
-        elif char == "&":
-            out.append("&amp;")
-        else:
-            out.append(char)
+    """Translated words as HTML: a character the source wrote as a reference, as it wrote it; a reference kept as
+    written; a "<" or "&" the source did not write as one, escaped (the output must parse to the source's tags)."""
+    out, position = [], 0
+    for match in [*_REFERENCE.finditer(text), None]:
+        stretch = text[position: match.start() if match else len(text)]
+        out.extend(spelled.get(char, {"<": "&lt;", "&": "&amp;"}.get(char, char)) for char in stretch)
+        if match:
+            out.append(match.group(0))
+            position = match.end()
     return "".join(out)
 
 

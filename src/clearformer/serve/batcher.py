@@ -40,7 +40,7 @@ class Batching:
     languages: Languages | None = None  # None: the run's
     max_batch: int = 32
     wait_s: float = 0.005
-    capacity: int = 512
+    capacity: int = 4096  # sentences: 204 of Weblate's pages of 20 (a 429 stops Weblate asking for 30 min)
 
 
 @dataclass

@@ -232,7 +232,7 @@ class TranslationService:
     """The served model behind the LibreTranslate routes: texts -> translations through the batch queue."""
 
     def __init__(self, model, tokenizer, languages: Languages | None, decoding: DecodingOptions | None = None,
-                 max_batch: int = 32, wait_s: float = 0.005, capacity: int = 512) -> None:
+                 max_batch: int = 32, wait_s: float = 0.005, capacity: int = 4096) -> None:
         self.model, self.tokenizer, self.languages = model, tokenizer, languages
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)

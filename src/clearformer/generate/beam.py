@@ -8,9 +8,9 @@ in <eos> (among the best `beam`) are finished hypotheses, scored
 
 (|y| counts <eos>; alpha = 0 gives the plain sum of log-probabilities). Only the best finished
 hypothesis of each sentence is kept, unless the caller passes `hypotheses` (`FinishedHypotheses`):
-then every finished one is listed too, for an n-best list (generate/nbest.py). A sentence is done when it reaches its length limit (its
-surviving beams are then scored as finished) or when no surviving beam can still beat its best
-finished hypothesis (early stopping). Two rules for "can still beat", `stop=`:
+then every finished one is listed too, for an n-best list (generate/nbest.py). A sentence is done
+when it reaches its length limit (its surviving beams are then scored as finished) or when no
+surviving beam can still beat its best finished hypothesis (early stopping). Two rules for "can still beat", `stop=`:
 
 * "current" (the default): compare with the best beam scored at the current length, s / lp(t),
   as Transformers does by default (`early_stopping=False`). With alpha = 0 this is exact, since

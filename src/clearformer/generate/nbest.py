@@ -17,7 +17,7 @@ from __future__ import annotations
 from clearformer.generate.beam import FinishedHypotheses, beam_search
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import Pieces
-from clearformer.generate.translate import pad_batch
+from clearformer.generate.translator import pad_batch
 from clearformer.tokenize import restore_placeholders
 
 

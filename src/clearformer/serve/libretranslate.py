@@ -52,8 +52,8 @@ from fastapi.responses import JSONResponse
 from clearformer.errors import UserError
 from clearformer.generate.nbest import translate_nbest
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import join_pieces, translate_pieces
+from clearformer.generate.source import Pieces
+from clearformer.generate.translator import Translator, join_pieces
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve import detect as detection
@@ -192,6 +192,7 @@ class _Done:
     text: str
     alternatives: tuple[str, ...] = ()
     links: tuple[tuple[tuple[int, int], ...], ...] = ()
+    notes: tuple[str, ...] = ()  # what the translator's checks found (generate/result.py `Note`)
 
 
 @dataclass(frozen=True)
@@ -231,29 +232,32 @@ def split_text(text: str, html: bool, masks: bool = True) -> tuple[_Text, list[_
 class TranslationService:
     """The served model behind the LibreTranslate routes: texts -> translations through the batch queue."""
 
-    def __init__(self, model, tokenizer, languages: Languages | None, decoding: DecodingOptions | None = None,
+    def __init__(self, translator: Translator, languages: Languages | None, decoding: DecodingOptions | None = None,
                  max_batch: int = 32, wait_s: float = 0.005, capacity: int = 4096) -> None:
-        self.model, self.tokenizer, self.languages = model, tokenizer, languages
+        self.translator, self.languages = translator, languages
+        self.model, self.tokenizer = translator.model, translator.tokenizer
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
 
     def _decode(self, jobs: list[_Job]) -> list[_Done]:
         """Jobs of several requests -> their translations (placeholders restored), alternatives and links."""
-        texts: list[list[str]] = [[] for _ in jobs]
+        texts: list[tuple[list[str], tuple[str, ...]]] = [([], ()) for _ in jobs]
         for count in sorted({job.alternatives for job in jobs}):
             chosen = [i for i, job in enumerate(jobs) if job.alternatives == count]
             pieces = Pieces.whole([jobs[i].ids for i in chosen], [jobs[i].masked for i in chosen])
-            if count:
-                found = translate_nbest(self.model, self.tokenizer, pieces, self.decoding, count)
-            else:
-                found = [[text] for text in translate_pieces(self.model, self.tokenizer, pieces, self.decoding)]
+            if count:  # the beam's n-best over the model's own search (generate/nbest.py)
+                found = [(ranked, ()) for ranked in
+                         translate_nbest(self.model, self.tokenizer, pieces, self.decoding, count)]
+            else:  # the one translator every front calls (generate/translator.py)
+                found = [([result.text], tuple(note.detail for note in result.notes))
+                         for result in self.translator.translate(pieces, self.decoding)]
             for i, candidates in zip(chosen, found, strict=True):
                 texts[i] = candidates
         done = []
-        for job, candidates in zip(jobs, texts, strict=True):
+        for job, (candidates, notes) in zip(jobs, texts, strict=True):
             links = tuple(tuple(word_links(self.model, self.tokenizer, job.align, text)) for text in candidates) \
                 if job.align is not None else ()
-            done.append(_Done(candidates[0], tuple(candidates[1:]), links))
+            done.append(_Done(candidates[0], tuple(candidates[1:]), links, notes))
         return done
 
     def read(self, request: TranslateRequest) -> tuple[list[_Text], list[_Segment]]:
@@ -266,9 +270,9 @@ class TranslationService:
             for segment in own:
                 segment.owner = owner
                 label = "q" if request.single else f"q[{owner}]"
-                try:
-                    segment.pieces = prepare_sources(self.tokenizer, [segment.sentence], self.model.config.max_len,
-                                                     self.decoding.split, where=lambda _, label=label: label)
+                try:  # the one input path (Translator.read: generate/source.py `prepare_sources`)
+                    segment.pieces = self.translator.read([segment.sentence], self.decoding.split,
+                                                          where=lambda _, label=label: label)
                 except UserError as error:
                     segment.error = str(error)
             segments += own
@@ -316,7 +320,9 @@ class TranslationService:
                 other = self._segment_text(segments[number], results[number], rank)
                 alternatives.append(self._render(layout, {**best, number: other}))
         text = self._render(layout, best)
-        return TextAnswer(text, tuple(dict.fromkeys(a for a in alternatives if a != text))[: request.alternatives])
+        notes = tuple(dict.fromkeys(note for number in numbers for done in results[number] for note in done.notes))
+        return TextAnswer(text, tuple(dict.fromkeys(a for a in alternatives if a != text))[: request.alternatives],
+                          notes)
 
     @staticmethod
     def _segment_text(segment: _Segment, done: list[_Done], rank: int) -> str:
@@ -359,8 +365,8 @@ def translation_service(loaded, decoding: DecodingOptions | None, batching: Batc
     if loaded is None or loaded.kind != "translation":
         return None
     languages = batching.languages or run_languages(loaded.meta, loaded.path)
-    return TranslationService(loaded.model, loaded.tokenizer, languages, decoding, batching.max_batch,
-                              batching.wait_s, batching.capacity)
+    return TranslationService(loaded.translator, languages, decoding, batching.max_batch, batching.wait_s,
+                              batching.capacity)
 
 
 async def detected_languages(request: TranslateRequest) -> list[dict] | None:

@@ -13,7 +13,6 @@ from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokenizer, detokenize, split_words
 
-
 NUMERAL = r"\d+"  # masked only in a sentence whose numerals collide with its stand-ins (tokenize/standins.py)
 
 

@@ -61,8 +61,9 @@ class LoadedModel:
 
     @functools.cached_property
     def translator(self) -> PyTorchTranslator:
-        """The one translator (generate/translator.py) the LibreTranslate API calls: made once, on this model."""
-        return PyTorchTranslator(self.model, self.tokenizer)
+        """The one translator (generate/translator.py) the LibreTranslate API calls: opened once, on this model, as
+        every command opens it (`PyTorchTranslator.open`: the shortlist's slice where the run has one)."""
+        return PyTorchTranslator.open(self.model, self.tokenizer, self.path)
 
 
 REQUEST_FIELDS = {name: Field("text") for name in FIELDS}

@@ -14,7 +14,6 @@ UNREADABLE note and is copied from the source, with a translator comment.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text, plan_catalogue, read_catalogue
@@ -26,7 +25,7 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.result import NoteKind
 from clearformer.languages import Languages, run_languages
 from clearformer.store.output import OutputTarget, check_output, write_output
-from clearformer.translator import LoadedRun
+from clearformer.translator import load_run
 
 ACCELERATORS = ("auto", "none", "_", "&", "~")
 
@@ -73,16 +72,16 @@ def catalogue_output(args) -> OutputTarget | None:
                         exists_hint="pass --overwrite to replace it, or --in-place to fill --po itself")
 
 
-def run(args, load_translator: Callable[[str | None, str], LoadedRun]) -> int:
+def run(args) -> int:
     """`translate --po`: read, plan, translate, fill, write; the engine, its options and its refusals are
-    `translate`'s own (commands/engine.py), and so is `load_translator` (the run read back)."""
+    `translate`'s own (commands/engine.py), and so is the run read back (clearformer/translator.py `load_run`)."""
     if args.text or args.file or args.output:
         raise UserError("--po translates a catalogue: give no text, --file or --output with it (use --out)")
     choice = engine_options.engine_choice(args, DecodingOptions.from_args(args))  # every refusal before any work
     output = catalogue_output(args)
     given = Languages.parse(args.languages) if args.languages else None
     po = read_catalogue(Path(args.po))
-    run_folder = load_translator(args.checkpoint, args.device)
+    run_folder = load_run(args.checkpoint, args.device)
     translator = choice.open(run_folder, "translate")
     changes = interventions_from_args(translator.model, args)
     languages = given or run_languages(run_folder.meta)

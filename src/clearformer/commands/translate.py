@@ -32,13 +32,7 @@ from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.store import output as store_output
 from clearformer.store import safeio
 from clearformer.store.output import check_output
-from clearformer.translator import LoadedRun, load_run
-
-
-def load_translator(checkpoint: str | None, device: str = "cpu") -> LoadedRun:
-    """The encoder-decoder run of --checkpoint (or the latest run) on `device` (--device: cpu, cuda, cuda:N or
-    auto), read back once (clearformer/translator.py `load_run`)."""
-    return load_run(checkpoint, device)
+from clearformer.translator import load_run
 
 
 def decode_lines(data: bytes, name: str) -> list[str]:
@@ -100,12 +94,23 @@ def read_sentences(translator: Translator, sentences: list[str], name: str, line
                 at = f"argument {index + 1}: " if len(sentences) > 1 else ""
                 raise UserError(f"{at}empty sentence (nothing to translate)")
 
-    def where(index: int) -> str | None:
-        if name == "argument":
-            return None
-        return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
+    return translator.read([s.strip() for s in sentences], split, where=lambda index: input_label(name, index),
+                           warn=warn)
 
-    return translator.read([s.strip() for s in sentences], split, where=where, warn=warn)
+
+def input_label(name: str, index: int) -> str | None:
+    """How a message names input `index` of `name` (the one argument: nothing; "argument 2"; "FILE:3")."""
+    if name == "argument":
+        return None
+    return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
+
+
+def warn_notes(results, name: str) -> None:
+    """Each note a check attached to a translation (generate/result.py), one warning line each, naming its input."""
+    for index, result in enumerate(results):
+        for note in result.notes:
+            at = input_label(name, index)
+            warn(f"{at}: {note.detail}" if at else note.detail)
 
 
 def warn(message: str) -> None:
@@ -114,17 +119,18 @@ def warn(message: str) -> None:
 
 def run(args) -> int:
     if args.po:  # a gettext catalogue: commands/catalog.py
-        return catalog.run(args, load_translator)
+        return catalog.run(args)
     catalog.refuse_without_po(args)
     choice = engine_options.engine_choice(args, DecodingOptions.from_args(args))  # every refusal before any work
     check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
     sentences, name, lines_may_be_empty = gather_input(args)
-    translator = choice.open(load_translator(args.checkpoint, args.device), "translate")
+    translator = choice.open(load_run(args.checkpoint, args.device), "translate")
     changes = interventions_from_args(translator.model, args)  # what-if: --ablate NAME, checked before any work
     pieces = read_sentences(translator, sentences, name, lines_may_be_empty, choice.decoding.split)
     with engine_options.progress_bar(len(sentences), "translating", shown=bool(args.file)) as bar, changes:
         results = translator.translate(pieces, choice.decoding, progress=bar)
+    warn_notes(results, name)
     text = "".join(result.text + "\n" for result in results)
     if output is not None:
         write_output(output, text)

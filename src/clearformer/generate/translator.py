@@ -26,8 +26,10 @@ import torch
 
 from clearformer.errors import UserError
 from clearformer.generate.beam import beam_search
+from clearformer.generate.facts import DecodingFacts
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.int8 import quantize_int8
+from clearformer.generate.layout import for_decoding
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.result import Note, NoteKind, Translation
 from clearformer.generate.shortlist import use_shortlist_output
@@ -190,7 +192,10 @@ class PyTorchTranslator(Reading):
     name: ClassVar[str] = "pytorch"
 
     def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
-        self.model, self.tokenizer, self.settings = model, tokenizer, settings
+        # The model as decoding runs it, made once (generate/layout.py: a copy sharing the weights; the caller's
+        # `model` is not changed); the run's decoding facts read once, as an immutable record (generate/facts.py).
+        self.model, self.tokenizer, self.settings = for_decoding(model), tokenizer, settings
+        self.facts = DecodingFacts.of(tokenizer)
         self.label = self.name if settings.quantize == "none" else f"{self.name} {settings.quantize}"
         # what a report adds after the decoding options: nothing for the default engine
         self.described = "" if settings.quantize == "none" else f", int8 linear layers ({settings.quantize})"
@@ -218,7 +223,8 @@ class PyTorchTranslator(Reading):
             import torch
 
             torch.set_num_threads(settings.threads)
-        return cls(decoding_model(model, tokenizer.shortlist, settings.quantize), tokenizer, settings)
+        # The layout first (a copy sharing the weights), then the shortlist's slice and int8 on it.
+        return cls(decoding_model(for_decoding(model), tokenizer.shortlist, settings.quantize), tokenizer, settings)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
                   progress: Progress | None = None) -> list[Translation]:
@@ -234,7 +240,7 @@ class PyTorchTranslator(Reading):
         options = (options or DecodingOptions()).check().but(with_scores=False)
         pieces = self.pieces_of(inputs, options)
         model = self.model
-        tokens = search_tokens(model, self.tokenizer, options)
+        tokens = search_tokens(model, self.tokenizer, options, self.facts)
         search = greedy_decode if options.beam == 1 else beam_search
         device = next(model.parameters()).device
         progress = per_input_progress(progress, pieces.count, len(pieces.sources))

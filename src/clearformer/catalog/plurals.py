@@ -66,7 +66,8 @@ def is_template_value(header: str | None) -> bool:
 def parse_plural_forms(header: str, where: str) -> PluralForms:
     """"nplurals=2; plural=(n > 1);" -> PluralForms; a header gettext would refuse is a UserError."""
     match = _HEADER.match(header)
-    if not match or not 1 <= int(match.group(1)) <= 16:
+    # len() first: int() of thousands of digits is refused by Python itself (sys.int_info.str_digits_check_threshold)
+    if not match or len(match.group(1)) > 2 or not 1 <= int(match.group(1)) <= 16:
         raise UserError(f"{where}: Plural-Forms {header!r} is not 'nplurals=N; plural=EXPRESSION;'")
     count = int(match.group(1))
     try:

@@ -209,3 +209,21 @@ def test_every_catalogue_of_a_debian_package_round_trips(tmp_path_factory):
         out.write_text(filled, encoding="utf-8")
         check = msgfmt_check(out)
         assert check.returncode == 0, (path, check.stderr)
+
+
+def test_a_singular_without_the_plurals_placeholder_goes_only_to_a_form_of_one_alone(tmp_path):
+    """Django's Croatian "an hour ago" / "%(count)s hours ago": form 0 is 1, 21, 31..., so it gets the plural's
+    translation (msgfmt --check wants %(count)s there); "%d file" / "%d files" keeps the singular in form 0."""
+    header = KEEPSAKE[: KEEPSAKE.index("#. the letter")].replace(
+        "nplurals=2; plural=(n > 1);", "nplurals=3; plural=n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
+        "(n%100<10 || n%100>=20) ? 1 : 2;")
+    text = header + ('#, python-format\nmsgid "an hour ago"\nmsgid_plural "%(count)s hours ago"\nmsgstr[0] ""\n'
+                     'msgstr[1] ""\nmsgstr[2] ""\n\n#, c-format\nmsgid "%d file"\nmsgid_plural "%d files"\n'
+                     'msgstr[0] ""\nmsgstr[1] ""\nmsgstr[2] ""\n')
+    filled, _ = fill_text(text, language="hr")
+    out = tmp_path / "hr.po"
+    out.write_text(filled, encoding="utf-8")
+    assert msgfmt_check(out).returncode == 0, msgfmt_check(out).stderr
+    po = read_catalogue(out)
+    assert po.find("an hour ago").msgstr_plural[0] == "TR %(count)s hours ago"
+    assert po.find("%d file").msgstr_plural[0] == "TR %d file"

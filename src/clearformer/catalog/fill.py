@@ -90,11 +90,13 @@ class Line:
 
 @dataclass
 class Slot:
-    """An entry to fill: the lines of its msgid and (plural entries) its msgid_plural."""
+    """An entry to fill: the lines of its msgid and (plural entries) its msgid_plural, and the msgstr[n] that
+    get the singular's translation (`one_forms`, catalog/plurals.py)."""
 
     entry: polib.POEntry
     singular: list[Line]
     plural: list[Line] | None = None
+    one_forms: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -131,7 +133,7 @@ class Plan:
                 entry.msgstr = singular
             else:
                 plural = self._assemble(slot.plural, translations, notes)
-                one = self.plural_forms.singular_forms()
+                one = slot.one_forms
                 for form in range(self.plural_forms.count):
                     if not entry.msgstr_plural.get(form):
                         entry.msgstr_plural[form] = singular if form in one else plural
@@ -188,8 +190,18 @@ def plan_catalogue(po: polib.POFile, settings: CatalogueSettings, where: str) ->
         singular = plan_lines(entry.msgid, formats, mark, settings, plan.texts, index)
         plural = plan_lines(entry.msgid_plural, formats, mark, settings, plan.texts, index) if is_plural(entry) \
             else None
-        plan.slots.append(Slot(entry, singular, plural))
+        one_forms = plural_forms.singular_forms(same_placeholders(singular, plural)) if plural is not None \
+            else frozenset()
+        plan.slots.append(Slot(entry, singular, plural, one_forms))
     return plan
+
+
+def same_placeholders(singular: list[Line], plural: list[Line]) -> bool:
+    """Whether a msgid and its msgid_plural hold the same placeholders ("%d file", "%d files"; not "an hour
+    ago", "%(count)s hours ago")."""
+    def held(lines: list[Line]) -> list[str]:
+        return sorted(original for line in lines for original in line.masked.originals)
+    return held(singular) == held(plural)
 
 
 def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, settings: CatalogueSettings,

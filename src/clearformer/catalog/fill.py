@@ -40,6 +40,7 @@ from clearformer.catalog.header import catalogue_plural_forms, update_header
 from clearformer.catalog.plurals import PluralForms
 from clearformer.catalog.reading import read_catalogue as read_catalogue  # re-exported: what callers import
 from clearformer.catalog.writing import catalogue_text as catalogue_text
+from clearformer.limits import MAX_SENTENCE_CHARS
 from clearformer.tokenize.placeholders import Masked, PlaceholderError, mask, mask_target, restore
 
 COMMENT = "clearformer:"  # the prefix of the translator comments this module adds
@@ -214,6 +215,9 @@ def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, setting
         core = raw.strip()
         if not core:
             lines.append(Line(raw, ""))
+            continue
+        if len(core) > MAX_SENTENCE_CHARS:  # no model reads it (generate/source.py): copied, without masking 5 MB
+            lines.append(Line(raw, "", stripped=Stripped(raw), copied=True))
             continue
         lead, trail = raw[: len(raw) - len(raw.lstrip())], raw[len(raw.rstrip()):]
         stripped = strip_mark(core, mark)

@@ -35,7 +35,7 @@ _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "r": "\r", "f": "\f", "v": "
 _ESCAPE = re.compile(r"\\(?:([ntbrfva\\\"])|([0-7]{1,3})|x([0-9A-Fa-f]+)|(.?))", re.S)
 _TOKEN = re.compile(r'[ \t\r\f\v]*(?:(")|(msgctxt|msgid_plural|msgid|msgstr(?:\[\s*(\d+)\s*\])?|domain)'
                     r'(?![\w\[])|(\S))')
-_STRING_BODY = re.compile(r'(?:[^"\\\n]|\\.)*"')
+_STRING_BODY = re.compile(r'[^"\\\n]*(?:\\.[^"\\\n]*)*"')  # unrolled: linear, no backtracking stack
 _CHARSET = re.compile(r"charset=([A-Za-z0-9_.:-]+)", re.I)
 _NPLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
 _KEYWORD = re.compile(r"[A-Za-z_][\w\[\]]*")

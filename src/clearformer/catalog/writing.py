@@ -60,18 +60,18 @@ def render_field(keyword: str, value: str, prefix: str = "", width: int = WIDTH)
 
 def _wrap(escaped: str, width: int) -> list[str]:
     """An escaped string cut after spaces into chunks of at most `width` characters (a longer word stays
-    whole, and an escape is never cut)."""
-    if len(escaped) <= width:
-        return [escaped]
-    words = re.findall(r"[^ ]+ *| +", escaped)
-    chunks, current = [], ""
-    for word in words:
-        if current and len(current) + len(word) > width:
-            chunks.append(current)
-            current = ""
-        current += word
-    if current:
-        chunks.append(current)
+    whole, and an escape, which holds no space, is never cut); linear in the string's length."""
+    chunks, start, length = [], 0, len(escaped)
+    while length - start > width:
+        cut = escaped.rfind(" ", start, start + width) + 1
+        if cut <= start:  # a word longer than the width: whole, up to the space after it
+            cut = escaped.find(" ", start + width) + 1 or length
+        while cut < length and escaped[cut] == " " and cut - start < width:
+            cut += 1
+        chunks.append(escaped[start:cut])
+        start = cut
+    if start < length or not chunks:
+        chunks.append(escaped[start:])
     return chunks
 
 

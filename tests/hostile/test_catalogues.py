@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import one_line, run_child
@@ -104,3 +105,23 @@ def test_a_5_mb_message_is_read_and_written_in_linear_time(toy_run, tmp_path):
     assert "copied from the source" in out.stderr
     text = (tmp_path / "out.po").read_text(encoding="utf-8")
     assert f'msgid "{long_line}"' in text and many in text
+
+
+@pytest.mark.parametrize("command", ["translate", "translate --po"])
+def test_a_full_standard_output_is_one_line(command, toy_run, template_file, tmp_path):
+    """Issue 51: `translate ... > /dev/full` traced back with ENOSPC; a full disk is one line, exit non-zero."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    argv = ["translate", "--checkpoint", str(toy_run)]
+    argv += ["--po", str(template_file)] if command.endswith("--po") else ["the cat sat on the mat"]
+    out = run_child(f"{command} > /dev/full", argv, tmp_path, stdout_to="/dev/full")
+    assert out.code == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    error = out.stderr.strip().splitlines()[-1]  # after a warning about the sentence's unknown words, if any
+    assert error.endswith("error: standard output: cannot be written (No space left on device)"), error
+
+
+@pytest.fixture
+def template_file(tmp_path) -> Path:
+    path = tmp_path / "app.pot"
+    path.write_text(HEADER + 'msgid "the cat"\nmsgstr ""\n', encoding="utf-8")
+    return path

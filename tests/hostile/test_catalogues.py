@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import one_line, run_child
 
-HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n"Plural-Forms: nplurals=2; plural=(n != 1);\\n"\n\n'
+HEADER = ('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
+          '"Plural-Forms: nplurals=2; plural=(n != 1);\\n"\n\n')
 
 # name -> (the catalogue after HEADER, the line our error names, words of our error)
 REFUSED = {

@@ -228,3 +228,13 @@ def test_a_singular_without_the_plurals_placeholder_goes_only_to_a_form_of_one_a
     po = read_catalogue(out)
     assert po.find("an hour ago").msgstr_plural[0] == "TR %(count)s hours ago"
     assert po.find("%d file").msgstr_plural[0] == "TR %d file"
+
+
+def test_a_template_with_plurals_and_no_known_language_names_the_flag(template):
+    """Issue 49: an imported run records no languages; the error named 'the target language' literally."""
+    from clearformer.errors import UserError
+
+    po = read_catalogue(template)
+    with pytest.raises(UserError) as error:
+        fill_catalogue(po, CatalogueSettings(language=None), str(template), marked, now=WHEN)
+    assert "--languages SRC:TGT" in str(error.value) and "the target language'" not in str(error.value)

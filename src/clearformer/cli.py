@@ -39,6 +39,7 @@ COMMAND_MODULES = [
     "clearformer.commands.lens",
     "clearformer.commands.patch",
     "clearformer.commands.attribute",
+    "clearformer.commands.confidence",
 ]
 
 

@@ -25,6 +25,7 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.languages import Languages, run_languages
+from clearformer.quality import fronts as confidence_front
 from clearformer.store.output import OutputTarget, check_output, write_output
 
 ACCELERATORS = ("auto", "none", "_", "&", "~")
@@ -129,18 +130,30 @@ def run(args, parts: TranslateParts) -> int:
         if args.engine == "ctranslate2" else None
     bar = tqdm(total=len(kept), unit="line", desc=f"translating {Path(args.po).name}", file=sys.stderr,
                disable=None, leave=False)
+    wants_confidence = confidence_front.check_confidence_arguments(args)
+    searched: list[list[int]] | None = [] if wants_confidence else None
     try:
         if engine is not None:
             outputs = engine_options.translate_with_engine(engine, model, pieces, decoding, progress=bar.update)
         else:
             with changes:
-                outputs = translate_pieces(model, tokenizer, pieces, decoding, progress=bar.update)
+                outputs = translate_pieces(model, tokenizer, pieces, decoding, progress=bar.update, searched=searched)
     finally:
         bar.close()
     translations: list[str | None] = [None] * len(plan.texts)
     for index, text in zip(kept, outputs, strict=True):
         translations[index] = text
     outcome = plan.fill(translations)
+    if wants_confidence:
+        with changes:
+            scored = confidence_front.estimate(model, tokenizer, decoding, pieces, searched, outputs, directory,
+                                               lambda line: print(f"clearformer translate: warning: {line}",
+                                                                  file=sys.stderr))
+        confidences: list[float | None] = [None] * len(plan.texts)
+        for index, translation in zip(kept, scored, strict=True):
+            confidences[index] = translation.confidence
+        outcome.untranslated = confidence_front.annotate_catalogue(plan, confidences, args.min_confidence)
+        outcome.filled -= outcome.untranslated
     text = catalogue_text(po)
     if output is not None:
         write_output(output, text)
@@ -158,6 +171,9 @@ def report(outcome: Outcome, output: OutputTarget | None) -> None:
         notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them, or wrote nothing)")
     if outcome.moved_accelerators:
         notes.append(f"{outcome.moved_accelerators} accelerator(s) on another letter")
+    if outcome.untranslated:
+        notes.append(f"{outcome.untranslated} entr{'y' if outcome.untranslated == 1 else 'ies'} under "
+                     f"--min-confidence left untranslated")
     extra = f"; {', '.join(notes)}: see the '# clearformer:' comments" if notes else ""
     print(f"clearformer translate: {outcome.filled} entr{'y' if outcome.filled == 1 else 'ies'} filled, "
           f"marked fuzzy{where}{extra}", file=sys.stderr)

@@ -31,6 +31,7 @@ from clearformer.generate.translate import translate_pieces
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.load import load_model
 from clearformer.model.protocol import is_encoder_decoder
+from clearformer.quality import fronts as confidence_front
 from clearformer.store import output as store_output
 from clearformer.store import safeio
 from clearformer.store.output import check_output
@@ -125,6 +126,9 @@ def warn(message: str) -> None:
 
 
 def run(args) -> int:
+    wants_confidence = confidence_front.check_confidence_arguments(args)
+    if wants_confidence and args.engine == "ctranslate2":
+        raise UserError("--confidence reads clearformer's own decoder back; it does not apply to --engine ctranslate2")
     if args.po:  # a gettext catalogue: commands/catalog.py
         return catalog.run(args, catalog.TranslateParts(load_translator, check_not_input))
     catalog.refuse_without_po(args)
@@ -155,13 +159,21 @@ def run(args) -> int:
             outputs = engine_options.translate_with_engine(engine, model, pieces, decoding,
                                                            progress=bar.update if bar is not None else None)
         else:
+            searched: list[list[int]] | None = [] if wants_confidence else None
             with changes:
                 outputs = translate_pieces(model, tokenizer, pieces, decoding,
-                                           progress=bar.update if bar is not None else None)
+                                           progress=bar.update if bar is not None else None, searched=searched)
     finally:
         if bar is not None:
             bar.close()
-    text = "".join(line + "\n" for line in outputs)
+    if wants_confidence:
+        with changes:
+            translations = confidence_front.estimate(model, tokenizer, decoding, pieces, searched, outputs, directory,
+                                                     warn)
+        show = confidence_front.json_lines if args.format == "json" else confidence_front.text_lines
+        text = show(translations)
+    else:
+        text = "".join(line + "\n" for line in outputs)
     if output is not None:
         write_output(output, text)
     else:
@@ -220,4 +232,5 @@ def register(subparsers) -> None:
     add_ablate_argument(parser)
     engine_options.add_engine_arguments(parser)
     catalog.add_catalogue_arguments(parser)
+    confidence_front.add_confidence_arguments(parser)
     parser.set_defaults(func=run)

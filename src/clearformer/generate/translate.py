@@ -90,13 +90,16 @@ def translate(model, tokenizer, sentences: list[str], options: DecodingOptions |
 
 
 def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions | None = None,
-                     progress: Callable[[int], None] | None = None) -> list[str]:
+                     progress: Callable[[int], None] | None = None,
+                     searched: list[list[int]] | None = None) -> list[str]:
     """`translate` of inputs already read by `prepare_sources`: one translation per input.
 
     The pieces are sorted longest first (each batch holds pieces of similar length: little padding), each
     batch goes to the search itself (greedy_decode or beam_search: nothing between a command and the model's
     decoder but these two frames), and the translations come back in the inputs' order, placeholders
-    restored and an input's sentences joined; an empty piece translates to "".
+    restored and an input's sentences joined; an empty piece translates to "". `searched`, when given, is
+    filled with each piece's output ids (without <eos>; [] for an empty piece), in the pieces' order: what
+    the quality estimate reads back (clearformer.quality), with no frame added between command and search.
     """
     # Text needs no scores: greedy skips its pass over the vocabulary per step.
     options = (options or DecodingOptions()).but(with_scores=False)
@@ -105,6 +108,8 @@ def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions 
     device = next(model.parameters()).device
     progress = per_input_progress(progress, pieces.count, len(pieces.sources))
     translations = [""] * len(pieces.sources)
+    if searched is not None:
+        searched[:] = [[] for _ in pieces.sources]
     todo = sorted((item for item in enumerate(pieces.sources) if item[1]), key=lambda item: -len(item[1]))
     if progress is not None and len(todo) < len(pieces.sources):
         progress(len(pieces.sources) - len(todo))
@@ -117,6 +122,8 @@ def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions 
             batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
             for (index, _), ids in zip(chunk, search(model, src_ids, options, batch_tokens).sequences(), strict=True):
                 translations[index] = tokenizer.decode(ids)
+                if searched is not None:
+                    searched[index] = ids
             if progress is not None:
                 progress(len(chunk))
     finally:

@@ -71,8 +71,28 @@ def translated(run: Path, pairs_path: Path, cache: Path, beam: int, batch: int =
     return done
 
 
-def read_back(run: Path, rows: list[dict], beam: int) -> list[Scored]:
-    """The translations' feature rows (the forced pass: clearformer.quality.estimate, as translate runs it)."""
+def code_key() -> str:
+    """A digest of the code the features come from: a cache of feature rows is reused only while it holds."""
+    folder = ROOT / "src/clearformer/quality"
+    return hashlib.sha256(b"".join((folder / n).read_bytes() for n in ("evidence.py", "features.py", "estimate.py"))
+                          ).hexdigest()[:16]
+
+
+def read_back(run: Path, rows: list[dict], beam: int, cache: Path | None = None) -> list[Scored]:
+    """The translations' feature rows (the forced pass: clearformer.quality.estimate, as translate runs it),
+    cached in `cache` while the code and the translations are the same."""
+    key = hashlib.sha256(f"{code_key()}|{json.dumps(rows)}".encode()).hexdigest()[:16]
+    if cache is not None and cache.exists():
+        saved = json.loads(cache.read_text())
+        if saved.get("key") == key:
+            return [Scored(**row) for row in saved["scored"]]
+    scored = _read_back(run, rows, beam)
+    if cache is not None:
+        cache.write_text(json.dumps({"key": key, "scored": [vars(s) for s in scored]}))
+    return scored
+
+
+def _read_back(run: Path, rows: list[dict], beam: int) -> list[Scored]:
     from clearformer.quality.estimate import estimate_pieces
 
     model, tokenizer, _ = load_model(run, "cpu")
@@ -114,8 +134,10 @@ def evaluate_run(name: str, cache: Path, beam: int, ship: bool) -> dict | None:
         print(f"{name}: {run} or {heldout} missing, skipped", file=sys.stderr)
         return None
     suffix = f"-beam{beam}" if beam > 1 else ""
-    fitting = read_back(run, translated(run, valid, cache / f"{name}-valid{suffix}.json", beam), beam)
-    testing = read_back(run, translated(run, heldout, cache / f"{name}-heldout{suffix}.json", beam), beam)
+    fitting = read_back(run, translated(run, valid, cache / f"{name}-valid{suffix}.json", beam), beam,
+                        cache / f"{name}-valid{suffix}.features.json")
+    testing = read_back(run, translated(run, heldout, cache / f"{name}-heldout{suffix}.json", beam), beam,
+                        cache / f"{name}-heldout{suffix}.features.json")
     from clearformer.quality.estimator import imported_model_sha256
 
     rows, targets = feature_matrix(fitting)

@@ -27,12 +27,21 @@ import torch
 from clearformer.generate import DecodingOptions
 from clearformer.generate.options import search_tokens
 from clearformer.generate.source import prepare_sources
-from clearformer.generate.translate import translate_pieces
 from clearformer.load import load_model
 from clearformer.quality.estimate import unsupervised_score
 from clearformer.quality.estimator import fit
 from clearformer.quality.features import FEATURES
-from clearformer.quality.fitting import BAD_CHRF, Scored, auc_bad, feature_matrix, read_pairs, spearman
+from clearformer.quality.fitting import (
+    BAD_CHRF,
+    ReadBack,
+    Scored,
+    auc_bad,
+    feature_matrix,
+    input_rows,
+    read_pairs,
+    spearman,
+)
+from clearformer.translator import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,14 +59,15 @@ def translated(run: Path, pairs_path: Path, cache: Path, beam: int, batch: int =
             done = saved["rows"]
     if len(done) >= len(pairs):
         return done
-    model, tokenizer, _ = load_model(run, "cpu")
+    translator = load_run(run).open()
     options = DecodingOptions(beam=beam).check()
     chrf = CHRF()
     for start in range(len(done), len(pairs), batch):
         chunk = pairs[start: start + batch]
-        pieces = prepare_sources(tokenizer, [s for s, _ in chunk], model.config.max_len, check=False)
-        searched: list[list[int]] = []
-        texts = translate_pieces(model, tokenizer, pieces, options, searched=searched)
+        pieces = translator.read([s for s, _ in chunk], options.split, check=False)
+        reader = ReadBack(estimate=False)  # only the ids the search chose: the features are read back below
+        texts = [t.text for t in translator.translate(pieces, options, confidence=reader)]
+        searched = reader.searched
         for index, ((source, reference), hypothesis) in enumerate(zip(chunk, texts, strict=True)):
             done.append({"source": source, "reference": reference, "hypothesis": hypothesis,
                          "chrf": chrf.sentence_score(hypothesis, [reference]).score,
@@ -103,14 +113,9 @@ def _read_back(run: Path, rows: list[dict], beam: int) -> list[Scored]:
         pieces = prepare_sources(tokenizer, [r["source"] for r in chunk], model.config.max_len, check=False)
         searched = [ids for r in chunk for ids in r["searched"]]
         estimates = estimate_pieces(model, tokenizer, tokens, pieces.sources, pieces.texts, pieces.masks, searched)
-        for index, row in enumerate(chunk):
-            mine = [e for e, owner in zip(estimates, pieces.owners, strict=True) if owner == index and e]
-            if not mine:
-                continue
-            sizes = torch.tensor([float(e.pieces) for e in mine], dtype=torch.float64)
-            values = torch.tensor([e.row for e in mine], dtype=torch.float64)
-            scored.append(Scored(row["source"], row["reference"], row["hypothesis"],
-                                 ((values * sizes[:, None]).sum(0) / sizes.sum()).tolist(), row["chrf"]))
+        for row, features in zip(chunk, input_rows(estimates, pieces.owners, pieces.count), strict=True):
+            if features is not None:
+                scored.append(Scored(row["source"], row["reference"], row["hypothesis"], features, row["chrf"]))
     return scored
 
 

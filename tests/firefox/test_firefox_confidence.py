@@ -12,7 +12,7 @@ from clearformer.cli import main
 from clearformer.generate import DecodingOptions
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import search_tokens
-from clearformer.generate.translate import pad_batch
+from clearformer.generate.translator import pad_batch
 from clearformer.load import load_model
 from clearformer.quality.estimator import load_weights
 from clearformer.quality.evidence import read_evidence

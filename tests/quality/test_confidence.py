@@ -17,7 +17,7 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import search_tokens
-from clearformer.generate.translate import pad_batch
+from clearformer.generate.translator import pad_batch
 from clearformer.load import load_model
 from clearformer.quality.estimator import Weights, fit
 from clearformer.quality.evidence import Evidence, read_evidence

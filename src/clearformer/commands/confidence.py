@@ -29,11 +29,11 @@ def _scored(args):
 
     options.apply_threads(args.threads)
     pairs = read_pairs(Path(args.pairs), args.limit)
-    model, tokenizer, _, directory = load_translator(args.checkpoint, args.device)
-    decoding = DecodingOptions.from_args(args)
+    run_folder = load_translator(args.checkpoint, args.device)
+    decoding = DecodingOptions.from_args(args).check()
     with tqdm(total=len(pairs), unit="pair", desc="translating", file=sys.stderr, disable=None, leave=False) as bar:
-        scored = score_pairs(model, tokenizer, pairs, decoding, bar.update)
-    return scored, directory, decoding
+        scored = score_pairs(run_folder.open(), pairs, decoding, bar.update)
+    return scored, run_folder.directory, decoding
 
 
 def run_fit(args) -> int:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clearformer.generate.options import SearchTokens
-from clearformer.generate.result import Translation, WordConfidence
+from clearformer.generate.result import Note, NoteKind, Translation, WordConfidence
 from clearformer.quality.estimator import Weights
 from clearformer.quality.evidence import Evidence, read_evidence
 from clearformer.quality.features import (
@@ -88,10 +88,24 @@ def confidences(estimates: Sequence[PieceEstimate | None], owners: Sequence[int]
     return out
 
 
-def with_confidence(model, tokenizer, tokens: SearchTokens, pieces, searched: Sequence[list[int]],
-                    texts: Sequence[str], weights: Weights | None) -> list[Translation]:
-    """Each input's `Translation` (its text from `texts`) with its confidence and its words': `pieces` as
-    `generate.source.prepare_sources` read them, `searched` each piece's output ids (`translate_pieces`)."""
-    estimates = estimate_pieces(model, tokenizer, tokens, pieces.sources, pieces.texts, pieces.masks, searched)
-    return [Translation(text, confidence=confidence, words=words) for text, (confidence, words) in
-            zip(texts, confidences(estimates, pieces.owners, pieces.count, weights), strict=True)]
+class Confidence:
+    """The rater a `Translator` calls after its search (`translate(..., confidence=Confidence(weights))`):
+    `weights` the run's fit (None: the unsupervised score); `threshold`: a record under it gets a
+    LOW_CONFIDENCE note."""
+
+    def __init__(self, weights: Weights | None, threshold: float | None = None) -> None:
+        self.weights, self.threshold = weights, threshold
+
+    def rate(self, model, tokenizer, tokens: SearchTokens, pieces, searched: Sequence[list[int]],
+             translations: list[Translation]) -> list[Translation]:
+        """The records with their confidence and their words' (see the module docstring)."""
+        estimates = estimate_pieces(model, tokenizer, tokens, pieces.sources, pieces.texts, pieces.masks, searched)
+        rated = confidences(estimates, pieces.owners, pieces.count, self.weights)
+        out = []
+        for translation, (confidence, words) in zip(translations, rated, strict=True):
+            record = replace(translation, confidence=confidence, words=words)
+            if self.threshold is not None and confidence is not None and confidence < self.threshold:
+                record = record.noted(Note(NoteKind.LOW_CONFIDENCE,
+                                           f"confidence {confidence:.2f} is under {self.threshold:g}"))
+            out.append(record)
+        return out

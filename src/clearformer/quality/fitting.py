@@ -15,9 +15,6 @@ import torch
 
 from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions
-from clearformer.generate.options import search_tokens
-from clearformer.generate.source import prepare_sources
-from clearformer.generate.translate import translate_pieces
 from clearformer.quality.estimate import estimate_pieces
 from clearformer.quality.features import FEATURES
 
@@ -50,32 +47,58 @@ def read_pairs(path, limit: int | None = None) -> list[tuple[str, str]]:
     return pairs[:limit] if limit else pairs
 
 
-def score_pairs(model, tokenizer, pairs: Sequence[tuple[str, str]], options: DecodingOptions,
+class ReadBack:
+    """A rater (`Translator.translate(..., confidence=ReadBack())`) that keeps what it read: each piece's
+    output ids (`searched`) and estimate (`estimates`), and the pieces; the records come back unchanged."""
+
+    def __init__(self, estimate: bool = True) -> None:
+        self.estimate = estimate
+        self.pieces, self.searched, self.estimates = None, [], []
+
+    def rate(self, model, tokenizer, tokens, pieces, searched, translations):
+        self.pieces, self.searched = pieces, [list(ids) for ids in searched]
+        if self.estimate:
+            self.estimates = estimate_pieces(model, tokenizer, tokens, pieces.sources, pieces.texts, pieces.masks,
+                                             searched)
+        return translations
+
+
+def score_pairs(translator, pairs: Sequence[tuple[str, str]], options: DecodingOptions,
                 progress: Callable[[int], None] | None = None) -> list[Scored]:
-    """Each pair translated, read back and scored; a source the model cannot read is left out. An input of
-    several sentences gets the mean of its sentences' rows, each weighted by its number of pieces."""
+    """Each pair translated by `translator` (a `generate.translator.Translator`), read back and scored; a source
+    the model cannot read is left out. An input of several sentences gets the mean of its sentences' rows, each
+    weighted by its number of pieces."""
     from sacrebleu.metrics import CHRF
 
-    pieces = prepare_sources(tokenizer, [source for source, _ in pairs], model.config.max_len, options.split,
-                             check=False)
-    searched: list[list[int]] = []
-    texts = translate_pieces(model, tokenizer, pieces, options, progress, searched=searched)
-    estimates = estimate_pieces(model, tokenizer, search_tokens(model, tokenizer, options), pieces.sources,
-                                pieces.texts, pieces.masks, searched)
-    mine: list[list] = [[] for _ in pairs]
-    for estimate, owner in zip(estimates, pieces.owners, strict=True):
-        if estimate is not None:
-            mine[owner].append(estimate)
+    pieces = translator.read([source for source, _ in pairs], options.split, check=False)
+    reader = ReadBack()
+    texts = [t.text for t in translator.translate(pieces, options, progress, confidence=reader)]
     chrf = CHRF()
     scored = []
-    for (source, reference), hypothesis, parts in zip(pairs, texts, mine, strict=True):
+    rows = input_rows(reader.estimates, pieces.owners, pieces.count)
+    for (source, reference), hypothesis, row in zip(pairs, texts, rows, strict=True):
+        if row is not None:
+            score = chrf.sentence_score(hypothesis, [reference]).score
+            scored.append(Scored(source, reference, hypothesis, row, score))
+    return scored
+
+
+def input_rows(estimates, owners: Sequence[int], count: int) -> list[list[float] | None]:
+    """Each input's feature row: its pieces' rows averaged, weighted by their number of output pieces (None: an
+    input with nothing translated)."""
+    mine: list[list] = [[] for _ in range(count)]
+    for estimate, owner in zip(estimates, owners, strict=True):
+        if estimate is not None:
+            mine[owner].append(estimate)
+    rows = []
+    for parts in mine:
         if not parts:
+            rows.append(None)
             continue
         sizes = torch.tensor([float(p.pieces) for p in parts], dtype=torch.float64)
-        rows = torch.tensor([p.row for p in parts], dtype=torch.float64)
-        row = ((rows * sizes[:, None]).sum(0) / sizes.sum()).tolist()
-        scored.append(Scored(source, reference, hypothesis, row, chrf.sentence_score(hypothesis, [reference]).score))
-    return scored
+        values = torch.tensor([p.row for p in parts], dtype=torch.float64)
+        rows.append(((values * sizes[:, None]).sum(0) / sizes.sum()).tolist())
+    return rows
 
 
 def _ranks(values: torch.Tensor) -> torch.Tensor:

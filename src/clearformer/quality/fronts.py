@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from clearformer.errors import UserError
-from clearformer.generate.result import Note, NoteKind, Translation
+from clearformer.generate.result import Translation
 from clearformer.quality.estimator import WEIGHTS_FILE
 
 FORMATS = ("text", "json")
@@ -38,18 +38,16 @@ def check_confidence_arguments(args) -> bool:
     return bool(args.confidence or args.min_confidence is not None or args.format == "json")
 
 
-def estimate(model, tokenizer, decoding, pieces, searched, outputs: Sequence[str], run, warn) -> list[Translation]:
-    """Each input's `Translation` with its confidence (the run's fitted weights, else the unsupervised score,
-    and `warn` says so): `pieces` and `searched` as `translate_pieces` read and filled them."""
-    from clearformer.generate.options import search_tokens
-    from clearformer.quality.estimate import with_confidence
+def rater(run, warn, threshold: float | None = None):
+    """The `Confidence` a translator is given for the run in folder `run`: its fitted weights, else the
+    unsupervised score (and `warn(line)` says so)."""
+    from clearformer.quality.estimate import Confidence
     from clearformer.quality.estimator import load_weights
 
     weights = load_weights(run)
     if weights is None:
         warn(fallback_line(run))
-    return with_confidence(model, tokenizer, search_tokens(model, tokenizer, decoding), pieces, searched, outputs,
-                           weights)
+    return Confidence(weights, threshold)
 
 
 def fallback_line(run) -> str:
@@ -78,14 +76,6 @@ def as_json(translation: Translation) -> dict:
             "confidence": None if translation.confidence is None else round(translation.confidence, 4),
             "words": [{"word": w.word, "confidence": round(w.confidence, 4)} for w in translation.words],
             "notes": [{"kind": note.kind.value, "detail": note.detail} for note in translation.notes]}
-
-
-def low_confidence(translation: Translation, threshold: float | None) -> Translation:
-    """The translation with a LOW_CONFIDENCE note when its confidence is under `threshold`."""
-    if threshold is None or translation.confidence is None or translation.confidence >= threshold:
-        return translation
-    return translation.noted(Note(NoteKind.LOW_CONFIDENCE,
-                                  f"confidence {translation.confidence:.2f} is under {threshold:g}"))
 
 
 def annotate_catalogue(plan, confidences: Sequence[float | None], threshold: float | None) -> int:

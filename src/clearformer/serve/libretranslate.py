@@ -35,8 +35,9 @@ from fastapi.responses import JSONResponse
 from clearformer.catalog.formats import repair_placeholders
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
+from clearformer.generate.result import Translation
 from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translator import Translator, join_pieces
+from clearformer.generate.translator import Rater, Translator, join_pieces
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve.batcher import Batching, BatchQueue
@@ -45,7 +46,7 @@ from clearformer.serve.requests import RequestError, read_body
 from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
 
 MAX_ALTERNATIVES = 16
-FIELDS = ("q", "source", "target", "format", "api_key", "alternatives")
+FIELDS = ("q", "source", "target", "format", "api_key", "alternatives", "confidence")
 # Markup a format=html text keeps exactly: a tag (any name), a comment, an entity.
 MARKUP = r"<!--.*?-->|</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>|&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);"
 
@@ -61,6 +62,7 @@ class TranslateRequest:
     html: bool
     detected: bool  # source was "auto"
     alternatives: int = 0
+    confidence: bool = False  # clearformer's extra: each translation's confidence in [0, 1] (clearformer.quality)
 
 
 def _no_constant(name: str):
@@ -119,6 +121,11 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
         alternatives = int(alternatives)
     if isinstance(alternatives, bool) or not isinstance(alternatives, int) or not 0 <= alternatives <= MAX_ALTERNATIVES:
         raise RequestError(400, f"Invalid request: alternatives must be a whole number from 0 to {MAX_ALTERNATIVES}")
+    confidence = fields.get("confidence", False)
+    if confidence in ("true", "false"):  # a form's value
+        confidence = confidence == "true"
+    if not isinstance(confidence, bool):
+        raise RequestError(400, "Invalid request: confidence must be true or false")
     if languages is None:
         raise RequestError(400, "this model's run records no languages: start `clearformer serve --languages SRC:TGT`")
     detected = source == "auto"
@@ -128,7 +135,8 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
     if target != languages.target:
         raise RequestError(400, f"{target[:20]} is not supported: this model translates {languages.source} to "
                                 f"{languages.target}")
-    return TranslateRequest(tuple(texts), single, languages.source, target, form == "html", detected, alternatives)
+    return TranslateRequest(tuple(texts), single, languages.source, target, form == "html", detected, alternatives,
+                            confidence)
 
 
 @dataclass
@@ -144,17 +152,19 @@ class TranslationService:
     """The served model behind the LibreTranslate routes: texts -> translations through the batch queue."""
 
     def __init__(self, translator: Translator, languages: Languages | None, decoding: DecodingOptions | None = None,
-                 max_batch: int = 32, wait_s: float = 0.005, capacity: int = 512) -> None:
-        self.translator, self.languages = translator, languages
+                 max_batch: int = 32, wait_s: float = 0.005, capacity: int = 512, rater: Rater | None = None) -> None:
+        self.translator, self.languages, self.rater = translator, languages, rater
         self.model, self.tokenizer = translator.model, translator.tokenizer
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
         self.masks = bool(self.tokenizer.mask_placeholders)
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
 
-    def _decode(self, sources: list[tuple[list[int], Masked]]) -> list[str]:
-        """Sources of several requests (ids, as masked) -> their translations, placeholders restored."""
-        pieces = Pieces.whole([ids for ids, _ in sources], [masked for _, masked in sources])
-        return [result.text for result in self.translator.translate(pieces, self.decoding)]
+    def _decode(self, sources: list[tuple[list[int], Masked, bool]]) -> list[Translation]:
+        """Sources of several requests (ids, as masked, whether the request asked for confidences) -> their
+        translations, placeholders restored (with confidences when a request of the batch asked)."""
+        pieces = Pieces.whole([ids for ids, _, _ in sources], [masked for _, masked, _ in sources])
+        rater = self.rater if any(wants for _, _, wants in sources) else None
+        return self.translator.translate(pieces, self.decoding, confidence=rater)
 
     def lines(self, request: TranslateRequest) -> tuple[list[_Line], list[str]]:
         """Each text cut into lines (blank lines and the spaces around a line kept), and the model's inputs."""
@@ -171,8 +181,9 @@ class TranslationService:
                 inputs.append(masked.text if self.masks else core)
         return lines, inputs
 
-    async def translate(self, request: TranslateRequest) -> list[str]:
-        """The translations of the request's texts (a 400 for a text the model cannot read, 429 when full)."""
+    async def translate(self, request: TranslateRequest) -> list[Translation]:
+        """The translations of the request's texts (a 400 for a text the model cannot read, 429 when full); a
+        text's confidence, when asked, is its least confident line's."""
         try:
             # Off the event loop: masking runs a tokenizer's placeholder patterns (time-bounded: tokenize/placeholders)
             lines, inputs = await asyncio.to_thread(self.lines, request)
@@ -186,11 +197,17 @@ class TranslationService:
             raise RequestError(400, str(error)) from None
         # shield: a client that hangs up leaves its sentences to finish in their batch (others wait on it).
         try:
-            future = self.queue.submit(list(zip(pieces.sources, pieces.masks, strict=True)))
+            future = self.queue.submit([(ids, masked, request.confidence) for ids, masked in
+                                        zip(pieces.sources, pieces.masks, strict=True)])
         except Busy as error:  # LibreTranslate's "slow down"
             raise RequestError(429, str(error)) from None
-        outputs = await asyncio.shield(asyncio.wrap_future(future))
-        translated = join_pieces(outputs, pieces.owners, pieces.count)  # restored by `_decode`
+        results = await asyncio.shield(asyncio.wrap_future(future))
+        translated = join_pieces([r.text for r in results], pieces.owners, pieces.count)  # restored by `_decode`
+        text_of = {line.job: line.owner for line in lines if line.masked is not None}  # input -> request text
+        confidences: list[list[float]] = [[] for _ in request.texts]
+        for result, owner in zip(results, pieces.owners, strict=True):
+            if result.confidence is not None:
+                confidences[text_of[owner]].append(result.confidence)
         texts: list[list[str]] = [[] for _ in request.texts]
         for line in lines:
             if line.masked is None:
@@ -202,7 +219,8 @@ class TranslationService:
                     text = mask_target(text, line.masked.originals, (MARKUP,))
                 text = restore(line.masked, repair_placeholders(text, line.masked.originals, ())[0])
             texts[line.owner].append(line.lead + text + line.trail)
-        return ["\n".join(parts) for parts in texts]
+        return [Translation("\n".join(parts), confidence=min(scores) if scores else None)
+                for parts, scores in zip(texts, confidences, strict=True)]
 
     def languages_answer(self) -> list[dict]:
         if self.languages is None:
@@ -230,14 +248,22 @@ def translation_service(loaded, decoding: DecodingOptions | None, batching: Batc
     if loaded is None or loaded.kind != "translation":
         return None
     languages = batching.languages or run_languages(loaded.meta)
+    from clearformer.quality.estimate import Confidence
+    from clearformer.quality.estimator import load_weights
+
     return TranslationService(loaded.translator, languages, decoding, batching.max_batch, batching.wait_s,
-                              batching.capacity)
+                              batching.capacity, Confidence(load_weights(loaded.path)))
 
 
-def translate_answer(request: TranslateRequest, translations: list[str]) -> dict:
+def translate_answer(request: TranslateRequest, results: list[Translation]) -> dict:
     """LibreTranslate's answer: translatedText (a string for a string q), detectedLanguage for source auto,
-    alternatives when asked (none: the server gives one translation)."""
+    alternatives when asked (none: the server gives one translation); with `confidence: true`, clearformer's
+    extra field `confidence` (a number in [0, 1] per text, rounded to 4 places; clients ignore it)."""
+    translations = [result.text for result in results]
     answer: dict = {"translatedText": translations[0] if request.single else translations}
+    if request.confidence:
+        scores = [None if r.confidence is None else round(r.confidence, 4) for r in results]
+        answer["confidence"] = scores[0] if request.single else scores
     if request.detected:
         detected = {"confidence": 100.0, "language": request.source}
         answer["detectedLanguage"] = detected if request.single else [detected] * len(translations)

@@ -98,9 +98,6 @@ FEATURES = {
     "pieces_per_word": "source pieces per source word: how much the vocabulary had to cut its words",
     "output_chars": "log(1 + characters of the output): chrF of a short output swings on one letter",
     "identical": "1 when the output is the source unchanged (a silent copy)",
-    "max_entropy": "the most uncertain step's entropy (nats)",
-    "unsure_steps": "share of steps whose entropy is over 1 nat",
-    "unsure_words": "share of words whose pieces' geometric-mean probability is under 0.5",
 }
 
 
@@ -146,9 +143,6 @@ def sentence_features(evidence: Evidence, words: list[WordFeatures], source_text
         source_len / max(len(source_text.split()), 1),
         math.log1p(len(output_text)),
         float(output_text.strip() == source_text.strip()),
-        float(evidence.entropy.max()),
-        float((evidence.entropy > 1.0).float().mean()),
-        sum(word.mean < math.log(0.5) for word in words) / len(words) if words else 0.0,
     ]
 
 

@@ -25,6 +25,7 @@ import torch
 
 from clearformer.explain.lens import layer_logits
 from clearformer.generate.options import SearchTokens
+from clearformer.generate.shortlist import sliced_output
 from clearformer.record.trace import Hooks
 
 
@@ -91,6 +92,9 @@ def read_evidence(model, tokens: SearchTokens, sources: Sequence[Sequence[int]],
     if len(sources) != len(outputs):
         raise ValueError(f"{len(sources)} sources but {len(outputs)} outputs")
     device = next(model.parameters()).device
+    sliced = sliced_output(model)
+    if sliced is not None:  # a search may have left the shortlist's slice on: log p needs the whole vocabulary
+        sliced.restrict(None)
     attention_names, output_names = _hook_names(model)
     empty_source = [tokens.eos_id]  # a source with no word: what the decoder writes from its own language model
     was_training = model.training

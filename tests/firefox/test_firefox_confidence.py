@@ -43,3 +43,16 @@ def test_translate_confidence_on_the_student(firefox_runs, capsys, beam):
     for answer in answers:
         assert 0.0 <= answer["confidence"] <= 1.0
         assert " ".join(w["word"] for w in answer["words"]) == answer["text"]
+
+
+def test_the_translators_shortlist_slice_does_not_change_the_confidence(firefox_runs):
+    from clearformer.generate.translator import PyTorchTranslator
+    from clearformer.quality.estimate import Confidence
+    from clearformer.translator import load_translator
+
+    sliced = load_translator(firefox_runs["en-pt"])  # opened as translate opens it: the shortlist as a slice
+    rated = sliced.translate(SOURCES, DecodingOptions(), confidence=Confidence(None))
+    model, tokenizer, _ = load_model(firefox_runs["en-pt"])
+    plain = PyTorchTranslator(model, tokenizer).translate(SOURCES, DecodingOptions(), confidence=Confidence(None))
+    assert [r.text for r in rated] == [r.text for r in plain]
+    assert [r.confidence for r in rated] == pytest.approx([r.confidence for r in plain], abs=1e-5)

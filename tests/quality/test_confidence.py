@@ -181,20 +181,3 @@ def test_confidence_fit_writes_json_the_translator_reads(word_run, pairs_file, t
     assert main(["confidence", "measure", "--checkpoint", str(run), "--pairs", str(pairs_file)]) == 0
     assert "fitted" in capsys.readouterr().out
 
-
-def test_the_api_gives_the_confidence_as_an_extra_field_when_asked(word_run):
-    from fastapi.testclient import TestClient
-
-    from clearformer.serve.app import create_app
-    from clearformer.serve.explainer import load
-
-    app = TestClient(create_app(load(word_run)), base_url="http://127.0.0.1:8000")
-    plain = app.post("/translate", json={"q": "Open the file", "source": "en", "target": "fr"}).json()
-    assert set(plain) == {"translatedText"}  # a client that does not ask gets LibreTranslate's answer
-    asked = app.post("/translate", json={"q": ["Open the file", "Quit\nHello"], "source": "en", "target": "fr",
-                                         "confidence": True}).json()
-    assert len(asked["translatedText"]) == 2 and all(0.0 <= c <= 1.0 for c in asked["confidence"])
-    form = app.post("/translate", data={"q": "Quit", "source": "en", "target": "fr", "confidence": "true"}).json()
-    assert 0.0 <= form["confidence"] <= 1.0
-    bad = app.post("/translate", json={"q": "Quit", "source": "en", "target": "fr", "confidence": 3})
-    assert bad.status_code == 400 and "confidence must be true or false" in bad.json()["error"]

@@ -40,6 +40,7 @@ COMMAND_MODULES = [
     "clearformer.commands.lens",
     "clearformer.commands.patch",
     "clearformer.commands.attribute",
+    "clearformer.commands.confidence",
 ]
 
 

@@ -107,6 +107,7 @@ class Outcome:
     filled: int = 0
     copied: int = 0
     moved_accelerators: int = 0
+    untranslated: int = 0  # entries under --min-confidence, left empty (clearformer.quality.fronts)
 
 
 @dataclass

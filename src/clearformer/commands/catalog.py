@@ -24,6 +24,7 @@ from clearformer.explain.interventions import interventions_from_args
 from clearformer.generate import DecodingOptions
 from clearformer.generate.result import NoteKind
 from clearformer.languages import Languages, run_languages
+from clearformer.quality import fronts as confidence_front
 from clearformer.store.output import OutputTarget, check_output, write_output
 from clearformer.translator import load_run
 
@@ -92,12 +93,18 @@ def run(args) -> int:
     plan = plan_catalogue(po, settings, str(args.po))
     # A line the model cannot read is not refused: it comes back with an UNREADABLE note, and is copied.
     pieces = translator.read(plan.texts, choice.decoding.split, unreadable="note")
+    rater = confidence_front.rater(run_folder.directory, warn) if confidence_front.check_confidence_arguments(args) \
+        else None
     with engine_options.progress_bar(len(plan.texts), f"translating {Path(args.po).name}", unit="line") as bar, \
             changes:
-        results = translator.translate(pieces, choice.decoding, progress=bar)
+        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater)
     translations = [None if any(note.kind is NoteKind.UNREADABLE for note in result.notes) else result.text
                     for result in results]
     outcome = plan.fill(translations)
+    if rater is not None:  # a comment per filled entry; under --min-confidence, left untranslated
+        outcome.untranslated = confidence_front.annotate_catalogue(plan, [r.confidence for r in results],
+                                                                   args.min_confidence)
+        outcome.filled -= outcome.untranslated
     text = catalogue_text(po)
     if output is not None:
         write_output(output, text)
@@ -108,6 +115,10 @@ def run(args) -> int:
     return 0
 
 
+def warn(line: str) -> None:
+    print(f"clearformer translate: warning: {line}", file=sys.stderr)
+
+
 def report(outcome: Outcome, output: OutputTarget | None) -> None:
     where = f" -> {output.path}" if output is not None else ""
     notes = []
@@ -115,6 +126,9 @@ def report(outcome: Outcome, output: OutputTarget | None) -> None:
         notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them, or wrote nothing)")
     if outcome.moved_accelerators:
         notes.append(f"{outcome.moved_accelerators} accelerator(s) on another letter")
+    if outcome.untranslated:
+        notes.append(f"{outcome.untranslated} entr{'y' if outcome.untranslated == 1 else 'ies'} under "
+                     f"--min-confidence left untranslated")
     extra = f"; {', '.join(notes)}: see the '# clearformer:' comments" if notes else ""
     print(f"clearformer translate: {outcome.filled} entr{'y' if outcome.filled == 1 else 'ies'} filled, "
           f"marked fuzzy{where}{extra}", file=sys.stderr)

@@ -29,6 +29,7 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces
 from clearformer.generate.translator import Translator
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
+from clearformer.quality import fronts as confidence_front
 from clearformer.store import output as store_output
 from clearformer.store import safeio
 from clearformer.store.output import check_output
@@ -118,6 +119,7 @@ def warn(message: str) -> None:
 
 
 def run(args) -> int:
+    wants_confidence = confidence_front.check_confidence_arguments(args)  # before any work
     if args.po:  # a gettext catalogue: commands/catalog.py
         return catalog.run(args)
     catalog.refuse_without_po(args)
@@ -125,13 +127,20 @@ def run(args) -> int:
     check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
     sentences, name, lines_may_be_empty = gather_input(args)
-    translator = choice.open(load_run(args.checkpoint, args.device), "translate")
+    run_folder = load_run(args.checkpoint, args.device)
+    translator = choice.open(run_folder, "translate")
     changes = interventions_from_args(translator.model, args)  # what-if: --ablate NAME, checked before any work
     pieces = read_sentences(translator, sentences, name, lines_may_be_empty, choice.decoding.split)
+    rater = confidence_front.rater(run_folder.directory, warn) if wants_confidence else None
     with engine_options.progress_bar(len(sentences), "translating", shown=bool(args.file)) as bar, changes:
-        results = translator.translate(pieces, choice.decoding, progress=bar)
+        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater)
     warn_notes(results, name)
-    text = "".join(result.text + "\n" for result in results)
+    if args.format == "json":
+        text = confidence_front.json_lines(results)
+    elif wants_confidence:
+        text = confidence_front.text_lines(results)
+    else:
+        text = "".join(result.text + "\n" for result in results)
     if output is not None:
         write_output(output, text)
     else:
@@ -175,4 +184,5 @@ def register(subparsers) -> None:
     add_ablate_argument(parser)
     engine_options.add_engine_arguments(parser)
     catalog.add_catalogue_arguments(parser)
+    confidence_front.add_confidence_arguments(parser)
     parser.set_defaults(func=run)

@@ -97,6 +97,15 @@ class EngineSettings:
 DEFAULT_SETTINGS = EngineSettings()
 
 
+class Rater(Protocol):
+    """What reads a translation's confidence back after the search (clearformer.quality.Confidence): given the
+    model, the search's facts, the pieces read, each piece's output ids (without <eos>) and the records, it
+    returns the records with their `confidence` and `words`."""
+
+    def rate(self, model, tokenizer, tokens: SearchTokens, pieces: Pieces, searched: Sequence[list[int]],
+             translations: list[Translation]) -> list[Translation]: ...
+
+
 class Translator(Protocol):
     """What every front calls. `model` and `tokenizer` are the run's (the tokenizer: text <-> ids); `label`
     names the engine in a report ("pytorch", "ctranslate2 int8")."""
@@ -121,7 +130,7 @@ class Translator(Protocol):
              unreadable: str = "raise") -> Pieces: ...
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
-                  progress: Progress | None = None) -> list[Translation]: ...
+                  progress: Progress | None = None, confidence: Rater | None = None) -> list[Translation]: ...
 
 
 class Reading:
@@ -227,14 +236,15 @@ class PyTorchTranslator(Reading):
         return cls(decoding_model(for_decoding(model), tokenizer.shortlist, settings.quantize), tokenizer, settings)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
-                  progress: Progress | None = None) -> list[Translation]:
+                  progress: Progress | None = None, confidence: Rater | None = None) -> list[Translation]:
         """One `Translation` per input (texts, read here, or `Pieces` already read by `read`).
 
         The pieces are sorted longest first (each batch holds pieces of similar length: little padding), each
         batch goes to the search itself (greedy_decode or beam_search: nothing between a command and the model's
         decoder but these frames: tests/generate/test_short_path.py), and the translations come back in the
         inputs' order, placeholders restored and an input's sentences joined; an empty piece translates to "".
-        `progress(n)` is told of the inputs done after each batch.
+        `progress(n)` is told of the inputs done after each batch. With `confidence` (clearformer.quality), each
+        record comes back with its confidence and its words', read back from the ids the search chose.
         """
         # Text needs no scores: greedy skips its pass over the vocabulary per step.
         options = (options or DecodingOptions()).check().but(with_scores=False)
@@ -245,6 +255,7 @@ class PyTorchTranslator(Reading):
         device = next(model.parameters()).device
         progress = per_input_progress(progress, pieces.count, len(pieces.sources))
         texts = [""] * len(pieces.sources)
+        searched: list[list[int]] = [[] for _ in pieces.sources]
         todo = sorted((item for item in enumerate(pieces.sources) if item[1]), key=lambda item: -len(item[1]))
         if progress is not None and len(todo) < len(pieces.sources):
             progress(len(pieces.sources) - len(todo))
@@ -258,8 +269,11 @@ class PyTorchTranslator(Reading):
                 for (index, _), ids in zip(chunk, search(model, src_ids, options, batch_tokens).sequences(),
                                            strict=True):
                     texts[index] = self.tokenizer.decode(ids)
+                    searched[index] = ids
                 if progress is not None:
                     progress(len(chunk))
         finally:
             model.train(was_training)
+        if confidence is not None:
+            return confidence.rate(model, self.tokenizer, tokens, pieces, searched, records(pieces, texts))
         return records(pieces, texts)

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from seeds import seed_args
 
 from clearformer.claims import heads, parallel, positions, residuals, scaling
 from clearformer.claims.common import toy_data, toy_transformer, valid_nll
@@ -109,7 +110,7 @@ def test_old_configs_are_scaled_and_train_set_turns_it_off(tmp_path, monkeypatch
     out = tmp_path / "run"
     assert main(["train", "--out", str(out), "--set", "scale_attention=false", "--set", "d_model=16",
                  "--set", "n_heads=2", "--set", "d_ff=32", "--steps", "2", "--batch-tokens", "120",
-                 "--bleu-sentences", "2", "--threads", "1", "--quiet"]) == 0
+                 "--bleu-sentences", "2", "--threads", "1", "--quiet", *seed_args()]) == 0
     assert json.loads((out / "config.json").read_text())["scale_attention"] is False
 
 

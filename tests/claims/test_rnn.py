@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from seeds import seed
 
 from clearformer.claims.common import quick_train, toy_data, valid_nll
 from clearformer.config import ModelConfig
@@ -116,7 +117,7 @@ def test_tied_embeddings_share_one_matrix():
 def test_it_learns_the_toy_phrase_set():
     data = toy_data()
     vocab = len(data.tokenizer)
-    torch.manual_seed(0)
+    torch.manual_seed(seed(0))
     model = small_model(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=32, n_encoder_layers=1,
                         n_decoder_layers=1, pad_id=data.tokenizer.pad_id)
     before = valid_nll(model, data)

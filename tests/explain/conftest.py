@@ -6,11 +6,12 @@ import os
 
 import pytest
 import torch
+from seeds import seed_args
 
 # A model small enough that 150 steps take a couple of seconds on the built-in phrase set.
 TINY = ["--set", "d_model=32", "--set", "n_heads=2", "--set", "d_ff=64", "--set", "n_encoder_layers=1",
         "--set", "n_decoder_layers=1", "--batch-tokens", "200", "--warmup", "20", "--threads", "1", "--quiet",
-        "--steps", "150"]
+        "--steps", "150", *seed_args()]
 
 
 def _train(tmp_path_factory, name: str, *extra: str):

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 import torch
+from seeds import seed_args
 
 from clearformer.cli import main
 from clearformer.explain.attribution import DEFAULT_STEPS, attribute, source_inputs, target_logprobs
@@ -38,7 +39,7 @@ def run_dir(tmp_path_factory):
     threads = torch.get_num_threads()
     try:
         assert main(["train", "--preset", "toy-translate", "--out", str(base / "model"), "--threads", "1",
-                     "--quiet", "--steps", "250"]) == 0
+                     "--quiet", "--steps", "250", *seed_args()]) == 0
     finally:
         torch.set_num_threads(threads)
     model, tokenizer, _ = load_model(base / "model")

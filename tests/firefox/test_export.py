@@ -9,6 +9,7 @@ import json
 import pytest
 from conftest import parity_sentences
 from safetensors.torch import load_file
+from seeds import seed_args
 
 from clearformer.cli import main
 from clearformer.errors import UserError
@@ -50,7 +51,7 @@ def fine_tuned(firefox_runs, tmp_path_factory):
     run = root / "tuned"
     assert main(["train", "--init", str(firefox_runs["en-pt"]), "--tsv", str(pairs), "--out", str(run), "--steps",
                  "4", "--warmup", "1", "--lr-factor", "0.005", "--batch-tokens", "1500", "--bleu-sentences", "0",
-                 "--quiet"]) == 0
+                 "--quiet", *seed_args()]) == 0
     assert json.loads((run / "summary.json").read_text())["best_step"] > 0  # its weights moved
     return run
 

@@ -4,6 +4,8 @@ write <unk>; sources, placeholders and what the vocabulary writes are left alone
 
 from __future__ import annotations
 
+from seeds import seed_args
+
 from clearformer.load import load_model
 from clearformer.tokenize import encode_target
 from clearformer.tokenize.fold import TargetFold
@@ -28,6 +30,6 @@ def test_a_fine_tuning_says_what_it_folded(firefox_runs, tmp_path, capsys):
     pairs.write_text("Open “%s”\tAbrir “%s”\nIndex\tÍndice\nSave the file\tSalvar o arquivo\n" * 4, encoding="utf-8")
     run = tmp_path / "tuned"
     assert main(["train", "--init", str(firefox_runs["en-pt"]), "--tsv", str(pairs), "--out", str(run), "--steps",
-                 "1", "--batch-tokens", "400", "--bleu-sentences", "0"]) == 0
+                 "1", "--batch-tokens", "400", "--bleu-sentences", "0", *seed_args()]) == 0
     out = capsys.readouterr().out
     assert "folded to the nearest it can: “ -> \"" in out, out[:2000]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import seeds
 import torch
 from torch import nn
 
@@ -25,7 +26,7 @@ def tiny_config(vocab: int, **overrides):
 def random_model(vocab: int = 30, seed: int = 0, dtype=torch.float64, **overrides) -> Transformer:
     """A random Transformer in eval mode. float64 by default so that cached and uncached paths,
     which sum in different orders, cannot flip an argmax on a near-tie."""
-    torch.manual_seed(seed)
+    torch.manual_seed(seeds.seed(seed))
     return Transformer(tiny_config(vocab, **overrides)).to(dtype).eval()
 
 

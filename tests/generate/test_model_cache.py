@@ -88,8 +88,8 @@ def layer_calls(model) -> tuple[list, list]:
 
 @pytest.mark.parametrize("beam", [1, 3])
 def test_a_hook_on_every_decoder_layer_fires_at_every_step_of_translate(beam):
-    model = random_model(vocab=40, dtype=torch.float32)
     tokenizer = WordTokenizer(["<pad>", "<unk>", "<bos>", "<eos>"] + sorted({w for s in SENTENCES for w in s.split()}))
+    model = random_model(vocab=len(tokenizer), dtype=torch.float32)  # every id it can write is a word
     calls, handles = layer_calls(model)
     try:
         translation = translate(model, tokenizer, ["I love you"], DecodingOptions(beam=beam, max_extra=5))[0]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from seeds import seed, seed_args
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))
 
@@ -114,7 +115,7 @@ def toy_run(tmp_path_factory) -> Path:
 
     run = tmp_path_factory.mktemp("hostile") / "toy"
     assert main(["train", "--out", str(run), "--steps", "4", "--save-every", "2", "--eval-every", "2",
-                 "--bleu-sentences", "2", "--log-every", "1", "--keep", "2", "--quiet"]) == 0
+                 "--bleu-sentences", "2", "--log-every", "1", "--keep", "2", "--quiet", *seed_args()]) == 0
     return run
 
 
@@ -125,7 +126,8 @@ def spm_run(tmp_path_factory) -> Path:
 
     run = tmp_path_factory.mktemp("hostile-spm") / "spm"
     assert main(["train", "--out", str(run), "--tokenizer", "sentencepiece", "--vocab-size", "600", "--source-eos",
-                 "--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]) == 0
+                 "--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet",
+                 *seed_args()]) == 0
     return run
 
 
@@ -148,7 +150,7 @@ def lm_run(tmp_path_factory) -> Path:
     tokenizer = WordTokenizer(list(SPECIALS) + "the dog ran a cat sat on mat".split())
     config = preset("lm-tiny", tgt_vocab_size=len(tokenizer), d_model=16, n_heads=2, n_decoder_layers=2, d_ff=32,
                     max_len=64)
-    torch.manual_seed(0)
+    torch.manual_seed(seed(0))
     directory = tmp_path_factory.mktemp("hostile-lm") / "lm"
     save_model(directory, LanguageModel(config), tokenizer, {"kind": "lm"})
     return directory

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 from conftest import one_line, run_child, tree_hashes
+from seeds import seed_args
 
 from clearformer.store import lock
 from clearformer.store.fixed import check_fixed, open_fixed, read_fixed, write_fixed
 
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
-SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]
+SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet", *seed_args()]
 
 
 def precious(tmp_path: Path) -> Path:

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 from conftest import one_line
+from seeds import seed_args
 
 from clearformer.store import lock
 from clearformer.train.state import step_checkpoints
 
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
-SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]
+SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet", *seed_args()]
 
 
 @pytest.fixture(scope="module")

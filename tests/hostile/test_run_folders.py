@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 from conftest import one_line, tree_hashes
+from seeds import seed_args
 from slowed_cli import slowed_command
 
 from clearformer.store import lock
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
-SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet"]
+SHORT = ["--steps", "2", "--save-every", "2", "--eval-every", "2", "--bleu-sentences", "2", "--quiet", *seed_args()]
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from seeds import seed_args
 
 # Never reach for the network: every model here is built and saved locally (set before Transformers loads).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -22,5 +23,6 @@ def trained_run(tmp_path_factory) -> Path:
     env = dict(os.environ, OMP_NUM_THREADS="1", CLEARFORMER_RUNS=str(out.parent / "runs"))
     subprocess.run([sys.executable, "-m", "clearformer.cli", "train", "--preset", "toy-translate", "--tokenizer",
                     "sentencepiece", "--vocab-size", "600", "--source-eos", "--steps", "300", "--out",
-                    str(out), "--threads", "1", "--quiet"], env=env, check=True, capture_output=True)
+                    str(out), "--threads", "1", "--quiet", *seed_args()], env=env, check=True,
+                   capture_output=True)
     return out

@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+import seeds
 import torch
 
 SENTENCES = ["the cat sat on the mat", "a dog runs in the park", "I love you", "we read a book today",
@@ -58,7 +59,7 @@ def marian_folder(directory: Path, seed: int = 0, proto: bytes | None = None, **
                     pad_token_id=size - 1, decoder_start_token_id=size - 1, eos_token_id=0, forced_eos_token_id=None,
                     activation_function="swish", scale_embedding=True, dropout=0.0)
     settings.update(overrides)
-    torch.manual_seed(seed)
+    torch.manual_seed(seeds.seed(seed))
     model = MarianMTModel(MarianConfig(**settings)).eval()
     with torch.no_grad():
         model.final_logits_bias.normal_(0, 0.1)
@@ -88,7 +89,7 @@ def gpt2_folder(directory: Path, seed: int = 0, **overrides):
     settings = dict(vocab_size=size, n_positions=48, n_embd=16, n_layer=2, n_head=2, bos_token_id=end,
                     eos_token_id=end, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     settings.update(overrides)
-    torch.manual_seed(seed)
+    torch.manual_seed(seeds.seed(seed))
     model = GPT2LMHeadModel(GPT2Config(**settings)).eval()
     noise(model)
     model.save_pretrained(directory)

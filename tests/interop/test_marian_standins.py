@@ -12,6 +12,7 @@ pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyp
 
 pytest.importorskip("transformers")
 from interop_helpers import marian_folder, marian_spm  # noqa: E402
+from seeds import seed_args  # noqa: E402
 
 from clearformer.cli import main  # noqa: E402
 from clearformer.generate import DecodingOptions, translate  # noqa: E402
@@ -95,7 +96,7 @@ def test_train_init_from_an_imported_marian_run(imported, tmp_path, capsys):
     tuned = tmp_path / "tuned"
     assert main(["train", "--init", str(run), "--tsv", str(pairs), "--out", str(tuned), "--steps", "6",
                  "--eval-every", "3", "--batch-tokens", "200", "--bleu-sentences", "2", "--threads", "1",
-                 "--freeze", "encoder", "--quiet"]) == 0
+                 "--freeze", "encoder", "--quiet", *seed_args()]) == 0
     assert "step 0: valid loss" in capsys.readouterr().out
     meta = json.loads((tuned / "meta.json").read_text(encoding="utf-8"))
     assert meta["init"]["name"] == "opus" and meta["tokenizer"] == "marian"

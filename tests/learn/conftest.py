@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from seeds import seed
 
 sys.path.insert(0, str(Path(__file__).parent))  # planted.py
 
-QUICK = {"steps": 5, "overrides": {"d_model": 16, "n_heads": 2, "d_ff": 32}, "eval_every": 5, "bleu_sentences": 0}
+QUICK = {"steps": 5, "overrides": {"d_model": 16, "n_heads": 2, "d_ff": 32}, "eval_every": 5, "bleu_sentences": 0,
+         "seed": seed()}
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import torch
 from clearformer.cli import main
 from clearformer.learn.exercises import EXERCISES
 from clearformer.learn.lessons import LESSONS, cross_rows
-from clearformer.learn.questions import is_right
+from clearformer.learn.questions import Question, is_right
 from clearformer.learn.session import open_lesson
 from clearformer.load import load_model
 from clearformer.record import trace
@@ -53,6 +53,19 @@ def test_the_answer_is_not_on_the_screen_and_a_round_one_is_refused(toy_runs, nu
         assert not is_right(question, str(round(answer))), (number, answer)
         assert not is_right(question, str(round(answer, 1))), (number, answer)
         assert not is_right(question, "0")
+
+
+@pytest.mark.parametrize("answer", [0.9007156901235668, -0.30004, 1.99996, 12.05, 0.04999, 3e-6, 123.4567])
+@pytest.mark.parametrize("tolerance", [5e-5, 5e-4, 1e-3])
+def test_a_rounded_answer_is_refused_whatever_the_answer(answer, tolerance):
+    """The tolerance comes from the answer's own scale (questions.py `refusing_rounded`): an answer a hair from a
+    round number is asked more finely, so its rounding to 0.1, to a whole number or to 0 is refused."""
+    question = Question("?", "number", answer, hint="", tolerance=tolerance)
+    assert 0 < question.tolerance <= tolerance
+    assert is_right(question, repr(answer)) and is_right(question, repr(answer + question.tolerance * 0.99))
+    for rounded in (round(answer, 1), round(answer), 0):
+        if rounded != answer:
+            assert not is_right(question, str(rounded)), (answer, rounded, question.tolerance)
 
 
 @pytest.mark.parametrize("number", [item.number for item in LESSONS])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from lm_helpers import PLACES, SUBJECTS, VERBS
+from seeds import seed_args
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +43,7 @@ def trained_lm(tmp_path_factory, corpus_file):
     try:
         code = main(["lm", "train", "--corpus", str(corpus_file), "--out", str(out), "--preset", "lm-tiny",
                      "--tokenizer", "words", "--steps", "150", "--batch-size", "16", "--block-size", "32",
-                     "--eval-every", "150", "--lr", "3e-3", "--threads", "1"])
+                     "--eval-every", "150", "--lr", "3e-3", "--threads", "1", *seed_args()])
     finally:
         mfu.matmul_peak = original
         torch.set_num_threads(threads)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import torch
+from seeds import seed
 
 from clearformer.config import preset, variant_overrides
 from clearformer.model.lm import LanguageModel
@@ -25,5 +26,5 @@ def tiny_config(variant: str = "mha", positional: str = "rope", **overrides):
 
 
 def tiny_model(variant: str = "mha", positional: str = "rope", dtype=torch.float64, **overrides):
-    torch.manual_seed(0)
+    torch.manual_seed(seed(0))
     return LanguageModel(tiny_config(variant, positional, **overrides)).to(dtype).eval()

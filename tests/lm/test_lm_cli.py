@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from seeds import seed_args
 
 from clearformer.cli import main
 from clearformer.load import load_model
@@ -80,7 +81,7 @@ def test_mla_model_trains_and_explains_its_latent(tmp_path, corpus_file, capsys)
     out = tmp_path / "mla"
     code, log, _ = run(capsys, "lm", "train", "--corpus", str(corpus_file), "--out", str(out),
                        "--preset", "lm-tiny", "--tokenizer", "words", "--steps", "4", "--batch-size", "4",
-                       "--block-size", "16", "--attention", "mla", "--threads", "1")
+                       "--block-size", "16", "--attention", "mla", "--threads", "1", *seed_args())
     assert code == 0 and "tok/s" in log and "MFU" in log
     code, text, _ = run(capsys, "lm", "explain", "the dog ran", "--checkpoint", str(out), "--head", "1")
     assert code == 0

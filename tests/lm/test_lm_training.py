@@ -11,6 +11,7 @@ import pytest
 import torch
 from lm_helpers import tiny_config
 from safetensors.torch import load_file
+from seeds import seed, seed_args
 from slowed_cli import slowed_command
 
 from clearformer.cli import main
@@ -23,11 +24,11 @@ from clearformer.train.state import step_checkpoints
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 TRAIN = ["--preset", "lm-tiny", "--tokenizer", "words", "--batch-size", "4", "--block-size", "16",
-         "--lr", "1e-2", "--warmup", "2", "--threads", "1", "--quiet"]
+         "--lr", "1e-2", "--warmup", "2", "--threads", "1", "--quiet", *seed_args()]
 
 
 def fresh_model(variant="mha"):
-    torch.manual_seed(0)
+    torch.manual_seed(seed(0))
     return LanguageModel(tiny_config(variant))
 
 

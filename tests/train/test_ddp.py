@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+from seeds import seed_args
 from train_helpers import losses, tiny_args, weights
 
 from clearformer.cli import main
@@ -42,7 +43,8 @@ def test_language_model_two_processes_equal_one_with_the_same_global_batch(tmp_p
     corpus.write_text("the dog ran to the house .\nthe cat sat in the field .\n" * 30, encoding="utf-8")
     ddp, single = tmp_path / "ddp", tmp_path / "single"
     common = ["lm", "train", "--corpus", str(corpus), "--preset", "lm-tiny", "--tokenizer", "words", "--steps", "4",
-              "--batch-size", "2", "--block-size", "8", "--eval-every", "2", "--threads", "1", "--quiet"]
+              "--batch-size", "2", "--block-size", "8", "--eval-every", "2", "--threads", "1", "--quiet",
+              *seed_args()]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                "-m", "clearformer.cli", *common, "--out", str(ddp)]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from seeds import seed_args
 from train_helpers import TINY, kill_when_saved, losses, run_subprocess, tiny_args, weights
 
 from clearformer.cli import main
@@ -29,7 +30,7 @@ def start_run(tmp_path_factory):
 
 def init_args(start, out, *extra: str) -> list[str]:
     return ["train", "--init", str(start), "--out", str(out), "--batch-tokens", "120", "--threads", "1", "--quiet",
-            "--bleu-sentences", "4", *extra]
+            "--bleu-sentences", "4", *seed_args(), *extra]
 
 
 def metrics_rows(run) -> list[dict]:
@@ -152,14 +153,20 @@ def test_a_fine_tuned_run_blends_with_its_start(start_run, tmp_path, capsys):
     whose weights changed."""
     tuned = tmp_path / "tuned"
     assert main(init_args(start_run, tuned, "--steps", "6", "--lr-factor", "3")) == 0
-    out = tmp_path / "blend"
-    assert main(["average", str(tuned), "--with-start", "0.25", "--out", str(out)]) == 0
-    start, ours, blend = weights(start_run), weights(tuned), weights(out)
-    assert any(not torch.equal(start[n], ours[n]) for n in start)
-    for name in start:
-        torch.testing.assert_close(blend[name], (0.25 * start[name].double() + 0.75 * ours[name].double()).float())
-    meta = json.loads((out / "meta.json").read_text())
-    assert meta["with_start"]["weight"] == 0.25 and meta["init"]["name"] == "start"
+    # The run's model is its best validation, which may be step 0 (the start itself: CPUs and seeds differ);
+    # its last step checkpoint has taken 6 optimizer steps, so its weights moved whatever the losses did.
+    last = step_checkpoints(tuned)[-1]
+    assert last.name == "step-00000006"
+    start = weights(start_run)
+    for blended, out in ((tuned, tmp_path / "blend"), (last, tmp_path / "blend-last")):
+        assert main(["average", str(blended), "--with-start", "0.25", "--out", str(out)]) == 0
+        ours, blend = weights(blended), weights(out)
+        for name in start:
+            torch.testing.assert_close(blend[name],
+                                       (0.25 * start[name].double() + 0.75 * ours[name].double()).float())
+        meta = json.loads((out / "meta.json").read_text())
+        assert meta["with_start"]["weight"] == 0.25 and meta["init"]["name"] == "start"
+    assert any(not torch.equal(start[n], weights(last)[n]) for n in start)
     capsys.readouterr()
     for argv, message in ((["average", str(start_run), "--with-start", "0.5", "--out", str(tmp_path / "x")],
                            "not a fine-tuned run"),
@@ -177,7 +184,8 @@ def test_a_fine_tuned_run_blends_with_its_start(start_run, tmp_path, capsys):
     meta = json.loads((tuned / "meta.json").read_text())
     meta["init"]["run"] = str(moved)
     (tuned / "meta.json").write_text(json.dumps(meta))
-    (moved / "model.safetensors").write_bytes((out / "model.safetensors").read_bytes())  # other weights there
+    # other weights there: the blend of the last step, which moved
+    (moved / "model.safetensors").write_bytes((out / "model.safetensors").read_bytes())
     assert main(["average", str(tuned), "--with-start", "0.5", "--out", str(tmp_path / "y")]) == 2
     assert "SHA-256 changed" in capsys.readouterr().err
     assert not (tmp_path / "y").exists() and not (tmp_path / "x").exists()

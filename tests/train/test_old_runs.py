@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from seeds import seed_args
 
 from clearformer.cli import main
 from clearformer.config import FORMAT_VERSION, ModelConfig
@@ -21,7 +22,7 @@ from tests.train.train_helpers import tiny_args
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 LM_TINY = ["--preset", "lm-tiny", "--tokenizer", "words", "--vocab-size", "64", "--block-size", "16",
-           "--batch-size", "4", "--eval-every", "2", "--threads", "1", "--quiet"]
+           "--batch-size", "4", "--eval-every", "2", "--threads", "1", "--quiet", *seed_args()]
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from seeds import seed_args
 from train_helpers import weights
 
 from clearformer.cli import main
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyp
 
 # The toy preset's GRU, made tiny: one GRU layer a side of width 16.
 TINY_RNN = ["--arch", "rnn", "--set", "d_model=16", "--set", "n_encoder_layers=1", "--set", "n_decoder_layers=1",
-            "--batch-tokens", "120", "--warmup", "10", "--threads", "1", "--quiet", "--bleu-sentences", "5"]
+            "--batch-tokens", "120", "--warmup", "10", "--threads", "1", "--quiet", "--bleu-sentences", "5",
+            *seed_args()]
 
 
 def train(out, *extra) -> int:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from seeds import seed, seed_args
 from train_helpers import tiny_args, weights
 
 from clearformer.cli import main
@@ -44,19 +45,19 @@ def test_train_into_a_run_folder_needs_resume_or_overwrite(tmp_path, capsys):
     assert main(tiny_args(run, *SHORT)) == 0
     before = weights(run)
     rows = (run / "metrics.csv").read_text(encoding="utf-8")
-    err = one_line_error(capsys, tiny_args(run, *SHORT, "--seed", "7"))
+    err = one_line_error(capsys, tiny_args(run, *SHORT, "--seed", str(seed(7))))
     assert "--resume" in err and "--overwrite" in err
     assert weights(run).keys() == before.keys()
     assert all((weights(run)[k] == before[k]).all() for k in before)  # the old run is untouched
     assert (run / "metrics.csv").read_text(encoding="utf-8") == rows
 
     assert main(tiny_args(run, "--steps", "3", "--save-every", "3", "--eval-every", "3", "--log-every", "1",
-                          "--seed", "7", "--overwrite")) == 0
+                          "--seed", str(seed(7)), "--overwrite")) == 0
     assert [p.name for p in step_checkpoints(run)] == ["step-00000003"]  # none of the old run's
     with open(run / "metrics.csv", encoding="utf-8") as stream:
         steps = [int(r["step"]) for r in csv.DictReader(stream) if r["train_loss"]]
     assert steps == [1, 2, 3]
-    assert json.loads((run / "meta.json").read_text())["options"]["loop"]["seed"] == 7
+    assert json.loads((run / "meta.json").read_text())["options"]["loop"]["seed"] == seed(7)
 
 
 def test_resume_and_overwrite_exclude_each_other(tmp_path, capsys):
@@ -68,7 +69,7 @@ def test_lm_train_into_a_run_folder_needs_resume_or_overwrite(tmp_path, capsys):
     corpus.write_text("the dog ran .\nthe cat sat .\n" * 40, encoding="utf-8")
     argv = ["lm", "train", "--corpus", str(corpus), "--out", str(tmp_path / "lm"), "--preset", "lm-tiny",
             "--tokenizer", "words", "--steps", "2", "--batch-size", "2", "--block-size", "8", "--threads", "1",
-            "--quiet"]
+            "--quiet", *seed_args()]
     assert main(argv) == 0
     err = one_line_error(capsys, argv)
     assert "--resume" in err and "--overwrite" in err

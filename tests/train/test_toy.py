@@ -6,6 +6,7 @@ through the checkpoint API, a greedy loop, and the `translate` command.
 
 import pytest
 import torch
+from seeds import seed_args
 
 from clearformer.cli import main
 from clearformer.data.toy import SEED_SOURCES, toy_pairs, toy_splits
@@ -36,7 +37,7 @@ def greedy(model, tokenizer, text):
 
 
 def test_toy_translate_learns_je_t_aime(capsys):
-    assert main(["train", "--preset", "toy-translate", "--quiet"]) == 0
+    assert main(["train", "--preset", "toy-translate", "--quiet", *seed_args()]) == 0
     run = default_run_dir("toy-translate")
     assert resolve_checkpoint(None) == run.resolve()
     model, tokenizer, meta = load_model(run)

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
+from seeds import seed_args
 from slowed_cli import slowed_command
 
 # A model small enough that a few dozen steps take a second or two.
 TINY = ["--set", "d_model=16", "--set", "n_heads=2", "--set", "d_ff=32", "--set", "n_encoder_layers=1",
-        "--set", "n_decoder_layers=1", "--batch-tokens", "120", "--warmup", "10", "--threads", "1", "--quiet"]
+        "--set", "n_decoder_layers=1", "--batch-tokens", "120", "--warmup", "10", "--threads", "1", "--quiet",
+        *seed_args()]
 
 
 def tiny_args(out: Path, *extra: str) -> list[str]:

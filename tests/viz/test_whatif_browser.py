@@ -61,7 +61,9 @@ def test_exported_beam_tree_walks_step_by_step(page, tiny_model, tmp_path):
             model(torch.tensor([ids]), torch.tensor([[tokenizer.bos_id, *tokens[:-1]]]))
         cross = recorder.get(f"decoder.layers.{model.config.n_decoder_layers - 1}.cross_attention.weights")[0]
         expected = cross.mean(dim=0)[: min(t, len(tree["chosen_path"]) - 1) + 1].double().numpy()
-        np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
+        # the server's beam search (one step at a time, from its cache) against one teacher-forced pass here:
+        # two float32 reduction orders, a few ulp apart (6e-8 at 1); 1e-5 is torch.testing's float32 default
+        np.testing.assert_allclose(values, expected, rtol=0, atol=1e-5)
         if t < len(tree["steps"]) - 1:
             page.click("#cf-beam-next")
     ranking = page.locator("#cf-beam-ranking li")

@@ -86,12 +86,13 @@ def _last_step(run: LearnerRun) -> int:
 # rule, never the result.
 
 
-def pick(candidates, value: Callable, tolerance: float):
-    """The candidate whose value is largest in size among those a rounded answer (to 0.1) cannot pass for;
-    any candidate when none is."""
+def pick(candidates, value: Callable, tolerance: float, key: Callable | None = None):
+    """The candidate whose value is largest in size (or whose `key` is largest) among those a rounded answer
+    (to 0.1) cannot pass for; any candidate when none is (questions.py `refusing_rounded` then narrows the
+    tolerance)."""
     candidates = list(candidates)
     unround = [c for c in candidates if abs(value(c) - round(value(c), 1)) > 2 * tolerance]
-    return max(unround or candidates, key=lambda c: abs(value(c)))
+    return max(unround or candidates, key=key or (lambda c: abs(value(c))))
 
 
 def ask_embedding(run):
@@ -353,7 +354,8 @@ def ask_cross(run):
 
 def ask_probability(run):
     """Lesson 10: the runner-up's probability as a fraction of the chosen word's, from two logits (at the step
-    where the choice was least certain): the softmax's denominator cancels."""
+    where the choice was least certain, among those whose ratio is no round number): the softmax's denominator
+    cancels."""
     def at(t: int) -> tuple[float, str, str]:
         logits = step(run.walk, "output.logits", t).matrices[0]
         chosen = step(run.walk, "generate.chosen", t).matrices[0].note
@@ -362,7 +364,9 @@ def ask_probability(run):
         other = max((w for w in values if w != chosen), key=lambda w: values[w])
         return math.exp(values[other] - mine), chosen, other
 
-    t = max(range(_last_step(run) + 1), key=lambda s: min(at(s)[0], 1 / at(s)[0]))
+    # the least certain step among those whose ratio (at most 1 for greedy's own choice) a rounded answer cannot
+    # pass for; the tolerance is the answer's own scale, 0.1% of it
+    t = pick(range(_last_step(run) + 1), lambda s: at(s)[0], 1e-3, key=lambda s: min(at(s)[0], 1 / at(s)[0]))
     fraction, chosen, other = at(t)
     found = step(run.walk, "output.logits", t)
     question = Question(f"Generation step {t + 1} chose {chosen!r}. From the logits, what is p({other}) / "

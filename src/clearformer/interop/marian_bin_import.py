@@ -150,20 +150,25 @@ def check_shortlist_fits(tokenizer, path: Path) -> None:
                         f"themselves: a shortlist built over another vocabulary (another model's?)")
 
 
-def check_probe(model, tokenizer, files: MarianBinFiles) -> None:
-    """The model translates a row of numerals back to the same numerals, without the shortlist (else the
-    vocabulary is not the model's) and with it (else the shortlist is not)."""
+def check_probe(model, tokenizer, path: Path, what: str) -> None:
+    """The model translates a row of numerals back to the same numerals (no constraint copies them for it), with
+    the shortlist when `what` is "shortlist" (else without): else `path` is another model's file."""
     from clearformer.generate import DecodingOptions, translate
 
-    free = DecodingOptions(placeholders="free", shortlist="off")  # no constraint copies the numerals for it
-    checks = [(free, files.vocab, "vocabulary")]
+    options = DecodingOptions(placeholders="free", shortlist="on" if what == "shortlist" else "off")
+    output = translate(model, tokenizer, [PROBE], options)[0]
+    if re.findall(r"\d+", output) != PROBE.split():
+        raise UserError(f"{path}: the model translates {PROBE!r} as {output[:60]!r} with this {what}: another "
+                        f"model's {what}?")
+
+
+def check_files_belong(model, tokenizer, files: MarianBinFiles) -> None:
+    """The vocabulary first (the probe without the shortlist: the model reads and writes through it alone), then
+    the shortlist against that vocabulary and through the probe."""
+    check_probe(model, tokenizer, files.vocab, "vocabulary")
     if tokenizer.shortlist is not None:
-        checks.append((free.but(shortlist="on"), files.shortlist, "shortlist"))
-    for options, path, what in checks:
-        output = translate(model, tokenizer, [PROBE], options)[0]
-        if re.findall(r"\d+", output) != PROBE.split():
-            raise UserError(f"{path}: the model translates {PROBE!r} as {output[:60]!r} with this {what}: "
-                            f"another model's {what}?")
+        check_shortlist_fits(tokenizer, files.shortlist)
+        check_probe(model, tokenizer, files.shortlist, "shortlist")
 
 
 # ----------------------------------------------------------------------------- import
@@ -179,7 +184,6 @@ def load_marian_bin(files: MarianBinFiles):
     tokenizer.set_facts({"max_length_factor": decoder_length_factor(files.decoder)})
     if files.shortlist is not None:
         tokenizer.shortlist = read_shortlist(files.shortlist, vocab_size)
-        check_shortlist_fits(tokenizer, files.shortlist)
     state = marian_bin_state(marian, config)
     model = build_model(config)
     model.load_state_dict(state, strict=False)
@@ -187,7 +191,7 @@ def load_marian_bin(files: MarianBinFiles):
     if missing:
         raise UserError(f"{files.model}: no tensor for {sorted(missing)[0]}")
     model.eval()
-    check_probe(model, tokenizer, files)
+    check_files_belong(model, tokenizer, files)
     return model, tokenizer
 
 

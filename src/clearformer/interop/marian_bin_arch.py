@@ -6,7 +6,7 @@ through `layer_entries`, the fields to Marian's tensor names. The table drives a
     config_from_yaml    import: check every key (a model of another family is refused, naming the key)
                         and build the ModelConfig
     model_yaml          export: the YAML written into an exported `.bin`
-    check_exportable    export: the first config field the engine cannot carry, named
+    uncarried_field     export: the first config field the engine cannot carry, named
     layer_entries       import and export: our tensor name <-> Marian's, with its shape
 
 What the rows say: a shared embedding `Wemb` for source, target and output (tie_embeddings="all") times
@@ -137,17 +137,19 @@ def model_yaml(config: ModelConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_exportable(config: ModelConfig) -> None:
-    """A one-line error naming the first config field Firefox's engine cannot carry."""
+def uncarried_field(config: ModelConfig) -> str | None:
+    """The first config field Firefox's engine cannot carry, with why ("zero_start=False: the engine starts
+    ..."), or None when it carries them all."""
     for row in ARCHITECTURE:
         if row.field is None or row.yaml is SIZE:
             continue
         value = getattr(config, row.field)
         differs = abs(value - row.value) > 1e-12 if isinstance(row.value, float) else value != row.value
         if differs:
-            raise UserError(f"cannot export to marian-bin: {row.field}={value!r}: {row.engine}")
+            return f"{row.field}={value!r}: {row.engine}"
     if config.src_vocab_size != config.tgt_vocab_size:
-        raise UserError("cannot export to marian-bin: src_vocab_size != tgt_vocab_size: the engine has one vocabulary")
+        return "src_vocab_size != tgt_vocab_size: the engine has one vocabulary"
+    return None
 
 
 # ----------------------------------------------------------------------------- the tensors

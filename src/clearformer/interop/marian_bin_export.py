@@ -28,7 +28,7 @@ from clearformer.errors import UserError
 from clearformer.generate import translate
 from clearformer.interop.firefox import DECODER_CONFIG_FILE, DECODER_YML, FIREFOX_LENGTH_FACTOR
 from clearformer.interop.marian_bin import FLOAT32, MarianTensor, quantize_int8, write_marian_bin
-from clearformer.interop.marian_bin_arch import check_exportable, layer_entries, model_yaml
+from clearformer.interop.marian_bin_arch import layer_entries, model_yaml, uncarried_field
 from clearformer.interop.marian_bin_import import ENGINE_TOKENIZER_FILE
 from clearformer.interop.marian_bin_vocab import remove_pad_piece
 from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
@@ -46,7 +46,9 @@ CALIBRATION = ["I love you.", "The cat is on the table.", "Where is the train st
 def check_marian_bin_exportable(config, tokenizer) -> None:
     """A one-line error naming the first option Firefox's engine cannot carry: a config field of the
     architecture table (interop/marian_bin_arch.py), or the vocabulary."""
-    check_exportable(config)
+    reason = uncarried_field(config)
+    if reason is not None:
+        raise UserError(f"cannot export to marian-bin: {reason}")
     if tokenizer.kind != "sentencepiece" or tokenizer.eos_id != 0 or tokenizer.pad_id != len(tokenizer) - 1:
         raise UserError("cannot export to marian-bin: the vocabulary: a SentencePiece model with </s> at 0 and the "
                         "import's <pad> last")

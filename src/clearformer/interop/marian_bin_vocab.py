@@ -32,7 +32,7 @@ BOS_PIECE, PAD_PIECE_FIELD = 46, 48
 
 def pad_piece_suffix() -> bytes:
     """The bytes `add_pad_piece` appends: the piece {<pad>, score 0, CONTROL}, and the trainer spec's bos and pad
-    pieces set to it (a repeated field appends, a nested message merges: tokenize/../interop/protobuf_wire.py)."""
+    pieces set to it (a repeated field appends, a nested message merges: interop/protobuf_wire.py)."""
     piece = bytes_field(PIECE, PAD_PIECE.encode()) + float_field(SCORE, 0.0) + varint_field(TYPE, CONTROL)
     spec = bytes_field(BOS_PIECE, PAD_PIECE.encode()) + bytes_field(PAD_PIECE_FIELD, PAD_PIECE.encode())
     return bytes_field(PIECES, piece) + bytes_field(TRAINER_SPEC, spec)

@@ -27,21 +27,21 @@ def varint(number: int) -> bytes:
             return bytes(out)
 
 
-def key(field_number: int, wire_type: int) -> bytes:
+def field_key(field_number: int, wire_type: int) -> bytes:
     """The key that starts a field."""
     return varint(field_number << 3 | wire_type)
 
 
 def bytes_field(field_number: int, payload: bytes) -> bytes:
     """A length-delimited field: a string, bytes or a nested message."""
-    return key(field_number, LENGTH_DELIMITED) + varint(len(payload)) + payload
+    return field_key(field_number, LENGTH_DELIMITED) + varint(len(payload)) + payload
 
 
 def varint_field(field_number: int, value: int) -> bytes:
     """An integer or enum field."""
-    return key(field_number, VARINT) + varint(value)
+    return field_key(field_number, VARINT) + varint(value)
 
 
 def float_field(field_number: int, value: float) -> bytes:
     """A 32-bit float field."""
-    return key(field_number, FIXED32) + struct.pack("<f", value)
+    return field_key(field_number, FIXED32) + struct.pack("<f", value)

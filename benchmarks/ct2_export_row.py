@@ -30,12 +30,12 @@ EXPORTED = "clearformer-ct2"
 def vocabulary_tokenizer(vocab: int):
     """A tokenizer for ids 0 .. vocab-1 as the benchmark's batches use them: <pad> <unk> <bos> <eos>, then t4 ...
     (the SentencePiece models written beside it are placeholders: the benchmark feeds token strings)."""
-    from clearformer.tokenize.marian import MarianVocabularyTokenizer
+    from clearformer.tokenize.marianmt import MarianMTTokenizer
     from clearformer.tokenize.subword import SentencePieceTokenizer
 
     pieces = SentencePieceTokenizer.train(["a placeholder for the token strings t4 t5 t6"] * 4, vocab_size=300)
     names = exported_tokens(vocab)
-    return MarianVocabularyTokenizer(pieces.model_proto, pieces.model_proto, {n: i for i, n in enumerate(names)},
+    return MarianMTTokenizer(pieces.model_proto, pieces.model_proto, {n: i for i, n in enumerate(names)},
                                      pad="<pad>", unk="<unk>", eos="<eos>", start="<bos>")
 
 
@@ -47,7 +47,7 @@ def prepare(args, directory: Path) -> None:
     """Export decode_speed's clearformer model to directory/clearformer-ct2 (untimed, in the main process)."""
     from clearformer.config import preset
     from clearformer.interop.ctranslate2 import convert_marian_folder
-    from clearformer.interop.marian import export_marian
+    from clearformer.interop.marianmt import export_marian
     from clearformer.model.transformer import Transformer
 
     torch.manual_seed(args.seed)  # as decode_speed builds its clearformer model: the same weights

@@ -132,7 +132,8 @@ def step_times(run: Path, lengths: tuple[int, ...], rows: int = 8) -> str:
     table = []
     torch.set_num_threads(2)
     src = torch.randint(100, 30000, (rows, 20))
-    for name, overrides in (("SSRU (Firefox's)", {}), ("self-attention", dict(attention="mha", zero_start=False))):
+    for name, overrides in (("SSRU (Firefox's)", {}),
+                            ("self-attention", dict(autoregressive_layer="self_attention", zero_start=False))):
         config = dataclasses.replace(model.config, **overrides)
         torch.manual_seed(0)
         decoder = for_decoding(build_model(config).eval())  # decoded as every command decodes

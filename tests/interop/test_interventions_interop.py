@@ -16,7 +16,7 @@ from clearformer.explain.interventions import parse_interventions  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, encode_source, search_tokens  # noqa: E402
 from clearformer.generate.sampling import SamplingOptions, generate  # noqa: E402
 from clearformer.interop.gpt2 import import_gpt2, load_gpt2  # noqa: E402
-from clearformer.interop.marian import load_marian  # noqa: E402
+from clearformer.interop.marianmt import load_marian  # noqa: E402
 from clearformer.record import trace  # noqa: E402
 
 

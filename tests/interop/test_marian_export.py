@@ -17,7 +17,7 @@ from interop_helpers import padded  # noqa: E402
 from clearformer.data.toy import toy_pairs  # noqa: E402
 from clearformer.errors import UserError  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens  # noqa: E402
-from clearformer.interop.marian import check_exportable, export_marian, hf_model, load_marian  # noqa: E402
+from clearformer.interop.marianmt import check_exportable, export_marian, hf_model, load_marian  # noqa: E402
 from clearformer.load import load_model  # noqa: E402
 
 SENTENCES = [source for source, _ in toy_pairs()[:12]]

@@ -15,7 +15,7 @@ from interop_helpers import TEST_SOURCES, hf_generate, marian_folder, padded  # 
 
 from clearformer.errors import UserError  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens  # noqa: E402
-from clearformer.interop.marian import export_marian, hf_model, import_marian, load_marian  # noqa: E402
+from clearformer.interop.marianmt import export_marian, hf_model, import_marian, load_marian  # noqa: E402
 
 # (name, MarianConfig overrides, the tying clearformer should find)
 CONFIGS = [

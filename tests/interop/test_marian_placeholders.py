@@ -13,7 +13,7 @@ import torch
 pytest.importorskip("transformers")
 from clearformer.config import preset  # noqa: E402
 from clearformer.generate import DecodingOptions, translate  # noqa: E402
-from clearformer.interop.marian import PLACEHOLDER_FILE, export_marian, load_marian, masking_note  # noqa: E402
+from clearformer.interop.marianmt import PLACEHOLDER_FILE, export_marian, load_marian, masking_note  # noqa: E402
 from clearformer.model.build import build_model  # noqa: E402
 from clearformer.tokenize.placeholders import RESERVED_TOKENS, find  # noqa: E402
 from clearformer.train.corpus import build_tokenizer  # noqa: E402

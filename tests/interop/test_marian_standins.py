@@ -16,7 +16,7 @@ from seeds import seed_args  # noqa: E402
 
 from clearformer.cli import main  # noqa: E402
 from clearformer.generate import DecodingOptions, translate  # noqa: E402
-from clearformer.interop.marian import PLACEHOLDER_FILE, export_marian, load_marian  # noqa: E402
+from clearformer.interop.marianmt import PLACEHOLDER_FILE, export_marian, load_marian  # noqa: E402
 from clearformer.load import load_model  # noqa: E402
 from clearformer.tokenize import encode_source, encode_target, mask_placeholders  # noqa: E402
 from clearformer.tokenize.placeholders import RESERVED_TOKENS, find  # noqa: E402

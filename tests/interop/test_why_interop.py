@@ -14,7 +14,7 @@ from interop_helpers import marian_folder  # noqa: E402
 from clearformer.explain.lens import lens_translation  # noqa: E402
 from clearformer.explain.patching import activation_patching  # noqa: E402
 from clearformer.generate import DecodingOptions, encode_source, search_tokens  # noqa: E402
-from clearformer.interop.marian import load_marian  # noqa: E402
+from clearformer.interop.marianmt import load_marian  # noqa: E402
 
 CLEAN, CORRUPTED = "I love you", "I love we"
 

@@ -86,7 +86,7 @@ def test_what_it_prints_is_what_it_measured(student, sentence, capsys):
     assert capsys.readouterr().out.strip() == reading.translation
     model, tokenizer, _ = load_model(student)
     config = model.config
-    assert (config.n_encoder_layers, config.n_decoder_layers, config.attention) == (6, 2, "ssru")
+    assert (config.n_encoder_layers, config.n_decoder_layers, config.autoregressive_layer) == (6, 2, "ssru")
     assert str(config.tie_embeddings) == "all" and reading.parameters == model.num_parameters()
     candidates = tokenizer.shortlist.candidates(encode_source(tokenizer, sentence))
     assert reading.candidates == len(candidates) < 32000 and len(candidates) % 8 == 0

@@ -90,7 +90,8 @@ def check_shown(walk, layer: int | None, head: int | None) -> None:
         raise UserError(f"--head {head}: choose a head from 0 to {max(heads, default=0)}")
 
 
-# forget_gate and cell: the SSRU's steps where a decoder has it in place of self-attention (model/ssru.py)
+# forget_gate and cell: the SSRU's steps (`decoder.layers.N.recurrence`) where a decoder reads its earlier outputs
+# by a recurrence instead of self-attention (autoregressive_layer="ssru", model/ssru.py)
 TRANSLATION_FOCUS = ("token_ids", "weights", "forget_gate", "cell", "probabilities", "chosen")
 
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
-from clearformer.interop.marian import check_exportable, export_marian, masking_note
 from clearformer.interop.marian_bin_export import export_marian_bin
+from clearformer.interop.marianmt import check_exportable, export_marian, masking_note
 from clearformer.load import load_model
 from clearformer.store import lock
 from clearformer.store.runs import resolve_checkpoint

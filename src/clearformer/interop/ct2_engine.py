@@ -68,7 +68,7 @@ from clearformer.generate.translator import (
 )
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.hf import require
-from clearformer.interop.marian import check_exportable, export_marian
+from clearformer.interop.marianmt import check_exportable, export_marian
 from clearformer.limits import MAX_JSON_FILE_BYTES
 from clearformer.store import lock
 from clearformer.store.atomic import atomic_write_text

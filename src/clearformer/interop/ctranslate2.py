@@ -19,7 +19,7 @@ from pathlib import Path
 
 from clearformer.errors import UserError
 from clearformer.interop.hf import require
-from clearformer.interop.marian import PLACEHOLDER_FILE
+from clearformer.interop.marianmt import PLACEHOLDER_FILE
 from clearformer.store.lock import is_empty
 
 

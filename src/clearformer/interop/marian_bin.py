@@ -23,6 +23,7 @@ never half-read. Sizes are checked against the file's length before anything is 
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,8 @@ BYTES = 0x0101
 TYPE_NAMES = {FLOAT32: "float32", INT8_ALPHA: "intgemm8 alpha", BYTES: "bytes"}
 ALIGN = 256
 CONFIG_ENTRY = "special:model.yml"
+# The smallest int8 scale whose values (at most 127 / scale) stay finite float32: below it dequantizing overflows.
+MIN_INT8_SCALE = 127.0 / float(np.finfo(np.float32).max)
 
 
 @dataclass
@@ -70,7 +73,7 @@ class MarianModel:
         tensor = self.tensors.get(name)
         if tensor is None or not isinstance(tensor.values, np.ndarray):
             raise UserError(f"{self.path}: tensor {name!r} is missing (not a model of this architecture?)")
-        if shape is not None and tensor.values.size != int(np.prod(shape)):
+        if shape is not None and tensor.values.size != math.prod(shape):
             raise UserError(f"{self.path}: tensor {name!r} has shape {tensor.shape}, expected {shape}")
         return tensor.values.reshape(shape) if shape is not None else tensor.values
 
@@ -112,9 +115,9 @@ def _headers(data: bytes, where: str) -> tuple[list[tuple[str, int, tuple[int, .
 
 
 def _tensor(name: str, kind: int, shape: tuple[int, ...], blob: bytes, where: str) -> MarianTensor:
-    count = int(np.prod(shape)) if shape else 0
     if any(d < 0 for d in shape):
         raise UserError(f"{where}: tensor {name!r} has a negative dimension {shape}")
+    count = math.prod(shape) if shape else 0  # Python's integers: numpy's product wraps around at 2**63
     if kind == FLOAT32:
         if len(blob) < 4 * count:
             raise UserError(f"{where}: tensor {name!r} holds {len(blob)} bytes, {4 * count} needed")
@@ -126,8 +129,9 @@ def _tensor(name: str, kind: int, shape: tuple[int, ...], blob: bytes, where: st
         (scale,) = struct.unpack_from("<f", blob, count)
         if name.endswith("_QuantMultA"):  # the engine's activation scale; Wemb's holds garbage
             return MarianTensor(name, kind, shape, values, values, scale)
-        if not np.isfinite(scale) or scale <= 0:
-            raise UserError(f"{where}: tensor {name!r} has the int8 scale {scale}: damaged file")
+        if not math.isfinite(scale) or scale < MIN_INT8_SCALE:  # checked before dividing: no overflow, no warning
+            raise UserError(f"{where}: tensor {name!r} has the int8 scale {scale:g} (a finite number of at least "
+                            f"{MIN_INT8_SCALE:.3g} expected): damaged file")
         return MarianTensor(name, kind, shape, values.astype(np.float32) / np.float32(scale), values, scale)
     if kind == BYTES:
         return MarianTensor(name, kind, shape, bytes(blob[:count]))
@@ -155,8 +159,8 @@ def read_marian_bin(path: str | Path) -> MarianModel:
 
 
 def parse_marian_yaml(text: str, where: str, entry: str = CONFIG_ENTRY) -> dict:
-    """Marian's flat YAML (`key: value` and `key:` followed by `  - item` lines) as a dict of strings
-    and lists of strings (Marian writes nothing deeper); `entry` names the text in an error (the model's
+    """Marian's flat YAML (`key: value`, `key: [a, b]`, and `key:` followed by `  - item` lines) as a dict of
+    strings and lists of strings (Marian writes nothing deeper); `entry` names the text in an error (the model's
     own `special:model.yml`, or a decoder config)."""
     config: dict = {}
     last = None
@@ -172,7 +176,11 @@ def parse_marian_yaml(text: str, where: str, entry: str = CONFIG_ENTRY) -> dict:
         if not colon or line[0].isspace():
             raise UserError(f"{where}: {entry} line {number}: not a Marian config line ({line[:40]!r})")
         last = key.strip()
-        config[last] = value.strip().strip('"')
+        value = value.strip()
+        if value.startswith("[") and value.endswith("]"):  # a flow list: [32000, 32000], []
+            config[last] = [item.strip().strip('"') for item in value[1:-1].split(",") if item.strip()]
+        else:
+            config[last] = value.strip('"')
     return config
 
 

@@ -13,7 +13,8 @@ and Marian read:
     config.intgemm8bitalpha.yml  the decoder config (greedy, shortlist, the run's max-length-factor)
 
 Only a run whose config the engine can carry is exported: the first option it cannot is named
-(`check_marian_bin_exportable`).
+(`check_marian_bin_exportable`, from the architecture table of interop/marian_bin_arch.py, which also
+writes the model's YAML).
 """
 
 from __future__ import annotations
@@ -23,66 +24,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.generate import translate
-from clearformer.interop.firefox import (
-    ENGINE_TOKENIZER_FILE,
-    LAYER_NORM_EPS,
-    PAD_PIECE,
-    _field,
-    _varint,
-    layer_entries,
-)
+from clearformer.interop.firefox import DECODER_CONFIG_FILE, DECODER_YML, FIREFOX_LENGTH_FACTOR
 from clearformer.interop.marian_bin import FLOAT32, MarianTensor, quantize_int8, write_marian_bin
+from clearformer.interop.marian_bin_arch import layer_entries, model_yaml, uncarried_field
+from clearformer.interop.marian_bin_import import ENGINE_TOKENIZER_FILE
+from clearformer.interop.marian_bin_vocab import remove_pad_piece
 from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.safeio import read_bytes
 
 INT8_FILE = "model.intgemm.alphas.bin"  # the name the engine looks for
 FLOAT_FILE = "model.bin"
-FIREFOX_LENGTH_FACTOR = 2.5  # the package's decoder configs' max-length-factor, for a run imported before it was kept
-DECODER_YML = """relative-paths: true
-models:
-  - {model}
-vocabs:
-  - vocab.spm
-  - vocab.spm
-shortlist:
-    - lex.s2t.bin
-    - false
-beam-size: 1
-normalize: 1.0
-word-penalty: 0
-mini-batch: 64
-maxi-batch: 1000
-maxi-batch-sort: src
-workspace: 2000
-max-length-factor: {length_factor:g}
-gemm-precision: {precision}
-"""
-MODEL_YML = """type: transformer
-dec-cell: ssru
-dec-depth: {dec}
-enc-depth: {enc}
-dim-emb: {d}
-dim-vocabs:
-  - {vocab}
-  - {vocab}
-transformer-decoder-autoreg: rnn
-transformer-dim-ffn: {ff}
-transformer-ffn-activation: relu
-transformer-ffn-depth: 2
-transformer-heads: {heads}
-transformer-postprocess: dan
-transformer-postprocess-emb: d
-transformer-postprocess-top: ""
-transformer-preprocess: ""
-transformer-tied-layers: []
-transformer-train-position-embeddings: false
-tied-embeddings-all: true
-output-omit-bias: false
-right-left: false
-"""
 # Sentences whose activations set the int8 engine's fixed activation scales (max |activation| seen -> 127).
 CALIBRATION = ["I love you.", "The cat is on the table.", "Where is the train station?",
                "Files are written atomically and hold no timestamp, so building twice gives byte-identical files.",
@@ -90,37 +43,17 @@ CALIBRATION = ["I love you.", "The cat is on the table.", "Where is the train st
                "A language model is served the same way, step by step, with every number shown."]
 
 
-def check_marian_bin_exportable(config: ModelConfig, tokenizer) -> None:
-    """A one-line error naming the first option Firefox's engine cannot carry."""
-    problems = [
-        (config.architecture != "transformer", f"architecture={config.architecture!r}"),
-        (config.attention != "ssru", f"attention={config.attention!r}: the engine's decoder is the SSRU"),
-        (config.norm_first, "norm_first=True: the engine is post-norm"),
-        (config.positional != "sinusoidal" or config.position_layout != "halves"
-         or config.position_timescales != "tensor2tensor",
-         f"positional={config.positional!r}, position_layout={config.position_layout!r}, position_timescales="
-         f"{config.position_timescales!r}: the engine adds Marian's sinusoid (sinusoidal, halves, tensor2tensor)"),
-        (not config.zero_start, "zero_start=False: the engine starts decoding from a zero vector"),
-        (config.tie_embeddings != "all", f"tie_embeddings={config.tie_embeddings!r}: the engine has one Wemb"),
-        (not config.bias, "bias=False"), (config.activation != "relu", f"activation={config.activation!r}"),
-        (not config.scale_embedding, "scale_embedding=False"),
-        (abs(config.layer_norm_eps - LAYER_NORM_EPS) > 1e-12, f"layer_norm_eps={config.layer_norm_eps}"),
-        (tokenizer.kind != "sentencepiece" or tokenizer.eos_id != 0 or tokenizer.pad_id != len(tokenizer) - 1,
-         "the vocabulary: a SentencePiece model with </s> at 0 and the import's <pad> last"),
-        (not tokenizer.source_eos, "source_eos=False: the engine appends </s> to every source"),
-    ]
-    for failed, reason in problems:
-        if failed:
-            raise UserError(f"cannot export to marian-bin: {reason}")
-
-
-def original_vocabulary(tokenizer) -> bytes:
-    """The SentencePiece model without the <pad> piece `with_pad_piece` appended on import."""
-    piece = _field(1, PAD_PIECE.encode()) + _varint(2 << 3 | 5) + b"\0\0\0\0" + _varint(3 << 3) + _varint(3)
-    suffix = _field(1, piece) + _field(2, _field(46, PAD_PIECE.encode()) + _field(48, PAD_PIECE.encode()))
-    if not tokenizer.model_proto.endswith(suffix):
-        raise UserError("cannot export to marian-bin: the run's vocabulary is not one `import` wrote")
-    return tokenizer.model_proto[: -len(suffix)]
+def check_marian_bin_exportable(config, tokenizer) -> None:
+    """A one-line error naming the first option Firefox's engine cannot carry: a config field of the
+    architecture table (interop/marian_bin_arch.py), or the vocabulary."""
+    reason = uncarried_field(config)
+    if reason is not None:
+        raise UserError(f"cannot export to marian-bin: {reason}")
+    if tokenizer.kind != "sentencepiece" or tokenizer.eos_id != 0 or tokenizer.pad_id != len(tokenizer) - 1:
+        raise UserError("cannot export to marian-bin: the vocabulary: a SentencePiece model with </s> at 0 and the "
+                        "import's <pad> last")
+    if not tokenizer.source_eos:
+        raise UserError("cannot export to marian-bin: source_eos=False: the engine appends </s> to every source")
 
 
 def activation_scales(model, tokenizer) -> dict[str, float]:
@@ -178,16 +111,13 @@ def export_marian_bin(model, tokenizer, run: Path, out: Path, quantize: bool) ->
         raise UserError(f"cannot export to marian-bin: {engine_tokenizer} is missing (the engine reads the "
                         f"tokenizer.json its package ships; `import firefox` keeps it)")
     scales = activation_scales(model, tokenizer) if quantize else {}
-    config = model.config
-    yml = MODEL_YML.format(dec=config.n_decoder_layers, enc=config.n_encoder_layers, d=config.d_model,
-                           vocab=config.tgt_vocab_size - 1, ff=config.d_ff, heads=config.n_heads)
     model_file = INT8_FILE if quantize else FLOAT_FILE
-    write_marian_bin(out / model_file, marian_bin_tensors(model, quantize, scales), yml)
-    atomic_write_bytes(out / "vocab.spm", original_vocabulary(tokenizer))
+    write_marian_bin(out / model_file, marian_bin_tensors(model, quantize, scales), model_yaml(model.config))
+    atomic_write_bytes(out / "vocab.spm", remove_pad_piece(tokenizer.model_proto))
     atomic_write_bytes(out / "lex.s2t.bin", tokenizer.shortlist.data)
     atomic_write_bytes(out / "tokenizer.json", read_bytes(engine_tokenizer, 64 << 20))
     precision = "int8shiftAlphaAll" if quantize else "float32"
-    atomic_write_text(out / "config.intgemm8bitalpha.yml", DECODER_YML.format(
+    atomic_write_text(out / DECODER_CONFIG_FILE, DECODER_YML.format(
         model=model_file, precision=precision, length_factor=tokenizer.max_length_factor or FIREFOX_LENGTH_FACTOR))
-    return [model_file, "vocab.spm", "lex.s2t.bin", "tokenizer.json", "config.intgemm8bitalpha.yml"]
+    return [model_file, "vocab.spm", "lex.s2t.bin", "tokenizer.json", DECODER_CONFIG_FILE]
 

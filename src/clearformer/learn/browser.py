@@ -36,8 +36,10 @@ from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.translate import translate
 from clearformer.generate.translator import decode_ids
-from clearformer.interop.firefox import PROVENANCE_FILE, import_firefox, layer_entries, package_files
+from clearformer.interop.firefox import import_firefox, package_files
 from clearformer.interop.marian_bin import read_marian_bin
+from clearformer.interop.marian_bin_arch import layer_entries
+from clearformer.interop.marian_bin_import import PROVENANCE_FILE
 from clearformer.learn.questions import Question
 from clearformer.load import load_model
 from clearformer.record import trace
@@ -198,7 +200,7 @@ def read_sentence(sentence: str) -> BrowserReading:
             int8_logits = model(src, target_in)[0]
     candidates = torch.from_numpy(tokenizer.shortlist.candidates(source).astype("int64"))
     change = (logits[:, candidates] - int8_logits[:, candidates]).abs().max(dim=-1).values
-    ssru = "decoder.layers.0.self_attention"
+    ssru = "decoder.layers.0.recurrence"  # the SSRU: the decoder layer's autoregressive sublayer
     position = max(len(output) - 1, 0)  # the step that chose the last piece: its cell depends on the sentence
     cells = recorder.get(f"{ssru}.cell")[0]
     previous = cells[position - 1] if position > 0 else torch.zeros_like(cells[0])
@@ -338,7 +340,7 @@ print("dequantized = int8 / scale:", torch.from_numpy(int8.values), sep="\\n")
 print(f"largest rounding error {np.abs(int8.values - W).max():.5f} <= 0.5 / scale = {0.5 / int8.scale:.5f}")
 torch.manual_seed(0)
 ssru = SSRU(preset("toy-translate", src_vocab_size=10, tgt_vocab_size=10, d_model=4, n_heads=1,
-                   attention="ssru")).eval()
+                   autoregressive_layer="ssru")).eval()
 x = torch.tensor([INDIA_X])                                # seed 001's 3 tokens, read as a decoder's inputs
 cell = torch.zeros(4)                                      # the cell starts at zero
 for t in range(3):

@@ -17,6 +17,7 @@ from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
+from clearformer.model.ssru import recurrence_names
 from clearformer.store.checkpoint import CONFIG_FILE, META_FILE, WEIGHTS_FILE, load_weights_into, read_weights
 from clearformer.store.safeio import read_json
 from clearformer.tokenize import load_tokenizer
@@ -42,13 +43,19 @@ def load_config_and_tokenizer(directory: str | Path):
     return read_config(directory), load_tokenizer(directory)
 
 
+def read_run_weights(path: Path) -> dict[str, torch.Tensor]:
+    """A run's weights file by today's tensor names (a run imported when the SSRU sat in the decoder layer's
+    self-attention slot still loads: model/ssru.py)."""
+    return recurrence_names(read_weights(path))
+
+
 def load_model(directory: str | Path, device: str | torch.device = "cpu"):
     """(model in eval mode, tokenizer, meta dict) from a checkpoint directory."""
     directory = Path(directory)
     config, tokenizer = load_config_and_tokenizer(directory)
     check_model_size(config, str(directory / CONFIG_FILE))  # before anything is allocated (clearformer.limits)
     model = build_model(config)
-    load_weights_into(model, read_weights(directory / WEIGHTS_FILE), directory / WEIGHTS_FILE)
+    load_weights_into(model, read_run_weights(directory / WEIGHTS_FILE), directory / WEIGHTS_FILE)
     if len(tokenizer) != config.tgt_vocab_size:
         raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
                         f"tgt_vocab_size={config.tgt_vocab_size}")

@@ -217,7 +217,7 @@ class DecoderCache:
 
 def cache_elements_per_token(config: ModelConfig) -> int:
     """Elements one layer's self-attention cache holds for one token (the SSRU's cell does not grow: 0)."""
-    if config.attention == "ssru":
+    if config.autoregressive_layer == "ssru":
         return 0
     if config.attention == "mla":
         return config.mla.kv_lora_rank + config.mla.qk_rope_head_dim

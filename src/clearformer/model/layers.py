@@ -11,6 +11,7 @@ from torch import nn
 from clearformer.config import ModelConfig
 from clearformer.model.attention import CrossAttention, MultiHeadAttention
 from clearformer.model.cache import DecoderCache, LayerCache
+from clearformer.model.ssru import SSRU
 from clearformer.model.variants import build_self_attention
 from clearformer.record import trace
 
@@ -89,6 +90,8 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder output, feed-forward; each with Add & Norm.
 
+    The first sublayer is the layer's autoregressive one (config.autoregressive_layer): masked self-attention
+    (`self_attention`), or the SSRU's recurrence (`recurrence`, model/ssru.py); the other slot is None.
     With `cross_attention=False` this is a GPT-style block (the decoder-only language model).
     """
 
@@ -96,7 +99,11 @@ class DecoderLayer(nn.Module):
         super().__init__()
         d_model, d_ff, dropout = config.d_model, config.d_ff, config.dropout
         norm_first, eps = config.norm_first, config.layer_norm_eps
-        self.self_attention = build_self_attention(config)  # config.attention: MHA/GQA/MQA or MLA
+        if config.autoregressive_layer == "ssru":
+            self.self_attention, self.recurrence = None, SSRU(config)
+        else:
+            self.self_attention = build_self_attention(config)  # config.attention: MHA/GQA/MQA or MLA
+            self.recurrence = None
         self.add_norm_1 = AddNorm(d_model, dropout, norm_first, eps)
         if cross_attention:
             self.cross_attention = CrossAttention(config)
@@ -119,16 +126,22 @@ class DecoderLayer(nn.Module):
         """
         self_cache = None if cache is None else cache.self_attention
         cross_cache = None if cache is None else cache.cross_attention
-        x = self.add_norm_1(x, lambda h: self.self_attention(h, mask=self_mask, cache=self_cache,
-                                                             position=position))
+        x = self.add_norm_1(x, lambda h: self.autoregressive(h, mask=self_mask, cache=self_cache, position=position))
         if self.cross_attention is not None:
             x = self.add_norm_2(x, lambda h: self.cross_attention(h, memory, mask=memory_mask, cache=cross_cache))
         return trace.emit(self, "output", self.add_norm_3(x, self.feed_forward))
 
+    @property
+    def autoregressive(self) -> nn.Module:
+        """The sublayer that reads the earlier outputs: the self-attention, or the SSRU's recurrence."""
+        return self.recurrence if self.self_attention is None else self.self_attention
+
     def new_cache(self) -> LayerCache:
-        """This layer's empty decoding cache: its self-attention's, and its cross-attention's."""
+        """This layer's empty decoding cache: its self-attention's (or the recurrence's cell), and its
+        cross-attention's."""
         cross = None if self.cross_attention is None else self.cross_attention.new_cache()
-        return LayerCache(self.self_attention.new_cache(), cross)
+        return LayerCache(self.autoregressive.new_cache(), cross)
+
 
 
 class Encoder(nn.Module):

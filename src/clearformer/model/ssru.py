@@ -1,4 +1,4 @@
-"""The Simpler Simple Recurrent Unit (SSRU): a decoder's alternative to masked self-attention.
+"""The Simpler Simple Recurrent Unit (SSRU): a decoder layer's recurrence, where the paper has masked self-attention.
 
 Kim et al., "From Research to Production and Back: Ludicrously Fast Neural Machine Translation"
 (WNGT 2019), replace each decoder layer's self-attention by a recurrence with no matrix on the state:
@@ -7,19 +7,25 @@ Kim et al., "From Research to Production and Back: Ludicrously Fast Neural Machi
     c_t = f_t * c_{t-1} + (1 - f_t) * (x_t W)     the cell             (batch, d_model), c_{-1} = 0
     h_t = ReLU(c_t)                               the output
 
-W has no bias. The layer around it is the Transformer's (model/layers.py): Add & Norm after it,
-then cross-attention and the feed-forward network. Marian calls it `dec-cell: ssru`
-(`transformer-decoder-autoreg: rnn`); Firefox Translations' "tiny" students decode with it. A decoding
+W has no bias. It is the decoder layer's autoregressive sublayer (the one that reads the earlier outputs:
+`ModelConfig.autoregressive_layer="ssru"`), built in the layer's `recurrence` slot, not its
+`self_attention` one, which stays empty: it attends to nothing. The layer around it is the
+Transformer's (model/layers.py): Add & Norm after it, then cross-attention and the feed-forward
+network. Marian calls it `dec-cell: ssru` (`transformer-decoder-autoreg: rnn`); Firefox Translations'
+"tiny" students decode with it. A decoding
 step reads one vector per row, the previous cell (`RecurrentCache`, model/cache.py), instead of every
 earlier key and value: the cost of a step does not grow with the output.
 
 Time runs in a loop (the recurrence is sequential: each cell needs the one before); both inputs'
 products are computed for all positions at once. Under a recorder each call records `candidate` (x W),
-`forget_gate`, `cell` and `relu_cell` (the output), each (batch, t, d_model); while decoding, one call
-per step (t = 1), as every other step of the decoder.
+`forget_gate`, `cell` and `relu_cell` (the output), each (batch, t, d_model), as
+`decoder.layers.N.recurrence.cell` and so on; while decoding, one call per step (t = 1), as every other
+step of the decoder.
 """
 
 from __future__ import annotations
+
+import re
 
 import torch
 from torch import nn
@@ -28,9 +34,20 @@ from clearformer.config import ModelConfig
 from clearformer.model.cache import RecurrentCache
 from clearformer.record import trace
 
+# A run saved when the SSRU sat in the decoder layer's `self_attention` slot names its tensors
+# decoder.layers.N.self_attention.w / .w_f; no attention has a `w` or `w_f` (theirs are w_q, w_k, w_v, w_o).
+OLD_SLOT = re.compile(r"^((?:.+\.)?decoder\.layers\.\d+\.)self_attention\.(w|w_f)\.")
+
+
+def recurrence_names(tensors: dict) -> dict:
+    """A saved state dict with the SSRU's tensors under today's names (`...recurrence.w`, `...recurrence.w_f`):
+    runs imported before the recurrence had its own slot still load (store/checkpoint.py reads through this)."""
+    return {OLD_SLOT.sub(r"\1recurrence.\2.", name): tensor for name, tensor in tensors.items()}
+
 
 class SSRU(nn.Module):
-    """The SSRU, with the call signature of the decoder's self-attention modules (model/variants.py)."""
+    """The SSRU, called as the decoder's self-attention modules are (model/variants.py), so the layer runs
+    either as its autoregressive sublayer."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -50,7 +67,7 @@ class SSRU(nn.Module):
         continues from the previous call's last cell (`position` > 0) and the new last cell is stored.
         """
         if memory is not None:
-            raise ValueError("the SSRU is a self-attention alternative: it reads no memory")
+            raise ValueError("the SSRU is a recurrence over the decoder's own outputs: it reads no memory")
         candidate = trace.emit(self, "candidate", self.w(query))
         gate = trace.emit(self, "forget_gate", torch.sigmoid(self.w_f(query)))
         previous = None if cache is None else cache.cell

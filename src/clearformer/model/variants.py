@@ -2,11 +2,12 @@
 
     "mha"  MultiHeadAttention (model/attention.py): the paper's, and GQA / MQA through n_kv_heads
     "mla"  MultiHeadLatentAttention (model/latent.py): DeepSeek-V2's latent key/value cache
-    "ssru" SSRU (model/ssru.py): no attention, a recurrence (Marian's and Firefox Translations' decoder)
 
 A new variant is a name in config.ATTENTIONS (with a dataclass for its own sizes), its module (built
 from the config, with MultiHeadAttention's call signature), and one entry in SELF_ATTENTION here.
-The encoder's self-attention and the cross-attention stay the paper's (model/layers.py).
+The encoder's self-attention and the cross-attention stay the paper's (model/layers.py). A decoder
+layer that reads its earlier outputs by a recurrence instead (config.autoregressive_layer="ssru",
+model/ssru.py) has no self-attention at all: model/layers.py builds the SSRU in its place.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from torch import nn
 from clearformer.config import ModelConfig
 from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.latent import MultiHeadLatentAttention
-from clearformer.model.ssru import SSRU
 
-SELF_ATTENTION: dict[str, type[nn.Module]] = {"mha": MultiHeadAttention, "mla": MultiHeadLatentAttention,
-                                              "ssru": SSRU}
+SELF_ATTENTION: dict[str, type[nn.Module]] = {"mha": MultiHeadAttention, "mla": MultiHeadLatentAttention}
 
 
 def build_self_attention(config: ModelConfig) -> nn.Module:

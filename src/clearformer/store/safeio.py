@@ -12,6 +12,8 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -44,6 +46,14 @@ def read_stream(stream: BinaryIO, limit: int, name: str) -> bytes:
 
 def read_bytes(path: str | Path, limit: int, missing: str = "no such file") -> bytes:
     """The bytes of the file at `path` (a regular file, device, FIFO, or a link to one), at most `limit`."""
+    with opened(path, missing) as stream:
+        return read_stream(stream, limit, str(path))
+
+
+@contextmanager
+def opened(path: str | Path, missing: str = "no such file") -> Iterator[BinaryIO]:
+    """The file at `path` as an unbuffered binary stream, for a reader that reads it in bounded parts (read it
+    with `read_stream`); one-line errors for a missing, folder or unreadable path."""
     path = Path(path)
     try:
         # A FIFO waits for its writer here, as `cat` would (Ctrl-C ends the wait with one line).
@@ -58,7 +68,7 @@ def read_bytes(path: str | Path, limit: int, missing: str = "no such file") -> b
         if stat.S_ISDIR(os.fstat(handle).st_mode):
             raise UserError(f"{path}: is a directory, not a file")
         with os.fdopen(handle, "rb", buffering=0, closefd=False) as stream:
-            return read_stream(stream, limit, str(path))
+            yield stream
     finally:
         os.close(handle)
 

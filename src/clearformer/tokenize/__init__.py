@@ -8,7 +8,7 @@ from pathlib import Path
 from clearformer.errors import UserError
 from clearformer.store.safeio import read_json
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
-from clearformer.tokenize.marian import MarianVocabularyTokenizer
+from clearformer.tokenize.marianmt import MarianMTTokenizer
 from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokenizer, detokenize, split_words
@@ -84,7 +84,7 @@ def load_tokenizer(directory: str | Path):
         if kind == "sentencepiece":
             return SentencePieceTokenizer.load(Path(directory))
         if kind == "marian":  # imported from a Marian (opus-mt) model: clearformer import marian
-            return MarianVocabularyTokenizer.load(Path(directory))
+            return MarianMTTokenizer.load(Path(directory))
         if kind == "gpt2":  # imported from GPT-2: clearformer lm import gpt2
             return ByteLevelBPETokenizer.load(Path(directory))
     except (KeyError, TypeError, ValueError) as error:

@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from clearformer.errors import UserError
-from clearformer.store.safeio import read_bytes
+from clearformer.store.safeio import CHUNK_BYTES, opened
 
 SHORTLIST_FILE = "shortlist.bin"
-MAX_SHORTLIST_FILE_BYTES = 1 << 30
+CHECKSUM_WORDS = 1 << 16  # the checksum's part: 64 Ki words (a few MB of Python integers)
 SHORTLIST_MAGIC = 0xF11A48D5013417F5
 SHORTLIST_HEADER = struct.Struct("<6Q")
 U64_MASK = (1 << 64) - 1
@@ -35,7 +35,7 @@ U64_MASK = (1 << 64) - 1
 class LexicalShortlist:
     """Marian's lexical table: source id s allows `lists[offsets[s]:offsets[s+1]]`; ids < first_num always.
 
-    offsets (source_vocab + 1,) int64, lists (entries,) int64; `data` the file's bytes (written back as is).
+    offsets (source_vocab + 1,) int64, lists (entries,) uint32; `data` the file's bytes (written back as is).
     """
 
     first_num: int
@@ -69,34 +69,71 @@ class LexicalShortlist:
 
 
 def shortlist_checksum(words: np.ndarray) -> int:
-    """Marian's checksum: boost's hash_combine over the u64 words after the checksum field."""
+    """Marian's checksum: boost's hash_combine over the u64 words after the checksum field. Each step needs the
+    one before, so it runs word by word, over bounded parts (CHECKSUM_WORDS at a time: the Python integers
+    of one part, never of the whole file)."""
     seed = 0
-    for value in words.tolist():
-        seed ^= (value + 0x9E3779B9 + ((seed << 6) & U64_MASK) + (seed >> 2)) & U64_MASK
+    for start in range(0, len(words), CHECKSUM_WORDS):
+        for value in words[start:start + CHECKSUM_WORDS].tolist():
+            seed ^= (value + 0x9E3779B9 + ((seed << 6) & U64_MASK) + (seed >> 2)) & U64_MASK
     return seed
 
 
-def read_shortlist(path: str | Path, vocab_size: int) -> LexicalShortlist:
-    """A Marian binary shortlist over (at most) `vocab_size` ids, checked: magic, checksum, sizes, ids."""
-    where = str(path)
-    data = read_bytes(path, MAX_SHORTLIST_FILE_BYTES, missing="no such shortlist file")
-    if len(data) < SHORTLIST_HEADER.size:
-        raise UserError(f"{where}: truncated ({len(data)} bytes): not a Marian shortlist")
-    magic, checksum, first, best, n_offsets, n_lists = SHORTLIST_HEADER.unpack_from(data, 0)
+def _read_exactly(stream, size: int, where: str) -> bytes:
+    """`size` bytes of the stream, read in bounded chunks; a short file is one line."""
+    chunks, total = [], 0
+    while total < size:
+        try:
+            chunk = stream.read(min(CHUNK_BYTES, size - total))
+        except OSError as error:
+            raise UserError(f"{where}: unreadable ({error.strerror or error})") from None
+        if not chunk:
+            raise UserError(f"{where}: truncated or damaged (ends before the {size:,} bytes its header describes)")
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _checked_header(header: bytes, vocab_size: int, where: str) -> tuple[int, int, int, int, int]:
+    """(checksum, first_num, best_num, offsets, entries) of a header whose sizes fit the vocabulary: every
+    size is checked before the rest of the file is read (a damaged header costs no memory)."""
+    magic, checksum, first, best, n_offsets, n_lists = SHORTLIST_HEADER.unpack(header)
     if magic != SHORTLIST_MAGIC:
         raise UserError(f"{where}: not a Marian binary shortlist (magic {magic:#x})")
-    if len(data) != SHORTLIST_HEADER.size + 8 * n_offsets + 4 * n_lists:
-        raise UserError(f"{where}: {len(data):,} bytes, but its header describes "
-                        f"{SHORTLIST_HEADER.size + 8 * n_offsets + 4 * n_lists:,}: truncated or damaged")
-    words = np.frombuffer(data, "<u8", (len(data) - 16) // 8, 16)  # Marian hashes whole words only
-    if shortlist_checksum(words) != checksum:
+    if n_offsets != vocab_size + 1:
+        raise UserError(f"{where}: lists for {n_offsets - 1:,} source ids, but the model's vocabulary has "
+                        f"{vocab_size:,}: another model's shortlist, or a damaged file")
+    if not (first <= vocab_size and 0 < best <= vocab_size):
+        raise UserError(f"{where}: first_num {first:,} / best_num {best:,} do not fit the vocabulary of "
+                        f"{vocab_size:,}: damaged file")
+    if n_lists > vocab_size * best:  # every source id lists at most best_num target ids
+        raise UserError(f"{where}: {n_lists:,} entries, more than best_num {best} per source id: damaged file")
+    return checksum, first, best, n_offsets, n_lists
+
+
+def read_shortlist(path: str | Path, vocab_size: int) -> LexicalShortlist:
+    """A Marian binary shortlist over `vocab_size` ids (lists for each, ids below it), checked: magic, sizes
+    against the vocabulary (before the rest is read), offsets, checksum, ids; each problem one line naming the file."""
+    where = str(path)
+    with opened(path, missing="no such shortlist file") as stream:
+        header = stream.read(SHORTLIST_HEADER.size)
+        if len(header) < SHORTLIST_HEADER.size:
+            raise UserError(f"{where}: truncated ({len(header)} bytes): not a Marian shortlist")
+        checksum, first, best, n_offsets, n_lists = _checked_header(header, vocab_size, where)
+        offset_bytes = _read_exactly(stream, 8 * n_offsets, where)
+        offsets = np.frombuffer(offset_bytes, "<u8").astype(np.int64)
+        lengths = np.diff(offsets)
+        if offsets[0] != 0 or offsets[-1] != n_lists or bool(np.any(lengths < 0)) or int(lengths.max()) > best:
+            raise UserError(f"{where}: offsets out of order (or more than best_num {best} ids for a source id): "
+                            f"damaged file")
+        list_bytes = _read_exactly(stream, 4 * n_lists, where)  # now known to be at most best_num per source id
+        if stream.read(1):
+            raise UserError(f"{where}: longer than the {len(header) + len(offset_bytes) + len(list_bytes):,} bytes "
+                            f"its header describes: truncated or damaged")
+    data = header + offset_bytes + list_bytes
+    if shortlist_checksum(np.frombuffer(data, "<u8", (len(data) - 16) // 8, 16)) != checksum:  # whole words only
         raise UserError(f"{where}: checksum differs from its header: damaged file")
-    offsets = np.frombuffer(data, "<u8", n_offsets, SHORTLIST_HEADER.size).astype(np.int64)
-    lists = np.frombuffer(data, "<u4", n_lists, SHORTLIST_HEADER.size + 8 * n_offsets).astype(np.int64)
-    if not 1 < n_offsets <= vocab_size + 1:
-        raise UserError(f"{where}: lists for {n_offsets - 1:,} source ids, but the vocabulary has {vocab_size:,}")
-    if n_offsets and (offsets[0] != 0 or offsets[-1] != n_lists or bool(np.any(np.diff(offsets) < 0))):
-        raise UserError(f"{where}: offsets out of order: damaged file")
+    lists = np.frombuffer(list_bytes, "<u4")
     if n_lists and int(lists.max()) >= vocab_size:
         raise UserError(f"{where}: target id {int(lists.max())} outside the vocabulary of {vocab_size:,}")
     return LexicalShortlist(int(first), int(best), offsets, lists, data)

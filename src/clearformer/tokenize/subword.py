@@ -183,7 +183,8 @@ class SentencePieceTokenizer(TokenizerFacts):
         except ValueError as error:
             raise UserError(f"{directory / JSON_FILE}: {error}") from None
         if info.get("shortlist") is not None:
-            tokenizer.shortlist = load_shortlist(directory, info, len(tokenizer))
+            # Marian's shortlist covers the model's ids but the <pad> the import appended (interop/marian_bin_vocab.py)
+            tokenizer.shortlist = load_shortlist(directory, info, len(tokenizer) - 1)
         return tokenizer
 
 

@@ -44,7 +44,8 @@ REFUSED_WITH_INIT = {"preset": "--preset", "arch": "--arch", "tie": "--tie", "to
                      "vocab_size": "--vocab-size", "placeholder_pieces": "--placeholder-pieces",
                      "source_eos": "--source-eos", "mask_placeholders": "--mask-placeholders",
                      "placeholder_patterns": "--placeholder-pattern"}
-# Files of an imported run that are not weights, tokenizer or config (interop/firefox.py), kept by a fine-tuned run.
+# Files of an imported run that are not weights, tokenizer or config (interop/marian_bin_import.py), kept by a
+# fine-tuned run.
 COMPANION_FILES = ("MODEL_LICENSE.txt", "provenance.json", "engine_tokenizer.json")
 # The recipe when --init is given (flags still override each field): the paper's schedule at a low factor with a
 # short warmup, and no label smoothing. Chosen in BENCHMARKS.md, "Fine-tuning: the recipe (train --init)", among

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
-from clearformer.load import read_config
+from clearformer.load import read_config, read_run_weights
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.checkpoint import atomic_save_tensors, read_weights, save_model
 from clearformer.store.safeio import read_json
@@ -124,7 +124,7 @@ def load_step_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str,
     """(model weights, optimizer + RNG tensors, trainer state) of a step checkpoint; UserError if damaged."""
     path = Path(path)
     read_config(path)  # a folder of another format is refused first, naming its format_version
-    weights = read_weights(path / "model.safetensors")
+    weights = read_run_weights(path / "model.safetensors")
     extra = read_weights(path / OPTIMIZER_FILE)
     state_path = path / STATE_FILE
     state = read_json(state_path, missing="missing (not a resumable checkpoint)")
@@ -145,7 +145,7 @@ def average_weights(directories: list[Path], shares: list[float] | None = None) 
     total: dict[str, torch.Tensor] = {}
     reference: dict[str, torch.Tensor] = {}
     for directory, share in zip(directories, shares, strict=True):
-        weights = read_weights(Path(directory) / "model.safetensors")
+        weights = read_run_weights(Path(directory) / "model.safetensors")
         if not reference:
             reference = weights
             total = {name: torch.zeros_like(t, dtype=torch.float64) for name, t in weights.items()}

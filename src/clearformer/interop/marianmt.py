@@ -43,7 +43,7 @@ from clearformer.store.checkpoint import atomic_save_tensors, save_model
 from clearformer.store.safeio import read_bytes, read_json_object
 from clearformer.tokenize import mask_with_stand_ins
 from clearformer.tokenize.files import read_vocabulary
-from clearformer.tokenize.marian import MarianVocabularyTokenizer
+from clearformer.tokenize.marianmt import MarianMTTokenizer
 from clearformer.tokenize.placeholders import RESERVED_TOKENS
 
 # Marian's activation_function -> ours, and back (Marian's "swish" is SiLU, x * sigmoid(x)).
@@ -325,8 +325,8 @@ def expected_shape(name: str, config: ModelConfig) -> tuple[int, ...]:
     return (d, d) if name.endswith("weight") and ".norm." not in name else (d,)
 
 
-def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
-    """Our MarianVocabularyTokenizer from the folder's source.spm, target.spm, vocab.json (+ tokenizer_config)."""
+def marianmt_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
+    """Our MarianMTTokenizer from the folder's source.spm, target.spm, vocab.json (+ tokenizer_config)."""
     files = {}
     for name in TOKENIZER_FILES:
         files[name] = read_bytes(folder / name, MAX_TOKENIZER_FILE_BYTES,
@@ -340,7 +340,7 @@ def marian_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
     itos = sorted(vocab, key=vocab.__getitem__)
     names = {key: special_name(settings.get(f"{key}_token"), default)
              for key, default in (("pad", "<pad>"), ("unk", "<unk>"), ("eos", "</s>"))}
-    tokenizer = MarianVocabularyTokenizer(files["source.spm"], files["target.spm"], vocab, **names,
+    tokenizer = MarianMTTokenizer(files["source.spm"], files["target.spm"], vocab, **names,
                                           start=itos[fields.int("decoder_start_token_id", minimum=0)])
     tokenizer.source_eos = True  # MarianTokenizer appends </s> to every source: the model was trained so
     read_placeholder_record(folder, tokenizer)
@@ -385,7 +385,7 @@ def load_marian(source: str):
         raise UserError(f"{fields.path}: field 'model_type' = {fields.data.get('model_type')!r}, not 'marian'")
     config = imported_config(fields)
     check_model_size(config, str(fields.path))  # before a tensor is read or a module built
-    tokenizer = marian_tokenizer(folder, fields, config.tgt_vocab_size)
+    tokenizer = marianmt_tokenizer(folder, fields, config.tgt_vocab_size)
     weights_path = folder / "model.safetensors"
     config, state = imported_state(read_weights(folder), config, weights_path)
     model = build_model(config)

@@ -1,4 +1,5 @@
-"""Marian's tokenization (the opus-mt translators): two SentencePiece models over one shared vocabulary.
+"""Hugging Face MarianMT's tokenization (the opus-mt translators): two SentencePiece models over one shared
+vocabulary (not the single SentencePiece model of Marian's C++ `.bin` models: interop/marian_bin_vocab.py).
 
 The source text is cut into pieces by `source.spm`, the target text by `target.spm`; `vocab.json`
 gives every piece of either side its id (pieces it lacks become <unk>). This is what Transformers'
@@ -27,7 +28,7 @@ FILES = {"source": "source.spm", "target": "target.spm", "vocab": "vocab.json"}
 LANGUAGE_CODE = re.compile(r">>.+?<<")  # a leading >>fra<< picks the target language of multilingual models
 
 
-class MarianVocabularyTokenizer(TokenizerFacts):
+class MarianMTTokenizer(TokenizerFacts):
     """The tokenizer interface of clearformer (encode/decode, ids, save/load) over Marian's files."""
 
     kind = "marian"
@@ -115,7 +116,7 @@ class MarianVocabularyTokenizer(TokenizerFacts):
                    vocab_size=len(self), specials=self.specials, **self.facts())
 
     @classmethod
-    def load(cls, directory: str | Path) -> MarianVocabularyTokenizer:
+    def load(cls, directory: str | Path) -> MarianMTTokenizer:
         info, files = load_files(directory, ("source", "target", "vocab"))
         specials = info.get("specials") if isinstance(info.get("specials"), dict) else {}
         vocab = read_vocabulary(files["vocab"], str(Path(directory) / FILES["vocab"]))

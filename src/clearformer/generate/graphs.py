@@ -41,7 +41,8 @@ def supported(model) -> bool:
     if not isinstance(model, Transformer):  # by type, not by probing (tests/core/test_contracts.py)
         return False
     config = model.config
-    return config.attention == "mha" and config.positional != "rope" and config.n_encoder_layers > 0
+    return (config.attention == "mha" and config.autoregressive_layer == "self_attention"
+            and config.positional != "rope" and config.n_encoder_layers > 0)
 
 
 def wants_graph(compile: str, device: torch.device) -> bool:

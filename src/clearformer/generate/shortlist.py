@@ -118,6 +118,9 @@ def use_shortlist_output(model: nn.Module) -> ShortlistOutput:
     that the rows are sliced from the float weights."""
     if model in _SLICED:
         return _SLICED[model]
+    if isinstance(model.output, ShortlistOutput):  # a copy of a swapped model (the translator's own tree)
+        _SLICED[model] = model.output
+        return model.output
     full = model.output
     model.output = ShortlistOutput(full)
     trace.name_as(model.output, full)

@@ -8,13 +8,16 @@ to an empty string.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import torch
 
 from clearformer.generate.beam import beam_search
+from clearformer.generate.glossary import term_batch
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.source import Pieces, prepare_sources
+from clearformer.glossary import Glossary
 from clearformer.tokenize import Masked
 from clearformer.tokenize.sentences import split_long
 
@@ -90,17 +93,22 @@ def translate(model, tokenizer, sentences: list[str], options: DecodingOptions |
 
 
 def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions | None = None,
-                     progress: Callable[[int], None] | None = None) -> list[str]:
+                     progress: Callable[[int], None] | None = None, glossary: Glossary | None = None) -> list[str]:
     """`translate` of inputs already read by `prepare_sources`: one translation per input.
 
     The pieces are sorted longest first (each batch holds pieces of similar length: little padding), each
     batch goes to the search itself (greedy_decode or beam_search: nothing between a command and the model's
     decoder but these two frames), and the translations come back in the inputs' order, placeholders
-    restored and an input's sentences joined; an empty piece translates to "".
+    restored and an input's sentences joined; an empty piece translates to "". With a `glossary`, each piece
+    writes the target of every glossary term its source holds (generate/glossary.py; `glossary_notes` names
+    a term that could not be placed).
     """
     # Text needs no scores: greedy skips its pass over the vocabulary per step.
     options = (options or DecodingOptions()).but(with_scores=False)
     tokens = search_tokens(model, tokenizer, options)
+    terms = term_batch(tokenizer, glossary, pieces.texts, lambda texts: translate_pieces(
+        model, tokenizer, prepare_sources(tokenizer, texts, model.config.max_len, False, check=False),
+        options.but(beam=1)))
     search = greedy_decode if options.beam == 1 else beam_search
     device = next(model.parameters()).device
     progress = per_input_progress(progress, pieces.count, len(pieces.sources))
@@ -115,6 +123,8 @@ def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions 
             chunk = todo[start: start + options.batch_size]
             src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
             batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
+            if terms is not None:
+                batch_tokens = replace(batch_tokens, terms=terms.rows([index for index, _ in chunk]))
             for (index, _), ids in zip(chunk, search(model, src_ids, options, batch_tokens).sequences(), strict=True):
                 translations[index] = tokenizer.decode(ids)
             if progress is not None:

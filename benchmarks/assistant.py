@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import re
+import subprocess
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import polib
 import sacrebleu
 import torch
 
@@ -29,6 +32,7 @@ from clearformer.generate.source import prepare_sources
 from clearformer.generate.translate import translate_pieces
 from clearformer.glossary import Glossary, Term, read_glossary, uses
 from clearformer.load import load_model
+from clearformer.memory import DEFAULT_THRESHOLD, Memory, Unit
 
 WORD = re.compile(r"^[A-Za-z][A-Za-z -]*[A-Za-z]$")
 
@@ -128,6 +132,77 @@ def glossary_part(args) -> None:
     write_section("glossary", "Glossary: terms used, and what it costs in BLEU", body)
 
 
+DJANGO = "python3-django"  # a real project's catalogues outside every recipe (en-pt-software's packages)
+
+
+def project_catalogue(work: Path, language: str = "pt_BR") -> list[polib.POEntry]:
+    """Every translated singular entry of Django's `language` catalogues (the Debian package's .po files, fetched
+    with `apt-get download`): one project's own translations, kept apart from the corpus the runs saw."""
+    folder = work / "django"
+    if not folder.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", DJANGO], cwd=work, check=True, capture_output=True)
+        deb = next(work.glob(f"{DJANGO}_*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(folder)], check=True)
+    entries, seen = [], set()
+    for path in sorted(folder.rglob(f"locale/{language}/LC_MESSAGES/*.po")):
+        for entry in polib.pofile(str(path)):
+            if entry.msgid and entry.msgstr and not entry.msgid_plural and "fuzzy" not in entry.flags \
+                    and not entry.obsolete and entry.msgid not in seen:
+                seen.add(entry.msgid)
+                entries.append(entry)
+    return entries
+
+
+def halves(entries: list[polib.POEntry]) -> tuple[list[polib.POEntry], list[polib.POEntry]]:
+    """Two halves chosen by the SHA-256 of the source (the same split on every machine)."""
+    first = [e for e in entries if hashlib.sha256(e.msgid.encode()).digest()[0] % 2 == 0]
+    second = [e for e in entries if hashlib.sha256(e.msgid.encode()).digest()[0] % 2 == 1]
+    return first, second
+
+
+def memory_part(args) -> None:
+    """Half of a real catalogue as the memory, the other half as the template to fill: per band of fuzzy score,
+    the memory's target and the model's translation scored against the translators' own."""
+    train, test = halves(project_catalogue(Path(args.work)))
+    memory = Memory([Unit(e.msgid, e.msgstr, origin="half") for e in train])
+    model, tokenizer, _ = load_model(args.run, "cpu")
+    sources = [e.msgid for e in test]
+    pieces = prepare_sources(tokenizer, sources, model.config.max_len, check=False)
+    outputs = translate_pieces(model, tokenizer, pieces, DecodingOptions(beam=4))
+    bands = [(100, 101, "exact"), (95, 100, "95-99%"), (90, 95, "90-94%"), (85, 90, "85-89%"), (75, 85, "75-84%")]
+    found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for entry, output in zip(test, outputs, strict=True):
+        match = memory.lookup(entry.msgid)
+        if match is None:
+            found["no match"].append(("", output, entry.msgstr))
+            continue
+        name = next(label for low, high, label in bands if low <= match.score < high)
+        found[name].append((match.unit.target, output, entry.msgstr))
+    rows = []
+    for name in [label for _, _, label in bands] + ["no match"]:
+        items = found.get(name, [])
+        if not items:
+            rows.append([name, 0, "", "", "", ""])
+            continue
+        memory_out, model_out, refs = zip(*items, strict=True)
+        score = [f"{sacrebleu.corpus_bleu(list(out), [list(refs)]).score:.1f} / "
+                 f"{sacrebleu.corpus_chrf(list(out), [list(refs)]).score:.1f}" for out in (memory_out, model_out)]
+        rows.append([name, len(items), score[0] if name != "no match" else "", score[1]])
+    body = (f"Django's pt_BR catalogues (`apt-get download {DJANGO}`; no package of en-pt-software's recipe): "
+            f"{len(train) + len(test)} translated entries, halved by SHA-256 of the source; one half is the memory, "
+            f"the other the template filled. Per band of translate-toolkit's similarity score (`memory.lookup`), the "
+            f"memory's target and `{Path(args.run).name}`'s translation (beam 4), each scored (BLEU / chrF) against "
+            f"the translators' own.\n\n"
+            + markdown_table(["match", "entries", "memory's target", "model"], rows)
+            + f"\n\n`translate --po --memory` fills from {DEFAULT_THRESHOLD}% up (`memory.DEFAULT_THRESHOLD`), "
+              "exact matches verbatim; below, the model fills the entry and its comment names the match. Load "
+              "average " + load_average() + " (a shared machine).")
+    write_section("memory", "Translation memory: fuzzy matches against the model", body)
+    for row in rows:
+        print(row)
+
+
 def load_average() -> str:
     try:
         return Path("/proc/loadavg").read_text().split()[0]
@@ -137,14 +212,14 @@ def load_average() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", choices=["glossary"])
+    parser.add_argument("part", choices=["glossary", "memory"])
     parser.add_argument("--run", required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--work", default="/tmp/assistant-bench")
     parser.add_argument("--sentences", type=int, default=400)
     args = parser.parse_args()
     torch.set_num_threads(1)  # the machine is shared: one thread, a fair share
-    glossary_part(args)
+    {"glossary": glossary_part, "memory": memory_part}[args.part](args)
 
 
 if __name__ == "__main__":

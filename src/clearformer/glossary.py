@@ -64,27 +64,38 @@ class Glossary:
         return by_source
 
     @cached_property
-    def _pattern(self) -> re.Pattern | None:
-        if not self.terms:
-            return None
-        # Longest first, so that a term inside a longer one does not win; \b only where the term starts or
-        # ends with a word character ("C++" still matches before a space).
-        parts = []
-        for source in sorted(self._by_source, key=len, reverse=True):
-            left = r"(?<!\w)" if source[0].isalnum() or source[0] == "_" else ""
-            right = r"(?!\w)" if source[-1].isalnum() or source[-1] == "_" else ""
-            parts.append(left + re.escape(source) + right)
-        return re.compile("|".join(parts), re.IGNORECASE)
+    def _by_head(self) -> dict[str, list[str]]:
+        """Source terms (case-folded) by their first word (or first character, for a term that does not start
+        with a word character), longest first: a text is matched in one pass, however many terms there are."""
+        heads: dict[str, list[str]] = {}
+        for source in self._by_source:
+            heads.setdefault(head_of(source), []).append(source)
+        for group in heads.values():
+            group.sort(key=len, reverse=True)
+        return heads
 
     def __len__(self) -> int:
         return len(self.terms)
 
     def find(self, text: str) -> list[TermMatch]:
-        """The terms occurring in `text`, in order, non-overlapping (word boundaries, any case)."""
-        if self._pattern is None:
+        """The terms occurring in `text`, in order, non-overlapping, longest first (word boundaries, any case)."""
+        if not self.terms:
             return []
-        return [TermMatch(self._by_source[found.group(0).casefold()], found.start(), found.end())
-                for found in self._pattern.finditer(text)]
+        folded, found, end = text.casefold(), [], 0
+        if len(folded) != len(text):  # a character whose case folding changes its length: positions would drift
+            folded = text.lower()
+        for start in _STARTS.finditer(folded):
+            at = start.start()
+            if at < end:
+                continue
+            for source in self._by_head.get(head_of(folded[at:]), ()):
+                stop = at + len(source)
+                if folded.startswith(source, at) and not (source[-1].isalnum() and stop < len(folded)
+                                                          and (folded[stop].isalnum() or folded[stop] == "_")):
+                    found.append(TermMatch(self._by_source[source], at, stop))
+                    end = stop
+                    break
+        return found
 
     def terms_in(self, text: str) -> list[Term]:
         """The distinct terms of `text`, in order of first occurrence."""
@@ -93,6 +104,16 @@ class Glossary:
     def missing(self, source: str, translation: str) -> list[Term]:
         """The terms of `source` whose target does not occur in `translation` (word boundaries, any case)."""
         return [term for term in self.terms_in(source) if not uses(translation, term.target)]
+
+
+_STARTS = re.compile(r"(?<!\w)\w|[^\w\s]")  # where a term may start: a word's first letter, or a symbol
+_HEAD = re.compile(r"\w+|[^\w\s]")
+
+
+def head_of(text: str) -> str:
+    """The first word of `text` (or its first symbol): the key terms are looked up by."""
+    found = _HEAD.match(text)
+    return found.group(0) if found else text[:1]
 
 
 def uses(text: str, target: str) -> bool:

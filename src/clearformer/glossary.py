@@ -29,7 +29,9 @@ from clearformer.store import safeio
 
 MAX_TERMS = 100_000  # a glossary is a list of terms, not a corpus: more is refused with one line
 MAX_TERM_CHARS = 200
-INFLECTION = 2  # letters after a target term that still count as the term, inflected (a plural "-s", "-es")
+# An inflected term still counts as the term: a word of STEM_LETTERS letters or more may change its last
+# INFLECTION letters and add as many ("primeiro" -> "primeiras"), a shorter one add them ("cor" -> "cores").
+INFLECTION, STEM_LETTERS = 2, 5
 
 
 @dataclass(frozen=True)
@@ -116,12 +118,30 @@ def head_of(text: str) -> str:
     return found.group(0) if found else text[:1]
 
 
-def uses(text: str, target: str) -> bool:
-    """Whether `text` holds the target term `target`, on word boundaries, in any case; an inflection of up to
-    INFLECTION letters counts ("ficheiros" uses "ficheiro": the model may inflect a term for its sentence)."""
+def inflected(word: str) -> str:
+    """A pattern for `word` and its inflections: a word of STEM_LETTERS letters or more may change its last
+    INFLECTION letters and add up to INFLECTION more ("primeiro": "primeira", "primeiros"; "arquivo":
+    "arquivos"), a shorter one only add them ("cor": "cores"); anything else is matched as written."""
+    if not word.isalpha():
+        return re.escape(word)
+    if len(word) >= STEM_LETTERS:
+        return re.escape(word[:-INFLECTION]) + rf"\w{{0,{2 * INFLECTION}}}"
+    return re.escape(word) + rf"\w{{0,{INFLECTION}}}"
+
+
+def inflection_pattern(target: str) -> re.Pattern:
+    """The target term, each of its words inflected (`inflected`), on word boundaries, in any case."""
+    words = target.split()
+    body = r"\s+".join(inflected(word) for word in words)
     left = r"(?<!\w)" if target[:1].isalnum() else ""
-    right = rf"\w{{0,{INFLECTION}}}(?!\w)" if target[-1:].isalnum() else ""
-    return re.search(left + re.escape(target) + right, text, re.IGNORECASE) is not None
+    right = r"(?!\w)" if target[-1:].isalnum() else ""
+    return re.compile(left + body + right, re.IGNORECASE)
+
+
+def uses(text: str, target: str) -> bool:
+    """Whether `text` holds the target term `target` or an inflection of it (`inflected`: the model may inflect
+    a term for its sentence, "a primeira página" for "primeiro"), on word boundaries, in any case."""
+    return inflection_pattern(target).search(text) is not None
 
 
 def clean_terms(pairs, name: str) -> Glossary:

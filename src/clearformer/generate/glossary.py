@@ -10,7 +10,8 @@ hypothesis, which terms are still owed and how far the one being written has got
   pieces are forbidden and the term's first piece takes the best of their scores (so the term lands where
   the model translates it, not at the end; the variant is the capitalised one at a sentence start);
 * once a hypothesis writes the first piece of an owed term (by itself or so), the term's other pieces are
-  forced, one per step, until it is whole (a multi-piece term cannot be left half-written);
+  forced, one per step, until it is whole (a multi-piece term cannot be left half-written); a one-word term
+  the model writes inflected ("primeira" for "primeiro", `glossary.inflected`) is used as well;
 * <eos> waits while a term is owed: a hypothesis that would end, or has only room left for what it owes,
   writes an owed term first (as the placeholder constraint does, generate/constraints.py).
 
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from clearformer.generate.result import Note, NoteKind
-from clearformer.glossary import Glossary, Term
+from clearformer.glossary import Glossary, Term, inflection_pattern
 from clearformer.record import trace
 
 SENTENCE_END = (".", "!", "?", ":", "…")  # after a piece ending so, the next word starts a sentence
@@ -44,11 +45,14 @@ MIN_TRIGGER_CHARS = 3  # a trigger is a word of the model's own rendering, not "
 @dataclass(frozen=True)
 class TermPieces:
     """One glossary term a sentence owes, as pieces: `variants[0]` mid-sentence, `variants[1]` at a sentence
-    start (capitalised); `triggers`: the word-initial pieces of the model's own translation of the source term."""
+    start (capitalised); `triggers`: the word-initial pieces of the model's own translation of the source term;
+    `inflections`: pieces that write a one-word term inflected (`glossary.inflected`: "primeira" for
+    "primeiro"), which the model may choose instead of the term as written."""
 
     term: Term
     variants: tuple[tuple[int, ...], tuple[int, ...]]
     triggers: tuple[int, ...] = ()
+    inflections: tuple[int, ...] = ()  # word pieces that are the (one-word) term inflected: they satisfy it too
 
 
 @dataclass(frozen=True)
@@ -96,29 +100,51 @@ def word_pieces(tokenizer, text: str, exclude: set[int]) -> tuple[int, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def term_pieces(tokenizer, term: Term, rendering: str = "") -> TermPieces | None:
+def word_starts(tokenizer) -> dict[str, list[tuple[str, int]]]:
+    """The vocabulary's word-initial pieces of letters, lower-cased, by their first two letters."""
+    starts: dict[str, list[tuple[str, int]]] = {}
+    for index in range(len(tokenizer)):
+        token = tokenizer.id_to_token(index)
+        word = token.lstrip("▁")
+        if (token.startswith("▁") or tokenizer.kind == "words") and word.isalpha():
+            starts.setdefault(word[:2].lower(), []).append((word.lower(), index))
+    return starts
+
+
+def inflection_pieces(target: str, starts: dict[str, list[tuple[str, int]]]) -> tuple[int, ...]:
+    """The word pieces that write a one-word `target` inflected (none for a term of several words)."""
+    if len(target.split()) != 1 or not target.isalpha():
+        return ()
+    pattern = inflection_pattern(target)
+    return tuple(index for word, index in starts.get(target[:2].lower(), ()) if pattern.fullmatch(word))
+
+
+def term_pieces(tokenizer, term: Term, rendering: str = "",
+                starts: dict[str, list[tuple[str, int]]] | None = None) -> TermPieces | None:
     """`term` as pieces (None when the vocabulary cannot write its target: it is then reported, not forced);
-    `rendering`: the model's own translation of the source term, whose words become the triggers."""
+    `rendering`: the model's own translation of the source term, whose words become the triggers; `starts`:
+    `word_starts(tokenizer)`, for the term's inflections."""
     written, initial = (tuple(tokenizer.encode(text)) for text in (term.target, capitalised(term.target)))
     if not written or tokenizer.unk_id in written:
         return None
     if not initial or tokenizer.unk_id in initial:  # a vocabulary without the capital: as written everywhere
         initial = written
-    variants = (written, initial)
-    own = set(variants[0]) | set(variants[1])
-    return TermPieces(term, variants, word_pieces(tokenizer, rendering, own))
+    inflections = inflection_pieces(term.target, starts or {})
+    own = set(written) | set(initial) | set(inflections)
+    return TermPieces(term, (written, initial), word_pieces(tokenizer, rendering, own), inflections)
 
 
 def plan_terms(tokenizer, glossary: Glossary, texts: Sequence[str],
                renderings: dict[str, str]) -> list[tuple[TermPieces, ...]]:
     """The terms each text owes, as pieces; `renderings[source term]`: the model's own translation of it."""
     planned: dict[Term, TermPieces | None] = {}
+    starts = word_starts(tokenizer)
     plans = []
     for text in texts:
         plan = []
         for term in glossary.terms_in(text):
             if term not in planned:
-                planned[term] = term_pieces(tokenizer, term, renderings.get(term.source, ""))
+                planned[term] = term_pieces(tokenizer, term, renderings.get(term.source, ""), starts)
             if planned[term] is not None:
                 plan.append(planned[term])
         plans.append(tuple(plan))
@@ -153,8 +179,9 @@ def glossary_notes(glossary: Glossary | None, source: str, translation: str) -> 
 class GlossaryConstraint:
     """Per hypothesis: which of its sentence's terms are still owed, and the term being written.
 
-    For B sentences owing at most K terms of at most L pieces with at most T triggers: pieces (rows, K, 2, L)
-    and lengths (rows, K, 2) of both variants, triggers (rows, K, T), padded with -1; owed (rows, K);
+    For B sentences owing at most K terms of at most L pieces with at most T triggers and F inflections: pieces
+    (rows, K, 2, L) and lengths (rows, K, 2) of both variants, triggers (rows, K, T) and inflections (rows, K, F),
+    padded with -1; owed (rows, K);
     active, variant, pos (rows,): the term being written (-1: none), which variant, how many of its pieces
     are out; starts (rows,): the next word starts a sentence. `select` follows the hypotheses as
     `PlaceholderConstraint.select` does.
@@ -166,6 +193,8 @@ class GlossaryConstraint:
         k = max(len(plan) for plan in plans)
         width = max(len(variant) for plan in plans for term in plan for variant in term.variants)
         t = max([len(term.triggers) for plan in plans for term in plan] + [1])
+        f = max([len(term.inflections) for plan in plans for term in plan] + [1])
+        inflections = torch.full((len(plans), k, f), -1, dtype=torch.long)
         pieces = torch.full((len(plans), k, 2, width), -1, dtype=torch.long)
         lengths = torch.zeros((len(plans), k, 2), dtype=torch.long)
         triggers = torch.full((len(plans), k, t), -1, dtype=torch.long)
@@ -174,11 +203,13 @@ class GlossaryConstraint:
             for j, term in enumerate(plan):
                 owed[row, j] = True
                 triggers[row, j, : len(term.triggers)] = torch.tensor(term.triggers, dtype=torch.long)
+                inflections[row, j, : len(term.inflections)] = torch.tensor(term.inflections, dtype=torch.long)
                 for v, variant in enumerate(term.variants):
                     pieces[row, j, v, : len(variant)] = torch.tensor(variant, dtype=torch.long)
                     lengths[row, j, v] = len(variant)
         self.pieces, self.lengths = pieces.to(device), lengths.to(device)
         self.triggers, self.owed = triggers.to(device), owed.to(device)
+        self.inflections = inflections.to(device)
         self.active = torch.full((len(plans),), -1, dtype=torch.long, device=device)
         self.variant = torch.zeros_like(self.active)
         self.pos = torch.zeros_like(self.active)
@@ -269,6 +300,8 @@ class GlossaryConstraint:
             self.owed[done, self.active[done]] = False
             self.active[at[whole | ~on]] = -1
         idle = (self.active < 0) & ~writing & self.owed.any(dim=1)
+        if bool(idle.any()):  # the model wrote the term inflected: it is used
+            self.owed &= ~((self.inflections == tokens[:, None, None]).any(dim=2) & idle[:, None])
         if bool(idle.any()):
             hits = (self.pieces[:, :, :, 0] == tokens[:, None, None]) & self.owed[:, :, None] & idle[:, None, None]
             for row in hits.flatten(1).any(dim=1).nonzero()[:, 0].tolist():
@@ -281,7 +314,7 @@ class GlossaryConstraint:
 
     def select(self, rows: torch.Tensor) -> None:
         """Keep hypotheses `rows` (as `DecoderState.select`)."""
-        for name in ("pieces", "lengths", "triggers", "owed", "active", "variant", "pos", "starts"):
+        for name in ("pieces", "lengths", "triggers", "inflections", "owed", "active", "variant", "pos", "starts"):
             setattr(self, name, getattr(self, name).index_select(0, rows))
         if self.limits is not None:
             self.limits = self.limits.index_select(0, rows)

@@ -29,8 +29,9 @@ from clearformer.store import safeio
 
 MAX_TERMS = 100_000  # a glossary is a list of terms, not a corpus: more is refused with one line
 MAX_TERM_CHARS = 200
-# An inflected term still counts as the term: a word of STEM_LETTERS letters or more may change its last
-# INFLECTION letters and add as many ("primeiro" -> "primeiras"), a shorter one add them ("cor" -> "cores").
+# An inflected term still counts as the term: a word of STEM_LETTERS letters or more may change its last letter
+# and add up to INFLECTION more ("primeiro" -> "primeiras", "arquivo" -> "arquivos"; not "arquiteto"), a
+# shorter one only add them ("cor" -> "cores").
 INFLECTION, STEM_LETTERS = 2, 5
 
 
@@ -120,12 +121,12 @@ def head_of(text: str) -> str:
 
 def inflected(word: str) -> str:
     """A pattern for `word` and its inflections: a word of STEM_LETTERS letters or more may change its last
-    INFLECTION letters and add up to INFLECTION more ("primeiro": "primeira", "primeiros"; "arquivo":
-    "arquivos"), a shorter one only add them ("cor": "cores"); anything else is matched as written."""
+    letter and add up to INFLECTION more ("primeiro": "primeira", "primeiros"; "arquivo": "arquivos"), a
+    shorter one only add them ("cor": "cores"); anything else is matched as written."""
     if not word.isalpha():
         return re.escape(word)
     if len(word) >= STEM_LETTERS:
-        return re.escape(word[:-INFLECTION]) + rf"\w{{0,{2 * INFLECTION}}}"
+        return re.escape(word[:-1]) + rf"\w{{0,{INFLECTION + 1}}}"
     return re.escape(word) + rf"\w{{0,{INFLECTION}}}"
 
 

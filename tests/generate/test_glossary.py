@@ -17,6 +17,7 @@ from clearformer.generate.glossary import (
     glossary_notes,
     plan_terms,
     term_pieces,
+    word_starts,
 )
 from clearformer.generate.result import NoteKind
 from clearformer.generate.source import prepare_sources
@@ -105,7 +106,7 @@ def tokenizer() -> WordTokenizer:
 
 def test_term_pieces_and_plans(tokenizer):
     term = Term("dog", "le chat")
-    pieces = term_pieces(tokenizer, term, rendering="tu aimes la musique")
+    pieces = term_pieces(tokenizer, term, rendering="tu aimes la musique", starts=word_starts(tokenizer))
     assert pieces.variants[0] == tuple(tokenizer.encode("le chat"))
     assert pieces.variants[1] == pieces.variants[0]  # "Le" is not in the vocabulary: as written at a start too
     assert tokenizer.token_to_id("musique") in pieces.triggers and tokenizer.token_to_id("la") not in pieces.triggers

@@ -26,8 +26,10 @@ from clearformer.commands import engine as engine_options
 from clearformer.errors import UserError
 from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.generate import DecodingOptions
+from clearformer.generate.glossary import glossary_notes
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import translate_pieces
+from clearformer.glossary import read_glossary
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.load import load_model
 from clearformer.model.protocol import is_encoder_decoder
@@ -132,12 +134,16 @@ def run(args) -> int:
     engine_options.check_engine_arguments(args)
     if args.engine == "ctranslate2":
         decoding = engine_options.engine_decoding(args, decoding)
+    if args.glossary and args.engine != "pytorch":
+        raise UserError("--glossary is enforced by clearformer's own decoder; it does not apply to --engine "
+                        "ctranslate2")
     if args.ablate and args.engine != "pytorch":
         raise UserError("--ablate changes clearformer's own decoder; it does not apply to --engine ctranslate2")
     check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
     options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
+    glossary = read_glossary(args.glossary) if args.glossary else None  # a bad file: one line, before the model
     model, tokenizer, _, directory = load_translator(args.checkpoint, args.device)
     changes = interventions_from_args(model, args)  # what-if: --ablate NAME, checked before any work
     pieces = read_sentences(model, tokenizer, sentences, name, lines_may_be_empty, decoding.split)
@@ -157,10 +163,13 @@ def run(args) -> int:
         else:
             with changes:
                 outputs = translate_pieces(model, tokenizer, pieces, decoding,
-                                           progress=bar.update if bar is not None else None)
+                                           progress=bar.update if bar is not None else None, glossary=glossary)
     finally:
         if bar is not None:
             bar.close()
+    for index, (source, translated) in enumerate(zip(sentences, outputs, strict=True)):
+        for note in glossary_notes(glossary, source, translated):
+            warn(f"{name}:{index + 1}: {note}" if name not in ("argument", "arguments") else str(note))
     text = "".join(line + "\n" for line in outputs)
     if output is not None:
         write_output(output, text)
@@ -217,6 +226,10 @@ def register(subparsers) -> None:
                         help="translate every line of PATH (empty lines stay empty)")
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
+    parser.add_argument("--glossary", metavar="FILE",
+                        help="the project's terms (CSV source,target; TBX; or Weblate's TSV): each term of a source "
+                             "comes out as the glossary says; a term that could not be placed is a warning line "
+                             "(with --po, a '# clearformer:' comment)")
     add_ablate_argument(parser)
     engine_options.add_engine_arguments(parser)
     catalog.add_catalogue_arguments(parser)

@@ -83,20 +83,14 @@ def sentence_end_ids(tokenizer) -> tuple[int, ...]:
     return tuple(ends)
 
 
-def word_pieces(tokenizer, text: str, exclude: set[int]) -> tuple[int, ...]:
-    """The first pieces of the words of `text` of at least MIN_TRIGGER_CHARS letters, in lower case and
-    capitalised (not those in `exclude`)."""
+def word_pieces(text: str, exclude: set[int], starts: dict[str, list[tuple[str, int]]]) -> tuple[int, ...]:
+    """The word pieces that write a word of `text` of MIN_TRIGGER_CHARS letters or more, inflected or not, in any
+    case ("Salvar": "▁salvar", "▁Salve", "▁salva", ...; `inflection_pieces`), but those in `exclude`."""
     found = []
     for word in text.split():
         word = word.strip(".,;:!?()[]{}\"'«»")
-        if len(word) < MIN_TRIGGER_CHARS or not word.isalpha():
-            continue
-        for form in (word.lower(), capitalised(word.lower())):
-            pieces = tokenizer.encode(form)
-            if pieces and pieces[0] not in exclude and pieces[0] != tokenizer.unk_id:
-                token = tokenizer.id_to_token(pieces[0])
-                if len(token.lstrip("▁")) >= MIN_TRIGGER_CHARS:
-                    found.append(pieces[0])
+        if len(word) >= MIN_TRIGGER_CHARS and word.isalpha():
+            found += [index for index in inflection_pieces(word, starts) if index not in exclude]
     return tuple(dict.fromkeys(found))
 
 
@@ -131,7 +125,7 @@ def term_pieces(tokenizer, term: Term, rendering: str = "",
         initial = written
     inflections = inflection_pieces(term.target, starts or {})
     own = set(written) | set(initial) | set(inflections)
-    return TermPieces(term, (written, initial), word_pieces(tokenizer, rendering, own), inflections)
+    return TermPieces(term, (written, initial), word_pieces(rendering, own, starts or {}), inflections)
 
 
 def plan_terms(tokenizer, glossary: Glossary, texts: Sequence[str],

@@ -36,7 +36,7 @@ from clearformer.catalog.formats import repair_placeholders
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import join_pieces, translate_pieces
+from clearformer.generate.translator import Translator, join_pieces
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve.batcher import Batching, BatchQueue
@@ -143,17 +143,18 @@ class _Line:
 class TranslationService:
     """The served model behind the LibreTranslate routes: texts -> translations through the batch queue."""
 
-    def __init__(self, model, tokenizer, languages: Languages | None, decoding: DecodingOptions | None = None,
+    def __init__(self, translator: Translator, languages: Languages | None, decoding: DecodingOptions | None = None,
                  max_batch: int = 32, wait_s: float = 0.005, capacity: int = 512) -> None:
-        self.model, self.tokenizer, self.languages = model, tokenizer, languages
+        self.translator, self.languages = translator, languages
+        self.model, self.tokenizer = translator.model, translator.tokenizer
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
-        self.masks = bool(tokenizer.mask_placeholders)
+        self.masks = bool(self.tokenizer.mask_placeholders)
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
 
     def _decode(self, sources: list[tuple[list[int], Masked]]) -> list[str]:
         """Sources of several requests (ids, as masked) -> their translations, placeholders restored."""
         pieces = Pieces.whole([ids for ids, _ in sources], [masked for _, masked in sources])
-        return translate_pieces(self.model, self.tokenizer, pieces, self.decoding)
+        return [result.text for result in self.translator.translate(pieces, self.decoding)]
 
     def lines(self, request: TranslateRequest) -> tuple[list[_Line], list[str]]:
         """Each text cut into lines (blank lines and the spaces around a line kept), and the model's inputs."""
@@ -229,8 +230,8 @@ def translation_service(loaded, decoding: DecodingOptions | None, batching: Batc
     if loaded is None or loaded.kind != "translation":
         return None
     languages = batching.languages or run_languages(loaded.meta)
-    return TranslationService(loaded.model, loaded.tokenizer, languages, decoding, batching.max_batch,
-                              batching.wait_s, batching.capacity)
+    return TranslationService(loaded.translator, languages, decoding, batching.max_batch, batching.wait_s,
+                              batching.capacity)
 
 
 def translate_answer(request: TranslateRequest, translations: list[str]) -> dict:

@@ -20,8 +20,7 @@ from clearformer.generate.glossary import (
     word_starts,
 )
 from clearformer.generate.result import NoteKind
-from clearformer.generate.source import prepare_sources
-from clearformer.generate.translate import translate_pieces
+from clearformer.generate.translator import PyTorchTranslator
 from clearformer.glossary import Glossary, Term, parse_tsv
 from clearformer.tokenize import WordTokenizer
 
@@ -125,13 +124,14 @@ def test_every_term_is_written_greedy_and_beam(tokenizer, beam, seed):
     glossary = parse_tsv("dog\tle chat\nbread\tmusique\nlove\tnous mangeons du pain\n")
     sources = ["the dog sleeps", "we eat bread", "I love the cat", "I love you", "you like music ."]
     options = DecodingOptions(beam=beam, max_extra=12)
-    pieces = prepare_sources(tokenizer, sources, model.config.max_len)
-    free = translate_pieces(model, tokenizer, pieces, options)
-    held = translate_pieces(model, tokenizer, pieces, options, glossary=glossary)
-    for source, loose, text in zip(sources, free, held, strict=True):
+    translator = PyTorchTranslator(model, tokenizer)
+    free = [t.text for t in translator.translate(sources, options)]
+    records = translator.translate(sources, options, glossary=glossary)
+    held = [t.text for t in records]
+    for source, loose, text, record in zip(sources, free, held, records, strict=True):
         for term in glossary.terms_in(source):
             assert term.target in text, (source, text)
-        assert glossary_notes(glossary, source, text) == ()
+        assert glossary_notes(glossary, source, text) == () and record.notes == ()
         if not glossary.terms_in(source):
             assert text == loose  # a sentence owing nothing decodes as without the glossary
     assert free != held
@@ -141,10 +141,10 @@ def test_a_term_with_no_room_is_a_note(tokenizer):
     """Its length limit comes before the term: the translation says so (never silently dropped)."""
     model = random_model(len(tokenizer), seed=0)
     glossary = parse_tsv("dog\tnous mangeons du pain le chat\n")
-    pieces = prepare_sources(tokenizer, ["the dog sleeps"], model.config.max_len)
-    text = translate_pieces(model, tokenizer, pieces, DecodingOptions(max_new=3), glossary=glossary)[0]
-    notes = glossary_notes(glossary, "the dog sleeps", text)
-    assert [note.kind for note in notes] == [NoteKind.GLOSSARY_TERM_MISSING]
+    record = PyTorchTranslator(model, tokenizer).translate(["the dog sleeps"], DecodingOptions(max_new=3),
+                                                           glossary=glossary)[0]
+    notes = glossary_notes(glossary, "the dog sleeps", record.text)
+    assert [note.kind for note in notes] == [NoteKind.GLOSSARY_TERM_MISSING] and record.notes == notes
     assert "'dog' -> 'nous mangeons du pain le chat'" in notes[0].detail
 
 

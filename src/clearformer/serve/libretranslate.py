@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
@@ -34,18 +35,21 @@ from fastapi.responses import JSONResponse
 
 from clearformer.catalog.formats import repair_placeholders
 from clearformer.errors import UserError
+from clearformer.generate.glossary import TermBatch, sentence_end_ids, term_batch
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translator import Translator, join_pieces
+from clearformer.glossary import Glossary
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve.batcher import Batching, BatchQueue
+from clearformer.serve.glossary_field import glossary_field, missing_terms
 from clearformer.serve.pool import Busy
 from clearformer.serve.requests import RequestError, read_body
 from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
 
 MAX_ALTERNATIVES = 16
-FIELDS = ("q", "source", "target", "format", "api_key", "alternatives")
+FIELDS = ("q", "source", "target", "format", "api_key", "alternatives", "glossary")
 # Markup a format=html text keeps exactly: a tag (any name), a comment, an entity.
 MARKUP = r"<!--.*?-->|</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>|&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);"
 
@@ -61,6 +65,7 @@ class TranslateRequest:
     html: bool
     detected: bool  # source was "auto"
     alternatives: int = 0
+    glossary: Glossary | None = None  # the project's terms (serve/glossary_field.py)
 
 
 def _no_constant(name: str):
@@ -128,7 +133,8 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
     if target != languages.target:
         raise RequestError(400, f"{target[:20]} is not supported: this model translates {languages.source} to "
                                 f"{languages.target}")
-    return TranslateRequest(tuple(texts), single, languages.source, target, form == "html", detected, alternatives)
+    return TranslateRequest(tuple(texts), single, languages.source, target, form == "html", detected, alternatives,
+                            glossary_field(fields.get("glossary")))
 
 
 @dataclass
@@ -150,11 +156,46 @@ class TranslationService:
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
         self.masks = bool(self.tokenizer.mask_placeholders)
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
+        self.sentence_ends: tuple[int, ...] | None = None  # for glossaries: read from the vocabulary once
 
-    def _decode(self, sources: list[tuple[list[int], Masked]]) -> list[str]:
-        """Sources of several requests (ids, as masked) -> their translations, placeholders restored."""
-        pieces = Pieces.whole([ids for ids, _ in sources], [masked for _, masked in sources])
-        return [result.text for result in self.translator.translate(pieces, self.decoding)]
+    def _decode(self, sources: list[tuple[list[int], Masked, tuple]]) -> list[str]:
+        """Sources of several requests (ids, as masked, the glossary terms each owes) -> their translations,
+        placeholders restored."""
+        pieces = Pieces.whole([ids for ids, _, _ in sources], [masked for _, masked, _ in sources])
+        plans = tuple(plan for _, _, plan in sources)
+        terms = TermBatch(plans, self.sentence_ends or ()) if any(plans) else None
+        return [result.text for result in self.translator.translate(pieces, self.decoding, glossary=terms)]
+
+    async def decoded(self, pieces: Pieces, plans: Sequence[tuple] | None = None) -> list[str]:
+        """The pieces through the batch queue (429 when full), with the glossary terms each owes."""
+        plans = plans or [()] * len(pieces.sources)
+        # shield: a client that hangs up leaves its sentences to finish in their batch (others wait on it).
+        try:
+            future = self.queue.submit(list(zip(pieces.sources, pieces.masks, plans, strict=True)))
+        except Busy as error:  # LibreTranslate's "slow down"
+            raise RequestError(429, str(error)) from None
+        return await asyncio.shield(asyncio.wrap_future(future))
+
+    async def term_plans(self, glossary: Glossary | None, pieces: Pieces) -> list[tuple] | None:
+        """The glossary terms each piece owes (generate/glossary.py), the model's own renderings of the terms
+        decoded through the queue like any text."""
+        if glossary is None:
+            return None
+        if self.sentence_ends is None:
+            self.sentence_ends = await asyncio.to_thread(sentence_end_ids, self.tokenizer)
+        rendered: list[str] = []
+
+        def render(sources: list[str]) -> list[str]:
+            rendered.extend(sources)
+            return [""] * len(sources)
+
+        term_batch(self.tokenizer, glossary, pieces.texts, render)  # which terms: the sources to render
+        if not rendered:
+            return None
+        alone = prepare_sources(self.tokenizer, rendered, self.model.config.max_len, False, check=False)
+        renderings = join_pieces(await self.decoded(alone), alone.owners, alone.count)
+        terms = term_batch(self.tokenizer, glossary, pieces.texts, lambda _: renderings)
+        return list(terms.plans) if terms is not None else None
 
     def lines(self, request: TranslateRequest) -> tuple[list[_Line], list[str]]:
         """Each text cut into lines (blank lines and the spaces around a line kept), and the model's inputs."""
@@ -184,12 +225,7 @@ class TranslationService:
                                              self.decoding.split, where=lambda index: labels[index])
         except UserError as error:
             raise RequestError(400, str(error)) from None
-        # shield: a client that hangs up leaves its sentences to finish in their batch (others wait on it).
-        try:
-            future = self.queue.submit(list(zip(pieces.sources, pieces.masks, strict=True)))
-        except Busy as error:  # LibreTranslate's "slow down"
-            raise RequestError(429, str(error)) from None
-        outputs = await asyncio.shield(asyncio.wrap_future(future))
+        outputs = await self.decoded(pieces, await self.term_plans(request.glossary, pieces))
         translated = join_pieces(outputs, pieces.owners, pieces.count)  # restored by `_decode`
         texts: list[list[str]] = [[] for _ in request.texts]
         for line in lines:
@@ -243,6 +279,9 @@ def translate_answer(request: TranslateRequest, translations: list[str]) -> dict
         answer["detectedLanguage"] = detected if request.single else [detected] * len(translations)
     if request.alternatives:
         answer["alternatives"] = [] if request.single else [[] for _ in translations]
+    if request.glossary is not None:  # the terms a translation could not place: never dropped in silence
+        missing = missing_terms(request.glossary, request.texts, translations)
+        answer["glossaryMissing"] = missing[0] if request.single else missing
     return answer
 
 

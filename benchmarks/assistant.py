@@ -29,8 +29,7 @@ import torch
 from benchmarks.report import markdown_table, write_section
 from clearformer.generate import DecodingOptions
 from clearformer.generate.glossary import glossary_notes
-from clearformer.generate.source import prepare_sources
-from clearformer.generate.translate import translate_pieces
+from clearformer.generate.translator import PyTorchTranslator
 from clearformer.glossary import Glossary, Term, read_glossary, uses
 from clearformer.load import load_model
 from clearformer.memory import DEFAULT_THRESHOLD, Memory, Unit
@@ -104,14 +103,15 @@ def glossary_part(args) -> None:
     test = [(s, t) for s, t in read_pairs(data / "test.tsv") if glossary.terms_in(s)][: args.sentences]
     sources, references = [s for s, _ in test], [t for _, t in test]
     model, tokenizer, _ = load_model(args.run, "cpu")
+    translator = PyTorchTranslator(model, tokenizer)
     ref_used, total = term_use(glossary, sources, references)
     rows = []
     for beam in (1, 4):
         options = DecodingOptions(beam=beam)
         for label, used_glossary in (("none", None), ("--glossary", glossary)):
-            pieces = prepare_sources(tokenizer, sources, model.config.max_len, check=False)
+            pieces = translator.read(sources, check=False)
             start = time.perf_counter()
-            outputs = translate_pieces(model, tokenizer, pieces, options, glossary=used_glossary)
+            outputs = [t.text for t in translator.translate(pieces, options, glossary=used_glossary)]
             seconds = time.perf_counter() - start
             used, _ = term_use(glossary, sources, outputs)
             bleu = sacrebleu.corpus_bleu(outputs, [references]).score
@@ -169,8 +169,8 @@ def memory_part(args) -> None:
     memory = Memory([Unit(e.msgid, e.msgstr, origin="half") for e in train])
     model, tokenizer, _ = load_model(args.run, "cpu")
     sources = [e.msgid for e in test]
-    pieces = prepare_sources(tokenizer, sources, model.config.max_len, check=False)
-    outputs = translate_pieces(model, tokenizer, pieces, DecodingOptions(beam=4))
+    translator = PyTorchTranslator(model, tokenizer)
+    outputs = [t.text for t in translator.translate(translator.read(sources, check=False), DecodingOptions(beam=4))]
     bands = [(100, 101, "exact"), (95, 100, "95-99%"), (90, 95, "90-94%"), (85, 90, "85-89%"), (75, 85, "75-84%")]
     found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for entry, output in zip(test, outputs, strict=True):
@@ -215,8 +215,8 @@ def write_catalogue(entries: list[polib.POEntry], path: Path, language: str = "p
 
 def scored(run: str, sources: list[str], references: list[str], glossary: Glossary) -> tuple[float, float, str]:
     model, tokenizer, _ = load_model(run, "cpu")
-    pieces = prepare_sources(tokenizer, sources, model.config.max_len, check=False)
-    outputs = translate_pieces(model, tokenizer, pieces, DecodingOptions(beam=4))
+    translator = PyTorchTranslator(model, tokenizer)
+    outputs = [t.text for t in translator.translate(translator.read(sources, check=False), DecodingOptions(beam=4))]
     used, total = term_use(glossary, sources, outputs)
     return (sacrebleu.corpus_bleu(outputs, [references]).score, sacrebleu.corpus_chrf(outputs, [references]).score,
             f"{used}/{total}")

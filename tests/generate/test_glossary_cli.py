@@ -3,6 +3,8 @@ saved checkpoint (the word vocabulary of gen_helpers.SENTENCES, random weights: 
 
 from __future__ import annotations
 
+import json
+
 import polib
 
 from clearformer.cli import main
@@ -100,3 +102,16 @@ def test_memory_options_refused_without_po(checkpoint, tmp_path, capsys):
     code, _, err = run_cli(["translate", "--po", str(po), "--checkpoint", str(checkpoint), "--memory", str(memory)],
                            capsys)
     assert code == 2 and "a memory is a gettext catalogue (.po) or a TMX file" in err
+
+
+def test_explain_shows_where_a_term_decided_the_token(checkpoint, tmp_path, capsys):
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("dog\tle chat\n", encoding="utf-8")
+    code, out, err = run_cli(["explain", "the dog sleeps", "--checkpoint", str(checkpoint), "--glossary",
+                              str(glossary)], capsys)
+    assert code == 0, err
+    assert "for a glossary term" in out and "le chat" in out.split("RESULT")[-1]
+    code, out, _ = run_cli(["explain", "the dog sleeps", "--checkpoint", str(checkpoint), "--glossary",
+                            str(glossary), "--format", "json"], capsys)
+    forced = json.loads(out)["glossary_forced"]
+    assert forced and {"step", "token"} <= set(forced[0])

@@ -16,7 +16,15 @@ from clearformer.catalog.fill import COMMENT, Plan
 from clearformer.errors import UserError
 from clearformer.generate.result import NoteKind, Translation
 from clearformer.glossary import Glossary, read_glossary
-from clearformer.memory import DEFAULT_THRESHOLD, Memory, MemoryOutcome, add_comment, catalogue_memory, read_memory
+from clearformer.memory import (
+    DEFAULT_THRESHOLD,
+    Memory,
+    MemoryOutcome,
+    add_comment,
+    catalogue_memory,
+    fill_from_memory,
+    read_memory,
+)
 from clearformer.translator import engine_class
 
 
@@ -65,8 +73,6 @@ def fill_catalogue_from_memory(po: polib.POFile, files: Memory | None, threshold
     """The catalogue's entries filled from its own translated entries and the --memory files (None: no memory)."""
     if files is None:
         return MemoryOutcome()
-    from clearformer.memory import fill_from_memory
-
     return fill_from_memory(po, catalogue_memory(po).plus(files), threshold)
 
 

@@ -127,8 +127,10 @@ def glossary_part(args) -> None:
             f"sentences of its test split that hold one of them ({total} term occurrences; the references use "
             f"{ref_used} of them, {100 * ref_used / total:.1f}%), translated by `{Path(args.run).name}`.\n\n"
             + markdown_table(["search", "glossary", "terms used", "BLEU", "chrF", "seconds"], rows)
-            + "\n\nA term counts as used when its target is in the translation on word boundaries, any case, "
-              "an inflection of up to two letters included (`glossary.uses`). The machine was shared with other "
+            + "\n\nA term counts as used when its target is in the translation on word boundaries, in any case, "
+              "inflected or not (`glossary.uses`: a word of five letters or more may change its last letter and "
+              "add up to two, \"primeira\" for \"primeiro\"); the decoding counts the same inflections as used. "
+              "The machine was shared with other "
               "engineers' jobs (load average " + load_average() + "); the seconds compare rows of this run only.")
     write_section("glossary", "Glossary: terms used, and what it costs in BLEU", body)
 
@@ -184,7 +186,7 @@ def memory_part(args) -> None:
     for name in [label for _, _, label in bands] + ["no match"]:
         items = found.get(name, [])
         if not items:
-            rows.append([name, 0, "", "", "", ""])
+            rows.append([name, 0, "", ""])
             continue
         memory_out, model_out, refs = zip(*items, strict=True)
         score = [f"{sacrebleu.corpus_bleu(list(out), [list(refs)]).score:.1f} / "
@@ -196,9 +198,12 @@ def memory_part(args) -> None:
             f"memory's target and `{Path(args.run).name}`'s translation (beam 4), each scored (BLEU / chrF) against "
             f"the translators' own.\n\n"
             + markdown_table(["match", "entries", "memory's target", "model"], rows)
-            + f"\n\n`translate --po --memory` fills from {DEFAULT_THRESHOLD}% up (`memory.DEFAULT_THRESHOLD`), "
-              "exact matches verbatim; below, the model fills the entry and its comment names the match. Load "
-              "average " + load_average() + " (a shared machine).")
+            + f"\n\n`translate --po --memory` fills from {DEFAULT_THRESHOLD}% up (`memory.DEFAULT_THRESHOLD`): "
+              "from 90% the memory's target scored well above the model; from 85% to 89% the two were even (BLEU "
+              "for the memory, chrF for the model), below they were closer than a wrong word in a filled entry is "
+              "worth (a fuzzy match differs by a word: \"greater\" for \"less\"), so the model fills those entries "
+              "and the comment names the match. Exact matches are filled verbatim. The bands hold few entries (one "
+              "real catalogue): a threshold, not a curve. Load average " + load_average() + " (a shared machine).")
     write_section("memory", "Translation memory: fuzzy matches against the model", body)
     for row in rows:
         print(row)
@@ -251,7 +256,9 @@ def adapt_part(args) -> None:
             + markdown_table(["model", "BLEU", "chrF", "terms used"], rows)
             + f"\n\nTraining ran `--threads 1`, nice'd, {args.minutes:g} minutes of training time "
               f"({wall / 60:.1f} minutes wall, validation included) on a machine shared with other engineers' "
-              f"jobs (load average {load_average()}).")
+              f"jobs (load average {load_average()}). `translate --po --adapt MINUTES` is not built: adapting "
+              f"is minutes of training per catalogue that leave a new run behind, which a translator should name "
+              f"and keep (`--out`) and reuse for the next catalogue, not pay again at every `translate --po`.")
     write_section("adapt_catalogue", "Learning from the catalogue: train --init --data CATALOGUE.po", body)
 
 

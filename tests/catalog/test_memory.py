@@ -9,6 +9,8 @@ import pytest
 from clearformer.data.catalogue_pairs import catalogue_pairs, read_catalogue_pairs
 from clearformer.errors import UserError
 from clearformer.memory import DEFAULT_THRESHOLD, Memory, Unit, catalogue_memory, fill_from_memory, read_memory
+from clearformer.train.corpus import load_splits
+from clearformer.train.options import DataOptions
 
 DJANGO = '''msgid ""
 msgstr ""
@@ -137,3 +139,10 @@ def test_a_catalogue_without_translations_is_one_line(tmp_path):
     path.write_text('msgid "Open"\nmsgstr ""\n', encoding="utf-8")
     with pytest.raises(UserError, match="0 translated entries"):
         read_catalogue_pairs(path)
+
+
+def test_train_data_can_be_a_catalogue(po):
+    """`train --data CATALOGUE.po`: its translated entries are the corpus, 2% (at least one) held out."""
+    splits, described, record = load_splits(DataOptions(data_dir=str(po)), "small")
+    assert len(splits["train"]) + len(splits["valid"]) == 6 and splits["valid"]
+    assert described == str(po) and record == {"data_files": [str(po)]}

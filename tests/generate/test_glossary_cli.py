@@ -115,3 +115,18 @@ def test_explain_shows_where_a_term_decided_the_token(checkpoint, tmp_path, caps
                             str(glossary), "--format", "json"], capsys)
     forced = json.loads(out)["glossary_forced"]
     assert forced and {"step", "token"} <= set(forced[0])
+
+
+def test_po_names_a_term_not_placed_in_a_comment(checkpoint, tmp_path, capsys):
+    po = tmp_path / "fr.po"
+    po.write_text(CATALOGUE, encoding="utf-8")
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("dog\tnous mangeons du pain le chat\n", encoding="utf-8")
+    out = tmp_path / "out.po"
+    code, _, err = run_cli(["translate", "--po", str(po), "--out", str(out), "--checkpoint", str(checkpoint),
+                            "--glossary", str(glossary), "--max-extra", "0", "--no-memory"], capsys)
+    assert code == 0 and "1 glossary term(s) not used" in err
+    entry = polib.pofile(str(out)).find("the dog sleeps")
+    assert "fuzzy" in entry.flags
+    comment = " ".join(entry.tcomment.split())  # a long comment is wrapped at 78 columns
+    assert "clearformer: glossary term not used: 'dog' -> 'nous mangeons du pain le chat'" in comment

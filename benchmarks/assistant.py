@@ -238,8 +238,9 @@ def adapt_part(args) -> None:
     before = scored(args.run, sources, references, glossary)
     print("before", before, flush=True)
     out = work / "adapted"
+    budget = ["--steps", str(args.steps)] if args.steps else ["--minutes", str(args.minutes)]
     command = ["nice", "-n", "10", sys.executable, "-m", "clearformer.cli", "train", "--init", args.run,
-               "--data", str(half), "--minutes", str(args.minutes), "--threads", "1", "--out", str(out), "--quiet",
+               "--data", str(half), *budget, "--threads", "1", "--out", str(out), "--quiet",
                *(["--overwrite"] if out.exists() else [])]
     start = time.perf_counter()
     subprocess.run(command, check=True)
@@ -247,15 +248,15 @@ def adapt_part(args) -> None:
     after = scored(str(out), sources, references, glossary)
     print("after", after, flush=True)
     rows = [[f"`{Path(args.run).name}` as shipped", f"{before[0]:.1f}", f"{before[1]:.1f}", before[2]],
-            [f"after `train --init --data train-half.po --minutes {args.minutes:g}`", f"{after[0]:.1f}",
+            [f"after `train --init --data train-half.po {' '.join(budget)}`", f"{after[0]:.1f}",
              f"{after[1]:.1f}", after[2]]]
     body = (f"Django's pt_BR catalogues (`apt-get download {DJANGO}`, outside every recipe), halved by SHA-256 of "
             f"the source: {len(train)} translated entries written as a catalogue (`train-half.po`) to train on, "
             f"the other {len(test)} scored (beam 4, BLEU and chrF against the translators' own; terms: the "
             f"targets of {len(glossary)} terms of the training half used, `project_glossary`).\n\n"
             + markdown_table(["model", "BLEU", "chrF", "terms used"], rows)
-            + f"\n\nTraining ran `--threads 1`, nice'd, {args.minutes:g} minutes of training time "
-              f"({wall / 60:.1f} minutes wall, validation included) on a machine shared with other engineers' "
+            + f"\n\nTraining ran `--threads 1`, nice'd, `{' '.join(budget)}` ({wall / 60:.1f} minutes wall, "
+              f"validation included) on a machine shared with other engineers' "
               f"jobs (load average {load_average()}). `translate --po --adapt MINUTES` is not built: adapting "
               f"is minutes of training per catalogue that leave a new run behind, which a translator should name "
               f"and keep (`--out`) and reuse for the next catalogue, not pay again at every `translate --po`.")
@@ -273,6 +274,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("part", choices=["glossary", "memory", "adapt"])
     parser.add_argument("--minutes", type=float, default=5.0, help="adapt: minutes of training")
+    parser.add_argument("--steps", type=int, default=None, help="adapt: steps of training instead of minutes")
     parser.add_argument("--run", required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--work", default="/tmp/assistant-bench")

@@ -77,11 +77,11 @@ class ShortlistRule:
 
 
 class ShortlistOutput(nn.Module):
-    """The output projection as Marian computes it under a shortlist: only the candidate rows of W multiplied,
-    logits = h W[ids]^T + b[ids], written into a (..., vocab) tensor of -inf. A speed layout, swapped in for the
-    model's `output` where a run with a shortlist is loaded for decoding (`use_shortlist_output`), never inside
-    model/: at a decoding step of one sentence the full projection (32,001 x 256 for Firefox's students) is most
-    of the work (BENCHMARKS.md, "int8 decoding on the CPU").
+    """The output projection as Marian computes it under a shortlist: only the candidate rows of W multiplied
+    (`OutputProjection.logits_of`), written into a (..., vocab) tensor of -inf. A speed layout, swapped in for
+    the model's `output` where a run with a shortlist is opened for decoding (`use_shortlist_output`), never
+    inside model/: at a decoding step of one sentence the full projection (32,001 x 256 for Firefox's students)
+    is most of the work (BENCHMARKS.md, "Firefox's en-pt student").
 
     The search restricts it (`restrict(ids)`) only where that changes no token: greedy decoding without scores
     and without a recorder, where the next token is the argmax of the logits after the rules, and the shortlist
@@ -89,27 +89,21 @@ class ShortlistOutput(nn.Module):
     (the normaliser), the views need every logit: there `restrict(None)` leaves the full projection.
     """
 
-    def __init__(self, full: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+    def __init__(self, full: nn.Module) -> None:
         super().__init__()
-        self.full = full
-        self.weight, self.bias = weight, bias  # float (vocab, d_model) and (vocab,): the rows are taken from them
+        self.full = full  # the model's OutputProjection
         self.ids: torch.Tensor | None = None
-        self.rows: tuple[torch.Tensor, torch.Tensor | None] | None = None
 
     def restrict(self, ids: torch.Tensor | None) -> None:
         """Compute only the rows `ids` (sorted target ids) from now on; None: every row."""
-        ids = None if ids is None else ids[ids < self.weight.shape[0]]
-        self.ids = ids
-        self.rows = None if ids is None else (self.weight.index_select(0, ids),
-                                              None if self.bias is None else self.bias.index_select(0, ids))
+        self.ids = None if ids is None else ids[ids < self.full.linear.out_features]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (batch, tgt_len, d_model) -> logits (batch, tgt_len, vocab)."""
-        if self.rows is None:
+        if self.ids is None:
             return self.full(hidden)
-        weight, bias = self.rows
-        logits = hidden.new_full((*hidden.shape[:-1], self.weight.shape[0]), float("-inf"))
-        return logits.index_copy_(-1, self.ids, nn.functional.linear(hidden, weight, bias))
+        logits = hidden.new_full((*hidden.shape[:-1], self.full.linear.out_features), float("-inf"))
+        return logits.index_copy_(-1, self.ids, self.full.logits_of(hidden, self.ids))
 
 
 # The models whose output projection was swapped, and their `ShortlistOutput`: the search looks its model up
@@ -124,8 +118,8 @@ def use_shortlist_output(model: nn.Module) -> ShortlistOutput:
     that the rows are sliced from the float weights."""
     if model in _SLICED:
         return _SLICED[model]
-    linear, full = model.output.linear, model.output
-    model.output = ShortlistOutput(full, linear.weight.detach(), None if linear.bias is None else linear.bias.detach())
+    full = model.output
+    model.output = ShortlistOutput(full)
     trace.name_as(model.output, full)
     _SLICED[model] = model.output
     return model.output

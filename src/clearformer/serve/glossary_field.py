@@ -3,14 +3,13 @@ translation service that takes a glossary (its `glossary_support`: one `source<T
 `weblate.glossary.models.render_glossary_units_tsv` renders), or a JSON object {source: target}.
 
     POST /translate {"q": "Save the file", "source": "en", "target": "pt", "glossary": "file\\tficheiro"}
-    -> {"translatedText": "Guarde o ficheiro"}                   (a term not placed: "glossaryMissing")
+    -> {"translatedText": "Guarde o ficheiro"}                   (a term not placed: a line in "notes")
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from clearformer.errors import UserError
+from clearformer.generate.glossary import glossary_notes
 from clearformer.glossary import Glossary, clean_terms, parse_tsv
 from clearformer.serve.requests import RequestError
 
@@ -36,7 +35,6 @@ def glossary_field(value) -> Glossary | None:
                             "of source: target strings")
 
 
-def missing_terms(glossary: Glossary, texts: Sequence[str], translations: Sequence[str]) -> list[list[str]]:
-    """Per text, the glossary terms of its source its translation does not use ("source -> target")."""
-    return [[f"{term.source} -> {term.target}" for term in glossary.missing(text, translation)]
-            for text, translation in zip(texts, translations, strict=True)]
+def missing_terms(glossary: Glossary, text: str, translation: str) -> tuple[str, ...]:
+    """The lines naming each glossary term of `text` its translation does not use (the answer's `notes`)."""
+    return tuple(note.detail for note in glossary_notes(glossary, text, translation))

@@ -13,6 +13,8 @@ from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
 from clearformer.tokenize.subword import SentencePieceTokenizer
 from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokenizer, detokenize, split_words
 
+NUMERAL = r"\d+"  # masked only in a sentence whose numerals collide with its stand-ins (tokenize/standins.py)
+
 
 def mask_placeholders(tokenizer, text: str) -> Masked:
     """The sentence the model reads: with a masking tokenizer (its `mask_placeholders` fact) each
@@ -23,8 +25,13 @@ def mask_placeholders(tokenizer, text: str) -> Masked:
     if stand_ins is None:
         return mask(text, tokenizer.placeholder_patterns)
     masked = mask(text, tokenizer.placeholder_patterns, limit=len(stand_ins.texts))
-    if stand_ins.collides(masked.text, len(masked.originals)):  # its own numerals stay numerals: nothing masked
-        return Masked(text, (), stand_ins.texts)
+    if stand_ins.collides(masked.text, len(masked.originals)):
+        # "Step 1 of [X9X]": its own 1 would read as ｟ph0｠'s stand-in. Its numerals are masked too (each comes
+        # back exactly, as a placeholder does), so none is left to collide; the placeholders stay protected
+        # (left unmasked, Weblate's [X9X] came back "[X9)": issue 49).
+        masked = mask(text, (*tokenizer.placeholder_patterns, NUMERAL), limit=len(stand_ins.texts))
+        if stand_ins.collides(masked.text, len(masked.originals)):  # cannot happen: no numeral is left
+            return Masked(text, (), stand_ins.texts)
     return Masked(masked.text, masked.originals, stand_ins.texts)
 
 

@@ -66,13 +66,15 @@ msgstr ""
 '''
 
 
+def written(folder, name: str, text: str):
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def test_po_memory_and_glossary(checkpoint, tmp_path, capsys):
-    po = tmp_path / "fr.po"
-    po.write_text(CATALOGUE, encoding="utf-8")
-    memory = tmp_path / "old.po"
-    memory.write_text('msgid "we eat bread"\nmsgstr "nous mangeons du pain"\n', encoding="utf-8")
-    glossary = tmp_path / "terms.csv"
-    glossary.write_text("dog,le chat\n", encoding="utf-8")
+    po, glossary = written(tmp_path, "fr.po", CATALOGUE), written(tmp_path, "terms.csv", "dog,le chat\n")
+    memory = written(tmp_path, "old.po", 'msgid "we eat bread"\nmsgstr "nous mangeons du pain"\n')
     out = tmp_path / "out.po"
     code, _, err = run_cli(["translate", "--po", str(po), "--out", str(out), "--checkpoint", str(checkpoint),
                             "--memory", str(memory), "--glossary", str(glossary)], capsys)
@@ -118,10 +120,8 @@ def test_explain_shows_where_a_term_decided_the_token(checkpoint, tmp_path, caps
 
 
 def test_po_names_a_term_not_placed_in_a_comment(checkpoint, tmp_path, capsys):
-    po = tmp_path / "fr.po"
-    po.write_text(CATALOGUE, encoding="utf-8")
-    glossary = tmp_path / "terms.tsv"
-    glossary.write_text("dog\tnous mangeons du pain le chat\n", encoding="utf-8")
+    po = written(tmp_path, "fr.po", CATALOGUE)
+    glossary = written(tmp_path, "terms.tsv", "dog\tnous mangeons du pain le chat\n")
     out = tmp_path / "out.po"
     code, _, err = run_cli(["translate", "--po", str(po), "--out", str(out), "--checkpoint", str(checkpoint),
                             "--glossary", str(glossary), "--max-extra", "0", "--no-memory"], capsys)

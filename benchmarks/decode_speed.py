@@ -53,6 +53,7 @@ from clearformer.config import preset  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, greedy_decode, pad_batch  # noqa: E402
 from clearformer.generate import layout as layout_module  # noqa: E402
 from clearformer.generate.int8 import quantize_int8  # noqa: E402
+from clearformer.generate.layout import for_decoding  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
 
 SIZE = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
@@ -210,8 +211,8 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
     runs = {}
     if system == "clearformer":
         torch.manual_seed(args.seed)
-        model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
-                                   max_len=512)).eval().to(args.device)
+        model = for_decoding(Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab,
+                                                dropout=0.0, max_len=512)).eval().to(args.device))
         int8_model = copy.deepcopy(model)
         if args.device == "cpu":  # int8 (generate/int8.py) is a CPU path
             quantize_int8(int8_model)

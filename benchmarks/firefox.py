@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.generate import DecodingOptions, greedy_decode, translate  # noqa: E402
 from clearformer.generate.int8 import quantize_int8  # noqa: E402
+from clearformer.generate.layout import for_decoding  # noqa: E402
 from clearformer.generate.shortlist import use_shortlist_output  # noqa: E402
 from clearformer.interop.firefox import import_firefox, package_folder  # noqa: E402
 from clearformer.load import load_model  # noqa: E402
@@ -81,6 +82,7 @@ def decoding_models(run: Path) -> dict[str, tuple]:
     models = {}
     for name, sliced, int8, shortlist in SETUPS:
         model, tokenizer, _ = load_model(run)
+        model = for_decoding(model)  # the layout every command decodes with (generate/layout.py)
         if sliced:
             use_shortlist_output(model)
         if int8:
@@ -133,7 +135,7 @@ def step_times(run: Path, lengths: tuple[int, ...], rows: int = 8) -> str:
     for name, overrides in (("SSRU (Firefox's)", {}), ("self-attention", dict(attention="mha", zero_start=False))):
         config = dataclasses.replace(model.config, **overrides)
         torch.manual_seed(0)
-        decoder = build_model(config).eval()
+        decoder = for_decoding(build_model(config).eval())  # decoded as every command decodes
         cells = [name]
         for length in lengths:
             options = DecodingOptions(max_new=length, min_length=length, with_scores=False)

@@ -371,13 +371,14 @@ def stage_decode(window: Window) -> None:
     """Greedy and beam 4: eager growing cache, static cache (+ CUDA graph on a GPU), Transformers' generate."""
     from benchmarks.decode_speed import SIZE, hf_runner, make_batches, marian_model, source_lengths
     from clearformer.generate import DecodingOptions, beam_search, greedy_decode, pad_batch
+    from clearformer.generate.layout import for_decoding
 
     args = window.args
     lengths, where = source_lengths(args.decode_sentences, 0)
     batches = make_batches(lengths, args.vocab, args.decode_batch, 0)
     torch.manual_seed(0)
-    model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
-                               max_len=512, **SIZE)).eval().to(window.device)
+    model = for_decoding(Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab,
+                                            dropout=0.0, max_len=512, **SIZE)).eval().to(window.device))
     marian = marian_model(args.vocab).to(window.device)
     inputs = [pad_batch(b, model.config.pad_id, window.device) for b in batches]
     new = args.new_tokens

@@ -19,6 +19,7 @@ import threading
 from clearformer.errors import Stopped, UserError
 from clearformer.store import lock as runlock
 from clearformer.store.cachedir import cache_dir, remove_temporary_folders
+from clearformer.store.output import StandardOutput
 
 COMMAND_MODULES = [
     "clearformer.commands.info",
@@ -39,6 +40,7 @@ COMMAND_MODULES = [
     "clearformer.commands.lens",
     "clearformer.commands.patch",
     "clearformer.commands.attribute",
+    "clearformer.commands.confidence",
 ]
 
 
@@ -127,9 +129,13 @@ def run(argv: list[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    stdout = sys.stdout
+    sys.stdout = StandardOutput(stdout)  # a full disk behind stdout: one line (store/output.py)
     try:
         reject_non_finite(args)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # now, where a failure is one line, not at exit
+        return code
     except Stopped as stop:  # SIGTERM or Ctrl-C, the work saved: how to continue (said by process 0 only)
         if str(stop):
             print(f"clearformer {args.command}: {stop}", file=sys.stderr)
@@ -145,6 +151,8 @@ def run(argv: list[str] | None) -> int:
         # `clearformer ... | head` closed the pipe: not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        sys.stdout = stdout
 
 
 def reject_non_finite(args: argparse.Namespace) -> None:

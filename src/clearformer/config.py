@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clearformer.errors import UserError
+from clearformer.options import fits
 from clearformer.store.atomic import atomic_write_text
 from clearformer.store.safeio import read_json_object
 
@@ -273,10 +274,6 @@ def check_format_version(data: dict, path: str | Path) -> dict:
     return {name: value for name, value in data.items() if name != "format_version"}
 
 
-JSON_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "None": (type(None),),
-              "dict": (dict,)}
-
-
 def _checked_fields(cls, data: dict, prefix: str = "") -> dict:
     """`data`'s fields for dataclass `cls`: a ConfigError naming the first unknown or mistyped one."""
     known = {f.name for f in dataclasses.fields(cls)}
@@ -285,21 +282,10 @@ def _checked_fields(cls, data: dict, prefix: str = "") -> dict:
         raise ConfigError(f"unknown config field(s): {', '.join(prefix + name for name in unknown)}")
     for known_field in dataclasses.fields(cls):
         name, annotation = known_field.name, str(known_field.type)
-        if name in data and not _has_type(data[name], annotation):
+        if name in data and not fits(data[name], annotation):  # options.py's one reading of an annotation
             shown = json.dumps(data[name], default=str)[:40]
             raise ConfigError(f"config field {prefix}{name} must be {annotation}, not {shown}")
     return dict(data)
-
-
-def _has_type(value, annotation: str) -> bool:
-    """Whether a JSON value fits a field annotated e.g. "int | None" (a bool is not an int here)."""
-    for name in annotation.replace(" ", "").split("|"):
-        allowed = JSON_TYPES.get(name.split("[")[0])
-        if allowed is None:
-            return True  # an annotation this check does not know (a nested config): checked by its own class
-        if isinstance(value, allowed) and (bool in allowed or not isinstance(value, bool)):
-            return True
-    return False
 
 
 VARIANTS = ("mha", "gqa", "mqa", "mla")  # (and "ssru", which `attention_variant` names but no preset builds)

@@ -83,23 +83,35 @@ def check_value(name: str, value, at_least=None, at_most=None, above=None, below
         raise UserError(f"{name} must be at most {shown(at_most)}, not {shown(value)}{hint}")
 
 
-TYPE_WORDS = {"int": (int, "an integer"), "float": ((int, float), "a number"), "str": (str, "a string"),
-              "bool": (bool, "true or false")}
+# The one reading of a field's annotation, for options and for config.json alike (config.py `ModelConfig.from_dict`):
+# each word of "int | None" -> the Python types a value may have, and how a message names them.
+TYPE_WORDS = {"int": ((int,), "an integer"), "float": ((int, float), "a number"), "str": ((str,), "a string"),
+              "bool": ((bool,), "true or false"), "dict": ((dict,), "an object"), "None": ((type(None),), "null")}
+
+
+def fits(value, annotation: str) -> bool:
+    """Whether `value` fits an annotation such as "int | None" (a bool is no number here). A word this check does
+    not know (a part, a nested config: checked by its own class) lets any value through."""
+    for word in annotation.replace(" ", "").split("|"):
+        known = TYPE_WORDS.get(word.split("[")[0])
+        if known is None:
+            return True
+        allowed = known[0]
+        if isinstance(value, allowed) and (bool in allowed or not isinstance(value, bool)):
+            return True
+    return False
+
+
+def wanted(annotation: str) -> str:
+    """How a message names what an annotation takes: "an integer or a number"."""
+    words = [word.split("[")[0] for word in annotation.replace(" ", "").split("|")]
+    return " or ".join(TYPE_WORDS[w][1] for w in words if w in TYPE_WORDS and w != "None")
 
 
 def check_type(name: str, value, annotation: str) -> None:
-    """A UserError when `value` does not fit an annotation such as "int | None" (a bool is no number here)."""
-    words = annotation.replace(" ", "").split("|")
-    if value is None and "None" in words:
-        return
-    for word in words:
-        if word not in TYPE_WORDS:
-            return  # dict, a part, ...: not checked here
-        allowed, _ = TYPE_WORDS[word]
-        if isinstance(value, allowed) and (word == "bool" or not isinstance(value, bool)):
-            return
-    wanted = " or ".join(TYPE_WORDS[w][1] for w in words if w in TYPE_WORDS)
-    raise UserError(f"{name} must be {wanted}, not {value!r}")
+    """A UserError when `value` does not fit an annotation such as "int | None" (`fits`)."""
+    if not fits(value, annotation):
+        raise UserError(f"{name} must be {wanted(annotation)}, not {value!r}")
 
 
 def part(cls, **defaults):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
+from clearformer.generate.layout import for_decoding
 from clearformer.generate.translator import DEFAULT_SETTINGS, EngineSettings, PyTorchTranslator, Translator
 from clearformer.interop.ct2_engine import CTranslate2Translator
 from clearformer.load import load_model
@@ -63,7 +64,8 @@ def load_run(checkpoint: str | Path | None = None, device: str = "cpu") -> Loade
     if config.src_vocab_size != len(tokenizer):
         raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
                         f"src_vocab_size={config.src_vocab_size}")
-    return LoadedRun(model, tokenizer, Path(directory), meta if isinstance(meta, dict) else {})
+    # Decoding's layout, once, here (generate/layout.py): every engine and front reads this one model.
+    return LoadedRun(for_decoding(model), tokenizer, Path(directory), meta if isinstance(meta, dict) else {})
 
 
 def load_translator(checkpoint: str | Path | None = None, engine: str = "pytorch",

@@ -168,7 +168,7 @@ def test_a_file_that_is_not_a_catalogue_is_one_line_with_its_line(masking_run, t
     bad.write_text('msgid "a"\nmsgstr "b"\n\nthis is not gettext\n', encoding="utf-8")
     assert main(["translate", "--checkpoint", str(masking_run), "--po", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"clearformer translate: error: {bad}:4: not a gettext catalogue")
+    assert err.startswith(f"clearformer translate: error: {bad}:4: not a gettext catalogue (keyword 'this' unknown")
     assert len(err.splitlines()) == 1
     binary = tmp_path / "model.po"
     binary.write_bytes(b"\x00\xff\xfe binary")

@@ -119,3 +119,36 @@ def test_target_errors_are_one_line(tmp_path, monkeypatch, capsys, argv, message
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("clearformer data: error: ") and message in err and "\n" not in err
+
+
+@needs_dpkg
+@pytest.mark.parametrize(("target", "refused"), [("xx", True), ("pt_BR", False), ("ast", False)])
+def test_a_locale_no_package_translates_is_refused_before_the_big_download(target, refused, tmp_path, monkeypatch):
+    """Issue 51: `--target xx` downloaded 96 MB of 16 packages, then pointed at warnings that did not exist. The
+    recipe's two smallest many-language packages are fetched first (about 2 MB) and their catalogues' locales,
+    with LibreOffice's per-language package, say whether any package translates into the target."""
+    debs = tmp_path / "made"
+    debs.mkdir()
+    probe = make_deb(debs, "libc-l10n", "1.0", {
+        "usr/share/locale/pt_BR/LC_MESSAGES/libc.mo": write_mo([MoEntry("Open", ("Abrir",))]),
+        "usr/share/locale/de/LC_MESSAGES/libc.mo": write_mo([MoEntry("Open", ("Öffnen",))])})
+    requested: list[list[str]] = []
+
+    def fake_download(names, folder, log=print):
+        requested.append(list(names))
+        return {name: probe for name in names if name == "libc-l10n" or len(names) > 2}
+
+    monkeypatch.setattr(software, "apt_download", fake_download)
+    monkeypatch.setattr(software, "package_known", lambda name: name == "libreoffice-l10n-ast")
+    logged: list[str] = []
+    if refused:
+        with pytest.raises(UserError) as error:
+            software.build(tmp_path / "out", tmp_path / "downloads", log=logged.append, target=target)
+        message = str(error.value)
+        assert "'xx'" in message and "de, pt_BR" in message and "\n" not in message
+        assert requested == [["libc-l10n", "util-linux-locales"]]  # nothing else was downloaded
+    else:
+        with pytest.raises(UserError) as error:  # the fake downloads give too few pairs: the build's own error
+            software.build(tmp_path / "out", tmp_path / "downloads", log=logged.append, target=target)
+        assert len(requested) == 2 and len(requested[1]) == len(software.PACKAGES)
+        assert "warnings above" not in str(error.value)  # no package failed: no warning to point at

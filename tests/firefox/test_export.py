@@ -111,4 +111,4 @@ def test_refusals_name_the_option(firefox_runs, tmp_path, capsys):
     assert (existing / "mine.txt").read_text() == "keep"
     assert main(["export", "--checkpoint", str(firefox_runs["en-pt"]), "--to", "marian", str(tmp_path / "x"),
                  "--quantize", "int8"]) == 2
-    assert "--quantize applies only to --to marian-bin" in capsys.readouterr().err
+    assert "--quantize int8 applies only to --to ctranslate2 (int8, " in capsys.readouterr().err

@@ -38,10 +38,10 @@ class Outcome:
 
 def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict[str, str | None] | None = None,
               memory: int = CHILD_MEMORY_BYTES, seconds: float = CHILD_SECONDS, signal_after: float | None = None,
-              signal_number: int = 2) -> Outcome:
+              signal_number: int = 2, stdout_to: str | None = None) -> Outcome:
     """`python -m clearformer.cli ARGV` with RLIMIT_AS = `memory` and a wall-clock limit; the child's own
     peak memory (from wait4) is recorded under `case`. signal_after: `signal_number` (SIGINT) after that many
-    seconds."""
+    seconds. stdout_to: a path the child's standard output is opened on (/dev/full) instead of a file read back."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -52,7 +52,7 @@ def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict[str, 
     environment = {**os.environ, **(env or {})}  # a value of None removes the variable
     environment = {name: value for name, value in environment.items() if value is not None}
     out_path, err_path = cwd / f".out-{os.getpid()}", cwd / f".err-{os.getpid()}"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    with open(stdout_to or out_path, "wb") as out, open(err_path, "wb") as err:
         process = subprocess.Popen([sys.executable, "-m", "clearformer.cli", *argv], cwd=cwd, stdin=stdin,
                                    stdout=out, stderr=err, env=environment, preexec_fn=limit)
         started = time.monotonic()
@@ -72,9 +72,9 @@ def run_child(case: str, argv: list[str], cwd: Path, stdin=None, env: dict[str, 
             time.sleep(0.05)
         process.returncode = os.waitstatus_to_exitcode(status)
     PEAKS[case] = usage.ru_maxrss
-    stdout = out_path.read_text(encoding="utf-8", errors="replace")
+    stdout = "" if stdout_to else out_path.read_text(encoding="utf-8", errors="replace")
     stderr = err_path.read_text(encoding="utf-8", errors="replace")
-    out_path.unlink()
+    out_path.unlink(missing_ok=True)
     err_path.unlink()
     return Outcome(process.returncode, stdout, stderr, usage.ru_maxrss)
 

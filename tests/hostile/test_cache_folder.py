@@ -94,3 +94,50 @@ def test_with_the_cache_off_nothing_is_left_in_tmpdir(tmp_path):
                         env={"CLEARFORMER_CACHE": "off", "TMPDIR": str(temporary)})
     assert outcome.code == 0, outcome.stderr
     assert sorted(p.name for p in temporary.iterdir()) == []
+
+
+@pytest.mark.parametrize("content", ["a file", "a subfolder"])
+def test_a_users_folder_named_toy_translate_partial_is_never_removed(content, tmp_path, monkeypatch, in_process,
+                                                                     quick_toy):
+    """Issue 51: any folder ending in `.partial` was taken for clearformer's own and removed with the user's
+    notes.txt; only a folder clearformer marked (a run's marker, the toy's mark) or an empty one is."""
+    mine = tmp_path / "cache" / "toy-translate.partial"
+    mine.mkdir(parents=True)
+    if content == "a file":
+        (mine / "notes.txt").write_text("mine\n")
+    else:
+        (mine / "drafts").mkdir()
+        (mine / "drafts" / "a.txt").write_text("mine\n")
+    before = tree_hashes(mine)
+    monkeypatch.setenv("CLEARFORMER_CACHE", str(tmp_path / "cache"))
+    code, _, err = in_process("learn", "--vocab")
+    assert code == 2 and "toy-translate.partial" in one_line(err) and "did not make" in one_line(err)
+    assert tree_hashes(mine) == before
+
+
+def test_an_interrupted_trainings_partial_folder_is_cleared_and_trained_again(tmp_path, monkeypatch, in_process,
+                                                                             quick_toy):
+    partial = tmp_path / "cache" / "toy-translate.partial"
+    partial.mkdir(parents=True)
+    (partial / ".clearformer-run").write_text("training\n")  # what train writes first (store/lock.py)
+    (partial / "metrics.csv").write_text("step\n")
+    monkeypatch.setenv("CLEARFORMER_CACHE", str(tmp_path / "cache"))
+    code, _, err = in_process("learn", "--vocab")
+    assert code == 0, err
+    assert not partial.exists() and (tmp_path / "cache" / "toy-translate" / "model.safetensors").exists()
+
+
+def test_an_imports_stale_partial_folder_is_removed_only_when_clearformer_marked_it(tmp_path):
+    """The class of the case above: lesson 16's import folders `NAME.partial-PID` of a process that ended."""
+    from clearformer.learn.browser import remove_stale_partials
+    from clearformer.store.cachedir import make_marked
+
+    run_dir = tmp_path / "cache" / "firefox-en-pt"
+    users = tmp_path / "cache" / "firefox-en-pt.partial-999999999"
+    users.mkdir(parents=True)
+    (users / "notes.txt").write_text("mine\n")
+    ours = make_marked(tmp_path / "cache" / "firefox-en-pt.partial-999999998")
+    (ours / "model.safetensors").write_bytes(b"half")
+    before = tree_hashes(users)
+    remove_stale_partials(run_dir)
+    assert tree_hashes(users) == before and not ours.exists()

@@ -190,3 +190,24 @@ def test_a_paragraph_reads_the_same_pieces_through_the_engine(run, count, capsys
     ours = capsys.readouterr().out
     assert main(["translate", "--checkpoint", str(run), *rules, "--engine", "ctranslate2", text]) == 0
     assert capsys.readouterr().out == ours
+
+
+def test_po_runs_the_engine_translate_runs(run, tmp_path, capsys):
+    """`translate --po --engine ctranslate2` decodes each entry as `translate --engine ctranslate2` decodes it
+    (the one Translator, the engine's own decoding options), with --threads and --quantize as translate takes them."""
+    import polib
+
+    template = tmp_path / "app.pot"
+    po = polib.POFile()
+    po.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    for sentence in SENTENCES[:3]:
+        po.append(polib.POEntry(msgid=sentence, msgstr=""))
+    po.save(str(template))
+    out = tmp_path / "fr.po"
+    assert main(["translate", "--checkpoint", str(run), "--engine", "ctranslate2", "--quantize", "int8", "--threads",
+                 "1", "--po", str(template), "--out", str(out), "--languages", "en:fr"]) == 0
+    capsys.readouterr()
+    assert main(["translate", "--checkpoint", str(run), "--engine", "ctranslate2", "--quantize", "int8", "--threads",
+                 "1", *SENTENCES[:3]]) == 0
+    expected = capsys.readouterr().out.splitlines()
+    assert [entry.msgstr for entry in polib.pofile(str(out))] == expected

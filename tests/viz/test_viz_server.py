@@ -18,6 +18,7 @@ from clearformer.limits import MAX_BODY_BYTES, MAX_SENTENCE_CHARS
 from clearformer.serve.app import create_app
 from clearformer.serve.explainer import NO_MODEL_NOTICE, load
 from clearformer.serve.pool import AnswerPool, Busy
+from clearformer.serve.whatif import ExplainKey
 
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
@@ -276,8 +277,8 @@ def test_full_queue_answers_503(tiny_checkpoint):
     release = threading.Event()
     app.state.explainer.compute = lambda kind, value: (release.wait(30), b"{}")[1]
     try:
-        app.state.pool.submit(("sentence", "I love you"))
-        app.state.pool.submit(("sentence", "the cat"))
+        app.state.pool.submit(ExplainKey("sentence", "I love you"))
+        app.state.pool.submit(ExplainKey("sentence", "the cat"))
         response = local_client(app).post("/api/explain", json={"sentence": "I love the cat"})
         assert "busy" in _refused(response, 503) and response.headers["retry-after"] == "1"
     finally:

@@ -1,9 +1,12 @@
 """A gettext catalogue filled by a translation model: what `clearformer translate --po` does to the file.
 
-    po = read_catalogue(path)                     polib's parser (bounded read; not a catalogue: one line)
+    po = read_catalogue(path)                     catalog/reading.py: gettext's grammar into polib objects
+                                                  (what msgfmt refuses: one line, FILE:LINE)
     plan = plan_catalogue(po, settings, masks)    every text to translate, each line of each untranslated
                                                   entry, its accelerator taken out, its placeholders masked
     plan.fill(translations)                       the entries filled, marked fuzzy; the header updated
+    catalogue_text(po)                            catalog/writing.py: the file's own text, only what was
+                                                  filled rewritten (every other entry byte for byte)
 
 Rules (docs/catalogs.md):
 - an entry is filled when its msgstr (or one of its msgstr[n]) is empty and it is not obsolete; what a
@@ -18,37 +21,29 @@ Rules (docs/catalogs.md):
 - accelerators (catalog/accelerators.py) are taken out before and put back after;
 - a line the model cannot read (every word unknown, longer than its maximum length), or writes nothing for, is
   copied from the source, and the entry says so in a translator comment;
-- the header gets PO-Revision-Date and X-Generator, and a template (.pot) gets the Language, the target
-  language's Plural-Forms and charset UTF-8 (as msginit gives them); the file is written in UTF-8.
+- the header (catalog/header.py) gets PO-Revision-Date and X-Generator, and a template (.pot) gets the
+  Language, the target language's Plural-Forms and charset UTF-8, its `#, fuzzy` dropped (as msginit gives
+  them); the file is written in UTF-8.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 import polib
 
-from clearformer import __version__
 from clearformer.catalog.accelerators import Stripped, detect_mark, put_mark, strip_mark
 from clearformer.catalog.formats import Format, entry_formats, escape_literals, format_patterns, repair_placeholders
-from clearformer.catalog.plurals import (
-    PluralForms,
-    is_template_value,
-    language_plural_forms,
-    parse_plural_forms,
-)
-from clearformer.errors import UserError
-from clearformer.limits import MAX_TEXT_FILE_BYTES
-from clearformer.store import safeio
+from clearformer.catalog.header import catalogue_plural_forms, update_header
+from clearformer.catalog.plurals import PluralForms
+from clearformer.catalog.reading import read_catalogue as read_catalogue  # re-exported: what callers import
+from clearformer.catalog.writing import catalogue_text as catalogue_text
+from clearformer.limits import MAX_SENTENCE_CHARS
 from clearformer.tokenize.placeholders import Masked, PlaceholderError, mask, mask_target, restore
 
 COMMENT = "clearformer:"  # the prefix of the translator comments this module adds
-_CHARSET = re.compile(rb"charset=([A-Za-z0-9_.:-]+)")
-_LINE = re.compile(r"\(line (\d+)\)")
 
 
 @dataclass(frozen=True)
@@ -63,39 +58,19 @@ class CatalogueSettings:
     model_patterns: tuple[str, ...] = ()
 
 
-def read_catalogue(path: Path) -> polib.POFile:
-    """A .po or .pot file, read through the bounded reader and parsed by polib; a file that is not a
-    catalogue, or not in its declared charset, is a one-line UserError naming the file and the line."""
-    data = safeio.read_bytes(path, MAX_TEXT_FILE_BYTES)
-    declared = _CHARSET.search(data)
-    charset = declared.group(1).decode("ascii") if declared else "utf-8"
-    if charset.upper() == "CHARSET":  # a template's placeholder: gettext reads it as ASCII, UTF-8 is a superset
-        charset = "utf-8"
-    try:
-        text = data.decode(charset)
-    except LookupError:
-        raise UserError(f"{path}: unknown charset {charset!r} in the header") from None
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        why = f"not {charset} text (the charset its header declares)" if declared else "not UTF-8 text"
-        raise UserError(f"{path}:{line}: {why}") from None
-    if "\n" not in text:  # polib takes a one-line string for a file name
-        text += "\n"
-    try:
-        return polib.pofile(text, wrapwidth=78)
-    except (OSError, ValueError) as error:  # polib: IOError("Syntax error in po file (line N)...")
-        found = _LINE.search(str(error))
-        at = f":{found.group(1)}" if found else ""
-        raise UserError(f"{path}{at}: not a gettext catalogue (polib: {str(error).splitlines()[0]})") from None
-
-
 def needs_filling(entry: polib.POEntry) -> bool:
-    """Untranslated (an empty msgstr, or an empty msgstr[n]) and not obsolete; the header never."""
-    if entry.obsolete or not entry.msgid:
+    """Untranslated (an empty msgstr, or an empty msgstr[n]) and not obsolete; the header never. An entry with
+    an empty msgid_plural and msgstr[n] (gettext accepts it) has no plural source to translate, and msgfmt
+    checks every msgstr[n] against that empty one: it is left as it is."""
+    if entry.obsolete or not entry.msgid or (entry.msgstr_plural and not entry.msgid_plural):
         return False
-    if entry.msgid_plural:
+    if is_plural(entry):
         return not entry.msgstr_plural or any(not text for text in entry.msgstr_plural.values())
     return not entry.msgstr
+
+
+def is_plural(entry: polib.POEntry) -> bool:
+    return bool(entry.msgid_plural or entry.msgstr_plural)
 
 
 @dataclass
@@ -116,11 +91,13 @@ class Line:
 
 @dataclass
 class Slot:
-    """An entry to fill: the lines of its msgid and (plural entries) its msgid_plural."""
+    """An entry to fill: the lines of its msgid and (plural entries) its msgid_plural, and the msgstr[n] that
+    get the singular's translation (`one_forms`, catalog/plurals.py)."""
 
     entry: polib.POEntry
     singular: list[Line]
     plural: list[Line] | None = None
+    one_forms: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -130,6 +107,7 @@ class Outcome:
     filled: int = 0
     copied: int = 0
     moved_accelerators: int = 0
+    untranslated: int = 0  # entries under --min-confidence, left empty (clearformer.quality.fronts)
 
 
 @dataclass
@@ -157,7 +135,7 @@ class Plan:
                 entry.msgstr = singular
             else:
                 plural = self._assemble(slot.plural, translations, notes)
-                one = self.plural_forms.singular_forms()
+                one = slot.one_forms
                 for form in range(self.plural_forms.count):
                     if not entry.msgstr_plural.get(form):
                         entry.msgstr_plural[form] = singular if form in one else plural
@@ -206,16 +184,26 @@ def plan_catalogue(po: polib.POFile, settings: CatalogueSettings, where: str) ->
     """Every entry to fill, cut into lines, each line's model input collected once (`Plan.texts`)."""
     mark = resolve_mark(po, settings.accelerator)
     slots_entries = [entry for entry in po if needs_filling(entry)]
-    plural_forms = catalogue_plural_forms(po, settings, where) if any(e.msgid_plural for e in slots_entries) else None
+    plural_forms = catalogue_plural_forms(po, settings, where) if any(map(is_plural, slots_entries)) else None
     plan = Plan(po, settings, plural_forms, mark)
     index: dict[str, int] = {}
     for entry in slots_entries:
         formats = entry_formats(entry.flags)
         singular = plan_lines(entry.msgid, formats, mark, settings, plan.texts, index)
-        plural = plan_lines(entry.msgid_plural, formats, mark, settings, plan.texts, index) if entry.msgid_plural \
+        plural = plan_lines(entry.msgid_plural, formats, mark, settings, plan.texts, index) if is_plural(entry) \
             else None
-        plan.slots.append(Slot(entry, singular, plural))
+        one_forms = plural_forms.singular_forms(same_placeholders(singular, plural)) if plural is not None \
+            else frozenset()
+        plan.slots.append(Slot(entry, singular, plural, one_forms))
     return plan
+
+
+def same_placeholders(singular: list[Line], plural: list[Line]) -> bool:
+    """Whether a msgid and its msgid_plural hold the same placeholders ("%d file", "%d files"; not "an hour
+    ago", "%(count)s hours ago")."""
+    def held(lines: list[Line]) -> list[str]:
+        return sorted(original for line in lines for original in line.masked.originals)
+    return held(singular) == held(plural)
 
 
 def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, settings: CatalogueSettings,
@@ -228,6 +216,9 @@ def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, setting
         core = raw.strip()
         if not core:
             lines.append(Line(raw, ""))
+            continue
+        if len(core) > MAX_SENTENCE_CHARS:  # no model reads it (generate/source.py): copied, without masking 5 MB
+            lines.append(Line(raw, "", stripped=Stripped(raw), copied=True))
             continue
         lead, trail = raw[: len(raw) - len(raw.lstrip())], raw[len(raw.rstrip()):]
         stripped = strip_mark(core, mark)
@@ -250,57 +241,6 @@ def resolve_mark(po: polib.POFile, accelerator: str) -> str | None:
     if accelerator != "auto":
         return accelerator
     return detect_mark((entry.msgid, entry.msgstr) for entry in po if not entry.obsolete and not entry.msgid_plural)
-
-
-def catalogue_plural_forms(po: polib.POFile, settings: CatalogueSettings, where: str) -> PluralForms:
-    """The catalogue's Plural-Forms, or (a template's) the target language's."""
-    header = po.metadata.get("Plural-Forms")
-    if is_template_value(header):
-        language = target_language(po, settings)
-        header = language_plural_forms(language) if language else None
-        if header is None:
-            raise UserError(f"{where}: the catalogue has plural entries but no Plural-Forms header, and clearformer "
-                            f"does not know the plural forms of {language or 'the target language'!r}: add the "
-                            f"header (gettext manual, 'Plural forms')")
-    return parse_plural_forms(header, where)
-
-
-def target_language(po: polib.POFile, settings: CatalogueSettings) -> str | None:
-    """The catalogue's Language, else the run's target language."""
-    language = po.metadata.get("Language", "").strip()
-    return language or settings.language
-
-
-def update_header(po: polib.POFile, settings: CatalogueSettings, plural_forms: PluralForms | None,
-                  now: datetime | None = None) -> None:
-    """As gettext's tools do: PO-Revision-Date now, X-Generator; a template's Language, Plural-Forms and
-    charset set (and its header no longer fuzzy, as msginit leaves it)."""
-    metadata = po.metadata
-    template = "CHARSET" in metadata.get("Content-Type", "") or "INTEGER" in metadata.get("Plural-Forms", "")
-    language = target_language(po, settings)
-    if language and not metadata.get("Language", "").strip():
-        metadata["Language"] = language
-    if is_template_value(metadata.get("Plural-Forms")) and (template or plural_forms is not None):
-        known = plural_forms.header if plural_forms else (language_plural_forms(language) if language else None)
-        if known:
-            metadata["Plural-Forms"] = known
-    metadata["Content-Type"] = "text/plain; charset=UTF-8"  # the file is written in UTF-8
-    if metadata.get("Content-Transfer-Encoding", "ENCODING") == "ENCODING":
-        metadata["Content-Transfer-Encoding"] = "8bit"
-    if "MIME-Version" not in metadata:
-        metadata["MIME-Version"] = "1.0"
-    metadata["PO-Revision-Date"] = (now or datetime.now().astimezone()).strftime("%Y-%m-%d %H:%M%z")
-    metadata["X-Generator"] = f"clearformer {__version__}"
-    if template:
-        po.metadata_is_fuzzy = False  # polib keeps the header's flags here
-    po.encoding = "utf-8"
-
-
-def catalogue_text(po: polib.POFile) -> str:
-    """The catalogue as a .po file's text (polib writes a lone "#" line for a file without header comments:
-    left out, so that a file comes back with the comments it had)."""
-    text = po.__unicode__()
-    return text.removeprefix("#\n") if not po.header else text
 
 
 def fill_catalogue(po: polib.POFile, settings: CatalogueSettings, where: str,

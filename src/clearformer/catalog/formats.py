@@ -50,7 +50,9 @@ FORMATS = {fmt.name: fmt for fmt in (
     Format("python-format", (PYTHON_DIRECTIVE,), (("%", "%%"),), ordered=True),
     Format("python-brace-format", (BRACE_DIRECTIVE,), (("{", "{{"), ("}", "}}"))),
     Format("csharp-format", (BRACE_DIRECTIVE,), (("{", "{{"), ("}", "}}"))),
-    Format("java-format", (r"''", r"\{\d+(?:,[^{}]*)?\}"), (("'", "''"),)),
+    # MessageFormat: '' is an apostrophe, and a single quote quotes up to the next one (or the end): "It's {0}
+    # o'clock" has no argument, so the quoted span is copied whole, and the msgstr keeps the msgid's arguments.
+    Format("java-format", (r"''", r"'[^']*(?:'|$)", r"\{\d+(?:,[^{}]*)?\}"), (("'", "''"),)),
     Format("qt-format", (QT_DIRECTIVE,)),
     Format("qt-plural-format", (r"%L?n", QT_DIRECTIVE)),
     Format("kde-format", (r"%\d{1,2}",)),

@@ -41,6 +41,7 @@ PLURAL_FORMS = {
     "ga": "nplurals=5; plural=n==1 ? 0 : n==2 ? 1 : (n>2 && n<7) ? 2 :(n>6 && n<11) ? 3 : 4;",
     "ar": "nplurals=6; plural=n==0 ? 0 : n==1 ? 1 : n==2 ? 2 : n%100>=3 && n%100<=10 ? 3 : n%100>=11 ? 4 : 5;",
 }
+SAMPLED = 1000  # the numbers a plural expression is evaluated on
 _HEADER = re.compile(r"^\s*nplurals\s*=\s*(\d+)\s*;\s*plural\s*=\s*(.+?)\s*;?\s*$", re.S)
 
 
@@ -52,10 +53,17 @@ class PluralForms:
     count: int
     form: Callable[[int], int]
 
-    def singular_forms(self) -> frozenset[int]:
-        """The forms that get the singular translation (see the module docstring)."""
+    def singular_forms(self, same_placeholders: bool = True) -> frozenset[int]:
+        """The forms that get the singular translation (see the module docstring). When the singular source lacks
+        a placeholder of the plural one ("an hour ago", "%(count)s hours ago"), only a form that n = 1 takes
+        alone: msgfmt --check wants the plural's placeholders in a form that other numbers take too (Croatian
+        form 0: 1, 21, 31...)."""
         one = self.form(1)
-        return frozenset() if self.form(2) == one else frozenset({one})
+        if self.form(2) == one:
+            return frozenset()
+        if not same_placeholders and any(self.form(n) == one for n in range(2, SAMPLED)):
+            return frozenset()
+        return frozenset({one})
 
 
 def is_template_value(header: str | None) -> bool:
@@ -66,12 +74,13 @@ def is_template_value(header: str | None) -> bool:
 def parse_plural_forms(header: str, where: str) -> PluralForms:
     """"nplurals=2; plural=(n > 1);" -> PluralForms; a header gettext would refuse is a UserError."""
     match = _HEADER.match(header)
-    if not match or not 1 <= int(match.group(1)) <= 16:
+    # len() first: int() of thousands of digits is refused by Python itself (sys.int_info.str_digits_check_threshold)
+    if not match or len(match.group(1)) > 2 or not 1 <= int(match.group(1)) <= 16:
         raise UserError(f"{where}: Plural-Forms {header!r} is not 'nplurals=N; plural=EXPRESSION;'")
     count = int(match.group(1))
     try:
         form = gettext.c2py(match.group(2))  # gettext's own parser: a C expression in n, nothing else
-        wrong = [n for n in range(200) if not 0 <= form(n) < count]
+        wrong = [n for n in range(SAMPLED) if not 0 <= form(n) < count]
     except (ValueError, SyntaxError, RecursionError, ZeroDivisionError) as error:
         raise UserError(f"{where}: Plural-Forms expression {match.group(2)!r} does not evaluate ({error})") from None
     if wrong:

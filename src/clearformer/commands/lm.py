@@ -20,6 +20,7 @@ from clearformer.errors import UserError
 from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.explain.lm import explain_text, focus
 from clearformer.explain.render import render, to_json
+from clearformer.generate.layout import for_decoding
 from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.interop.gpt2 import import_gpt2
 from clearformer.limits import MAX_NEW_TOKENS, check_model_size, require_utf8
@@ -186,7 +187,7 @@ def load_lm(directory: str, device: str = "cpu"):
     model, tokenizer, meta = load_model(directory, options.device(device))
     if model.config.n_encoder_layers != 0:
         raise UserError(f"{directory}: a translation model, not a language model (use clearformer translate)")
-    return model, tokenizer, meta
+    return for_decoding(model), tokenizer, meta  # its decoding layout, once, here (generate/layout.py)
 
 
 def decode_lines(tokenizer, ids: list[int]) -> str:

@@ -30,16 +30,11 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.source import Pieces
 from clearformer.generate.translator import Translator
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
+from clearformer.quality import fronts as confidence_front
 from clearformer.store import output as store_output
 from clearformer.store import safeio
 from clearformer.store.output import check_output
-from clearformer.translator import LoadedRun, load_run
-
-
-def load_translator(checkpoint: str | None, device: str = "cpu") -> LoadedRun:
-    """The encoder-decoder run of --checkpoint (or the latest run) on `device` (--device: cpu, cuda, cuda:N or
-    auto), read back once (clearformer/translator.py `load_run`)."""
-    return load_run(checkpoint, device)
+from clearformer.translator import load_run
 
 
 def decode_lines(data: bytes, name: str) -> list[str]:
@@ -101,12 +96,23 @@ def read_sentences(translator: Translator, sentences: list[str], name: str, line
                 at = f"argument {index + 1}: " if len(sentences) > 1 else ""
                 raise UserError(f"{at}empty sentence (nothing to translate)")
 
-    def where(index: int) -> str | None:
-        if name == "argument":
-            return None
-        return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
+    return translator.read([s.strip() for s in sentences], split, where=lambda index: input_label(name, index),
+                           warn=warn)
 
-    return translator.read([s.strip() for s in sentences], split, where=where, warn=warn)
+
+def input_label(name: str, index: int) -> str | None:
+    """How a message names input `index` of `name` (the one argument: nothing; "argument 2"; "FILE:3")."""
+    if name == "argument":
+        return None
+    return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
+
+
+def warn_notes(results, name: str) -> None:
+    """Each note a check attached to a translation (generate/result.py), one warning line each, naming its input."""
+    for index, result in enumerate(results):
+        for note in result.notes:
+            at = input_label(name, index)
+            warn(f"{at}: {note.detail}" if at else note.detail)
 
 
 def warn(message: str) -> None:
@@ -114,23 +120,30 @@ def warn(message: str) -> None:
 
 
 def run(args) -> int:
+    wants_confidence = confidence_front.check_confidence_arguments(args)  # before any work
     if args.po:  # a gettext catalogue: commands/catalog.py
-        return catalog.run(args, load_translator)
+        return catalog.run(args)
     catalog.refuse_without_po(args)
     choice = engine_options.engine_choice(args, DecodingOptions.from_args(args))  # every refusal before any work
     check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
     sentences, name, lines_may_be_empty = gather_input(args)
     glossary = read_glossary_option(args, choice.engine)  # a bad file: one line, before the model loads
-    translator = choice.open(load_translator(args.checkpoint, args.device), "translate")
+    run_folder = load_run(args.checkpoint, args.device)
+    translator = choice.open(run_folder, "translate")
     changes = interventions_from_args(translator.model, args)  # what-if: --ablate NAME, checked before any work
     pieces = read_sentences(translator, sentences, name, lines_may_be_empty, choice.decoding.split)
+    rater = confidence_front.rater(run_folder.directory, warn) if wants_confidence else None
     with engine_options.progress_bar(len(sentences), "translating", shown=bool(args.file)) as bar, changes:
-        results = translator.translate(pieces, choice.decoding, progress=bar, glossary=glossary)
-    for index, result in enumerate(results):  # what a check found: one warning line each
-        for note in result.notes:
-            warn(f"{name}:{index + 1}: {note}" if name not in ("argument", "arguments") else str(note))
-    text = "".join(result.text + "\n" for result in results)
+        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater,
+                                         glossary=glossary)
+    warn_notes(results, name)
+    if args.format == "json":
+        text = confidence_front.json_lines(results)
+    elif wants_confidence:
+        text = confidence_front.text_lines(results)
+    else:
+        text = "".join(result.text + "\n" for result in results)
     if output is not None:
         write_output(output, text)
     else:
@@ -175,4 +188,5 @@ def register(subparsers) -> None:
     add_ablate_argument(parser)
     engine_options.add_engine_arguments(parser)
     catalog.add_catalogue_arguments(parser)
+    confidence_front.add_confidence_arguments(parser)
     parser.set_defaults(func=run)

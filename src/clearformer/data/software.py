@@ -16,6 +16,8 @@ same pairs, same splits, same manifest (tests/data/test_data_software_targets.py
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -41,6 +43,10 @@ MIN_PAIRS_OTHER = 10_000
 VALID_FRACTION = TEST_FRACTION = 0.015
 MIN_HELDOUT = 1_000
 DEFAULT_TARGET = "fr"
+# The recipe's two smallest packages that hold many locales' catalogues (0.7 and 1.2 MB): fetched first, they say
+# whether the packages translate into a target at all (check_locale_translated).
+PROBES = ("libc-l10n", "util-linux-locales")
+_LOCALE_FOLDER = re.compile(r"/([^/]+)/LC_MESSAGES/[^/]+\.mo$")
 # A gettext locale as Debian's folders spell it: fr, pt_BR, sr@latin, zh_CN, ast.
 LOCALE = re.compile(r"^[a-z]{2,3}(?:_[A-Z]{2})?(?:@[a-z]+)?$")
 LANGUAGE_NAMES = {"fr": "French", "pt_BR": "Brazilian Portuguese", "pt": "European Portuguese", "de": "German",
@@ -54,6 +60,34 @@ def check_target(target: str) -> str:
         raise UserError(f"--target {target!r}: give a gettext locale as Debian's catalogue folders spell it, "
                         "e.g. fr, de, es, pt_BR, zh_CN")
     return target
+
+
+def check_locale_translated(target: str, packages: tuple[str, ...], folder: Path, log: Callable[[str], None]) -> None:
+    """Before the recipe's ~100 MB download: do its packages translate into `target` at all? The two smallest
+    packages that hold many locales are fetched first (`PROBES`, about 2 MB), and LibreOffice's package for the
+    language is asked of apt (no download); neither: one line listing the locales they do hold."""
+    probes = [name for name in PROBES if name in packages]
+    fetched = apt_download(probes, folder, log)
+    if not fetched:
+        return  # nothing could be probed (apt says why above): the build reports what it finds
+    locales: set[str] = set()
+    for path in fetched.values():
+        for name, _ in iter_files(path, lambda name: bool(_LOCALE_FOLDER.search(name))):
+            locales.add(_LOCALE_FOLDER.search(name).group(1))
+    if target in locales or package_known(packages_for(target)[0]):
+        return
+    raise UserError(f"--target {target!r}: no catalogue for it in {', '.join(fetched)}, and no package "
+                    f"{packages_for(target)[0]}: Debian's packages do not translate into {target!r}; they do "
+                    f"into {', '.join(sorted(locales))}")
+
+
+def package_known(name: str) -> bool:
+    """Whether apt knows the package (its lists, no download)."""
+    apt_cache = shutil.which("apt-cache")
+    if apt_cache is None:
+        return False
+    found = subprocess.run([apt_cache, "show", "--no-all-versions", name], capture_output=True, text=True)
+    return found.returncode == 0 and bool(found.stdout.strip())
 
 
 def corpus_name(target: str) -> str:
@@ -113,7 +147,7 @@ def _linked_licence(entry: dict, path: Path, fetch: Callable[[str], Path | None]
 
 def build_from_debs(debs: list[Path], out: Path, log: Callable[[str], None] = print,
                     fetch: Callable[[str], Path | None] | None = None, min_pairs: int = MIN_PAIRS,
-                    min_heldout: int = MIN_HELDOUT, target: str = DEFAULT_TARGET) -> dict[str, int]:
+                    min_heldout: int = MIN_HELDOUT, target: str = DEFAULT_TARGET, failed: int = 0) -> dict[str, int]:
     """Read, clean, deduplicate and write the pairs of these packages' `target` catalogues, in this order."""
     counts: Counter = Counter()
     seen: set[tuple[str, str]] = set()
@@ -132,9 +166,11 @@ def build_from_debs(debs: list[Path], out: Path, log: Callable[[str], None] = pr
         log(f"  {entry['package']} {entry['version']}: {len(entry['catalogues'])} catalogue(s), "
             f"{len(fresh):,} new pairs")
     if len(pairs) < min_pairs:
+        why = (f"{failed} package(s) could not be downloaded: see the warnings above" if failed else
+               f"the packages hold {sum(len(p['catalogues']) for p in packages)} {target} catalogue(s): too few "
+               f"translations into {target} to train on")
         raise UserError(f"only {len(pairs):,} pairs from {len(debs)} package(s); at least {min_pairs:,} "
-                        "are needed (see the warnings above for packages that could not be downloaded)",
-                        exit_code=1)
+                        f"are needed ({why})", exit_code=1)
     language = LANGUAGE_NAMES.get(target, target)
     manifest = {
         "name": corpus_name(target),
@@ -184,6 +220,7 @@ def build(out: Path, downloads: Path, log: Callable[[str], None] = print,
     check_same_target(out, target)
     packages = packages_for(target)
     folder = downloads / "debian"
+    check_locale_translated(target, packages, folder, log)
     available = apt_download(list(packages), folder, log)
     absent = [name for name in packages if name not in available]
     if absent:
@@ -195,6 +232,6 @@ def build(out: Path, downloads: Path, log: Callable[[str], None] = print,
 
     min_pairs = MIN_PAIRS if target == DEFAULT_TARGET else MIN_PAIRS_OTHER
     counts = build_from_debs([available[name] for name in packages if name in available], out, log, fetch,
-                             min_pairs=min_pairs, target=target)
+                             min_pairs=min_pairs, target=target, failed=len(absent))
     log(summary(corpus_name(target), out, counts) + f" ({time.perf_counter() - started:.0f} s)")
     return counts

@@ -1,5 +1,6 @@
-"""A decoding speed layout for the model's linear layers, swapped in by the search (as gpt-fast's
-quantize.py swaps its layers): y = x W^T + b, with the product laid out for the rows it has.
+"""A decoding speed layout for the model's linear layers, applied once where a run is loaded for decoding (as
+gpt-fast's quantize.py `convert_for_runtime` swaps its layers): y = x W^T + b, with the product laid out for
+the rows it has.
 
 A decoding step multiplies a few rows (one per sequence decoded) by a wide weight, the largest being
 the output projection (vocabulary x d_model). On the CPU with several threads the math library runs
@@ -8,14 +9,19 @@ x W^T for such shapes on little more than one thread, while the same numbers com
 against off (alternating A/B)", switch `few_rows_layout`). It is a layout, not other math: the same
 weights and the same sums, equal to float rounding.
 
-model/ builds plain `nn.Linear` layers, the paper's. `use_few_rows_layout(model)`, called when a search
-starts (generate/state.py), turns each of them, MLA's (model/latent.py) included, into a `FewRowsLinear`:
-the same module with the same parameters (a tied weight stays tied), whose forward picks the layout.
-Training never takes it (it needs gradients off), so a model decoded during training trains on as
-`nn.Linear` bit for bit.
+model/ builds plain `nn.Linear` layers, the paper's. `for_decoding(model)`, called once where a run is
+loaded for decoding (the translator, `generate/translator.py`; `lm generate`; `explain`; the server), returns
+the model as decoding runs it: a copy of its module tree that shares every parameter and buffer with the model
+(no weight copied, a tied weight still tied, training the model changes what the copy decodes), in which each
+plain `nn.Linear`, MLA's (model/latent.py) included, is a `FewRowsLinear` whose forward picks the layout. The
+model given is never changed: a caller's model keeps its classes (tests/generate/test_layout.py). The search
+itself (generate/state.py) decodes whatever model it is given, and changes nothing.
 """
 
 from __future__ import annotations
+
+import copy
+import itertools
 
 import torch
 from torch import nn
@@ -44,10 +50,18 @@ class FewRowsLinear(nn.Linear):
         return product.t().view(*x.shape[:-1], self.weight.shape[0])
 
 
-def use_few_rows_layout(model: nn.Module) -> nn.Module:
-    """Turn every plain `nn.Linear` of `model` into a `FewRowsLinear`, in place (the same parameters and
-    state_dict; nothing to do the second time); returns the model."""
-    for module in model.modules():
-        if type(module) is nn.Linear:
-            module.__class__ = FewRowsLinear
-    return model
+def for_decoding(model: nn.Module) -> nn.Module:
+    """`model` as decoding runs it (see the module docstring): a copy of the module tree sharing every parameter
+    and buffer, each plain `nn.Linear` a `FewRowsLinear`; `model` itself when it has no plain `nn.Linear` left
+    (already converted: applying it twice does nothing). `model` is left as it was."""
+    if not any(type(module) is nn.Linear for module in model.modules()):
+        return model
+    shared = {id(tensor): tensor for tensor in itertools.chain(model.parameters(), model.buffers())}
+    runtime = copy.deepcopy(model, shared)
+    for parent in list(runtime.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is nn.Linear:
+                swapped = FewRowsLinear.__new__(FewRowsLinear)
+                swapped.__dict__ = child.__dict__  # the copy's own state (its parameters: the model's)
+                setattr(parent, name, swapped)
+    return runtime

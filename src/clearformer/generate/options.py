@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from clearformer.generate.facts import DecodingFacts
 from clearformer.generate.glossary import TermBatch
 from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKENS
 from clearformer.options import Options, option
@@ -128,12 +129,16 @@ class SearchTokens:
         return self if all(owing) and self.owing is None else replace(self, owing=owing)
 
 
-def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None) -> SearchTokens:
-    """The one place that reads the tokenizer's special ids and the run's length ratio and source format.
+def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None,
+                  facts: DecodingFacts | None = None) -> SearchTokens:
+    """The one place that reads the tokenizer's special ids and the run's decoding facts (`facts`: the translator's
+    record, generate/facts.py; None: read from the run's tokenizer here).
 
     Without a tokenizer, <bos> and <eos> are the WordTokenizer's (tests with random models).
     """
     config = model.config
+    if facts is None:
+        facts = DecodingFacts() if tokenizer is None else DecodingFacts.of(tokenizer)
     pieces = () if tokenizer is None or (options is not None and options.placeholders == "free") \
         else tuple(tokenizer.placeholder_ids)
     return SearchTokens(
@@ -141,12 +146,11 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None)
         eos_id=DEFAULT_EOS_ID if tokenizer is None else tokenizer.eos_id,
         pad_id=config.pad_id,
         placeholder_ids=pieces,
-        length_ratio=0.0 if tokenizer is None else float(tokenizer.length_ratio),
+        length_ratio=facts.length_ratio,
         source_eos=False if tokenizer is None else bool(tokenizer.source_eos),
         repeat_bound=repeat_bound(tokenizer, options),
-        shortlist=None if tokenizer is None or (options is not None and options.shortlist == "off")
-        else tokenizer.shortlist,
-        max_length_factor=0.0 if tokenizer is None else float(tokenizer.max_length_factor),
+        shortlist=None if options is not None and options.shortlist == "off" else facts.shortlist,
+        max_length_factor=facts.max_length_factor,
     )
 
 

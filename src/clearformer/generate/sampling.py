@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import torch
 
 from clearformer.errors import UserError
-from clearformer.generate.layout import use_few_rows_layout
 from clearformer.limits import MAX_SEED, MAX_TEMPERATURE, MIN_TEMPERATURE
 from clearformer.options import Options, option
 from clearformer.record import trace
@@ -96,7 +95,7 @@ def generate(model, prompt_ids: list[int], max_new_tokens: int, settings: Sampli
     device = next(model.parameters()).device
     generator = torch.Generator(device=device)
     generator.manual_seed(settings.seed if settings.seed is not None else torch.seed())
-    use_few_rows_layout(model.eval())  # one row per step: the layout of generate/layout.py
+    model.eval()  # its layout is applied where it was loaded (generate/layout.py `for_decoding`)
     recorder = trace.active()  # the pass that chooses new token t is recorded as step t
     if recorder is not None:
         recorder.step = 0

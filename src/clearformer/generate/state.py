@@ -23,7 +23,6 @@ import torch
 
 from clearformer.generate import graphs
 from clearformer.generate.compiled import decoder_for
-from clearformer.generate.layout import use_few_rows_layout
 from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.rules import DecodingRules
 from clearformer.generate.shortlist import sliced_output
@@ -146,8 +145,7 @@ def start_search(model, src_ids: torch.Tensor, options: DecodingOptions | None,
     """The opening of every search over src_ids (batch, src_len): the options (default `DecodingOptions()`),
     checked; the token facts (default `search_tokens(model)`); each sentence's length limit; the source
     encoded (recorded with `recorder.step = None`) into a `DecoderState`; the decoding rules; the decoder.
-    The model's linear layers take the few-rows layout (generate/layout.py) from here on."""
-    use_few_rows_layout(model)
+    The model is decoded as given (its layout is applied once where it was loaded: generate/layout.py)."""
     options = (DecodingOptions() if options is None else options).check()
     tokens = search_tokens(model) if tokens is None else tokens
     limits = max_new_tokens(src_ids, tokens, options, model.config.max_len)

@@ -26,9 +26,11 @@ import torch
 
 from clearformer.errors import UserError
 from clearformer.generate.beam import beam_search
+from clearformer.generate.facts import DecodingFacts
 from clearformer.generate.glossary import TermBatch, glossary_notes, term_batch
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.int8 import quantize_int8
+from clearformer.generate.layout import for_decoding
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.result import Note, NoteKind, Translation
 from clearformer.generate.shortlist import use_shortlist_output
@@ -97,6 +99,15 @@ class EngineSettings:
 DEFAULT_SETTINGS = EngineSettings()
 
 
+class Rater(Protocol):
+    """What reads a translation's confidence back after the search (clearformer.quality.Confidence): given the
+    model, the search's facts, the pieces read, each piece's output ids (without <eos>) and the records, it
+    returns the records with their `confidence` and `words`."""
+
+    def rate(self, model, tokenizer, tokens: SearchTokens, pieces: Pieces, searched: Sequence[list[int]],
+             translations: list[Translation]) -> list[Translation]: ...
+
+
 class Translator(Protocol):
     """What every front calls. `model` and `tokenizer` are the run's (the tokenizer: text <-> ids); `label`
     names the engine in a report ("pytorch", "ctranslate2 int8")."""
@@ -122,8 +133,8 @@ class Translator(Protocol):
              unreadable: str = "raise") -> Pieces: ...
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
-                  progress: Progress | None = None, glossary: Glossary | TermBatch | None = None
-                  ) -> list[Translation]: ...
+                  progress: Progress | None = None, confidence: Rater | None = None,
+                  glossary: Glossary | TermBatch | None = None) -> list[Translation]: ...
 
 
 class Reading:
@@ -200,7 +211,10 @@ class PyTorchTranslator(Reading):
     enforces_glossary: ClassVar[bool] = True  # its decoding writes the glossary's terms (generate/glossary.py)
 
     def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
-        self.model, self.tokenizer, self.settings = model, tokenizer, settings
+        # The model as decoding runs it, made once (generate/layout.py: a copy sharing the weights; the caller's
+        # `model` is not changed); the run's decoding facts read once, as an immutable record (generate/facts.py).
+        self.model, self.tokenizer, self.settings = for_decoding(model), tokenizer, settings
+        self.facts = DecodingFacts.of(tokenizer)
         self.label = self.name if settings.quantize == "none" else f"{self.name} {settings.quantize}"
         # what a report adds after the decoding options: nothing for the default engine
         self.described = "" if settings.quantize == "none" else f", int8 linear layers ({settings.quantize})"
@@ -228,26 +242,29 @@ class PyTorchTranslator(Reading):
             import torch
 
             torch.set_num_threads(settings.threads)
-        return cls(decoding_model(model, tokenizer.shortlist, settings.quantize), tokenizer, settings)
+        # The layout first (a copy sharing the weights), then the shortlist's slice and int8 on it.
+        return cls(decoding_model(for_decoding(model), tokenizer.shortlist, settings.quantize), tokenizer, settings)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
-                  progress: Progress | None = None, glossary: Glossary | TermBatch | None = None
-                  ) -> list[Translation]:
+                  progress: Progress | None = None, confidence: Rater | None = None,
+                  glossary: Glossary | TermBatch | None = None) -> list[Translation]:
         """One `Translation` per input (texts, read here, or `Pieces` already read by `read`).
 
         The pieces are sorted longest first (each batch holds pieces of similar length: little padding), each
         batch goes to the search itself (greedy_decode or beam_search: nothing between a command and the model's
         decoder but these frames: tests/generate/test_short_path.py), and the translations come back in the
         inputs' order, placeholders restored and an input's sentences joined; an empty piece translates to "".
-        `progress(n)` is told of the inputs done after each batch. With a `glossary` each piece writes the target
-        of every glossary term its source holds (generate/glossary.py), and a term that could not be placed is a
-        GLOSSARY_TERM_MISSING note; a `TermBatch` gives the terms already planned per piece (the API's batches).
+        `progress(n)` is told of the inputs done after each batch. With `confidence` (clearformer.quality), each
+        record comes back with its confidence and its words', read back from the ids the search chose. With a
+        `glossary` each piece writes the target of every glossary term its source holds (generate/glossary.py), and
+        a term that could not be placed is a GLOSSARY_TERM_MISSING note; a `TermBatch` gives the terms already
+        planned per piece (the API).
         """
         # Text needs no scores: greedy skips its pass over the vocabulary per step.
         options = (options or DecodingOptions()).check().but(with_scores=False)
         pieces = self.pieces_of(inputs, options)
         model = self.model
-        tokens = search_tokens(model, self.tokenizer, options)
+        tokens = search_tokens(model, self.tokenizer, options, self.facts)
         terms = glossary if isinstance(glossary, TermBatch) else term_batch(
             self.tokenizer, glossary, pieces.texts,
             lambda sources: [t.text for t in self.translate(self.read(sources, False, False), options.but(beam=1))])
@@ -255,6 +272,7 @@ class PyTorchTranslator(Reading):
         device = next(model.parameters()).device
         progress = per_input_progress(progress, pieces.count, len(pieces.sources))
         texts = [""] * len(pieces.sources)
+        searched: list[list[int]] = [[] for _ in pieces.sources]
         todo = sorted((item for item in enumerate(pieces.sources) if item[1]), key=lambda item: -len(item[1]))
         if progress is not None and len(todo) < len(pieces.sources):
             progress(len(pieces.sources) - len(todo))
@@ -270,8 +288,11 @@ class PyTorchTranslator(Reading):
                 for (index, _), ids in zip(chunk, search(model, src_ids, options, batch_tokens).sequences(),
                                            strict=True):
                     texts[index] = self.tokenizer.decode(ids)
+                    searched[index] = ids
                 if progress is not None:
                     progress(len(chunk))
         finally:
             model.train(was_training)
+        if confidence is not None:
+            return confidence.rate(model, self.tokenizer, tokens, pieces, searched, records(pieces, texts, glossary))
         return records(pieces, texts, glossary)

@@ -54,13 +54,14 @@ import torch
 
 from clearformer.errors import UserError
 from clearformer.generate.glossary import TermBatch
-from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions
+from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions, search_tokens
 from clearformer.generate.result import Translation
 from clearformer.generate.source import Pieces
 from clearformer.generate.translator import (
     DEFAULT_SETTINGS,
     EngineSettings,
     Progress,
+    Rater,
     Reading,
     check_threads,
     per_input_progress,
@@ -410,14 +411,20 @@ class CTranslate2Translator(Reading):
         return cls(CTranslate2Engine(folder, tokenizer, model.config.max_len, settings), model, tokenizer, settings)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
-                  progress: Progress | None = None, glossary: Glossary | TermBatch | None = None
-                  ) -> list[Translation]:
+                  progress: Progress | None = None, confidence: Rater | None = None,
+                  glossary: Glossary | TermBatch | None = None) -> list[Translation]:
         """One `Translation` per input, as `PyTorchTranslator.translate`; checked pieces already fit max_len,
-        unchecked ones (`evaluate`'s corpus) are cut to it. `options`: default the engine's (`decoding`). A
-        `glossary` is not enforced by this engine: its terms missing are only noted (`translate` refuses it)."""
+        unchecked ones (`evaluate`'s corpus) are cut to it. `options`: default the engine's (`decoding`).
+        `confidence`: read back by clearformer's own model from the output re-encoded (CTranslate2 gives text).
+        A `glossary` is not enforced by this engine: its terms missing are only noted (`translate` refuses it)."""
         options = check_options(options if options is not None else self.decoding(DecodingOptions()))
         pieces = self.pieces_of(inputs, options)
         max_len = self.model.config.max_len
         texts = self.engine.translate_ids([ids[:max_len] for ids in pieces.sources], options,
                                           progress=per_input_progress(progress, pieces.count, len(pieces.sources)))
+        if confidence is not None:
+            searched = [self.tokenizer.encode(text) if source else [] for text, source in
+                        zip(texts, pieces.sources, strict=True)]
+            return confidence.rate(self.model, self.tokenizer, search_tokens(self.model, self.tokenizer, options),
+                                   pieces, searched, records(pieces, texts, glossary))
         return records(pieces, texts, glossary)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,14 @@ from clearformer.interop.marian_bin import read_marian_bin
 from clearformer.learn.questions import Question
 from clearformer.load import load_model
 from clearformer.record import trace
-from clearformer.store.cachedir import cache_dir, cache_root, check_cache_entry, check_cache_folder
+from clearformer.store.cachedir import (
+    cache_dir,
+    cache_root,
+    check_cache_entry,
+    check_cache_folder,
+    make_marked,
+    remove_if_marked,
+)
 from clearformer.tokenize import encode_source, mask_placeholders
 
 DIRECTION = "en-pt"
@@ -63,7 +69,8 @@ def check_student_folder(run_dir: Path) -> bool:
 
 
 def remove_stale_partials(run_dir: Path) -> None:
-    """The partial folders of imports whose process has ended (interrupted): named by this module, with a PID."""
+    """The partial folders of imports whose process has ended (interrupted): named by this module, with a PID,
+    and marked by it (a user's folder of the same name is never removed: store/cachedir.py)."""
     for partial in run_dir.parent.glob(f"{run_dir.name}.partial-*"):
         pid = partial.name.rsplit("-", 1)[-1]
         if not pid.isdigit() or partial.is_symlink():
@@ -71,7 +78,7 @@ def remove_stale_partials(run_dir: Path) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            shutil.rmtree(partial, ignore_errors=True)
+            remove_if_marked(partial)
         except OSError:  # alive, another user's: not ours to remove
             continue
 
@@ -88,7 +95,7 @@ def ensure_firefox_run() -> Path:
     if check_student_folder(run_dir):
         return run_dir
     remove_stale_partials(run_dir)
-    partial = run_dir.with_name(f"{run_dir.name}.partial-{os.getpid()}")
+    partial = make_marked(run_dir.with_name(f"{run_dir.name}.partial-{os.getpid()}"))
     try:
         import_firefox(DIRECTION, partial)
         try:
@@ -97,7 +104,7 @@ def ensure_firefox_run() -> Path:
             if not check_student_folder(run_dir):  # another process finished first: True
                 raise UserError(f"{run_dir}: cannot be written ({error.strerror or error})") from None
     finally:
-        shutil.rmtree(partial, ignore_errors=True)
+        remove_if_marked(partial)
     return run_dir
 
 

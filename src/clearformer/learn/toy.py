@@ -37,6 +37,7 @@ from clearformer.learn.lessons import LearnerRun
 from clearformer.load import load_model
 from clearformer.store.cachedir import cache_dir, cache_root, check_cache_entry, check_cache_folder
 from clearformer.store.fixed import open_fixed, what_stands
+from clearformer.store.lock import is_clearformer_run
 from clearformer.train import TrainOptions, train
 
 TOY_PRESET = "toy-translate"
@@ -125,15 +126,16 @@ def train_toy_model(run_dir: Path, command: str, lock: int | None = None) -> Non
 
 
 def remove_own(folder: Path) -> None:
-    """Remove `folder` only if clearformer made it: a `.partial` it trains into (named by it, holding a run's
-    files or nothing), an empty folder, or one with its mark; never a link, never a user's folder."""
+    """Remove `folder` only if clearformer made it: one training wrote into (the `.partial` it trains into gets
+    the run marker first, store/lock.py), an empty folder, or one with the toy's mark; never a link, never a
+    user's folder, whatever its name (a `toy-translate.partial/` holding a user's notes stays, in one line)."""
     try:
         mode = os.lstat(folder).st_mode
     except FileNotFoundError:
         return
     if not stat.S_ISDIR(mode):
         raise UserError(f"{folder}: {what_stands(mode)} stands where clearformer trains the toy model; move it away")
-    if folder.name.endswith(".partial") or (folder / TOY_MARK).exists() or not any(folder.iterdir()):
+    if is_clearformer_run(folder) or (folder / TOY_MARK).exists() or not any(folder.iterdir()):
         shutil.rmtree(folder, ignore_errors=True)
     else:
         raise UserError(f"{folder}: a folder clearformer did not make; it is left as it is: move it away")

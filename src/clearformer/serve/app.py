@@ -51,7 +51,16 @@ from clearformer.serve.libretranslate import add_routes as add_libretranslate_ro
 from clearformer.serve.libretranslate import translation_service
 from clearformer.serve.pool import AnswerPool, Busy
 from clearformer.serve.requests import RequestError, read_body
-from clearformer.serve.whatif import check_whatif, compute, parse_whatif, whatif_info
+from clearformer.serve.whatif import (
+    AnswerKey,
+    ExplainKey,
+    WhatIfKey,
+    WhyKey,
+    check_whatif,
+    compute,
+    parse_whatif,
+    whatif_info,
+)
 from clearformer.serve.why import check_why, parse_why
 
 MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
@@ -167,7 +176,7 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
     async def api_info() -> JSONResponse:
         return JSONResponse(info, headers=SECURITY_HEADERS)
 
-    async def answer(request: Request, key: tuple) -> Response:
+    async def answer(request: Request, key: AnswerKey) -> Response:
         # The pool computes every answer within the one bound (serve/requests.py, whatif.compute).
         # shield: a client that hangs up must not cancel the computation others may be waiting for.
         result = await asyncio.shield(asyncio.wrap_future(pool.submit(key)))
@@ -179,20 +188,20 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
         explainer.check(kind)  # a sentence for a language model (or a prompt for a translator): 400, not queued
         # Off the event loop: reading the source masks placeholders (a user's pattern may take its bound).
         await asyncio.to_thread(explainer.estimate, kind, value)  # surely over the answer bound: 413 first
-        return await answer(request, (kind, value))
+        return await answer(request, ExplainKey(kind, value))
 
     @app.post("/api/whatif")
     async def api_whatif(request: Request) -> Response:
         kind, text, ablate, beam = parse_whatif(await read_body(request))
         check_whatif(explainer, kind, ablate)  # unknown names: 400 before anything is queued
         await asyncio.to_thread(explainer.estimate, kind, text, beam)
-        return await answer(request, ("whatif", kind, text, ablate, beam))
+        return await answer(request, WhatIfKey(kind, text, tuple(ablate), beam))
 
     @app.post("/api/why")
     async def api_why(request: Request) -> Response:
         tool, kind, text, corrupted, method = parse_why(await read_body(request))
         check_why(explainer, tool, kind)  # no model, or a tool the model has not: 4xx before anything is queued
         await asyncio.to_thread(explainer.estimate, kind, text)  # surely over the answer bound: 413 first
-        return await answer(request, ("why", tool, kind, text, corrupted, method))
+        return await answer(request, WhyKey(tool, kind, text, corrupted, method))
 
     return app

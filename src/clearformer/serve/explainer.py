@@ -21,6 +21,7 @@ from clearformer.explain.examples import EXAMPLES, run_example
 from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.lm import explain_text
 from clearformer.explain.search import explain_search
+from clearformer.generate.layout import for_decoding
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import prepare_sources
 from clearformer.generate.translator import PyTorchTranslator
@@ -60,8 +61,9 @@ class LoadedModel:
 
     @functools.cached_property
     def translator(self) -> PyTorchTranslator:
-        """The one translator (generate/translator.py) the LibreTranslate API calls: made once, on this model."""
-        return PyTorchTranslator(self.model, self.tokenizer)
+        """The one translator (generate/translator.py) the LibreTranslate API calls: opened once, on this model, as
+        every command opens it (`PyTorchTranslator.open`: the shortlist's slice where the run has one)."""
+        return PyTorchTranslator.open(self.model, self.tokenizer, self.path)
 
 
 REQUEST_FIELDS = {name: Field("text") for name in FIELDS}
@@ -173,7 +175,8 @@ def load(checkpoint: Path) -> LoadedModel:
     """A translation or language-model checkpoint for the server; a UserError (one line) if it is missing or
     damaged. An MLA language model shows its up-projected keys and values (`lm explain`'s default path)."""
     model, tokenizer, meta = load_model(checkpoint)
-    loaded = LoadedModel(model, tokenizer, Path(checkpoint), meta)
+    # Decoded as the commands decode it (generate/layout.py), once, here: the page and the API share it.
+    loaded = LoadedModel(for_decoding(model), tokenizer, Path(checkpoint), meta)
     if loaded.kind == "lm":
-        model.set_mla_path(False)
+        loaded.model.set_mla_path(False)
     return loaded

@@ -13,6 +13,8 @@ in the worker's context only), so concurrent requests with other interventions c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from clearformer.errors import UserError
 from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.interventions import parse_interventions, valid_interventions
@@ -72,19 +74,65 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
     return to_json(payload).encode("utf-8")
 
 
-def compute(explainer: Explainer, key: tuple) -> bytes:
-    """The server pool's computation: a what-if key ("whatif", kind, text, names, beam), a why key ("why", tool,
-    kind, text, corrupted, method; serve/why.py) or an /api/explain one, within the one bound every answer has
-    (serve/requests.py)."""
-    what = key[1] if key[0] in ("whatif", "why") else key[0]
-    with answer_budget(what):
-        if key[0] == "whatif":
-            answer = whatif_answer(explainer, *key[1:])
-        elif key[0] == "why":
-            answer = why_answer(explainer, *key[1:])
-        else:
-            answer = explainer.compute(*key)
-    return bounded_answer(answer, what)
+@dataclass(frozen=True)
+class ExplainKey:
+    """POST /api/explain: a walkthrough of `value`, a "sentence", a "prompt" or an "example" (`kind`)."""
+
+    kind: str
+    value: str
+
+    @property
+    def what(self) -> str:  # the name its answer's bound goes by (serve/requests.py)
+        return self.kind
+
+    def answer(self, explainer: Explainer) -> bytes:
+        return explainer.compute(self.kind, self.value)
+
+
+@dataclass(frozen=True)
+class WhatIfKey:
+    """POST /api/whatif: `text` (a "sentence" or a "prompt") rerun with the interventions `ablate`, beam `beam`."""
+
+    kind: str
+    text: str
+    ablate: tuple[str, ...]
+    beam: int
+
+    @property
+    def what(self) -> str:
+        return "whatif"
+
+    def answer(self, explainer: Explainer) -> bytes:
+        return whatif_answer(explainer, self.kind, self.text, self.ablate, self.beam)
+
+
+@dataclass(frozen=True)
+class WhyKey:
+    """POST /api/why: `tool` on `text` (a "sentence" or a "prompt"), against `corrupted`, by `method` (serve/why.py)."""
+
+    tool: str
+    kind: str
+    text: str
+    corrupted: str
+    method: str
+
+    @property
+    def what(self) -> str:
+        return "why"
+
+    def answer(self, explainer: Explainer) -> bytes:
+        return why_answer(explainer, self.tool, self.kind, self.text, self.corrupted, self.method)
+
+
+AnswerKey = ExplainKey | WhatIfKey | WhyKey  # what the server's pool computes and coalesces (serve/pool.py)
+
+
+def compute(explainer: Explainer, key: AnswerKey) -> bytes:
+    """The server pool's computation of one key (equal keys are computed once: frozen records compare by value),
+    within the one bound every answer has (serve/requests.py)."""
+    with answer_budget(key.what):
+        answer = key.answer(explainer)
+    return bounded_answer(answer, key.what)
 
 
 def whatif_info(explainer: Explainer) -> dict:

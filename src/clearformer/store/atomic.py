@@ -2,7 +2,8 @@
 
 Every file clearformer writes for a user (configs, weights, tokenizers, metrics, plots, pages) goes
 through these functions: write a temporary file in the same directory, fsync it, then rename it over
-the target (a rename within one directory is atomic on POSIX).
+the target (a rename within one directory is atomic on POSIX). A file that replaces another keeps its mode,
+owner and group (as far as this user may give them).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def atomic_write(path: str | Path, write: Callable[[str], None], overwrite: bool
     os.close(handle)
     try:
         write(temporary)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
+        keep_mode_and_owner(temporary, path)
         with open(temporary, "rb") as stream:
             os.fsync(stream.fileno())
         if overwrite:
@@ -41,6 +42,28 @@ def atomic_write(path: str | Path, write: Callable[[str], None], overwrite: bool
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def keep_mode_and_owner(temporary: str, path: Path) -> None:
+    """A file that replaces another keeps its permissions and, as far as this user may give them, its owner and
+    group (a 0600 catalogue stays 0600 after `translate --po --in-place`); a new file gets the permissions the
+    umask gives (mkstemp makes 0600)."""
+    try:
+        old = os.stat(path)
+    except OSError:  # nothing there (or not ours to look at): a new file
+        os.chmod(temporary, 0o666 & ~_umask())
+        return
+    if not stat.S_ISREG(old.st_mode):
+        os.chmod(temporary, 0o666 & ~_umask())
+        return
+    try:  # the owner first: chown may clear the set-user-ID bit that chmod then puts back
+        os.chown(temporary, old.st_uid, old.st_gid)
+    except PermissionError:
+        try:
+            os.chown(temporary, -1, old.st_gid)  # a group this user is in; the owner stays this user
+        except PermissionError:
+            pass
+    os.chmod(temporary, stat.S_IMODE(old.st_mode))
 
 
 def _refuse_special(path: Path) -> None:

@@ -129,3 +129,28 @@ def check_cache_entry(folder: Path, what: str, holds_run: bool, ours: bool, reme
         raise UserError(f"{folder}: a folder clearformer did not make stands where it keeps {what}; "
                         f"it is left as it is: {remedy}")
     return False
+
+
+PARTIAL_MARK = ".clearformer-partial"  # in every folder clearformer makes to build into, then rename
+
+
+def make_marked(folder: Path) -> Path:
+    """A new folder to build into, marked as clearformer's own (so that only it is ever removed); one line if
+    something already stands at its name."""
+    try:
+        folder.mkdir(parents=True)
+    except FileExistsError:
+        raise UserError(f"{folder}: already exists and clearformer did not make it now; move it away") from None
+    (folder / PARTIAL_MARK).write_text("a folder clearformer builds into, then renames (store/cachedir.py)\n")
+    return folder
+
+
+def remove_if_marked(folder: Path) -> None:
+    """Remove `folder` if clearformer marked it (`make_marked`), or it is empty; anything else is left as it is."""
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return
+        if (folder / PARTIAL_MARK).is_file() or not any(folder.iterdir()):
+            shutil.rmtree(folder, ignore_errors=True)
+    except OSError:
+        return

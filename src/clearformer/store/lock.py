@@ -32,7 +32,8 @@ RUN_ENTRIES = frozenset({
     "checkpoints", "model.safetensors", "config.json", "meta.json", "tokenizer.json", "tokenizer.model",
     "metrics.csv", "curve.png", "summary.json", "train_state.json", "train_state.safetensors",
     "source.spm", "target.spm", "vocab.json", "merges.txt", "averaged", LOCK_FILE, MARKER_FILE,
-    "shortlist.bin", "MODEL_LICENSE.txt", "provenance.json", "engine_tokenizer.json"})  # import firefox / marian-bin
+    "shortlist.bin", "MODEL_LICENSE.txt", "provenance.json", "engine_tokenizer.json",  # import firefox / marian-bin
+    "confidence.json"})  # clearformer confidence fit (quality/estimator.py)
 # Also `hypotheses.<split>.txt` from evaluate, and atomic temporaries (train/rundir.py).
 SYSTEM_FOLDERS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/root", "/run", "/sbin",
                   "/sys", "/usr", "/var", "/tmp", "/home", "/opt", "/srv", "/mnt", "/media")

@@ -23,6 +23,7 @@ Every refusal and every failure is one `UserError` line naming the option and th
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 import stat
@@ -202,3 +203,53 @@ def write_stream(target: OutputTarget, handle: int, payload: bytes) -> None:
         if error.errno == errno.EPIPE:
             raise refuse(target.option, target.path, "the reader closed the stream") from None
         raise refuse(target.option, target.path, f"cannot be written ({error.strerror or error})") from None
+
+
+class StandardOutput(io.TextIOBase):
+    """A command's `sys.stdout` (cli.py puts it there): what the command writes goes to `stream`; a write or a
+    flush the system refuses (a full disk, `> /dev/full`, a quota, an I/O error) is one UserError line naming
+    standard output, exit 1, and the descriptor is pointed at /dev/null, so that the interpreter's own flush at
+    exit does not fail again. A closed pipe (`| head`) stays a BrokenPipeError: cli.py says nothing of it."""
+
+    def __init__(self, stream) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self.stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self.stream.flush)
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:
+        return self.stream.encoding
+
+    @property
+    def errors(self) -> str | None:
+        return self.stream.errors
+
+    @property
+    def buffer(self):
+        return self.stream.buffer
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+            except (OSError, ValueError, io.UnsupportedOperation):  # a stream without a descriptor (a test's)
+                pass
+            raise UserError(f"standard output: cannot be written ({error.strerror or error})", exit_code=1) from None

@@ -18,12 +18,20 @@ from pathlib import Path
 
 from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text, plan_catalogue, read_catalogue
 from clearformer.commands import engine as engine_options
+from clearformer.commands.assistant import (
+    add_memory_arguments,
+    comment_glossary_notes,
+    fill_catalogue_from_memory,
+    read_glossary_option,
+    read_memory_option,
+)
 from clearformer.commands.options import check_not_input
 from clearformer.errors import UserError
 from clearformer.explain.interventions import interventions_from_args
 from clearformer.generate import DecodingOptions
 from clearformer.generate.result import NoteKind
 from clearformer.languages import Languages, run_languages
+from clearformer.memory import DEFAULT_THRESHOLD, MemoryOutcome, comment_offers
 from clearformer.quality import fronts as confidence_front
 from clearformer.store.output import OutputTarget, check_output, write_output
 from clearformer.translator import load_run
@@ -42,6 +50,7 @@ def add_catalogue_arguments(parser) -> None:
     group.add_argument("--languages", metavar="SRC:TGT",
                        help="the model's languages, as en:fr (default: what the run's corpus records); a template's "
                             "Language and Plural-Forms come from TGT")
+    add_memory_arguments(group)
     group.add_argument("--accelerator", choices=ACCELERATORS, default="auto",
                        help="with --po: the accelerator mark (_File, &File, ~File) to take out before translating "
                             "and put back after (default auto: the catalogue's convention)")
@@ -51,7 +60,9 @@ def refuse_without_po(args) -> None:
     """The catalogue options apply to --po only: given without it, one line instead of being ignored."""
     given = [flag for flag, value in (("--out", args.out), ("--in-place", args.in_place),
                                       ("--overwrite", args.overwrite), ("--accelerator", args.accelerator != "auto"),
-                                      ("--languages", args.languages))
+                                      ("--languages", args.languages), ("--memory", args.memory),
+                                      ("--no-memory", args.no_memory),
+                                      ("--memory-threshold", args.memory_threshold != DEFAULT_THRESHOLD))
              if value]
     if given:
         hint = "; for text, use --output" if given[0] == "--out" else ""
@@ -81,6 +92,8 @@ def run(args) -> int:
     choice = engine_options.engine_choice(args, DecodingOptions.from_args(args))  # every refusal before any work
     output = catalogue_output(args)
     given = Languages.parse(args.languages) if args.languages else None
+    glossary = read_glossary_option(args, choice.engine)  # bad files: one line, before any work
+    memory = read_memory_option(args, given.target if given else None)
     po = read_catalogue(Path(args.po))
     run_folder = load_run(args.checkpoint, args.device)
     translator = choice.open(run_folder, "translate")
@@ -90,6 +103,7 @@ def run(args) -> int:
     settings = CatalogueSettings(language=languages.target if languages else None, accelerator=args.accelerator,
                                  model_masks=bool(tokenizer.mask_placeholders),
                                  model_patterns=tuple(tokenizer.placeholder_patterns))
+    remembered = fill_catalogue_from_memory(po, memory, args.memory_threshold)  # before the model: what is left
     plan = plan_catalogue(po, settings, str(args.po))
     # A line the model cannot read is not refused: it comes back with an UNREADABLE note, and is copied.
     pieces = translator.read(plan.texts, choice.decoding.split, unreadable="note")
@@ -97,10 +111,13 @@ def run(args) -> int:
         else None
     with engine_options.progress_bar(len(plan.texts), f"translating {Path(args.po).name}", unit="line") as bar, \
             changes:
-        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater)
+        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater,
+                                         glossary=glossary)
     translations = [None if any(note.kind is NoteKind.UNREADABLE for note in result.notes) else result.text
                     for result in results]
     outcome = plan.fill(translations)
+    comment_offers(po, remembered)
+    terms_missing = comment_glossary_notes(plan, results)
     if rater is not None:  # a comment per filled entry; under --min-confidence, left untranslated
         outcome.untranslated = confidence_front.annotate_catalogue(plan, [r.confidence for r in results],
                                                                    args.min_confidence)
@@ -111,7 +128,7 @@ def run(args) -> int:
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-    report(outcome, output)
+    report(outcome, output, remembered, terms_missing)
     return 0
 
 
@@ -119,9 +136,15 @@ def warn(line: str) -> None:
     print(f"clearformer translate: warning: {line}", file=sys.stderr)
 
 
-def report(outcome: Outcome, output: OutputTarget | None) -> None:
+def report(outcome: Outcome, output: OutputTarget | None, remembered: MemoryOutcome | None = None,
+           terms_missing: int = 0) -> None:
     where = f" -> {output.path}" if output is not None else ""
     notes = []
+    if remembered is not None and remembered.exact + remembered.fuzzy:
+        notes.append(f"{remembered.exact} entr{'y' if remembered.exact == 1 else 'ies'} filled from memory "
+                     f"exactly, {remembered.fuzzy} from fuzzy matches (marked fuzzy)")
+    if terms_missing:
+        notes.append(f"{terms_missing} glossary term(s) not used")
     if outcome.copied:
         notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them, or wrote nothing)")
     if outcome.moved_accelerators:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from clearformer.commands import options, views
+from clearformer.commands.assistant import add_glossary_argument
 from clearformer.errors import UserError
 from clearformer.explain.examples import run_example
 from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
@@ -13,6 +14,7 @@ from clearformer.explain.search import explain_search, render_beam
 from clearformer.generate import DecodingOptions
 from clearformer.generate.layout import for_decoding
 from clearformer.generate.source import unknown_words_line
+from clearformer.glossary import read_glossary
 from clearformer.limits import require_utf8
 from clearformer.load import load_model
 from clearformer.model.protocol import is_encoder_decoder
@@ -45,6 +47,7 @@ def register(subparsers) -> None:
     # --beam K and translate's rules: explain records the very search translate runs
     DecodingOptions.add_arguments(parser, only=("beam", "alpha", "stop", "brevity", "placeholders", "max_extra"))
     add_ablate_argument(parser)  # what-if: --ablate NAME
+    add_glossary_argument(parser)
     views.add_view_options(parser)
     parser.set_defaults(func=run)
 
@@ -60,6 +63,7 @@ def build(args):
     if args.sentence is None:
         raise UserError("nothing to explain: give a sentence (with a trained --checkpoint) or --example NAME")
     require_utf8("the sentence", args.sentence)  # as translate refuses it
+    glossary = read_glossary(args.glossary) if args.glossary else None
     directory = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(directory)
     if not is_encoder_decoder(model):
@@ -68,7 +72,7 @@ def build(args):
     check_layer_and_head(model.config, args.layer, args.head)
     model = for_decoding(model)  # decoded as `translate` decodes it (generate/layout.py), once, here
     return explain_search(model, tokenizer, args.sentence, DecodingOptions.from_args(args), args.top,
-                          interventions_from_args(model, args), piece=args.piece)
+                          interventions_from_args(model, args), piece=args.piece, glossary=glossary)
 
 
 def check_layer_and_head(config, layer: int | None, head: int | None) -> None:
@@ -138,6 +142,8 @@ def run(args) -> int:
         print(f"clearformer explain: warning: {unknown_words_line(walk.unknown)}", file=sys.stderr)
     if getattr(walk, "pieces", None) and args.format != "json":
         text = pieces_header(walk) + text + f"translation of the whole text: {walk.result}\n"
+    for forced in walk.glossary_forced if args.format != "json" else ():
+        text += f"glossary: step {forced['step']} wrote {forced['token']!r} for a glossary term\n"
     if getattr(walk, "original", None):
         text += (f"without --ablate: {walk.original['result']}\n"
                  f"with --ablate {' '.join(walk.ablated)}: {walk.result}\n")

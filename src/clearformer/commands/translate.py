@@ -22,6 +22,7 @@ from pathlib import Path
 
 from clearformer.commands import catalog, options
 from clearformer.commands import engine as engine_options
+from clearformer.commands.assistant import add_glossary_argument, read_glossary_option
 from clearformer.commands.options import check_not_input
 from clearformer.errors import UserError
 from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
@@ -127,13 +128,15 @@ def run(args) -> int:
     check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
     sentences, name, lines_may_be_empty = gather_input(args)
+    glossary = read_glossary_option(args, choice.engine)  # a bad file: one line, before the model loads
     run_folder = load_run(args.checkpoint, args.device)
     translator = choice.open(run_folder, "translate")
     changes = interventions_from_args(translator.model, args)  # what-if: --ablate NAME, checked before any work
     pieces = read_sentences(translator, sentences, name, lines_may_be_empty, choice.decoding.split)
     rater = confidence_front.rater(run_folder.directory, warn) if wants_confidence else None
     with engine_options.progress_bar(len(sentences), "translating", shown=bool(args.file)) as bar, changes:
-        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater)
+        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater,
+                                         glossary=glossary)
     warn_notes(results, name)
     if args.format == "json":
         text = confidence_front.json_lines(results)
@@ -181,6 +184,7 @@ def register(subparsers) -> None:
                         help="translate every line of PATH (empty lines stay empty)")
     parser.add_argument("--output", metavar="PATH", help="write the translations to PATH instead of stdout")
     add_decoding_options(parser)
+    add_glossary_argument(parser)
     add_ablate_argument(parser)
     engine_options.add_engine_arguments(parser)
     catalog.add_catalogue_arguments(parser)

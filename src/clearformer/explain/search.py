@@ -25,6 +25,7 @@ from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translator import PyTorchTranslator, decode_ids, join_pieces
+from clearformer.glossary import Glossary
 from clearformer.limits import MAX_BEAM_SHOWN
 from clearformer.record import trace
 from clearformer.tokenize import Masked, mask_placeholders, restore_placeholders
@@ -105,7 +106,8 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
 
 def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10,
                    interventions: trace.Interventions | None = None, piece: int = 1,
-                   max_new: Callable[[int], int] | None = None) -> SearchWalkthrough:
+                   max_new: Callable[[int], int] | None = None,
+                   glossary: Glossary | None = None) -> SearchWalkthrough:
     """The walkthrough of `translate`'s search (greedy or beam) on `sentence`, under `interventions` if given;
     with interventions, `original` holds the translation without them.
 
@@ -113,8 +115,11 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
     its sentences; the walkthrough shows sentence `piece` (from 1), its title says which, `pieces` lists every
     sentence with its translation and `result` is the whole input's translation, `translate`'s own.
     `max_new(source length)` caps the tokens the shown sentence generates (the server's bound on a
-    walkthrough's size; the whole translation keeps `translate`'s limits)."""
+    walkthrough's size; the whole translation keeps `translate`'s limits). A `glossary` (greedy decoding) is
+    applied as `translate --glossary` applies it, the steps it decided in `walk.glossary_forced`."""
     check_explainable(options)
+    if glossary is not None and options.beam > 1:
+        raise UserError("explain --glossary shows greedy decoding, step by step; give no --beam with it")
     pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, options.split, allow_empty=False)
     total = len(pieces.texts)
     if not 1 <= piece <= total:
@@ -127,7 +132,8 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
         if options.beam > 1:
             walk = explain_beam(model, tokenizer, text, shown, top)
         else:
-            walk = SearchWalkthrough(**explain_translation(model, tokenizer, text, shown, top=top).__dict__)
+            walk = SearchWalkthrough(**explain_translation(model, tokenizer, text, shown, top=top,
+                                                           glossary=glossary).__dict__)
         translations = each_piece(model, tokenizer, pieces, options) if total > 1 else [walk.result]
     walk.ablated = changes.names()
     walk.sentence = text

@@ -11,28 +11,36 @@ that train.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough, position_formula
 from clearformer.generate.beam import beam_search
+from clearformer.generate.glossary import term_batch
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import prepare_sources
+from clearformer.generate.translator import PyTorchTranslator
+from clearformer.glossary import Glossary
 from clearformer.record import trace
 from clearformer.tokenize import mask_placeholders, restore_placeholders
 
 
 def explain_translation(model, tokenizer, sentence: str, options: DecodingOptions | None = None,
-                        top: int = 10) -> Walkthrough:
+                        top: int = 10, glossary: Glossary | None = None) -> Walkthrough:
     """Translation of `sentence` with `options` (default: greedy) under a recorder -> the walkthrough
     of every step.
 
     `options.max_new` caps the generated tokens (<eos> included); by default the limit is
-    `translate`'s (source length + max_extra, within the model's max_len)."""
+    `translate`'s (source length + max_extra, within the model's max_len). With a `glossary`, its terms are
+    written as `translate --glossary` writes them, and `walk.glossary_forced` lists the steps where a term
+    decided the token (`glossary_steps`)."""
     options = (options or DecodingOptions()).but(with_scores=False)
     pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False, allow_empty=False)
     ids = pieces.sources[0]  # one sentence
-    tokens = search_tokens(model, tokenizer, options).for_sources(pieces.masks)
+    tokens = with_terms(model, tokenizer, search_tokens(model, tokenizer, options).for_sources(pieces.masks),
+                        glossary, pieces.texts, options)
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()
@@ -51,8 +59,29 @@ def explain_translation(model, tokenizer, sentence: str, options: DecodingOption
                              target_by_step=target_by_step, top=top)
     model_formulas(walk, model.config)
     walk.target_tokens = labels
+    walk.glossary_forced = glossary_steps(recorder.records, tokenizer)
     set_result(walk, tokenizer, sentence, tokenizer.decode(decoded.sequences()[0]))
     return walk
+
+
+def with_terms(model, tokenizer, tokens, glossary: Glossary | None, texts, options: DecodingOptions):
+    """The search facts with the glossary terms each text owes (generate/glossary.py), as `translate` plans them."""
+    if glossary is None:
+        return tokens
+    translator = PyTorchTranslator(model, tokenizer)
+    terms = term_batch(tokenizer, glossary, texts, lambda sources: [
+        t.text for t in translator.translate(translator.read(sources, False, False), options.but(beam=1))])
+    return tokens if terms is None else replace(tokens, terms=terms)
+
+
+def glossary_steps(records, tokenizer) -> list[dict]:
+    """Where the glossary rule decided the token of the shown hypothesis: [{"step", "token"}], from the
+    `glossary.forced` records (generate/glossary.py; greedy: one row)."""
+    steps = []
+    for record in records:
+        if record.name == "glossary.forced" and record.value.numel() and int(record.value[0]) >= 0:
+            steps.append({"step": record.step, "token": tokenizer.id_to_token(int(record.value[0]))})
+    return steps
 
 
 def model_formulas(walk, config) -> None:

@@ -167,6 +167,8 @@ class Walkthrough:
     # translation it wrote, before `result` got the placeholders back ("" when nothing was masked).
     masked_source: str = ""
     masked_result: str = ""
+    # `--glossary`: the steps where a glossary term decided the token ([{"step", "token"}], generate/glossary.py)
+    glossary_forced: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

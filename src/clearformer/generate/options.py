@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from clearformer.generate.facts import DecodingFacts
+from clearformer.generate.glossary import TermBatch
 from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKENS
 from clearformer.options import Options, option
 from clearformer.tokenize.placeholders import Masked
@@ -107,6 +108,7 @@ class SearchTokens:
     max_length_factor: the run's engine's output limit, factor x source tokens (0: the paper's + 50; tokenize/facts.py);
     owing: per sentence of one batch, whether its placeholder pieces must be copied (`Masked.owes_copies`:
     not where numerals stand in and the sentence had no placeholder); None: every sentence's.
+    terms: per sentence of one batch, the glossary terms it owes (generate/glossary.py); None: no glossary.
     """
 
     bos_id: int = DEFAULT_BOS_ID
@@ -119,6 +121,7 @@ class SearchTokens:
     shortlist: LexicalShortlist | None = None
     max_length_factor: float = 0.0
     owing: tuple[bool, ...] | None = None
+    terms: TermBatch | None = None
 
     def for_sources(self, masks: Sequence[Masked]) -> SearchTokens:
         """These facts for one batch of sources as `tokenize.mask_placeholders` read them (`owing`)."""

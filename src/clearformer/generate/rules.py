@@ -12,6 +12,7 @@ hypotheses kept (`select`, as `DecoderState.select`).
     BrevityPenalty        a bonus (<= 0) on <eos> for ending shorter than expected (generate/brevity.py)
     RepeatBound           no runaway repetition of a piece or a span (generate/constraints.py)
     PlaceholderConstraint every placeholder piece of the source copied exactly (generate/constraints.py)
+    GlossaryConstraint    every glossary term of the source written as the glossary says (generate/glossary.py)
 
 in that order. Greedy decoding and beam search both take log p(token) from the logits before the rules
 (the rules forbid a token or move its score, they never renormalise), then call `rules(logits, t)`:
@@ -26,6 +27,7 @@ import torch
 
 from clearformer.generate.brevity import BrevityPenalty
 from clearformer.generate.constraints import PlaceholderConstraint, RepeatBound
+from clearformer.generate.glossary import GlossaryConstraint
 from clearformer.generate.options import DecodingOptions, SearchTokens
 from clearformer.generate.shortlist import ShortlistRule
 
@@ -89,6 +91,9 @@ class DecodingRules:
                                                        tokens.owing)
         if placeholders is not None:
             rules.append(placeholders)
+        terms = GlossaryConstraint.for_batch(tokens.terms, tokens.eos_id, limits, src_ids.device)
+        if terms is not None:  # last: a piece it forces is not taken away by a rule after it
+            rules.append(terms)
         return cls(rules, shortlist)
 
     def __call__(self, logits: torch.Tensor, t: int) -> torch.Tensor:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Protocol
 
 import torch
@@ -27,6 +27,7 @@ import torch
 from clearformer.errors import UserError
 from clearformer.generate.beam import beam_search
 from clearformer.generate.facts import DecodingFacts
+from clearformer.generate.glossary import TermBatch, glossary_notes, term_batch
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.int8 import quantize_int8
 from clearformer.generate.layout import for_decoding
@@ -34,6 +35,7 @@ from clearformer.generate.options import DecodingOptions, SearchTokens, search_t
 from clearformer.generate.result import Note, NoteKind, Translation
 from clearformer.generate.shortlist import use_shortlist_output
 from clearformer.generate.source import Pieces, prepare_sources
+from clearformer.glossary import Glossary
 from clearformer.limits import MAX_THREADS
 from clearformer.options import check_value
 
@@ -114,6 +116,7 @@ class Translator(Protocol):
     tokenizer: object
     label: str
     described: str  # what a report adds after the decoding options (", engine ctranslate2 (int8)")
+    enforces_glossary: ClassVar[bool]  # `translate`'s glossary written by the decoding, or only noted
 
     @classmethod
     def check_settings(cls, settings: EngineSettings) -> None: ...
@@ -130,7 +133,8 @@ class Translator(Protocol):
              unreadable: str = "raise") -> Pieces: ...
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
-                  progress: Progress | None = None, confidence: Rater | None = None) -> list[Translation]: ...
+                  progress: Progress | None = None, confidence: Rater | None = None,
+                  glossary: Glossary | TermBatch | None = None) -> list[Translation]: ...
 
 
 class Reading:
@@ -164,12 +168,17 @@ class Reading:
         return inputs if isinstance(inputs, Pieces) else self.read(inputs, options.split)
 
 
-def records(pieces: Pieces, texts: Sequence[str]) -> list[Translation]:
-    """One `Translation` per input of `pieces` from its pieces' translated texts (placeholders restored)."""
-    joined = join_pieces(pieces.restore(texts), pieces.owners, pieces.count)
-    return [Translation(text, notes=(Note(NoteKind.UNREADABLE, pieces.unreadable[index]),)
-                        if index in pieces.unreadable else ())
-            for index, text in enumerate(joined)]
+def records(pieces: Pieces, texts: Sequence[str], glossary: Glossary | TermBatch | None = None) -> list[Translation]:
+    """One `Translation` per input of `pieces` from its pieces' translated texts (placeholders restored); with a
+    `glossary`, a GLOSSARY_TERM_MISSING note for each term of a piece's source its translation lacks."""
+    restored = pieces.restore(texts)
+    joined = join_pieces(restored, pieces.owners, pieces.count)
+    notes: list[tuple[Note, ...]] = [(Note(NoteKind.UNREADABLE, pieces.unreadable[index]),)
+                                     if index in pieces.unreadable else () for index in range(pieces.count)]
+    if isinstance(glossary, Glossary):
+        for source, text, owner in zip(pieces.texts, restored, pieces.owners, strict=True):
+            notes[owner] += glossary_notes(glossary, source, text)
+    return [Translation(text, notes=tuple(dict.fromkeys(notes[index]))) for index, text in enumerate(joined)]
 
 
 def decoding_model(model, shortlist, quantize: str = "none"):
@@ -199,6 +208,7 @@ class PyTorchTranslator(Reading):
     """clearformer's own decoder: the model's search (greedy or beam) over the model's own layers and cache."""
 
     name: ClassVar[str] = "pytorch"
+    enforces_glossary: ClassVar[bool] = True  # its decoding writes the glossary's terms (generate/glossary.py)
 
     def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
         # The model as decoding runs it, made once (generate/layout.py: a copy sharing the weights; the caller's
@@ -236,7 +246,8 @@ class PyTorchTranslator(Reading):
         return cls(decoding_model(for_decoding(model), tokenizer.shortlist, settings.quantize), tokenizer, settings)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
-                  progress: Progress | None = None, confidence: Rater | None = None) -> list[Translation]:
+                  progress: Progress | None = None, confidence: Rater | None = None,
+                  glossary: Glossary | TermBatch | None = None) -> list[Translation]:
         """One `Translation` per input (texts, read here, or `Pieces` already read by `read`).
 
         The pieces are sorted longest first (each batch holds pieces of similar length: little padding), each
@@ -244,13 +255,19 @@ class PyTorchTranslator(Reading):
         decoder but these frames: tests/generate/test_short_path.py), and the translations come back in the
         inputs' order, placeholders restored and an input's sentences joined; an empty piece translates to "".
         `progress(n)` is told of the inputs done after each batch. With `confidence` (clearformer.quality), each
-        record comes back with its confidence and its words', read back from the ids the search chose.
+        record comes back with its confidence and its words', read back from the ids the search chose. With a
+        `glossary` each piece writes the target of every glossary term its source holds (generate/glossary.py), and
+        a term that could not be placed is a GLOSSARY_TERM_MISSING note; a `TermBatch` gives the terms already
+        planned per piece (the API).
         """
         # Text needs no scores: greedy skips its pass over the vocabulary per step.
         options = (options or DecodingOptions()).check().but(with_scores=False)
         pieces = self.pieces_of(inputs, options)
         model = self.model
         tokens = search_tokens(model, self.tokenizer, options, self.facts)
+        terms = glossary if isinstance(glossary, TermBatch) else term_batch(
+            self.tokenizer, glossary, pieces.texts,
+            lambda sources: [t.text for t in self.translate(self.read(sources, False, False), options.but(beam=1))])
         search = greedy_decode if options.beam == 1 else beam_search
         device = next(model.parameters()).device
         progress = per_input_progress(progress, pieces.count, len(pieces.sources))
@@ -266,6 +283,8 @@ class PyTorchTranslator(Reading):
                 chunk = todo[start: start + options.batch_size]
                 src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
                 batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
+                if terms is not None:
+                    batch_tokens = replace(batch_tokens, terms=terms.rows([index for index, _ in chunk]))
                 for (index, _), ids in zip(chunk, search(model, src_ids, options, batch_tokens).sequences(),
                                            strict=True):
                     texts[index] = self.tokenizer.decode(ids)
@@ -275,5 +294,5 @@ class PyTorchTranslator(Reading):
         finally:
             model.train(was_training)
         if confidence is not None:
-            return confidence.rate(model, self.tokenizer, tokens, pieces, searched, records(pieces, texts))
-        return records(pieces, texts)
+            return confidence.rate(model, self.tokenizer, tokens, pieces, searched, records(pieces, texts, glossary))
+        return records(pieces, texts, glossary)

@@ -53,6 +53,7 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
+from clearformer.generate.glossary import TermBatch
 from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions, search_tokens
 from clearformer.generate.result import Translation
 from clearformer.generate.source import Pieces
@@ -66,6 +67,7 @@ from clearformer.generate.translator import (
     per_input_progress,
     records,
 )
+from clearformer.glossary import Glossary
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.hf import require
 from clearformer.interop.marianmt import check_exportable, export_marian
@@ -370,6 +372,7 @@ class CTranslate2Translator(Reading):
     RUN/ctranslate2-int8), the pieces every front reads decoded by `CTranslate2Engine`."""
 
     name = "ctranslate2"
+    enforces_glossary = False  # its own search: a glossary's terms missing are only noted
 
     def __init__(self, engine: CTranslate2Engine, model, tokenizer, settings: EngineSettings) -> None:
         self.engine, self.model, self.tokenizer, self.settings = engine, model, tokenizer, settings
@@ -408,10 +411,12 @@ class CTranslate2Translator(Reading):
         return cls(CTranslate2Engine(folder, tokenizer, model.config.max_len, settings), model, tokenizer, settings)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
-                  progress: Progress | None = None, confidence: Rater | None = None) -> list[Translation]:
+                  progress: Progress | None = None, confidence: Rater | None = None,
+                  glossary: Glossary | TermBatch | None = None) -> list[Translation]:
         """One `Translation` per input, as `PyTorchTranslator.translate`; checked pieces already fit max_len,
         unchecked ones (`evaluate`'s corpus) are cut to it. `options`: default the engine's (`decoding`).
-        `confidence`: read back by clearformer's own model from the output re-encoded (CTranslate2 gives text)."""
+        `confidence`: read back by clearformer's own model from the output re-encoded (CTranslate2 gives text).
+        A `glossary` is not enforced by this engine: its terms missing are only noted (`translate` refuses it)."""
         options = check_options(options if options is not None else self.decoding(DecodingOptions()))
         pieces = self.pieces_of(inputs, options)
         max_len = self.model.config.max_len
@@ -421,5 +426,5 @@ class CTranslate2Translator(Reading):
             searched = [self.tokenizer.encode(text) if source else [] for text, source in
                         zip(texts, pieces.sources, strict=True)]
             return confidence.rate(self.model, self.tokenizer, search_tokens(self.model, self.tokenizer, options),
-                                   pieces, searched, records(pieces, texts))
-        return records(pieces, texts)
+                                   pieces, searched, records(pieces, texts, glossary))
+        return records(pieces, texts, glossary)

@@ -43,28 +43,31 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from clearformer.errors import UserError
+from clearformer.generate.glossary import TermBatch, sentence_end_ids, term_batch
 from clearformer.generate.nbest import translate_nbest
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import Pieces
 from clearformer.generate.translator import Translator, join_pieces
+from clearformer.glossary import Glossary
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve import detect as detection
 from clearformer.serve.batcher import Batching, BatchQueue
+from clearformer.serve.glossary_field import glossary_field, missing_terms
 from clearformer.serve.markup import Run, parse_html, place_tags, word_links
 from clearformer.serve.pool import Busy
 from clearformer.serve.requests import RequestError, read_body
 from clearformer.tokenize import Masked
 
 MAX_ALTERNATIVES = 16
-FIELDS = ("q", "source", "target", "format", "api_key", "alternatives")
+FIELDS = ("q", "source", "target", "format", "api_key", "alternatives", "glossary")
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class TranslateRequest:
     detected: bool  # source was "auto"
     alternatives: int = 0
     unreadable: dict[int, str] = field(default_factory=dict)  # a text of a list refused on sight (its text ""): why
+    glossary: Glossary | None = None  # the project's terms (serve/glossary_field.py)
 
 
 def _no_constant(name: str):
@@ -152,7 +156,8 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
         raise RequestError(400, f"{target[:20]} is not supported: this model translates {languages.source} to "
                                 f"{languages.target}")
     return TranslateRequest(tuple("" if i in unreadable else text for i, text in enumerate(texts)), single,
-                            languages.source, languages.target, form == "html", detected, alternatives, unreadable)
+                            languages.source, languages.target, form == "html", detected, alternatives, unreadable,
+                            glossary_field(fields.get("glossary")))
 
 
 @dataclass
@@ -183,6 +188,7 @@ class _Job:
     masked: Masked
     alternatives: int = 0
     align: str | None = None
+    plan: tuple = ()  # the glossary terms it owes (generate/glossary.py `TermPieces`)
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,7 @@ class TranslationService:
         self.model, self.tokenizer = translator.model, translator.tokenizer
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
+        self.sentence_ends: tuple[int, ...] | None = None  # for glossaries: read from the vocabulary once
 
     def _decode(self, jobs: list[_Job]) -> list[_Done]:
         """Jobs of several requests -> their translations (placeholders restored), alternatives and links."""
@@ -248,9 +255,11 @@ class TranslationService:
             if count:  # the beam's n-best over the model's own search (generate/nbest.py)
                 found = [(ranked, ()) for ranked in
                          translate_nbest(self.model, self.tokenizer, pieces, self.decoding, count)]
-            else:  # the one translator every front calls (generate/translator.py)
+            else:  # the one translator every front calls (generate/translator.py), with the terms each job owes
+                plans = tuple(jobs[i].plan for i in chosen)
+                terms = TermBatch(plans, self.sentence_ends or ()) if any(plans) else None
                 found = [([result.text], tuple(note.detail for note in result.notes))
-                         for result in self.translator.translate(pieces, self.decoding)]
+                         for result in self.translator.translate(pieces, self.decoding, glossary=terms)]
             for i, candidates in zip(chosen, found, strict=True):
                 texts[i] = candidates
         done = []
@@ -294,17 +303,44 @@ class TranslationService:
                 jobs.append(_Job(ids, masked, request.alternatives,
                                  segment.pieces.texts[piece] if segment.run is not None else None))
                 where.append((number, piece))
+        if request.glossary is not None:
+            texts = [segments[number].pieces.texts[piece] for number, piece in where]
+            plans = await self.term_plans(request.glossary, texts)
+            jobs = [replace(job, plan=plan) for job, plan in zip(jobs, plans, strict=True)]
+        outputs = await self.decoded(jobs)
+        results: dict[int, list[_Done]] = {}
+        for (number, _), output in zip(where, outputs, strict=True):
+            results.setdefault(number, []).append(output)
+        answers = [self._answer(owner, layouts[owner], segments, results, failed, request)
+                   for owner in range(len(request.texts))]
+        if request.glossary is None:
+            return answers
+        return [replace(answer, notes=answer.notes + missing_terms(request.glossary, text, answer.text))
+                for text, answer in zip(request.texts, answers, strict=True)]
+
+    async def decoded(self, jobs: list[_Job]) -> list[_Done]:
+        """Jobs through the batch queue (429 when full)."""
         try:
             future = self.queue.submit(jobs)
         except Busy as error:  # LibreTranslate's "slow down"
             raise RequestError(429, str(error)) from None
         # shield: a client that hangs up leaves its sentences to finish in their batch (others wait on it).
-        outputs = await asyncio.shield(asyncio.wrap_future(future))
-        results: dict[int, list[_Done]] = {}
-        for (number, _), output in zip(where, outputs, strict=True):
-            results.setdefault(number, []).append(output)
-        return [self._answer(owner, layouts[owner], segments, results, failed, request)
-                for owner in range(len(request.texts))]
+        return await asyncio.shield(asyncio.wrap_future(future))
+
+    async def term_plans(self, glossary: Glossary, texts: list[str]) -> list[tuple]:
+        """The glossary terms each text owes (generate/glossary.py), the model's own renderings of the terms
+        decoded through the queue like any text."""
+        if self.sentence_ends is None:
+            self.sentence_ends = await asyncio.to_thread(sentence_end_ids, self.tokenizer)
+        wanted: list[str] = []
+        term_batch(self.tokenizer, glossary, texts, lambda sources: wanted.extend(sources) or [""] * len(sources))
+        if not wanted:
+            return [()] * len(texts)
+        alone = self.translator.read(wanted, False, check=False)
+        done = await self.decoded([_Job(ids, masked) for ids, masked in zip(alone.sources, alone.masks, strict=True)])
+        renderings = [output.text for output in done]
+        terms = term_batch(self.tokenizer, glossary, texts, lambda _: renderings)
+        return list(terms.plans) if terms is not None else [()] * len(texts)
 
     def _answer(self, owner: int, layout: _Text, segments: list[_Segment], results: dict[int, list[_Done]],
                 failed: dict[int, str], request: TranslateRequest) -> TextAnswer:

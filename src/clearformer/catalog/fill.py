@@ -42,6 +42,7 @@ from clearformer.catalog.plurals import (
     parse_plural_forms,
 )
 from clearformer.errors import UserError
+from clearformer.generate.result import Note
 from clearformer.limits import MAX_TEXT_FILE_BYTES
 from clearformer.store import safeio
 from clearformer.tokenize.placeholders import Masked, PlaceholderError, mask, mask_target, restore
@@ -130,6 +131,7 @@ class Outcome:
     filled: int = 0
     copied: int = 0
     moved_accelerators: int = 0
+    noted: int = 0  # entries with a note of the post-check (generate/checks.py)
 
 
 @dataclass
@@ -142,12 +144,17 @@ class Plan:
     mark: str | None
     slots: list[Slot] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
+    found: Sequence[Sequence[Note]] | None = None  # what the post-check found in each translation (`fill`)
+    found_comments: set[str] = field(default_factory=set)
 
-    def fill(self, translations: Sequence[str | None], now: datetime | None = None) -> Outcome:
+    def fill(self, translations: Sequence[str | None], now: datetime | None = None,
+             found: Sequence[Sequence[Note]] | None = None) -> Outcome:
         """Put the translations (one per text; None: the model could not read it, and an empty one: the source
-        is copied) in the entries, mark them fuzzy, update the header."""
+        is copied) in the entries, mark them fuzzy, update the header. `found[i]`: what the post-check found in
+        translation i (generate/checks.py), each a `# clearformer:` comment on the entries it fills."""
         if len(translations) != len(self.texts):
             raise ValueError(f"{len(translations)} translations for {len(self.texts)} texts")
+        self.found = found
         outcome = Outcome()
         for slot in self.slots:
             notes: list[str] = []
@@ -170,6 +177,7 @@ class Plan:
             outcome.filled += 1
             outcome.copied += sum("copied" in note for note in notes)
             outcome.moved_accelerators += sum("accelerator" in note for note in notes)
+            outcome.noted += bool(set(notes) & self.found_comments)
         update_header(self.po, self.settings, self.plural_forms, now)
         return outcome
 
@@ -187,6 +195,10 @@ class Plan:
                 notes.append(f"{COMMENT} a line {why} was copied from the source")
                 out.append(line.lead + line.stripped.original() + line.trail)
                 continue
+            if self.found is not None:
+                comments = [f"{COMMENT} {note.detail}" for note in self.found[line.job]]
+                self.found_comments.update(comments)
+                notes += comments
             if not self.settings.model_masks:  # find the source's placeholders in what the model wrote
                 translated = mask_target(translated, line.masked.originals, line.patterns)
             translated, changed = repair_placeholders(translated, line.masked.originals, line.formats)

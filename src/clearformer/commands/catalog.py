@@ -21,9 +21,10 @@ from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text,
 from clearformer.commands import engine as engine_options
 from clearformer.errors import UserError
 from clearformer.explain.interventions import interventions_from_args
-from clearformer.generate import DecodingOptions
+from clearformer.generate import DecodingOptions, checks
+from clearformer.generate.result import Note
 from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import translate_pieces
+from clearformer.generate.translate import translate_checked
 from clearformer.languages import Languages, run_languages
 from clearformer.store.output import OutputTarget, check_output, write_output
 
@@ -132,15 +133,17 @@ def run(args, parts: TranslateParts) -> int:
     try:
         if engine is not None:
             outputs = engine_options.translate_with_engine(engine, model, pieces, decoding, progress=bar.update)
+            results = checks.translations([plan.texts[i] for i in kept], range(len(kept)), len(kept), outputs)
         else:
             with changes:
-                outputs = translate_pieces(model, tokenizer, pieces, decoding, progress=bar.update)
+                results = translate_checked(model, tokenizer, pieces, decoding, progress=bar.update)
     finally:
         bar.close()
     translations: list[str | None] = [None] * len(plan.texts)
-    for index, text in zip(kept, outputs, strict=True):
-        translations[index] = text
-    outcome = plan.fill(translations)
+    found: list[tuple[Note, ...]] = [()] * len(plan.texts)
+    for index, result in zip(kept, results, strict=True):
+        translations[index], found[index] = result.text, result.notes
+    outcome = plan.fill(translations, found=found)
     text = catalogue_text(po)
     if output is not None:
         write_output(output, text)
@@ -158,6 +161,9 @@ def report(outcome: Outcome, output: OutputTarget | None) -> None:
         notes.append(f"{outcome.copied} line(s) copied from the source (the model cannot read them, or wrote nothing)")
     if outcome.moved_accelerators:
         notes.append(f"{outcome.moved_accelerators} accelerator(s) on another letter")
+    if outcome.noted:
+        notes.append(f"{outcome.noted} entr{'y' if outcome.noted == 1 else 'ies'} the checks flagged (a placeholder "
+                     f"placed by the search, a numeral or tag the source lacks, a sentence missing, the source copied)")
     extra = f"; {', '.join(notes)}: see the '# clearformer:' comments" if notes else ""
     print(f"clearformer translate: {outcome.filled} entr{'y' if outcome.filled == 1 else 'ies'} filled, "
           f"marked fuzzy{where}{extra}", file=sys.stderr)

@@ -25,9 +25,10 @@ from clearformer.commands import catalog, options
 from clearformer.commands import engine as engine_options
 from clearformer.errors import UserError
 from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
-from clearformer.generate import DecodingOptions
+from clearformer.generate import DecodingOptions, checks
+from clearformer.generate.result import NoteKind, Translation
 from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import translate_pieces
+from clearformer.generate.translate import translate_checked
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
 from clearformer.load import load_model
 from clearformer.model.protocol import is_encoder_decoder
@@ -124,6 +125,17 @@ def warn(message: str) -> None:
     print(f"clearformer translate: warning: {message}", file=sys.stderr)
 
 
+def warn_notes(results: list[Translation], name: str, unknown: set[int]) -> None:
+    """One warning line per note of a translation (generate/checks.py), naming its line or argument; an input
+    whose unknown words were already named (`unknown`) is not told again that its translation holds <unk>."""
+    for index, result in enumerate(results):
+        where = "" if name == "argument" else \
+            (f"argument {index + 1}: " if name == "arguments" else f"{name}:{index + 1}: ")
+        for note in result.notes:
+            if not (index in unknown and note.kind is NoteKind.UNWRITABLE_SPAN):
+                warn(f"{where}{note.detail}")
+
+
 def run(args) -> int:
     if args.po:  # a gettext catalogue: commands/catalog.py
         return catalog.run(args, catalog.TranslateParts(load_translator, check_not_input))
@@ -154,14 +166,16 @@ def run(args) -> int:
         if engine is not None:
             outputs = engine_options.translate_with_engine(engine, model, pieces, decoding,
                                                            progress=bar.update if bar is not None else None)
+            results = checks.translations(sentences, range(len(sentences)), len(sentences), outputs)
         else:
             with changes:
-                outputs = translate_pieces(model, tokenizer, pieces, decoding,
-                                           progress=bar.update if bar is not None else None)
+                results = translate_checked(model, tokenizer, pieces, decoding,
+                                            progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
-    text = "".join(line + "\n" for line in outputs)
+    warn_notes(results, name, set(pieces.unknown))
+    text = "".join(result.text + "\n" for result in results)
     if output is not None:
         write_output(output, text)
     else:

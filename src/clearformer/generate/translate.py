@@ -11,9 +11,11 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from clearformer.generate import checks
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
+from clearformer.generate.result import Translation
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.tokenize import Masked
 from clearformer.tokenize.sentences import split_long
@@ -91,12 +93,21 @@ def translate(model, tokenizer, sentences: list[str], options: DecodingOptions |
 
 def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions | None = None,
                      progress: Callable[[int], None] | None = None) -> list[str]:
-    """`translate` of inputs already read by `prepare_sources`: one translation per input.
+    """`translate` of inputs already read by `prepare_sources`: one translation per input (the texts of
+    `translate_checked`)."""
+    return [translation.text for translation in translate_checked(model, tokenizer, pieces, options, progress)]
+
+
+def translate_checked(model, tokenizer, pieces: Pieces, options: DecodingOptions | None = None,
+                      progress: Callable[[int], None] | None = None) -> list[Translation]:
+    """`translate` of inputs already read by `prepare_sources`: one `Translation` per input, its notes what
+    the post-check found (generate/checks.py).
 
     The pieces are sorted longest first (each batch holds pieces of similar length: little padding), each
     batch goes to the search itself (greedy_decode or beam_search: nothing between a command and the model's
     decoder but these two frames), and the translations come back in the inputs' order, placeholders
-    restored and an input's sentences joined; an empty piece translates to "".
+    restored and an input's sentences joined; an empty piece translates to "". Each sentence is decoded
+    with its own facts (`SearchTokens.for_sources`), so its translation does not depend on its batch.
     """
     # Text needs no scores: greedy skips its pass over the vocabulary per step.
     options = (options or DecodingOptions()).but(with_scores=False)
@@ -104,7 +115,8 @@ def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions 
     search = greedy_decode if options.beam == 1 else beam_search
     device = next(model.parameters()).device
     progress = per_input_progress(progress, pieces.count, len(pieces.sources))
-    translations = [""] * len(pieces.sources)
+    outputs = [""] * len(pieces.sources)
+    forced = [False] * len(pieces.sources)
     todo = sorted((item for item in enumerate(pieces.sources) if item[1]), key=lambda item: -len(item[1]))
     if progress is not None and len(todo) < len(pieces.sources):
         progress(len(pieces.sources) - len(todo))
@@ -115,13 +127,15 @@ def translate_pieces(model, tokenizer, pieces: Pieces, options: DecodingOptions 
             chunk = todo[start: start + options.batch_size]
             src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
             batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
-            for (index, _), ids in zip(chunk, search(model, src_ids, options, batch_tokens).sequences(), strict=True):
-                translations[index] = tokenizer.decode(ids)
+            decoded = search(model, src_ids, options, batch_tokens)
+            for (index, _), ids, placed in zip(chunk, decoded.sequences(), decoded.forced_list(), strict=True):
+                outputs[index], forced[index] = tokenizer.decode(ids), placed
             if progress is not None:
                 progress(len(chunk))
     finally:
         model.train(was_training)
-    return join_pieces(pieces.restore(translations), pieces.owners, pieces.count)
+    return checks.translations(pieces.texts, pieces.owners, pieces.count, pieces.restore(outputs), pieces.masks,
+                               forced)
 
 
 def encode_sources(model, tokenizer, sentences: Sequence[str], split: bool = True

@@ -36,7 +36,8 @@ from clearformer.catalog.formats import repair_placeholders
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import join_pieces, translate_pieces
+from clearformer.generate.result import Note, Translation
+from clearformer.generate.translate import join_pieces, translate_checked
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve.batcher import Batching, BatchQueue
@@ -150,10 +151,12 @@ class TranslationService:
         self.masks = bool(tokenizer.mask_placeholders)
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
 
-    def _decode(self, sources: list[tuple[list[int], Masked]]) -> list[str]:
-        """Sources of several requests (ids, as masked) -> their translations, placeholders restored."""
+    def _decode(self, sources: list[tuple[list[int], Masked]]) -> list[Translation]:
+        """Sources of several requests (ids, as masked) -> their translations, placeholders restored, with what
+        the post-check found (generate/checks.py)."""
         pieces = Pieces.whole([ids for ids, _ in sources], [masked for _, masked in sources])
-        return translate_pieces(self.model, self.tokenizer, pieces, self.decoding)
+        pieces.texts = [restore(masked, masked.text) for _, masked in sources]
+        return translate_checked(self.model, self.tokenizer, pieces, self.decoding)
 
     def lines(self, request: TranslateRequest) -> tuple[list[_Line], list[str]]:
         """Each text cut into lines (blank lines and the spaces around a line kept), and the model's inputs."""
@@ -170,14 +173,16 @@ class TranslationService:
                 inputs.append(masked.text if self.masks else core)
         return lines, inputs
 
-    async def translate(self, request: TranslateRequest) -> list[str]:
-        """The translations of the request's texts (a 400 for a text the model cannot read, 429 when full)."""
+    async def translate(self, request: TranslateRequest) -> list[Translation]:
+        """The translations of the request's texts (a 400 for a text the model cannot read, 429 when full),
+        each with the notes of its lines (generate/checks.py)."""
         try:
             # Off the event loop: masking runs a tokenizer's placeholder patterns (time-bounded: tokenize/placeholders)
             lines, inputs = await asyncio.to_thread(self.lines, request)
         except UserError as error:  # html with more tags than a masking model has reserved tokens
             raise RequestError(400, str(error)) from None
         labels = [f"q[{line.owner}]" if not request.single else "q" for line in lines if line.masked is not None]
+        lines_of_jobs = [line.owner for line in lines if line.masked is not None]  # model input -> its text
         try:
             pieces = await asyncio.to_thread(prepare_sources, self.tokenizer, inputs, self.model.config.max_len,
                                              self.decoding.split, where=lambda index: labels[index])
@@ -189,7 +194,10 @@ class TranslationService:
         except Busy as error:  # LibreTranslate's "slow down"
             raise RequestError(429, str(error)) from None
         outputs = await asyncio.shield(asyncio.wrap_future(future))
-        translated = join_pieces(outputs, pieces.owners, pieces.count)  # restored by `_decode`
+        translated = join_pieces([output.text for output in outputs], pieces.owners, pieces.count)  # restored
+        notes: list[list[Note]] = [[] for _ in request.texts]
+        for output, job in zip(outputs, pieces.owners, strict=True):
+            notes[lines_of_jobs[job]] += output.notes
         texts: list[list[str]] = [[] for _ in request.texts]
         for line in lines:
             if line.masked is None:
@@ -201,7 +209,8 @@ class TranslationService:
                     text = mask_target(text, line.masked.originals, (MARKUP,))
                 text = restore(line.masked, repair_placeholders(text, line.masked.originals, ())[0])
             texts[line.owner].append(line.lead + text + line.trail)
-        return ["\n".join(parts) for parts in texts]
+        return [Translation("\n".join(parts), tuple(dict.fromkeys(found))) for parts, found in zip(texts, notes,
+                                                                                                  strict=True)]
 
     def languages_answer(self) -> list[dict]:
         if self.languages is None:
@@ -233,10 +242,15 @@ def translation_service(loaded, decoding: DecodingOptions | None, batching: Batc
                               batching.wait_s, batching.capacity)
 
 
-def translate_answer(request: TranslateRequest, translations: list[str]) -> dict:
+def translate_answer(request: TranslateRequest, results: list[Translation]) -> dict:
     """LibreTranslate's answer: translatedText (a string for a string q), detectedLanguage for source auto,
-    alternatives when asked (none: the server gives one translation)."""
+    alternatives when asked (none: the server gives one translation); "clearformerNotes", a field clients
+    ignore, when a check found something (generate/checks.py): each text's notes as lines, as q is shaped."""
+    translations = [result.text for result in results]
     answer: dict = {"translatedText": translations[0] if request.single else translations}
+    if any(result.notes for result in results):
+        notes = [[note.detail for note in result.notes] for result in results]
+        answer["clearformerNotes"] = notes[0] if request.single else notes
     if request.detected:
         detected = {"confidence": 100.0, "language": request.source}
         answer["detectedLanguage"] = detected if request.single else [detected] * len(translations)

@@ -114,7 +114,8 @@ def test_each_sentence_gets_stand_ins_among_the_numerals_it_does_not_hold():
     assert stand_ins.attached[6] == "7" and stand_ins.attached[0] is None and stand_ins.spaced[0] == "▁1"
     assert stand_ins.numeral_pieces == ("▁1:",)
     for text, masked_text in (("Page 1 of %d", "Page 1 of ｟ph1｠"), ("UTF-8 name: %s", "UTF-8 name: ｟ph0｠"),
-                              ("%1$s and %2$s", "｟ph0｠ and ｟ph1｠"), ("copy %s to 2 places %s", "copy ｟ph0｠ to 2 places ｟ph2｠"),
+                              ("%1$s and %2$s", "｟ph0｠ and ｟ph1｠"),
+                              ("copy %s to 2 places %s", "copy ｟ph0｠ to 2 places ｟ph2｠"),
                               ("15 of %d", "15 of ｟ph1｠")):
         masked = stand_ins.assign(text, mask(text, (), len(stand_ins.texts)))
         assert masked.text == masked_text, text

@@ -35,8 +35,8 @@ from fastapi.responses import JSONResponse
 from clearformer.catalog.formats import repair_placeholders
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.result import Note, Translation
+from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translate import join_pieces, translate_checked
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates

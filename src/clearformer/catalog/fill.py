@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -113,6 +113,7 @@ class Line:
     patterns: tuple[str, ...] = ()
     job: int | None = None
     copied: bool = False  # a line masking cannot take, copied from the source
+    glued: bool = False  # a part of the line before it, after a run of two spaces or more (a column): no newline
 
 
 @dataclass
@@ -184,6 +185,9 @@ class Plan:
     def _assemble(self, lines: list[Line], translations: Sequence[str | None], notes: list[str]) -> str:
         out = []
         for line in lines:
+            if line.glued and out:  # a column of the line before: its text joins it, after the spaces it kept
+                out[-1] += self._assemble([replace(line, glued=False)], translations, notes)
+                continue
             if line.copied:
                 notes.append(f"{COMMENT} a line the model cannot read was copied from the source")
             if line.job is None:
@@ -236,7 +240,7 @@ def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, setting
     to `texts` (`index`: input -> its position, so a repeated line is translated once)."""
     patterns = format_patterns(formats) + settings.model_patterns
     lines = []
-    for raw in text.split("\n"):
+    for raw, glued in columns(text):
         core = raw.strip()
         if not core:
             lines.append(Line(raw, ""))
@@ -252,8 +256,25 @@ def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, setting
         if model_input not in index:
             index[model_input] = len(texts)
             texts.append(model_input)
-        lines.append(Line(lead, trail, stripped, masked, formats, patterns, index[model_input]))
+        lines.append(Line(lead, trail, stripped, masked, formats, patterns, index[model_input], glued=glued))
     return lines
+
+
+_COLUMN = re.compile(r"(?<=\S)( {2,}|\t+)(?=\S)")
+
+
+def columns(text: str) -> list[tuple[str, bool]]:
+    """The lines of a text, each cut after its runs of two spaces or more (or tabs) between words: a help
+    text's columns ("-h, --help   show this help") are translated apart and the spaces between them kept as
+    they were, never squeezed to one. -> (part, whether it continues the line before: no newline)."""
+    parts = []
+    for line in text.split("\n"):
+        start, glued = 0, False
+        for run in _COLUMN.finditer(line):
+            parts.append((line[start:run.end()], glued))
+            start, glued = run.end(), True
+        parts.append((line[start:], glued))
+    return parts
 
 
 def resolve_mark(po: polib.POFile, accelerator: str) -> str | None:

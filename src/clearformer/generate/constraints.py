@@ -69,14 +69,15 @@ class PlaceholderConstraint:
                   owing: Sequence[bool] | None = None) -> PlaceholderConstraint | None:
         """The constraint for a batch (`limits` (batch,): the decoder's length limits; `owing` (batch,):
         which sentences owe their pieces, None: all), or None when there are no placeholder pieces or no
-        source of the batch owes one (then decoding runs unconstrained, at no cost)."""
+        sentence of the batch is bound by them (then decoding runs unconstrained, at no cost). A bound
+        sentence without placeholders is still constrained, alone as in any batch: it writes none."""
         if not piece_ids:
             return None
         constraint = cls(src_ids, torch.tensor(sorted(piece_ids), dtype=torch.long), eos_id, limits)
         if owing is not None:  # numerals standing in: a sentence without placeholders keeps its numbers free
             constraint.bound = torch.tensor(owing, dtype=torch.bool, device=src_ids.device)
             constraint.remaining[~constraint.bound] = 0
-        return constraint if bool(constraint.remaining.any()) else None
+        return constraint if bool(constraint.bound.any()) else None
 
     def forbidden(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(rows, n_pieces) True where piece j must not come next; and (rows,) True where <eos> must not.

@@ -22,7 +22,8 @@ PAIRS = [("Delete %d files from %s?", "Supprimer %d fichiers de %s ?"), ("copy %
          ("Connection timed out. Please try again later.", "Délai dépassé. Réessayez plus tard."),
          ("Page 1 of %d", "Page 1 sur %d"), ("Error registering Transmission as a %s handler: %s",
                                              "Erreur d'enregistrement de Transmission comme gestionnaire %s : %s")] * 20
-OPTIONS = {"greedy": DecodingOptions(max_extra=8), "beam 4": DecodingOptions(beam=4, max_extra=8)}  # random models: short
+# random models write to their length limit: a short one
+OPTIONS = {"greedy": DecodingOptions(max_extra=8), "beam 4": DecodingOptions(beam=4, max_extra=8)}
 
 
 KINDS = ("words", "sentencepiece")

@@ -43,14 +43,14 @@ import torch
 from benchmarks.report import markdown_table, write_section
 from clearformer.catalog.fill import CatalogueSettings, plan_catalogue
 from clearformer.catalog.formats import C_DIRECTIVE
-from clearformer.commands.catalog import readable_pieces
 from clearformer.data.deb import apt_download, deb_info, iter_files
 from clearformer.data.mo import read_mo
 from clearformer.data.paths import downloads_dir
 from clearformer.data.software import PACKAGES as RECIPE
 from clearformer.generate import DecodingOptions
+from clearformer.generate.result import NoteKind
 from clearformer.generate.source import prepare_sources
-from clearformer.generate.translate import translate_pieces
+from clearformer.generate.translator import PyTorchTranslator
 from clearformer.languages import run_languages
 from clearformer.load import load_model
 from clearformer.tokenize.placeholders import placeholder_score
@@ -123,12 +123,10 @@ def fill(model, tokenizer, template: polib.POFile, decoding: DecodingOptions) ->
     settings = CatalogueSettings(language="fr", model_masks=bool(tokenizer.mask_placeholders),
                                  model_patterns=tuple(tokenizer.placeholder_patterns or ()))
     plan = plan_catalogue(po, settings, "bench")
-    kept, pieces = readable_pieces(tokenizer, plan.texts, model.config.max_len, decoding.split)
-    outputs = translate_pieces(model, tokenizer, pieces, decoding)
-    translations: list[str | None] = [None] * len(plan.texts)
-    for index, text in zip(kept, outputs, strict=True):
-        translations[index] = text
-    plan.fill(translations)
+    translator = PyTorchTranslator(model, tokenizer)
+    results = translator.translate(translator.read(plan.texts, decoding.split, unreadable="note"), decoding)
+    plan.fill([None if any(note.kind is NoteKind.UNREADABLE for note in result.notes) else result.text
+               for result in results])
     return po, time.perf_counter() - start
 
 
@@ -136,7 +134,7 @@ def plain(model, tokenizer, template: polib.POFile, decoding: DecodingOptions) -
     """The peer: `translate`'s own path on each msgid and msgid_plural (unchecked, as evaluate reads a corpus)."""
     texts = [text for entry in template for text in (entry.msgid, entry.msgid_plural) if text]
     pieces = prepare_sources(tokenizer, texts, model.config.max_len, decoding.split, check=False)
-    outputs = iter(translate_pieces(model, tokenizer, pieces, decoding))
+    outputs = iter(result.text for result in PyTorchTranslator(model, tokenizer).translate(pieces, decoding))
     return [(next(outputs), next(outputs)) if entry.msgid_plural else (next(outputs),) for entry in template]
 
 

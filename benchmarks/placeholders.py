@@ -91,8 +91,9 @@ def decode_set(model, tokenizer, pairs, beam: int, repeats: str | None) -> dict:
     """Translate the sources of `pairs` as `translate` does, keeping ids; score and count runaways."""
     from clearformer.evaluate import score_corpus
     from clearformer.generate.options import DecodingOptions, search_tokens
+    from clearformer.generate.source import prepare_sources
     from clearformer.generate.state import max_new_tokens
-    from clearformer.generate.translate import decode_ids, join_pieces, pad_batch, split_long_sources
+    from clearformer.generate.translator import decode_ids, join_pieces, pad_batch
     from clearformer.tokenize import encode_source
 
     try:  # this branch: masking and its pair; main at 05b944e has neither (nothing is masked)
@@ -108,7 +109,8 @@ def decode_set(model, tokenizer, pairs, beam: int, repeats: str | None) -> dict:
     tokens = search_tokens(model, tokenizer, options)
     max_len = model.config.max_len
     sources = [s for s, _ in pairs]
-    pieces, owners = split_long_sources(sources)
+    read = prepare_sources(tokenizer, sources, max_len, check=False)
+    pieces, owners = read.texts, read.owners
     ids = [encode_source(tokenizer, p)[:max_len] for p in pieces]
     outputs: list[list[int]] = [[] for _ in pieces]
     limits = [0] * len(pieces)

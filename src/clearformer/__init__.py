@@ -8,6 +8,8 @@ Use it from Python (README.md, "Use it from Python"):
     result = clearformer.train_model(TrainOptions.for_preset("toy-translate", run_dir="runs/toy"))
     model, tokenizer, meta = clearformer.load_model(result.run_dir)     # or latest_checkpoint()
     clearformer.translate(model, tokenizer, ["I love you"], DecodingOptions(beam=4))
+    translator = clearformer.load_translator(result.run_dir)           # loaded once; engine="ctranslate2" too
+    translator.translate(["I love you"], DecodingOptions(beam=4))      # -> [Translation(text, notes, ...)]
     walk = clearformer.explain_translation(model, tokenizer, "I love you")   # every step, recorded
 
 The public names load on first use (module `__getattr__`), so `import clearformer` (and the
@@ -29,6 +31,8 @@ PUBLIC = {
     "latest_checkpoint": "clearformer.store.runs",       # the run the last `clearformer train` wrote
     "load_model": "clearformer.load",                    # (model, tokenizer, meta) of a run folder
     "translate": "clearformer.generate.translate",       # sentences -> translations
+    "load_translator": "clearformer.translator",         # a run folder, loaded once, on an engine: .translate(...)
+    "Translation": "clearformer.generate.result",        # what .translate returns per input: text and notes
     "explain_translation": "clearformer.explain.translation",  # one sentence -> every recorded step
     "Recorder": "clearformer.record.trace",              # records every intermediate of what runs inside it
     "train_model": "clearformer.train.front",            # train (or --resume) a translation or LM run

@@ -15,8 +15,7 @@ from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.source import prepare_sources
-from clearformer.generate.translate import translate_pieces
+from clearformer.generate.translator import PyTorchTranslator, Translator
 from clearformer.tokenize.placeholders import PlaceholderScore, placeholder_score
 
 DEFAULT_CORPUS = "en-fr-software"
@@ -140,6 +139,12 @@ def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str
 
 def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], options: DecodingOptions | None = None,
                    progress: Callable[[int], None] | None = None) -> tuple[Evaluation, int]:
+    """`evaluate_translator` with clearformer's own decoder over `model` and `tokenizer`."""
+    return evaluate_translator(PyTorchTranslator(model, tokenizer), pairs, options, progress)
+
+
+def evaluate_translator(translator: Translator, pairs: list[tuple[str, str]], options: DecodingOptions | None = None,
+                        progress: Callable[[int], None] | None = None) -> tuple[Evaluation, int]:
     """Translate every source of `pairs` with `options` (default: greedy), as `translate` does
     (`options.split` cuts a source of more than 25 words into its sentences), and score against the targets.
 
@@ -147,10 +152,10 @@ def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], options: Deco
     value returned) rather than dropped, so every reference keeps its hypothesis.
     """
     options = (options or DecodingOptions()).check()
-    max_len = model.config.max_len
+    max_len = translator.model.config.max_len
     texts = [source for source, _ in pairs]
-    pieces = prepare_sources(tokenizer, texts, max_len, options.split, check=False)
+    pieces = translator.read(texts, options.split, check=False)
     truncated = sum(len(ids) > max_len for ids in pieces.sources)
     pieces.sources = [ids[:max_len] for ids in pieces.sources]
-    hypotheses = translate_pieces(model, tokenizer, pieces, options, progress)
+    hypotheses = [result.text for result in translator.translate(pieces, options, progress)]
     return score_corpus(hypotheses, [target for _, target in pairs], texts), truncated

@@ -10,7 +10,8 @@ import torch
 from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.generate import DecodingOptions, search_tokens
-from clearformer.generate.translate import decode_ids, translate
+from clearformer.generate.translate import translate
+from clearformer.generate.translator import decode_ids
 from clearformer.record import trace
 from clearformer.tokenize import encode_source
 

@@ -9,7 +9,8 @@ from gen_helpers import SENTENCES, random_model
 from clearformer.errors import UserError
 from clearformer.evaluate import evaluate_model
 from clearformer.generate import DecodingOptions, translate
-from clearformer.generate.translate import join_pieces, per_input_progress, split_long_sources
+from clearformer.generate.source import prepare_sources
+from clearformer.generate.translator import join_pieces, per_input_progress
 from clearformer.tokenize import WordTokenizer
 from clearformer.tokenize.sentences import split_long
 
@@ -23,7 +24,9 @@ def test_only_inputs_over_25_words_are_cut():
 
 
 def test_pieces_go_back_to_their_input():
-    pieces, owners = split_long_sources(["I love you", LONG, ""])
+    tokenizer = WordTokenizer.build(SENTENCES)
+    read = prepare_sources(tokenizer, ["I love you", LONG, ""], 64, check=False)
+    pieces, owners = read.texts, read.owners
     assert pieces[0] == "I love you" and owners == [0] + [1] * 10 + [2]
     assert join_pieces(["a", *["b"] * 10, ""], owners, 3) == ["a", " ".join(["b"] * 10), ""]
     counted = []

@@ -19,7 +19,8 @@ from clearformer.cli import main  # noqa: E402
 from clearformer.data.toy import toy_pairs  # noqa: E402
 from clearformer.errors import UserError  # noqa: E402
 from clearformer.generate import DecodingOptions  # noqa: E402
-from clearformer.generate.translate import encode_sources, translate_ids  # noqa: E402
+from clearformer.generate.source import Pieces, prepare_sources  # noqa: E402
+from clearformer.generate.translator import PyTorchTranslator  # noqa: E402
 from clearformer.interop.ct2_engine import (  # noqa: E402
     STAMP,
     CTranslate2Engine,
@@ -47,7 +48,7 @@ def run(trained_run, tmp_path, monkeypatch):
 def ours_and_engine(run, quantize="none"):
     model, tokenizer, _ = load_model(run)
     engine, _ = load_engine(run, model, tokenizer, EngineSettings(quantize=quantize, threads=1))
-    sources, _, _ = encode_sources(model, tokenizer, SENTENCES)
+    sources = prepare_sources(tokenizer, SENTENCES, model.config.max_len, check=False).sources
     return model, tokenizer, engine, sources
 
 
@@ -58,7 +59,7 @@ def test_the_engine_decodes_what_clearformer_decodes(run, beam, max_extra):
     runs CTranslate2's beta 0 at every alpha)."""
     model, tokenizer, engine, sources = ours_and_engine(run)
     options = DecodingOptions(beam=beam, alpha=0.0, max_extra=max_extra, brevity=0.0, placeholders="free")
-    ours = translate_ids(model, tokenizer, sources, options)
+    ours = [t.text for t in PyTorchTranslator(model, tokenizer).translate(Pieces.whole(sources), options)]
     theirs = engine.translate_ids(sources, options)
     assert theirs == ours
     assert len(set(ours)) > 10  # the model translates: the sentences differ

@@ -8,7 +8,7 @@ from test_viz_server import _refused, local_client
 
 from clearformer.explain.interventions import parse_interventions, valid_interventions
 from clearformer.generate import DecodingOptions, search_tokens
-from clearformer.generate.translate import decode_ids
+from clearformer.generate.translator import decode_ids
 from clearformer.record import trace
 from clearformer.serve.app import create_app
 from clearformer.serve.explainer import load

@@ -6,27 +6,27 @@
 
 The rules (plural forms, placeholders by format flag, accelerators, the header) are catalog/fill.py's
 and docs/catalogs.md's. IN is never written unless --in-place; an --out that exists is refused unless
---overwrite. Every line goes through the one input path (`generate.source.prepare_sources`); a line the
-model cannot read (only unknown words, too long) is copied from the source, with a translator comment.
+--overwrite. Every line goes through `translate`'s own translator and engine (commands/engine.py, the one input
+path: `Translator.read`); a line the model cannot read (only unknown words, too long) comes back with an
+UNREADABLE note and is copied from the source, with a translator comment.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text, plan_catalogue, read_catalogue
 from clearformer.commands import engine as engine_options
+from clearformer.commands.options import check_not_input
 from clearformer.errors import UserError
 from clearformer.explain.interventions import interventions_from_args
-from clearformer.generate import DecodingOptions, checks
-from clearformer.generate.result import Note
-from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import translate_checked
+from clearformer.generate import DecodingOptions
+from clearformer.generate.result import NoteKind
 from clearformer.languages import Languages, run_languages
 from clearformer.store.output import OutputTarget, check_output, write_output
+from clearformer.translator import LoadedRun
 
 ACCELERATORS = ("auto", "none", "_", "&", "~")
 
@@ -58,16 +58,7 @@ def refuse_without_po(args) -> None:
         raise UserError(f"{given[0]} applies to --po (a gettext catalogue){hint}")
 
 
-@dataclass(frozen=True)
-class TranslateParts:
-    """What `translate --po` shares with `translate` (commands/translate.py owns them, and passes them in):
-    loading the checkpoint, and refusing an output that is the input."""
-
-    load_translator: Callable  # (checkpoint, device) -> (model, tokenizer, meta, directory)
-    check_not_input: Callable[[Path | None, Path, str], None]
-
-
-def catalogue_output(args, parts: TranslateParts) -> OutputTarget | None:
+def catalogue_output(args) -> OutputTarget | None:
     """Where the filled catalogue goes (None: stdout), checked before any work (store/output.py): --in-place
     replaces --po, an existing --out only with --overwrite."""
     source = Path(args.po)
@@ -77,73 +68,38 @@ def catalogue_output(args, parts: TranslateParts) -> OutputTarget | None:
         return check_output(source, "--po")
     if not args.out:
         return None
-    parts.check_not_input(Path(args.out), source, "--po")
+    check_not_input(Path(args.out), source, "--po")
     return check_output(args.out, "--out", overwrite=args.overwrite,
                         exists_hint="pass --overwrite to replace it, or --in-place to fill --po itself")
 
 
-def merged_pieces(parts: list[Pieces]) -> Pieces:
-    """Several inputs' `Pieces` as one (one input each), so that they are decoded in the same batches."""
-    merged = Pieces(count=len(parts))
-    for index, part in enumerate(parts):
-        merged.texts += part.texts
-        merged.sources += part.sources
-        merged.masks += part.masks
-        merged.owners += [index] * len(part.sources)
-    return merged
-
-
-def readable_pieces(tokenizer, texts: list[str], max_len: int, split: bool) -> tuple[list[int], Pieces]:
-    """(the texts the model can read, their pieces): a text `prepare_sources` refuses is left out (copied)."""
-    kept, parts = [], []
-    for index, text in enumerate(texts):
-        try:
-            parts.append(prepare_sources(tokenizer, [text], max_len, split))
-        except UserError:
-            continue
-        kept.append(index)
-    return kept, merged_pieces(parts)
-
-
-def run(args, parts: TranslateParts) -> int:
-    """`translate --po`: read, plan, translate, fill, write."""
-    from tqdm import tqdm
-
+def run(args, load_translator: Callable[[str | None, str], LoadedRun]) -> int:
+    """`translate --po`: read, plan, translate, fill, write; the engine, its options and its refusals are
+    `translate`'s own (commands/engine.py), and so is `load_translator` (the run read back)."""
     if args.text or args.file or args.output:
         raise UserError("--po translates a catalogue: give no text, --file or --output with it (use --out)")
-    decoding = DecodingOptions.from_args(args)
-    engine_options.check_engine_arguments(args)
-    if args.engine == "ctranslate2":
-        decoding = engine_options.engine_decoding(args, decoding)
-    output = catalogue_output(args, parts)
+    choice = engine_options.engine_choice(args, DecodingOptions.from_args(args))  # every refusal before any work
+    output = catalogue_output(args)
     given = Languages.parse(args.languages) if args.languages else None
     po = read_catalogue(Path(args.po))
-    model, tokenizer, meta, directory = parts.load_translator(args.checkpoint, args.device)
-    changes = interventions_from_args(model, args)
-    languages = given or run_languages(meta)
+    run_folder = load_translator(args.checkpoint, args.device)
+    translator = choice.open(run_folder, "translate")
+    changes = interventions_from_args(translator.model, args)
+    languages = given or run_languages(run_folder.meta)
+    tokenizer = translator.tokenizer
     settings = CatalogueSettings(language=languages.target if languages else None, accelerator=args.accelerator,
                                  model_masks=bool(tokenizer.mask_placeholders),
                                  model_patterns=tuple(tokenizer.placeholder_patterns))
     plan = plan_catalogue(po, settings, str(args.po))
-    kept, pieces = readable_pieces(tokenizer, plan.texts, model.config.max_len, decoding.split)
-    engine = engine_options.open_engine(args, model, tokenizer, directory, "translate") \
-        if args.engine == "ctranslate2" else None
-    bar = tqdm(total=len(kept), unit="line", desc=f"translating {Path(args.po).name}", file=sys.stderr,
-               disable=None, leave=False)
-    try:
-        if engine is not None:
-            outputs = engine_options.translate_with_engine(engine, model, pieces, decoding, progress=bar.update)
-            results = checks.translations([plan.texts[i] for i in kept], range(len(kept)), len(kept), outputs)
-        else:
-            with changes:
-                results = translate_checked(model, tokenizer, pieces, decoding, progress=bar.update)
-    finally:
-        bar.close()
-    translations: list[str | None] = [None] * len(plan.texts)
-    found: list[tuple[Note, ...]] = [()] * len(plan.texts)
-    for index, result in zip(kept, results, strict=True):
-        translations[index], found[index] = result.text, result.notes
-    outcome = plan.fill(translations, found=found)
+    # A line the model cannot read is not refused: it comes back with an UNREADABLE note, and is copied.
+    pieces = translator.read(plan.texts, choice.decoding.split, unreadable="note")
+    with engine_options.progress_bar(len(plan.texts), f"translating {Path(args.po).name}", unit="line") as bar, \
+            changes:
+        results = translator.translate(pieces, choice.decoding, progress=bar)
+    translations = [None if any(note.kind is NoteKind.UNREADABLE for note in result.notes) else result.text
+                    for result in results]
+    found = [tuple(note for note in result.notes if note.kind is not NoteKind.UNREADABLE) for result in results]
+    outcome = plan.fill(translations, found=found)  # what the checks found: a `# clearformer:` comment each
     text = catalogue_text(po)
     if output is not None:
         write_output(output, text)

@@ -1,4 +1,4 @@
-"""`--engine` and `--quantize` of `clearformer translate` and `clearformer evaluate`.
+"""`--engine` and `--quantize` of `clearformer translate` and `clearformer evaluate`, and their progress bar.
 
     clearformer translate --engine ctranslate2 "I love you"
     clearformer translate --engine ctranslate2 --quantize int8 --beam 4 --file in.txt
@@ -7,34 +7,29 @@
 
 `pytorch` (the default) is clearformer's own decoder; `ctranslate2` exports the run once into
 RUN/ctranslate2 (RUN/ctranslate2-int8 with `--quantize int8`) and decodes with CTranslate2
-(`interop/ct2_engine.py` says what it shares with the PyTorch path and what it cannot do).
+(`interop/ct2_engine.py` says what it shares with the PyTorch path and what it cannot do). Both are a
+`Translator` (clearformer/translator.py, `ENGINES`): the command line chooses one by name here, asks it what it
+takes and refuses before any work (`EngineChoice`), and the commands call only its `translate`.
 """
 
 from __future__ import annotations
 
-import os
+import shutil
 import sys
-import time
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from clearformer.errors import UserError
-from clearformer.evaluate import score_corpus
 from clearformer.generate.options import DecodingOptions
-from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import encode_sources, join_pieces, per_input_progress
-from clearformer.interop.ct2_engine import (
-    EngineSettings,
-    check_options,
-    export_folder,
-    load_engine,
-    with_engine_defaults,
-)
+from clearformer.translator import ENGINES, EngineSettings, LoadedRun, Translator, engine_class
 
-ENGINES = ("pytorch", "ctranslate2")
+# `evaluate --engine all`: every engine, side by side.
+ALL = (("pytorch", "none"), ("ctranslate2", "none"), ("ctranslate2", "int8"))
 
 
 def add_engine_arguments(parser, allow_all: bool = False) -> None:
-    choices = ENGINES + (("all",) if allow_all else ())
+    choices = tuple(ENGINES) + (("all",) if allow_all else ())
     also = "; 'all': each of pytorch, ctranslate2 and ctranslate2 int8, side by side" if allow_all else ""
     parser.add_argument("--engine", choices=choices, default="pytorch",
                         help="who decodes: 'pytorch' (default, clearformer's own decoder) or 'ctranslate2' (the "
@@ -44,85 +39,64 @@ def add_engine_arguments(parser, allow_all: bool = False) -> None:
                         help="--engine ctranslate2: 'int8' runs int8 weights (RUN/ctranslate2-int8); default none")
 
 
-def check_engine_arguments(args) -> None:
-    if args.quantize != "none" and args.engine != "ctranslate2":
-        raise UserError(f"--quantize {args.quantize} applies only to --engine ctranslate2")
-    cores = os.cpu_count() or 1
-    threads = getattr(args, "threads", None)
-    if args.engine in ("ctranslate2", "all") and threads is not None and threads > cores:
-        # CTranslate2 starts all its threads at once, and a count the system refuses ends in a native abort
-        # ("Thread creation failed"), not an error clearformer could catch.
-        raise UserError(f"--threads {threads}: --engine ctranslate2 starts that many threads at once; this machine "
-                        f"has {cores} cores: give at most {cores}")
+@dataclass(frozen=True)
+class EngineChoice:
+    """An engine chosen on the command line, checked before any work: its name, its settings, and the decoding
+    options it will decode by (the user's, with the engine's own defaults where the user gave none)."""
+
+    engine: str
+    settings: EngineSettings
+    decoding: DecodingOptions
+
+    def open(self, run: LoadedRun, command: str) -> Translator:
+        """The engine on `run` (what opening it did, e.g. an export, said on stderr)."""
+        return run.open(self.engine, self.settings,
+                        lambda line: print(f"clearformer {command}: {line}", file=sys.stderr))
 
 
-def engine_decoding(args, decoding: DecodingOptions) -> DecodingOptions:
-    """The options CTranslate2 decodes by: the user's, with the engine's alpha and brevity (0) where the
-    command line gave none; a one-line error naming a choice the engine cannot honour (ct2_engine.py)."""
-    return check_options(with_engine_defaults(decoding, set(DecodingOptions.given(args))))
+def engine_choices(args, decoding: DecodingOptions) -> list[EngineChoice]:
+    """The engine(s) the command line asks for (`--engine all`: each of ALL), each checked: its settings
+    (--quantize, --threads, --ablate) and the decoding options it takes, a one-line error before any work."""
+    named = {"all": ALL}.get(args.engine, ((args.engine, args.quantize),))
+    if len(named) > 1 and args.quantize != "none":
+        raise UserError(f"--quantize {args.quantize} applies to one engine; --engine all runs each")
+    given = set(DecodingOptions.given(args))
+    choices = []
+    for engine, quantize in named:
+        settings = EngineSettings(quantize=quantize, threads=getattr(args, "threads", None),
+                                  ablate=tuple(getattr(args, "ablate", None) or ()))
+        engine_type = engine_class(engine)
+        engine_type.check_settings(settings)
+        choices.append(EngineChoice(engine, settings, engine_type.decoding(decoding, given)))
+    return choices
 
 
-def engine_settings(args, quantize: str | None = None):
-    import torch
-
-    threads = args.threads if args.threads is not None else torch.get_num_threads()
-    return EngineSettings(quantize=quantize or args.quantize, threads=threads)
+def engine_choice(args, decoding: DecodingOptions) -> EngineChoice:
+    """`engine_choices` of a command that runs one engine (translate, translate --po)."""
+    return engine_choices(args, decoding)[0]
 
 
-def open_engine(args, model, tokenizer, directory: Path, command: str, quantize: str | None = None):
-    """The run's CTranslate2 engine, exported first if needed (said on stderr)."""
-    settings = engine_settings(args, quantize)
-    engine, exported = load_engine(Path(directory), model, tokenizer, settings)
-    if exported:
-        print(f"clearformer {command}: exported the run for CTranslate2 into "
-              f"{export_folder(Path(directory), settings.quantize)}", file=sys.stderr)
-    return engine
+def terminal_size() -> tuple[int, int]:
+    """The terminal's (columns, rows); 80 x 24 where the terminal does not say (a pseudo-terminal of size 0 x 0,
+    as `script`, editors and CI runners make one: tqdm would draw its bar in 0 columns and 0 rows, that is
+    nothing, which is how `translate --po`'s bar went missing under a terminal)."""
+    size = shutil.get_terminal_size((80, 24))
+    return size.columns or 80, size.lines or 24
 
 
-def translate_with_engine(engine, model, pieces: Pieces, decoding: DecodingOptions, progress=None) -> list[str]:
-    """`generate.translate_pieces` with CTranslate2 decoding: the pieces every entry point reads
-    (`generate.source.prepare_sources`: long inputs split into sentences unless --whole, `encode_source`),
-    cut to max_len as `evaluate` does (checked pieces already fit), joined back into one per input."""
-    max_len = model.config.max_len
-    outputs = engine.translate_ids([ids[:max_len] for ids in pieces.sources], decoding,
-                                   progress=per_input_progress(progress, pieces.count, len(pieces.sources)))
-    return join_pieces(pieces.restore(outputs), pieces.owners, pieces.count)
+@contextmanager
+def progress_bar(total: int, description: str, unit: str = "sentence", shown: bool = True) -> Iterator:
+    """A bar on stderr counting `total` units while inside, when stderr is a terminal (and `shown`): yields its
+    `update(n)`, or None. It stays on screen when done (a finished bar says how long the work took)."""
+    from tqdm import tqdm
 
-
-def translate_texts_with_engine(engine, model, tokenizer, sentences: list[str], decoding: DecodingOptions,
-                                check: bool = True, progress=None) -> list[str]:
-    """Texts through `prepare_sources` (checked, as `translate` reads them; unchecked for a scored corpus),
-    then `translate_with_engine`."""
-    pieces = prepare_sources(tokenizer, sentences, model.config.max_len, decoding.split, check=check)
-    return translate_with_engine(engine, model, pieces, decoding, progress)
-
-
-def evaluate_engine(engine, model, tokenizer, pairs, decoding: DecodingOptions, progress=None):
-    """(Evaluation, sources cut to max_len) of the CTranslate2 engine on `pairs`, as `evaluate_model`."""
-    texts = [source for source, _ in pairs]
-    sources, _, _ = encode_sources(model, tokenizer, texts, decoding.split)
-    truncated = sum(len(ids) > model.config.max_len for ids in sources)
-    hypotheses = translate_texts_with_engine(engine, model, tokenizer, texts, decoding, check=False,
-                                             progress=progress)
-    return score_corpus(hypotheses, [target for _, target in pairs], texts), truncated
-
-
-def compare_engines(args, decoding: DecodingOptions, model, tokenizer, directory: Path, pairs,
-                    pytorch_run) -> list[tuple[str, object, float]]:
-    """`evaluate --engine all`: [(engine name, Evaluation, seconds)] for pytorch, ctranslate2, ctranslate2 int8.
-    `pytorch_run()` returns the PyTorch path's (Evaluation, truncated)."""
-    rows = []
-    start = time.perf_counter()
-    result, _ = pytorch_run()
-    rows.append(("pytorch", result, time.perf_counter() - start))
-    decoding = engine_decoding(args, decoding)
-    for quantize in ("none", "int8"):
-        engine = open_engine(args, model, tokenizer, directory, "evaluate", quantize)
-        start = time.perf_counter()
-        result, _ = evaluate_engine(engine, model, tokenizer, pairs, decoding)
-        name = "ctranslate2" if quantize == "none" else f"ctranslate2 {quantize}"
-        rows.append((name, result, time.perf_counter() - start))
-    return rows
+    if not shown or not sys.stderr.isatty():
+        yield None
+        return
+    columns, rows = terminal_size()
+    with tqdm(total=total, unit=unit, desc=description, file=sys.stderr, ncols=columns, nrows=rows,
+              mininterval=0.2) as bar:
+        yield bar.update
 
 
 def comparison_table(rows) -> str:

@@ -9,68 +9,43 @@ one per line in corpus order, to --output (default: hypotheses.SPLIT.txt in the 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from clearformer.commands import engine as engine_options
-from clearformer.commands import options
-from clearformer.commands.translate import (
-    add_decoding_options,
-    check_not_input,
-    check_output_path,
-    load_translator,
-    write_output,
-)
+from clearformer.commands.options import check_not_input
+from clearformer.commands.translate import add_decoding_options, check_output_path, load_translator, write_output
 from clearformer.errors import UserError
-from clearformer.evaluate import evaluate_model, load_pairs, split_file
+from clearformer.evaluate import evaluate_translator, load_pairs, split_file
 from clearformer.generate import DecodingOptions
 
 
 def run(args) -> int:
-    decoding = DecodingOptions.from_args(args)
-    engine_options.check_engine_arguments(args)
-    if args.engine != "pytorch":
-        engine_options.engine_decoding(args, decoding)  # a choice CTranslate2 cannot honour, before any work
-    if args.engine == "ctranslate2":
-        decoding = engine_options.engine_decoding(args, decoding)
-    if args.engine == "all" and args.output:
+    choices = engine_options.engine_choices(args, DecodingOptions.from_args(args))  # every refusal before any work
+    if len(choices) > 1 and args.output:
         raise UserError("--output applies to one engine; with --engine all the hypotheses go to "
                         "CHECKPOINT/hypotheses.SPLIT.ENGINE.txt")
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
-    options.apply_threads(args.threads)
     check_output_path(args.output)
     if args.output and args.data:  # the corpus is never replaced by the hypotheses
         check_not_input(Path(args.output), split_file(args.split, args.data, {}), "--data")
-    model, tokenizer, meta, directory = load_translator(args.checkpoint, args.device)
-    pairs, name = load_pairs(args.split, args.data, meta)
+    run_folder = load_translator(args.checkpoint, args.device)
+    pairs, name = load_pairs(args.split, args.data, run_folder.meta)
     if args.limit:
         pairs = pairs[: args.limit]
-
-    from tqdm import tqdm
-
-    def run_pytorch(progress=None):
-        return evaluate_model(model, tokenizer, pairs, decoding, progress=progress)
-
-    if args.engine == "all":
-        return report_engines(args, decoding, model, tokenizer, directory, pairs, name, run_pytorch)
-    engine = None
-    if args.engine == "ctranslate2":
-        engine = engine_options.open_engine(args, model, tokenizer, directory, "evaluate")
-    with tqdm(total=len(pairs), unit="sentence", desc=f"translating {args.split}", file=sys.stderr,
-              disable=None, leave=False) as bar:
-        if engine is not None:
-            result, truncated = engine_options.evaluate_engine(engine, model, tokenizer, pairs, decoding, bar.update)
-        else:
-            result, truncated = run_pytorch(bar.update)
+    if len(choices) > 1:
+        return report_engines(args, choices, run_folder, pairs, name)
+    choice = choices[0]
+    translator = choice.open(run_folder, "evaluate")
+    with engine_options.progress_bar(len(pairs), f"translating {args.split}") as bar:
+        result, truncated = evaluate_translator(translator, pairs, choice.decoding, bar)
     if truncated:
         print(f"clearformer evaluate: warning: {truncated} source sentence(s) longer than the model's "
-              f"maximum length ({model.config.max_len} tokens) were cut to it", file=sys.stderr)
-    output = Path(args.output) if args.output else directory / f"hypotheses.{args.split}.txt"
+              f"maximum length ({run_folder.model.config.max_len} tokens) were cut to it", file=sys.stderr)
+    output = Path(args.output) if args.output else run_folder.directory / f"hypotheses.{args.split}.txt"
     write_output(output, "".join(line + "\n" for line in result.hypotheses))
-    described = decoding.describe()
-    if args.engine == "ctranslate2":
-        described += f", engine ctranslate2 ({engine_settings_name(args.quantize)})"
-    print(f"{name}: {len(pairs)} sentences, {described}")
+    print(f"{name}: {len(pairs)} sentences, {choice.decoding.describe()}{translator.described}")
     print(result.bleu_line)
     print(result.chrf_line)
     print(result.summary())
@@ -78,23 +53,21 @@ def run(args) -> int:
     return 0
 
 
-def engine_settings_name(quantize: str) -> str:
-    return "float32" if quantize == "none" else quantize
-
-
-def report_engines(args, decoding, model, tokenizer, directory, pairs, name, run_pytorch) -> int:
+def report_engines(args, choices, run_folder, pairs, name) -> int:
     """`--engine all`: BLEU, chrF, length ratio and placeholders of each engine, one line each."""
-    rows = engine_options.compare_engines(args, decoding, model, tokenizer, directory, pairs, run_pytorch)
-    for engine, result, _ in rows:
-        suffix = "" if engine == "pytorch" else "." + engine.replace(" ", "-")
-        write_output(directory / f"hypotheses.{args.split}{suffix}.txt",
+    rows, described = [], []
+    for index, choice in enumerate(choices):  # the first, clearformer's own, writes the plain file name
+        translator = choice.open(run_folder, "evaluate")
+        start = time.perf_counter()
+        result, _ = evaluate_translator(translator, pairs, choice.decoding)
+        rows.append((translator.label, result, time.perf_counter() - start))
+        described.append(f"{translator.label}: {choice.decoding.describe()}")
+        suffix = "." + translator.label.replace(" ", "-") if index else ""
+        write_output(run_folder.directory / f"hypotheses.{args.split}{suffix}.txt",
                      "".join(line + "\n" for line in result.hypotheses))
-    search = "greedy" if decoding.beam == 1 else f"beam {decoding.beam}, alpha {decoding.alpha}"
-    print(f"{name}: {len(pairs)} sentences, {search}, placeholders {decoding.placeholders} "
-          f"(pytorch: brevity {decoding.brevity}, early stop {decoding.stop}; ctranslate2: "
-          f"{engine_options.engine_decoding(args, decoding).describe()})")
+    print(f"{name}: {len(pairs)} sentences; {'; '.join(described)}")
     print(engine_options.comparison_table(rows))
-    print(f"hypotheses: {directory}/hypotheses.{args.split}[.ENGINE].txt")
+    print(f"hypotheses: {run_folder.directory}/hypotheses.{args.split}[.ENGINE].txt")
     return 0
 
 

@@ -12,8 +12,11 @@ their own flags (clearformer/options.py); these are the flags of no object.
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from clearformer.devices import resolve_device
+from clearformer.errors import UserError
 from clearformer.limits import MAX_THREADS
 from clearformer.options import check_value
 
@@ -50,3 +53,18 @@ def apply_threads(threads: int | None) -> None:
 def device(name: str):
     """The torch device --device names, or a one-line error."""
     return resolve_device(name)
+
+
+def check_not_input(output: Path | None, source: str | Path | None, option: str) -> None:
+    """An --output that is the input file (the same file, also through a link or another spelling) would
+    replace what is being read: a one-line error before any work."""
+    if output is None or source is None:
+        return
+    source = Path(source)
+    try:
+        same = output.exists() and source.exists() and os.path.samefile(output, source)
+    except OSError:
+        same = False
+    if same or output.resolve() == source.resolve():
+        raise UserError(f"--output {output} is the {option} file: it would replace the input; "
+                        f"write to another file")

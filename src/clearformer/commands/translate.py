@@ -17,40 +17,29 @@ the sentence.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from clearformer.commands import catalog, options
 from clearformer.commands import engine as engine_options
+from clearformer.commands.options import check_not_input
 from clearformer.errors import UserError
 from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
-from clearformer.generate import DecodingOptions, checks
+from clearformer.generate import DecodingOptions
 from clearformer.generate.result import NoteKind, Translation
-from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import translate_checked
+from clearformer.generate.source import Pieces
+from clearformer.generate.translator import Translator
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
-from clearformer.load import load_model
-from clearformer.model.protocol import is_encoder_decoder
 from clearformer.store import output as store_output
 from clearformer.store import safeio
 from clearformer.store.output import check_output
-from clearformer.store.runs import resolve_checkpoint
+from clearformer.translator import LoadedRun, load_run
 
 
-def load_translator(checkpoint: str | None, device: str = "cpu"):
-    """(model, tokenizer, meta, directory) of an encoder-decoder checkpoint (--checkpoint or latest run),
-    on `device` (--device: cpu, cuda, cuda:N or auto)."""
-    directory = resolve_checkpoint(checkpoint)
-    model, tokenizer, meta = load_model(directory, options.device(device))
-    config = model.config
-    if config.n_encoder_layers == 0 or not is_encoder_decoder(model):
-        raise UserError(f"{directory}: holds a decoder-only language model; translation needs an "
-                        f"encoder-decoder checkpoint (try `clearformer lm`)")
-    if config.src_vocab_size != len(tokenizer):
-        raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
-                        f"src_vocab_size={config.src_vocab_size}")
-    return model, tokenizer, meta if isinstance(meta, dict) else {}, directory
+def load_translator(checkpoint: str | None, device: str = "cpu") -> LoadedRun:
+    """The encoder-decoder run of --checkpoint (or the latest run) on `device` (--device: cpu, cuda, cuda:N or
+    auto), read back once (clearformer/translator.py `load_run`)."""
+    return load_run(checkpoint, device)
 
 
 def decode_lines(data: bytes, name: str) -> list[str]:
@@ -102,10 +91,10 @@ def gather_input(args) -> tuple[list[str], str, bool]:
     return read_stdin(), "<stdin>", True
 
 
-def read_sentences(model, tokenizer, sentences: list[str], name: str, lines_may_be_empty: bool,
+def read_sentences(translator: Translator, sentences: list[str], name: str, lines_may_be_empty: bool,
                    split: bool) -> Pieces:
     """Every sentence read and checked piece by piece before any is translated (unknown words: one warning
-    line per input), by the one input path (`prepare_sources`)."""
+    line per input), by the one input path (`Translator.read`, `prepare_sources`)."""
     if not lines_may_be_empty:  # an empty argument
         for index, text in enumerate(sentences):
             if not text.strip():
@@ -117,8 +106,7 @@ def read_sentences(model, tokenizer, sentences: list[str], name: str, lines_may_
             return None
         return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
 
-    return prepare_sources(tokenizer, [s.strip() for s in sentences], model.config.max_len, split, where=where,
-                           warn=warn)
+    return translator.read([s.strip() for s in sentences], split, where=where, warn=warn)
 
 
 def warn(message: str) -> None:
@@ -138,42 +126,17 @@ def warn_notes(results: list[Translation], name: str, unknown: set[int]) -> None
 
 def run(args) -> int:
     if args.po:  # a gettext catalogue: commands/catalog.py
-        return catalog.run(args, catalog.TranslateParts(load_translator, check_not_input))
+        return catalog.run(args, load_translator)
     catalog.refuse_without_po(args)
-    decoding = DecodingOptions.from_args(args)
-    engine_options.check_engine_arguments(args)
-    if args.engine == "ctranslate2":
-        decoding = engine_options.engine_decoding(args, decoding)
-    if args.ablate and args.engine != "pytorch":
-        raise UserError("--ablate changes clearformer's own decoder; it does not apply to --engine ctranslate2")
+    choice = engine_options.engine_choice(args, DecodingOptions.from_args(args))  # every refusal before any work
     check_not_input(Path(args.output) if args.output else None, args.file, "--file")  # before: a link to it
     output = check_output_path(args.output)
-    options.apply_threads(args.threads)
     sentences, name, lines_may_be_empty = gather_input(args)
-    model, tokenizer, _, directory = load_translator(args.checkpoint, args.device)
-    changes = interventions_from_args(model, args)  # what-if: --ablate NAME, checked before any work
-    pieces = read_sentences(model, tokenizer, sentences, name, lines_may_be_empty, decoding.split)
-    engine = None
-    if args.engine == "ctranslate2":
-        engine = engine_options.open_engine(args, model, tokenizer, directory, "translate")
-    bar = None
-    if args.file:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(sentences), unit="sentence", desc="translating", file=sys.stderr,
-                   disable=None, leave=False)
-    try:
-        if engine is not None:
-            outputs = engine_options.translate_with_engine(engine, model, pieces, decoding,
-                                                           progress=bar.update if bar is not None else None)
-            results = checks.translations(sentences, range(len(sentences)), len(sentences), outputs)
-        else:
-            with changes:
-                results = translate_checked(model, tokenizer, pieces, decoding,
-                                            progress=bar.update if bar is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
+    translator = choice.open(load_translator(args.checkpoint, args.device), "translate")
+    changes = interventions_from_args(translator.model, args)  # what-if: --ablate NAME, checked before any work
+    pieces = read_sentences(translator, sentences, name, lines_may_be_empty, choice.decoding.split)
+    with engine_options.progress_bar(len(sentences), "translating", shown=bool(args.file)) as bar, changes:
+        results = translator.translate(pieces, choice.decoding, progress=bar)
     warn_notes(results, name, set(pieces.unknown))
     text = "".join(result.text + "\n" for result in results)
     if output is not None:
@@ -191,21 +154,6 @@ def check_output_path(output: str | None) -> Path | None:
         return None
     check_output(output, "--output")
     return Path(output)
-
-
-def check_not_input(output: Path | None, source: str | Path | None, option: str) -> None:
-    """An --output that is the input file (the same file, also through a link or another spelling) would
-    replace what is being read: a one-line error before any work."""
-    if output is None or source is None:
-        return
-    source = Path(source)
-    try:
-        same = output.exists() and source.exists() and os.path.samefile(output, source)
-    except OSError:
-        same = False
-    if same or output.resolve() == source.resolve():
-        raise UserError(f"--output {output} is the {option} file: it would replace the input; "
-                        f"write to another file")
 
 
 def write_output(path: Path, text: str) -> None:

@@ -2,7 +2,7 @@
 gives, under the same options, plus the search's tree (`explain/beam.py`) and, when the model was changed,
 the original translation beside the new one.
 
-Beam search runs through `generate.translate.decode_ids`, which calls `beam_search` as `translate --beam K`
+Beam search runs through `generate.translator.decode_ids`, which calls `beam_search` as `translate --beam K`
 does for every batch, under a recorder; the walkthrough's steps are those of the hypothesis that won (its row
 of every recorded tensor, `follow_chosen`), so the page shows the numbers that chose each of its words.
 """
@@ -24,7 +24,7 @@ from clearformer.explain.translation import explain_translation, model_formulas
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import decode_ids, join_pieces, translate_pieces
+from clearformer.generate.translator import PyTorchTranslator, decode_ids, join_pieces
 from clearformer.limits import MAX_BEAM_SHOWN
 from clearformer.record import trace
 from clearformer.tokenize import Masked, mask_placeholders, restore_placeholders
@@ -63,7 +63,8 @@ def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions, ma
 
 def each_piece(model, tokenizer, pieces: Pieces, options: DecodingOptions) -> list[str]:
     """`translate` of each piece of one input on its own (placeholders restored), not joined."""
-    return translate_pieces(model, tokenizer, Pieces.whole(pieces.sources, pieces.masks), options)
+    whole = Pieces.whole(pieces.sources, pieces.masks)
+    return [result.text for result in PyTorchTranslator(model, tokenizer).translate(whole, options)]
 
 
 def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10) -> SearchWalkthrough:

@@ -16,7 +16,7 @@ from clearformer.explain.lens import lens_lm, lens_to_dict, lens_translation
 from clearformer.explain.patching import activation_patching
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.source import check_source
-from clearformer.generate.translate import decode_ids
+from clearformer.generate.translator import decode_ids
 from clearformer.model.layered import LayeredModel, model_kind
 from clearformer.model.protocol import is_encoder_decoder
 from clearformer.tokenize import mask_placeholders

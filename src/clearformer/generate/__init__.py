@@ -4,6 +4,7 @@
     greedy_decode(model, src_ids, options, tokens)   -> Decoded (tokens, lengths, scores)
     beam_search(model, src_ids, options, tokens)     -> Decoded
     translate(model, tokenizer, sentences, options)  -> list[str]
+    PyTorchTranslator(model, tokenizer).translate(sentences, options) -> list[Translation]   (translator.py)
     generate(lm, prompt_ids, n, settings)            -> list[int]   (sampling.py)
 
 Every search runs the model's own decoder (`model.decode`, `DecoderLayer.forward`, the attention
@@ -19,9 +20,10 @@ from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.generate.state import Decoded, DecoderState, max_new_tokens
-from clearformer.generate.translate import decode_ids, pad_batch, translate, translate_ids
+from clearformer.generate.translate import translate
+from clearformer.generate.translator import PyTorchTranslator, Translator, decode_ids, pad_batch
 from clearformer.tokenize import encode_source
 
 __all__ = ["Decoded", "DecoderState", "DecodingOptions", "SamplingOptions", "SearchTokens", "beam_search",
            "decode_ids", "encode_source", "generate", "greedy_decode", "length_penalty", "max_new_tokens",
-           "pad_batch", "search_tokens", "translate", "translate_ids"]
+           "pad_batch", "PyTorchTranslator", "search_tokens", "translate", "Translator"]

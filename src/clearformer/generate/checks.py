@@ -111,7 +111,7 @@ def copied(source: str, output: str) -> list[Note]:
 def check(source: str, output: str, masked: Masked | None = None, forced: bool = False) -> tuple[Note, ...]:
     """Every check of one translated sentence; `masked`: the source as the model read it (its placeholders
     as ｟ph{i}｠, tokenize/placeholders.py), whose placeholders were restored in `output`."""
-    if not output.strip():
+    if not output.strip() or not source.strip():  # nothing written, or no source text to compare with
         return ()
     return tuple(foreign_tokens(source, output) + missing_placeholders(source, output, forced, masked)
                  + unwritable(source, output) + dropped_sentences(source, output) + copied(source, output))

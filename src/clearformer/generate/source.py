@@ -84,6 +84,7 @@ class Pieces:
     masks: list[Masked] = field(default_factory=list)
     count: int = 0
     unknown: dict[int, list[str]] = field(default_factory=dict)
+    unreadable: dict[int, str] = field(default_factory=dict)  # input -> why the model cannot read it (not translated)
 
     def restore(self, translations: Sequence[str]) -> list[str]:
         """Each piece's translation with its placeholders put back (`tokenize.restore_placeholders`)."""
@@ -96,6 +97,19 @@ class Pieces:
         masks = [Masked("")] * len(sources) if masks is None else list(masks)
         return cls(texts=[""] * len(sources), sources=list(sources), owners=list(range(len(sources))),
                    masks=masks, count=len(sources))
+
+    @classmethod
+    def merged(cls, parts: Sequence[Pieces]) -> Pieces:
+        """Several inputs' `Pieces` as one (one input each), so that they are decoded in the same batches."""
+        merged = cls(count=len(parts))
+        for index, part in enumerate(parts):
+            merged.texts += part.texts
+            merged.sources += part.sources
+            merged.masks += part.masks
+            merged.owners += [index] * len(part.sources)
+            if part.unknown:
+                merged.unknown[index] = part.unknown[0]
+        return merged
 
     def of(self, index: int) -> list[int]:
         """The positions of input `index`'s pieces."""

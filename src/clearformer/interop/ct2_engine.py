@@ -48,11 +48,23 @@ import tempfile
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import torch
 
 from clearformer.errors import UserError
 from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions
+from clearformer.generate.result import Translation
+from clearformer.generate.source import Pieces
+from clearformer.generate.translator import (
+    DEFAULT_SETTINGS,
+    EngineSettings,
+    Progress,
+    Reading,
+    check_threads,
+    per_input_progress,
+    records,
+)
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.hf import require
 from clearformer.interop.marian import check_exportable, export_marian
@@ -244,26 +256,19 @@ def engine_error(folder: Path, error: BaseException) -> UserError:
     return UserError(f"{folder}: CTranslate2 cannot use it ({first[:200]}); delete the folder to export again")
 
 
-@dataclass(frozen=True)
-class EngineSettings:
-    """How the engine runs: quantization (`--quantize`) and CPU threads (`--threads`; 0: CTranslate2's default)."""
-
-    quantize: str = "none"
-    threads: int = 0
-
-    @property
-    def compute_type(self) -> str:
-        return "float32" if self.quantize == "none" else self.quantize
+def compute_type(settings: EngineSettings) -> str:
+    return "float32" if settings.quantize == "none" else settings.quantize
 
 
 class CTranslate2Engine:
     """A run's exported model in a `ctranslate2.Translator`: source ids in, output ids out."""
 
-    def __init__(self, folder: Path, tokenizer, max_len: int, settings: EngineSettings = EngineSettings()) -> None:
+    def __init__(self, folder: Path, tokenizer, max_len: int, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
         ctranslate2 = require("ctranslate2", "--engine ctranslate2")
         try:  # whatever the engine's C++ says about a damaged folder (garbage, a newer format): one line
-            self.translator = ctranslate2.Translator(str(folder), device="cpu", compute_type=settings.compute_type,
-                                                     intra_threads=settings.threads, inter_threads=1)
+            self.translator = ctranslate2.Translator(str(folder), device="cpu", compute_type=compute_type(settings),
+                                                     intra_threads=settings.threads or torch.get_num_threads(),
+                                                     inter_threads=1)
         except (RuntimeError, ValueError, OSError) as error:
             raise engine_error(folder, error) from None
         vocabulary = folder / "shared_vocabulary.json"
@@ -283,7 +288,7 @@ class CTranslate2Engine:
 
     def translate_ids(self, sources: list[list[int]], options: DecodingOptions | None = None,
                       progress: Callable[[int], None] | None = None) -> list[str]:
-        """Like `generate.translate_ids` (an empty source -> ""): one translation per source, in order.
+        """Source ids -> one translation per source, in order (an empty source -> "").
         options: default DecodingOptions() with the engine's alpha and brevity; a choice the engine cannot
         honour is a one-line UserError (`check_options`)."""
         options = check_options(options if options is not None else with_engine_defaults(DecodingOptions()))
@@ -357,3 +362,57 @@ def load_engine(run: Path, model, tokenizer, settings: EngineSettings) -> tuple[
     """(the engine for `run`, whether it was exported now)."""
     folder, exported = ensure_exported(run, model, tokenizer, settings.quantize)
     return CTranslate2Engine(folder, tokenizer, model.config.max_len, settings), exported
+
+
+class CTranslate2Translator(Reading):
+    """The `generate.translator.Translator` protocol over CTranslate2: the run exported once (RUN/ctranslate2,
+    RUN/ctranslate2-int8), the pieces every front reads decoded by `CTranslate2Engine`."""
+
+    name = "ctranslate2"
+
+    def __init__(self, engine: CTranslate2Engine, model, tokenizer, settings: EngineSettings) -> None:
+        self.engine, self.model, self.tokenizer, self.settings = engine, model, tokenizer, settings
+        self.label = self.name if settings.quantize == "none" else f"{self.name} {settings.quantize}"
+        self.described = f", engine {self.name} ({compute_type(settings)})"
+
+    @classmethod
+    def check_settings(cls, settings: EngineSettings) -> None:
+        """What this engine cannot take, refused by name before any work."""
+        if settings.quantize not in QUANTIZE:
+            raise UserError(f"--quantize must be one of {', '.join(QUANTIZE)}, not {settings.quantize!r}")
+        if settings.ablate:
+            raise UserError("--ablate changes clearformer's own decoder; it does not apply to --engine ctranslate2")
+        cores = os.cpu_count() or 1
+        if settings.threads is not None and settings.threads > cores:
+            # CTranslate2 starts all its threads at once, and a count the system refuses ends in a native abort
+            # ("Thread creation failed"), not an error clearformer could catch.
+            raise UserError(f"--threads {settings.threads}: --engine ctranslate2 starts that many threads at once; "
+                            f"this machine has {cores} cores: give at most {cores}")
+        check_threads(settings.threads)
+
+    @classmethod
+    def decoding(cls, options: DecodingOptions, given: set[str] | None = None) -> DecodingOptions:
+        """The options CTranslate2 decodes by: the user's, with the engine's alpha and brevity (0) where the
+        caller gave none (`given`: the fields chosen); a one-line error naming a choice it cannot honour."""
+        return check_options(with_engine_defaults(options, set(given or ())))
+
+    @classmethod
+    def open(cls, model, tokenizer, directory: Path, settings: EngineSettings = DEFAULT_SETTINGS,
+             said: Callable[[str], None] | None = None) -> CTranslate2Translator:
+        """The run's engine, exported first if needed (`said(line)` is told where, when it was)."""
+        cls.check_settings(settings)
+        folder, exported = ensure_exported(Path(directory), model, tokenizer, settings.quantize)
+        if exported and said is not None:
+            said(f"exported the run for CTranslate2 into {folder}")
+        return cls(CTranslate2Engine(folder, tokenizer, model.config.max_len, settings), model, tokenizer, settings)
+
+    def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
+                  progress: Progress | None = None) -> list[Translation]:
+        """One `Translation` per input, as `PyTorchTranslator.translate`; checked pieces already fit max_len,
+        unchecked ones (`evaluate`'s corpus) are cut to it. `options`: default the engine's (`decoding`)."""
+        options = check_options(options if options is not None else self.decoding(DecodingOptions()))
+        pieces = self.pieces_of(inputs, options)
+        max_len = self.model.config.max_len
+        texts = self.engine.translate_ids([ids[:max_len] for ids in pieces.sources], options,
+                                          progress=per_input_progress(progress, pieces.count, len(pieces.sources)))
+        return records(pieces, texts)

@@ -35,7 +35,8 @@ import torch
 
 from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions, search_tokens
-from clearformer.generate.translate import decode_ids, translate
+from clearformer.generate.translate import translate
+from clearformer.generate.translator import decode_ids
 from clearformer.interop.firefox import PROVENANCE_FILE, import_firefox, layer_entries, package_files
 from clearformer.interop.marian_bin import read_marian_bin
 from clearformer.learn.questions import Question

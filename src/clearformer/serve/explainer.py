@@ -12,6 +12,7 @@ server's job: `serve/pool.py`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from clearformer.explain.lm import explain_text
 from clearformer.explain.search import explain_search
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import prepare_sources
+from clearformer.generate.translator import PyTorchTranslator
 from clearformer.limits import (
     SERVER_LM_NEW_TOKENS,
 )
@@ -55,6 +57,11 @@ class LoadedModel:
     def kind(self) -> str:
         """"lm" for a decoder-only language model, "translation" for an encoder-decoder."""
         return "lm" if self.model.config.n_encoder_layers == 0 else "translation"
+
+    @functools.cached_property
+    def translator(self) -> PyTorchTranslator:
+        """The one translator (generate/translator.py) the LibreTranslate API calls: made once, on this model."""
+        return PyTorchTranslator(self.model, self.tokenizer)
 
 
 REQUEST_FIELDS = {name: Field("text") for name in FIELDS}

@@ -37,7 +37,7 @@ from clearformer.errors import UserError
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.result import Note, Translation
 from clearformer.generate.source import Pieces, prepare_sources
-from clearformer.generate.translate import join_pieces, translate_checked
+from clearformer.generate.translator import Translator, join_pieces
 from clearformer.languages import Languages, name_of, run_languages
 from clearformer.limits import MAX_SENTENCE_CHARS, MAX_TRANSLATE_BODY_BYTES, MAX_TRANSLATE_TEXTS, has_surrogates
 from clearformer.serve.batcher import Batching, BatchQueue
@@ -144,19 +144,20 @@ class _Line:
 class TranslationService:
     """The served model behind the LibreTranslate routes: texts -> translations through the batch queue."""
 
-    def __init__(self, model, tokenizer, languages: Languages | None, decoding: DecodingOptions | None = None,
+    def __init__(self, translator: Translator, languages: Languages | None, decoding: DecodingOptions | None = None,
                  max_batch: int = 32, wait_s: float = 0.005, capacity: int = 512) -> None:
-        self.model, self.tokenizer, self.languages = model, tokenizer, languages
+        self.translator, self.languages = translator, languages
+        self.model, self.tokenizer = translator.model, translator.tokenizer
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
-        self.masks = bool(tokenizer.mask_placeholders)
+        self.masks = bool(self.tokenizer.mask_placeholders)
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
 
     def _decode(self, sources: list[tuple[list[int], Masked]]) -> list[Translation]:
         """Sources of several requests (ids, as masked) -> their translations, placeholders restored, with what
         the post-check found (generate/checks.py)."""
         pieces = Pieces.whole([ids for ids, _ in sources], [masked for _, masked in sources])
-        pieces.texts = [restore(masked, masked.text) for _, masked in sources]
-        return translate_checked(self.model, self.tokenizer, pieces, self.decoding)
+        pieces.texts = [restore(masked, masked.text) for _, masked in sources]  # what the checks compare with
+        return self.translator.translate(pieces, self.decoding)
 
     def lines(self, request: TranslateRequest) -> tuple[list[_Line], list[str]]:
         """Each text cut into lines (blank lines and the spaces around a line kept), and the model's inputs."""
@@ -182,7 +183,7 @@ class TranslationService:
         except UserError as error:  # html with more tags than a masking model has reserved tokens
             raise RequestError(400, str(error)) from None
         labels = [f"q[{line.owner}]" if not request.single else "q" for line in lines if line.masked is not None]
-        lines_of_jobs = [line.owner for line in lines if line.masked is not None]  # model input -> its text
+        owners = [line.owner for line in lines if line.masked is not None]  # model input -> the text it is of
         try:
             pieces = await asyncio.to_thread(prepare_sources, self.tokenizer, inputs, self.model.config.max_len,
                                              self.decoding.split, where=lambda index: labels[index])
@@ -197,7 +198,7 @@ class TranslationService:
         translated = join_pieces([output.text for output in outputs], pieces.owners, pieces.count)  # restored
         notes: list[list[Note]] = [[] for _ in request.texts]
         for output, job in zip(outputs, pieces.owners, strict=True):
-            notes[lines_of_jobs[job]] += output.notes
+            notes[owners[job]] += output.notes
         texts: list[list[str]] = [[] for _ in request.texts]
         for line in lines:
             if line.masked is None:
@@ -209,8 +210,8 @@ class TranslationService:
                     text = mask_target(text, line.masked.originals, (MARKUP,))
                 text = restore(line.masked, repair_placeholders(text, line.masked.originals, ())[0])
             texts[line.owner].append(line.lead + text + line.trail)
-        return [Translation("\n".join(parts), tuple(dict.fromkeys(found))) for parts, found in zip(texts, notes,
-                                                                                                  strict=True)]
+        return [Translation("\n".join(parts), tuple(dict.fromkeys(found)))
+                for parts, found in zip(texts, notes, strict=True)]
 
     def languages_answer(self) -> list[dict]:
         if self.languages is None:
@@ -238,8 +239,8 @@ def translation_service(loaded, decoding: DecodingOptions | None, batching: Batc
     if loaded is None or loaded.kind != "translation":
         return None
     languages = batching.languages or run_languages(loaded.meta)
-    return TranslationService(loaded.model, loaded.tokenizer, languages, decoding, batching.max_batch,
-                              batching.wait_s, batching.capacity)
+    return TranslationService(loaded.translator, languages, decoding, batching.max_batch, batching.wait_s,
+                              batching.capacity)
 
 
 def translate_answer(request: TranslateRequest, results: list[Translation]) -> dict:

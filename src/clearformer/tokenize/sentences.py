@@ -3,7 +3,7 @@
 The en-fr-software cleaning (data/gettext_clean.py, rule 6) cuts a paragraph of more than
 LONG_PARAGRAPH_WORDS words into its sentences, so a model trained on it has seldom seen a long,
 several-sentence input whole; `translate` and `evaluate` cut such an input the same way and join the
-translations of its sentences (`generate.translate.split_long_sources`).
+translations of its sentences (`generate.source.prepare_sources`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,238 @@
+"""The one translator every front calls: a run's model and tokenizer, loaded once, behind one protocol.
+
+    translator = PyTorchTranslator(model, tokenizer)          (or clearformer.translator.load_translator(RUN))
+    translator.translate(["I love you"], DecodingOptions(beam=4))   -> [Translation("Je t'aime")]
+
+`translate`, `translate --po`, `serve` (the walkthrough page and the LibreTranslate API), `evaluate`, the
+lessons and the Python API (`clearformer.translate`) all hold a `Translator` and call its `translate`:
+inputs are read by the one input path (`read`, `generate.source.prepare_sources`), decoded by the engine,
+and each input comes back as one `generate.result.Translation` (its text, and `Note`s of what a check found).
+
+Two engines fulfil the protocol: `PyTorchTranslator` (here: clearformer's own search over the model's own
+decoder) and `CTranslate2Translator` (interop/ct2_engine.py: the run exported for CTranslate2). What differs
+between them is said by the engine itself, never by a command comparing engine names: which decoding options
+it takes (`decoding`) and which settings it refuses (`check_settings`: --quantize, --threads, --ablate), both
+asked of the engine's class before any work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import torch
+
+from clearformer.errors import UserError
+from clearformer.generate import checks
+from clearformer.generate.beam import beam_search
+from clearformer.generate.greedy import greedy_decode
+from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
+from clearformer.generate.result import Note, NoteKind, Translation
+from clearformer.generate.source import Pieces, prepare_sources
+from clearformer.limits import MAX_THREADS
+from clearformer.options import check_value
+
+Progress = Callable[[int], None]
+
+
+def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int,
+              device: torch.device | str = "cpu") -> torch.Tensor:
+    """Lists of ids -> (batch, longest) int64, right-padded with pad_id."""
+    width = max((len(s) for s in sequences), default=0)
+    batch = torch.full((len(sequences), max(width, 1)), pad_id, dtype=torch.long)
+    for row, ids in enumerate(sequences):
+        batch[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    return batch.to(device)
+
+
+def decode_ids(model, src_ids: torch.Tensor, options: DecodingOptions, tokens: SearchTokens) -> list[list[int]]:
+    """Greedy (options.beam == 1) or beam search over one padded batch -> one list of output ids per sentence
+    (`explain` runs one sentence through it, as `translate` runs a batch)."""
+    search = greedy_decode if options.beam == 1 else beam_search
+    return search(model, src_ids, options, tokens).sequences()
+
+
+def join_pieces(translations: Sequence[str], owners: Sequence[int], count: int) -> list[str]:
+    """The pieces' translations joined back into one translation per input (a space between sentences)."""
+    joined: list[list[str]] = [[] for _ in range(count)]
+    for text, owner in zip(translations, owners, strict=True):
+        if text:
+            joined[owner].append(text)
+    return [" ".join(parts) for parts in joined]
+
+
+def per_input_progress(progress: Progress | None, inputs: int, pieces: int) -> Progress | None:
+    """A progress callback counting pieces -> one counting inputs (in proportion)."""
+    if progress is None or inputs == pieces:
+        return progress
+    done = {"pieces": 0, "reported": 0}
+
+    def report(n: int) -> None:
+        done["pieces"] += n
+        now = done["pieces"] * inputs // pieces
+        if now > done["reported"]:
+            progress(now - done["reported"])
+            done["reported"] = now
+
+    return report
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How an engine runs, from the command line: `quantize` ("none" or "int8": CTranslate2's int8 weights),
+    CPU `threads` (None: the library's own choice) and `ablate`, the what-if changes to the model while it
+    runs (--ablate: explain/interventions.py; only clearformer's own decoder takes them)."""
+
+    quantize: str = "none"
+    threads: int | None = None
+    ablate: tuple[str, ...] = ()
+
+
+DEFAULT_SETTINGS = EngineSettings()
+
+
+class Translator(Protocol):
+    """What every front calls. `model` and `tokenizer` are the run's (the tokenizer: text <-> ids); `label`
+    names the engine in a report ("pytorch", "ctranslate2 int8")."""
+
+    model: object
+    tokenizer: object
+    label: str
+    described: str  # what a report adds after the decoding options (", engine ctranslate2 (int8)")
+
+    @classmethod
+    def check_settings(cls, settings: EngineSettings) -> None: ...
+
+    @classmethod
+    def decoding(cls, options: DecodingOptions, given: set[str] | None = None) -> DecodingOptions: ...
+
+    @classmethod
+    def open(cls, model, tokenizer, directory, settings: EngineSettings = DEFAULT_SETTINGS,
+             said: Callable[[str], None] | None = None) -> Translator: ...
+
+    def read(self, texts: Sequence[str], split: bool = True, check: bool = True,
+             where: Callable[[int], str | None] | None = None, warn: Callable[[str], None] | None = None,
+             unreadable: str = "raise") -> Pieces: ...
+
+    def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
+                  progress: Progress | None = None) -> list[Translation]: ...
+
+
+class Reading:
+    """What both engines share: reading inputs (the one input path) and the translations as records."""
+
+    model: object
+    tokenizer: object
+
+    def read(self, texts: Sequence[str], split: bool = True, check: bool = True,
+             where: Callable[[int], str | None] | None = None, warn: Callable[[str], None] | None = None,
+             unreadable: str = "raise") -> Pieces:
+        """`texts` -> their `Pieces` (generate/source.py `prepare_sources`): each checked unless `check` is off;
+        with `unreadable="note"` an input the model cannot read (only unknown words, too long) is not refused
+        but left out, its reason kept in `Pieces.unreadable` (it translates to "" with an UNREADABLE note)."""
+        max_len = self.model.config.max_len
+        if unreadable != "note":
+            return prepare_sources(self.tokenizer, texts, max_len, split, check, where, warn)
+        parts, reasons = [], {}
+        for index, text in enumerate(texts):
+            named = (lambda _, index=index: where(index)) if where is not None else None
+            try:
+                parts.append(prepare_sources(self.tokenizer, [text], max_len, split, check, named, warn))
+            except UserError as error:
+                reasons[index] = str(error)
+                parts.append(Pieces(count=1))
+        merged = Pieces.merged(parts)
+        merged.unreadable = reasons
+        return merged
+
+    def pieces_of(self, inputs: Sequence[str] | Pieces, options: DecodingOptions) -> Pieces:
+        return inputs if isinstance(inputs, Pieces) else self.read(inputs, options.split)
+
+
+def records(pieces: Pieces, texts: Sequence[str], forced: Sequence[bool] | None = None) -> list[Translation]:
+    """One `Translation` per input of `pieces` from its pieces' translated texts (placeholders restored), with
+    what the post-check found (generate/checks.py; `forced[i]`: the search put a placeholder of piece i where
+    the model would have ended) and an UNREADABLE note for an input the model could not read."""
+    results = checks.translations(pieces.texts, pieces.owners, pieces.count, pieces.restore(texts), pieces.masks,
+                                  forced)
+    return [result.noted(Note(NoteKind.UNREADABLE, pieces.unreadable[index])) if index in pieces.unreadable
+            else result for index, result in enumerate(results)]
+
+
+def check_threads(threads: int | None) -> None:
+    check_value("--threads", threads, at_least=1, at_most=MAX_THREADS)
+
+
+class PyTorchTranslator(Reading):
+    """clearformer's own decoder: the model's search (greedy or beam) over the model's own layers and cache."""
+
+    name: ClassVar[str] = "pytorch"
+
+    def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
+        self.model, self.tokenizer, self.settings = model, tokenizer, settings
+        self.label = self.name
+        self.described = ""  # what a report adds after the decoding options: nothing, the default engine
+
+    @classmethod
+    def check_settings(cls, settings: EngineSettings) -> None:
+        if settings.quantize != "none":
+            raise UserError(f"--quantize {settings.quantize} applies only to --engine ctranslate2")
+        check_threads(settings.threads)
+
+    @classmethod
+    def decoding(cls, options: DecodingOptions, given: set[str] | None = None) -> DecodingOptions:
+        """The options this engine decodes by: the user's, checked (every one is honoured)."""
+        return options.check()
+
+    @classmethod
+    def open(cls, model, tokenizer, directory, settings: EngineSettings = DEFAULT_SETTINGS,
+             said: Callable[[str], None] | None = None) -> PyTorchTranslator:
+        """The engine for a loaded run (`directory` and `said`: the protocol's, unused here); `settings.threads`
+        given to torch here, for every command alike (`translate --po --threads N` too)."""
+        cls.check_settings(settings)
+        if settings.threads is not None:
+            import torch
+
+            torch.set_num_threads(settings.threads)
+        return cls(model, tokenizer, settings)
+
+    def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
+                  progress: Progress | None = None) -> list[Translation]:
+        """One `Translation` per input (texts, read here, or `Pieces` already read by `read`).
+
+        The pieces are sorted longest first (each batch holds pieces of similar length: little padding), each
+        batch goes to the search itself (greedy_decode or beam_search: nothing between a command and the model's
+        decoder but these frames: tests/generate/test_short_path.py), and the translations come back in the
+        inputs' order, placeholders restored and an input's sentences joined; an empty piece translates to "".
+        `progress(n)` is told of the inputs done after each batch.
+        """
+        # Text needs no scores: greedy skips its pass over the vocabulary per step.
+        options = (options or DecodingOptions()).check().but(with_scores=False)
+        pieces = self.pieces_of(inputs, options)
+        model = self.model
+        tokens = search_tokens(model, self.tokenizer, options)
+        search = greedy_decode if options.beam == 1 else beam_search
+        device = next(model.parameters()).device
+        progress = per_input_progress(progress, pieces.count, len(pieces.sources))
+        texts = [""] * len(pieces.sources)
+        forced = [False] * len(pieces.sources)  # a placeholder the search put where the model ended
+        todo = sorted((item for item in enumerate(pieces.sources) if item[1]), key=lambda item: -len(item[1]))
+        if progress is not None and len(todo) < len(pieces.sources):
+            progress(len(pieces.sources) - len(todo))
+        was_training = model.training
+        model.eval()
+        try:
+            for start in range(0, len(todo), options.batch_size):
+                chunk = todo[start: start + options.batch_size]
+                src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
+                # each sentence's own facts: its translation does not depend on its batch (issue 48)
+                batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
+                decoded = search(model, src_ids, options, batch_tokens)
+                for (index, _), ids, placed in zip(chunk, decoded.sequences(), decoded.forced_list(), strict=True):
+                    texts[index], forced[index] = self.tokenizer.decode(ids), placed
+                if progress is not None:
+                    progress(len(chunk))
+        finally:
+            model.train(was_training)
+        return records(pieces, texts, forced)

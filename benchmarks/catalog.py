@@ -257,10 +257,12 @@ async def post(reader, writer, netloc: str, body: bytes) -> int:
     return int(head.split(" ", 2)[1])
 
 
-async def load(url: str, clients: int, each: int, messages: list[str]) -> tuple[float, list[float], int]:
+async def load(url: str, clients: int, each: int, messages: list[str],
+               bodies: list[bytes] | None = None) -> tuple[float, list[float], int]:
     """`clients` concurrent clients, each on its own keep-alive connection sending `each` requests one after
     the other (a bare asyncio client: little of the 2 cores goes to the clients) ->
-    (requests per second, latencies in seconds, failures)."""
+    (requests per second, latencies in seconds, failures). `bodies`: the requests' exact bytes, sent in turn
+    instead of the messages (benchmarks/weblate_api.py: Weblate's own page)."""
     netloc = url.removeprefix("http://")
     host, port = netloc.split(":")
     latencies: list[float] = []
@@ -271,8 +273,9 @@ async def load(url: str, clients: int, each: int, messages: list[str]) -> tuple[
         reader, writer = await asyncio.open_connection(host, int(port))
         try:
             for k in range(each):
-                message = messages[(number * each + k) % len(messages)]
-                body = json.dumps({"q": message, "source": "en", "target": "fr"}).encode()
+                turn = number * each + k
+                body = bodies[turn % len(bodies)] if bodies else \
+                    json.dumps({"q": messages[turn % len(messages)], "source": "en", "target": "fr"}).encode()
                 start = time.perf_counter()
                 status = await post(reader, writer, netloc, body)
                 latencies.append(time.perf_counter() - start)

@@ -30,6 +30,7 @@ to its own section of BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import importlib.util
 import multiprocessing
@@ -51,6 +52,7 @@ from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, greedy_decode, pad_batch  # noqa: E402
 from clearformer.generate import layout as layout_module  # noqa: E402
+from clearformer.generate.int8 import quantize_int8  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
 
 SIZE = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
@@ -193,6 +195,7 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
     return run
 
 
+INT8 = "clearformer, int8"  # the same model, its linear layers in int8 (generate/int8.py; translate --quantize int8)
 AB_PREFIX = "clearformer, "  # the same runs with one switch of DecodingOptions on ("... on") and off ("... off")
 SWITCHES = {"compile": ("on", "off")}  # DecodingOptions field: (its value "on", its value "off")
 # Module settings (module, name, value "off"): the product layout of `generate/layout.py`.
@@ -209,10 +212,14 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
         torch.manual_seed(args.seed)
         model = Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab, dropout=0.0,
                                    max_len=512)).eval().to(args.device)
+        int8_model = copy.deepcopy(model)
+        if args.device == "cpu":  # int8 (generate/int8.py) is a CPU path
+            quantize_int8(int8_model)
         for beam in (1, 4):
             options = DecodingOptions(beam=beam, alpha=0.6, max_new=new, min_length=new, with_scores=False)
             if args.ab is None:
                 runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, options)
+                runs[(INT8, beam)] = clearformer_runner(int8_model, batches, options)
             for switch in (args.ab or []):
                 if switch in MODEL_SWITCHES:
                     runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(model, batches, options)

@@ -28,6 +28,11 @@ MAX_BODY_BYTES = 16 * 1024
 # MAX_TRANSLATE_BODY_BYTES.
 MAX_TRANSLATE_TEXTS = 128
 MAX_TRANSLATE_BODY_BYTES = 512 * 1024
+# The server: a client has this long to send a request's headers (from connecting, or from its first byte after
+# an answer) and then its body (serve/deadline.py); a slower one is let go, so clients that hold requests
+# half-sent cannot keep the server's sockets (issue 49: 1,100 held for 60 s ran out of file descriptors).
+REQUEST_HEADER_SECONDS = 10.0
+REQUEST_BODY_SECONDS = 30.0
 # The server: explanations computed at once, and requests waiting for a worker beyond those
 # (then 503 "busy": a full queue is refused at once instead of growing without bound).
 SERVER_WORKERS = 2

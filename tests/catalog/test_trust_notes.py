@@ -1,14 +1,13 @@
 """What the post-check found reaches each front (issue 48): a `# clearformer:` comment on the catalogue entry it
-fills, and "clearformerNotes" in the LibreTranslate answer (a field clients ignore); columns of a help text keep
-their spaces."""
+fills (the LibreTranslate answer carries them in its "notes": serve/libretranslate.py); columns of a help text
+keep their spaces."""
 
 from __future__ import annotations
 
 import polib
 
 from clearformer.catalog.fill import CatalogueSettings, catalogue_text, plan_catalogue
-from clearformer.generate.result import Note, NoteKind, Translation
-from clearformer.serve.libretranslate import TranslateRequest, translate_answer
+from clearformer.generate.result import Note, NoteKind
 
 DROPPED = Note(NoteKind.SENTENCE_DROPPED, "the source has 2 sentences, the translation 1: a sentence may be missing")
 
@@ -39,11 +38,3 @@ def test_columns_are_translated_apart_and_keep_their_spaces():
     assert plan.texts == ["-h, --help", "show this help"]
     plan.fill(["-h, --help", "mostrar esta ajuda"])
     assert po[0].msgstr == "-h, --help     mostrar esta ajuda"
-
-
-def test_the_api_answer_carries_the_notes_in_a_field_of_its_own():
-    request = TranslateRequest(("a", "b"), single=False, source="en", target="pt", html=False, detected=False)
-    answer = translate_answer(request, [Translation("x", (DROPPED,)), Translation("y")])
-    assert answer == {"translatedText": ["x", "y"], "clearformerNotes": [[DROPPED.detail], []]}
-    single = TranslateRequest(("a",), single=True, source="en", target="pt", html=False, detected=False)
-    assert translate_answer(single, [Translation("x")]) == {"translatedText": "x"}

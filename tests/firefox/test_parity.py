@@ -58,3 +58,16 @@ def test_i_love_you_and_the_shortlist_switch(firefox_runs, engine):
     off = translate(model, tokenizer, batch, DecodingOptions(shortlist="off"))
     assert on == [engine("en-pt").translate(s) for s in batch]
     assert len(off) == 16
+
+
+@pytest.mark.timeout(900)
+def test_the_shortlist_as_a_slice_writes_what_the_mask_writes(firefox_runs, our_translations):
+    """generate/shortlist.py: the output projection over the candidates only (what `translate` decodes with:
+    `our_translations`) gives the tokens of the full projection with the shortlist as a mask, on every parity
+    sentence, greedy, batched."""
+    from clearformer.generate.translator import PyTorchTranslator
+
+    for direction, sources in parity_sentences().items():
+        model, tokenizer, _ = load_model(firefox_runs[direction])
+        masked = PyTorchTranslator(model, tokenizer).translate(sources, DecodingOptions(batch_size=64))
+        assert [t.text for t in masked] == our_translations[direction], direction

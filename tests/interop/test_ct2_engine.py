@@ -145,14 +145,16 @@ def test_translate_and_evaluate_with_the_engine(run, capsys):
     assert capsys.readouterr().out == via_engine
     assert main(["evaluate", "--checkpoint", str(run), "--engine", "all", "--limit", "8", "--threads", "1"]) == 0
     table = capsys.readouterr().out
-    for name in ("pytorch", "ctranslate2", "ctranslate2 int8"):
+    for name in ("pytorch", "pytorch int8", "ctranslate2", "ctranslate2 int8"):
         assert f"\n{name} " in table
+    assert (run / "hypotheses.test.pytorch-int8.txt").exists()
     assert (run / "hypotheses.test.ctranslate2-int8.txt").exists()
 
 
 def test_command_line_errors(run, tmp_path, capsys):
-    one_line_error(capsys, ["translate", "--checkpoint", str(run), "--quantize", "int8", "hi"],
-                   "--quantize int8 applies only to --engine ctranslate2")
+    one_line_error(capsys, ["translate", "--checkpoint", str(run), "--quantize", "int8", "--ablate",
+                            "decoder.layers.0.cross_attention.head.0", "hi"],
+                   "--ablate switches parts of the float model off; it does not apply to --quantize int8")
     for flags, says in ((["--beam", "4", "--alpha", "0.6"], "--alpha 0.6: the CTranslate2 engine has no GNMT"),
                         (["--brevity", "2"], "--brevity 2: the CTranslate2 engine has no brevity penalty")):
         one_line_error(capsys, ["translate", "--checkpoint", str(run), "--engine", "ctranslate2", *flags, "hi"], says)

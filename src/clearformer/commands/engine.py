@@ -25,18 +25,20 @@ from clearformer.generate.options import DecodingOptions
 from clearformer.translator import ENGINES, EngineSettings, LoadedRun, Translator, engine_class
 
 # `evaluate --engine all`: every engine, side by side.
-ALL = (("pytorch", "none"), ("ctranslate2", "none"), ("ctranslate2", "int8"))
+ALL = (("pytorch", "none"), ("pytorch", "int8"), ("ctranslate2", "none"), ("ctranslate2", "int8"))
 
 
 def add_engine_arguments(parser, allow_all: bool = False) -> None:
     choices = tuple(ENGINES) + (("all",) if allow_all else ())
-    also = "; 'all': each of pytorch, ctranslate2 and ctranslate2 int8, side by side" if allow_all else ""
+    also = "; 'all': each of pytorch, pytorch int8, ctranslate2 and ctranslate2 int8, side by side" if allow_all \
+        else ""
     parser.add_argument("--engine", choices=choices, default="pytorch",
                         help="who decodes: 'pytorch' (default, clearformer's own decoder) or 'ctranslate2' (the "
                              "run exported once into RUN/ctranslate2; alpha 0 and no brevity penalty, placeholders "
                              f"kept by choosing among the n best){also}")
     parser.add_argument("--quantize", choices=("none", "int8"), default="none",
-                        help="--engine ctranslate2: 'int8' runs int8 weights (RUN/ctranslate2-int8); default none")
+                        help="'int8': int8 linear layers on the CPU (clearformer's own, generate/int8.py; with --engine"
+                             " ctranslate2, CTranslate2's: RUN/ctranslate2-int8); default none")
 
 
 @dataclass(frozen=True)

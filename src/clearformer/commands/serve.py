@@ -64,8 +64,10 @@ def register(subparsers) -> None:
     api.add_argument("--batch-wait", type=float, default=5.0, metavar="MS",
                      help="how long the first sentence waits for others to join its batch (default 5 ms)")
     options.add_threads(api)  # a busy machine decodes faster on fewer threads (BENCHMARKS.md, catalogues section)
-    api.add_argument("--batch-queue", type=int, default=512, metavar="N",
-                     help="sentences that may wait to be translated; beyond, a request gets 429 (default 512)")
+    api.add_argument("--batch-queue", type=int, default=4096, metavar="N",
+                     help="sentences that may wait to be translated; beyond, a request gets 429, which Weblate "
+                          "takes as a rate limit and stops asking for 30 minutes (default 4096: 204 of its "
+                          "pages of 20; a request larger than N is taken when nothing waits)")
     parser.set_defaults(func=run)
 
 
@@ -120,11 +122,24 @@ def check_port(host: str, port: int) -> None:
         raise UserError(f"cannot listen on {host}:{port} ({error.strerror or error})") from None
 
 
+def api_line(service) -> str:
+    """The start-up line of the LibreTranslate API: the languages it translates, or why it translates none."""
+    if service is None:
+        return "LibreTranslate API: no translation model served"
+    if service.languages is None:
+        return ("LibreTranslate API: this run records no languages, so /translate answers 400: restart with "
+                "--languages SRC:TGT (as en:pt)")
+    source, target = service.languages.source, service.languages.target
+    return (f"LibreTranslate API: {source} -> {target} at POST /translate (codes such as {target}-XX and "
+            f"{target}_XX are read as {target})")
+
+
 def run(args) -> int:
     try:
         import uvicorn
 
         from clearformer.serve.app import create_app
+        from clearformer.serve.deadline import server_config
         from clearformer.serve.explainer import load
     except ImportError as error:
         raise UserError(f"`clearformer serve` needs fastapi and uvicorn ({error.name} is missing): "
@@ -146,6 +161,7 @@ def run(args) -> int:
     if loaded:
         what = f"{'language model' if loaded.kind == 'lm' else 'model'} {loaded.path}"
     print(f"clearformer serve: {url}  ({what}; Ctrl+C stops)", file=sys.stderr, flush=True)
+    print(f"clearformer serve: {api_line(app.state.translation)}", file=sys.stderr, flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"clearformer serve: warning: listening on {args.host} makes the page reachable from other "
               "machines", file=sys.stderr)
@@ -154,7 +170,6 @@ def run(args) -> int:
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, [url]).start()
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                                           access_log=False))
+    server = uvicorn.Server(server_config(app, args.host, args.port))  # slow clients let go: serve/deadline.py
     server.run()
     return 0

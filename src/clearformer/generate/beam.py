@@ -7,9 +7,10 @@ in <eos> (among the best `beam`) are finished hypotheses, scored
     score = log p(y | x) / lp(|y|),    lp(n) = ((5 + n) / 6) ** alpha
 
 (|y| counts <eos>; alpha = 0 gives the plain sum of log-probabilities). Only the best finished
-hypothesis of each sentence is kept. A sentence is done when it reaches its length limit (its
-surviving beams are then scored as finished) or when no surviving beam can still beat its best
-finished hypothesis (early stopping). Two rules for "can still beat", `stop=`:
+hypothesis of each sentence is kept, unless the caller passes `hypotheses` (`FinishedHypotheses`):
+then every finished one is listed too, for an n-best list (generate/nbest.py). A sentence is done
+when it reaches its length limit (its surviving beams are then scored as finished) or when no
+surviving beam can still beat its best finished hypothesis (early stopping). Two rules for "can still beat", `stop=`:
 
 * "current" (the default): compare with the best beam scored at the current length, s / lp(t),
   as Transformers does by default (`early_stopping=False`). With alpha = 0 this is exact, since
@@ -40,7 +41,8 @@ from clearformer.generate.options import DEFAULT_ALPHA, STOP_RULES, DecodingOpti
 from clearformer.generate.state import Decoded, start_search
 from clearformer.record import trace
 
-__all__ = ["DEFAULT_ALPHA", "STOP_RULES", "BeamStepRecord", "Candidates", "beam_search", "length_penalty"]
+__all__ = ["DEFAULT_ALPHA", "STOP_RULES", "BeamStepRecord", "Candidates", "FinishedHypotheses", "beam_search",
+           "length_penalty"]
 
 
 class Candidates(NamedTuple):
@@ -172,15 +174,51 @@ class BestFinished:
         self.offer(alive, t, prefix, rows, last_token, torch.maximum(eos_best, limit_best))
 
 
+class FinishedHypotheses:
+    """Every hypothesis the search finishes, per sentence: `by_sentence[i]` lists (ids, score), ids without
+    <bos> and with the <eos> that ended it (none where the length limit did), the score divided by the length
+    penalty as `BestFinished` scores it. The same candidates `BestFinished.offer_step` chooses among."""
+
+    def __init__(self, batch: int, eos_id: int) -> None:
+        self.eos_id = eos_id
+        self.by_sentence: list[list[tuple[list[int], float]]] = [[] for _ in range(batch)]
+
+    def collect(self, alive: torch.Tensor, prefix: torch.Tensor, top: Candidates, going: Candidates,
+                at_limit: torch.Tensor, penalty: float, beam: int) -> None:
+        """The hypotheses finishing at this step: <eos> among a sentence's best `beam` candidates, and every
+        surviving beam of a sentence at its length limit (shapes as `BestFinished.offer_step`)."""
+        k_cur = prefix.shape[0] // alive.shape[0]
+        rows = prefix[:, 1:].tolist()
+        ends = top.tokens[:, :beam] == self.eos_id
+        for sentence, position in ends.nonzero().tolist():
+            score = float(top.scores[sentence, position]) / penalty
+            row = sentence * k_cur + int(top.beams[sentence, position])
+            if score != float("-inf"):
+                self.by_sentence[int(alive[sentence])].append((rows[row] + [self.eos_id], score))
+        for sentence in at_limit.nonzero()[:, 0].tolist():
+            for position in range(going.scores.shape[1]):
+                score = float(going.scores[sentence, position]) / penalty
+                row = sentence * k_cur + int(going.beams[sentence, position])
+                if score != float("-inf"):
+                    self.by_sentence[int(alive[sentence])].append(
+                        (rows[row] + [int(going.tokens[sentence, position])], score))
+
+    def best_first(self, sentence: int) -> list[list[int]]:
+        """The sentence's finished hypotheses, best score first, each without its <eos>."""
+        ranked = sorted(self.by_sentence[sentence], key=lambda item: -item[1])
+        return [ids[:-1] if ids and ids[-1] == self.eos_id else ids for ids, _ in ranked]
+
+
 @torch.inference_mode()
 def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = None,
-                tokens: SearchTokens | None = None) -> Decoded:
+                tokens: SearchTokens | None = None, hypotheses: FinishedHypotheses | None = None) -> Decoded:
     """Translate a padded batch of source ids with beam search (`options.beam` beams; default 4 when
     no options are given).
 
     src_ids (batch, src_len) -> `Decoded` (the best hypothesis per sentence, scores divided by the
     length penalty with `options.alpha`). Limits, `tokens` and the decoding rules as in `greedy_decode`;
-    `options.stop` is the early-stopping rule ("bound" or "current", see the module docstring).
+    `options.stop` is the early-stopping rule ("bound" or "current", see the module docstring);
+    `hypotheses`: listed there, every hypothesis that finishes (an n-best list: generate/nbest.py).
     """
     search = start_search(model, src_ids, options or DecodingOptions(beam=4), tokens)
     options, state, rules, decode, limits = search.options, search.state, search.rules, search.decode, search.limits
@@ -206,6 +244,8 @@ def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = 
         at_limit = limits[alive] <= t + 1
         finished.row_forced = rules.forced()
         finished.offer_step(alive, t, state.prefix, top, going, at_limit, penalty, beam)
+        if hypotheses is not None:
+            hypotheses.collect(alive, state.prefix, top, going, at_limit, penalty, beam)
         reach = reachable(going.scores[:, 0], limits[alive], penalty, alpha, stop)
         done = at_limit | (finished.scores[alive] >= reach)
         if recorder is not None:  # the beam view (explain/beam.py): what this step decided, and why

@@ -63,8 +63,9 @@ class MinLength:
 class DecodingRules:
     """The rules of one search, applied in order by one call; empty when none applies (then a no-op)."""
 
-    def __init__(self, rules: list[DecodingRule]) -> None:
+    def __init__(self, rules: list[DecodingRule], shortlist: ShortlistRule | None = None) -> None:
         self.rules = rules
+        self.shortlist = shortlist  # also among `rules`: a sliced output projection reads its candidates
 
     @classmethod
     def for_search(cls, src_ids: torch.Tensor, tokens: SearchTokens, options: DecodingOptions | None = None,
@@ -74,8 +75,10 @@ class DecodingRules:
         `limits` (batch,): each sentence's length limit (the placeholder rule writes what it owes in time)."""
         options = DecodingOptions() if options is None else options
         rules: list[DecodingRule] = []
+        shortlist = None
         if tokens.shortlist is not None:  # first: the other rules act among the candidates
-            rules.append(ShortlistRule.for_batch(src_ids, tokens.shortlist, tokens.pad_id))
+            shortlist = ShortlistRule.for_batch(src_ids, tokens.shortlist, tokens.pad_id)
+            rules.append(shortlist)
         if options.min_length > 0:
             rules.append(MinLength(tokens.eos_id, options.min_length))
         brevity = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)
@@ -91,7 +94,7 @@ class DecodingRules:
                                                        tokens.owing)
         if placeholders is not None:
             rules.append(placeholders)
-        return cls(rules)
+        return cls(rules, shortlist)
 
     def __call__(self, logits: torch.Tensor, t: int) -> torch.Tensor:
         """logits (rows, vocab) of step t -> with every rule applied, in order (in place)."""

@@ -52,7 +52,8 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
         raise UserError(f"{at}empty sentence (nothing to translate)")
     # Words of the sentence the model reads (placeholders masked when the run masks them).
     unknown = tokenizer.unknown_words(mask_placeholders(tokenizer, text, carry=True).text)
-    if all(i == tokenizer.unk_id for i in words):
+    # A piece that writes only a space (SentencePiece's "▁" before an <unk>) is no word the model knows either.
+    if all(i == tokenizer.unk_id or not tokenizer.decode([i]).strip() for i in words):
         shown = shorten(", ".join(unknown[:5]) or repr(text))
         raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
     if len(ids) > max_len:

@@ -26,6 +26,7 @@ from clearformer.generate.compiled import decoder_for
 from clearformer.generate.layout import use_few_rows_layout
 from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.rules import DecodingRules
+from clearformer.generate.shortlist import sliced_output
 from clearformer.record import trace
 
 
@@ -162,8 +163,13 @@ def start_search(model, src_ids: torch.Tensor, options: DecodingOptions | None,
         recorder.step = None
     memory, src_mask = model.encode(src_ids)
     state = DecoderState(model, memory, src_mask, tokens.bos_id, options.use_cache)
+    rules = DecodingRules.for_search(src_ids, tokens, options, limits)
+    sliced = sliced_output(model)
+    if sliced is not None:  # a run loaded with the sliced output projection (generate/shortlist.py)
+        # Only where the slice changes no token: the argmax after the rules, no scores, no view reading logits.
+        exact = options.beam == 1 and not options.with_scores and recorder is None and rules.shortlist is not None
+        sliced.restrict(rules.shortlist.union() if exact else None)
     decode = decoder_for(model, options.compile)
     if options.use_cache and graphs.applies(model, options.compile, memory.device):
         decode = state.cache = graphs.GraphStep(model)  # the static cache and its step (a CUDA graph on a GPU)
-    return SearchStart(options, tokens, limits, int(limits.max()), state,
-                       DecodingRules.for_search(src_ids, tokens, options, limits), decode)
+    return SearchStart(options, tokens, limits, int(limits.max()), state, rules, decode)

@@ -27,4 +27,5 @@ def translate(model, tokenizer, sentences: list[str], options: DecodingOptions |
     placeholders reads each piece masked and its translation comes back restored (`Pieces.restore`).
     The model is left as it was given (its classes and its train/eval mode).
     """
-    return [result.text for result in PyTorchTranslator(model, tokenizer).translate(sentences, options, progress)]
+    return [result.text for result in PyTorchTranslator.open(model, tokenizer, None).translate(sentences, options,
+                                                                                            progress)]

@@ -17,6 +17,7 @@ asked of the engine's class before any work.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -27,8 +28,10 @@ from clearformer.errors import UserError
 from clearformer.generate import checks
 from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
+from clearformer.generate.int8 import quantize_int8
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.result import Note, NoteKind, Translation
+from clearformer.generate.shortlist import use_shortlist_output
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.limits import MAX_THREADS
 from clearformer.options import check_value
@@ -80,7 +83,8 @@ def per_input_progress(progress: Progress | None, inputs: int, pieces: int) -> P
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """How an engine runs, from the command line: `quantize` ("none" or "int8": CTranslate2's int8 weights),
+    """How an engine runs, from the command line: `quantize` ("none" or "int8": int8 linear layers, clearformer's
+    own (generate/int8.py) or CTranslate2's),
     CPU `threads` (None: the library's own choice) and `ablate`, the what-if changes to the model while it
     runs (--ablate: explain/interventions.py; only clearformer's own decoder takes them)."""
 
@@ -160,6 +164,25 @@ def records(pieces: Pieces, texts: Sequence[str], forced: Sequence[bool] | None 
             else result for index, result in enumerate(results)]
 
 
+def decoding_model(model, shortlist, quantize: str = "none"):
+    """The model as this engine decodes it, its layers swapped once, here, where it is opened (gpt-fast's
+    `convert_for_runtime`), never the caller's model changed: with a lexical shortlist the output projection
+    computes only the candidates' rows (generate/shortlist.py `ShortlistOutput`, greedy text: the same tokens),
+    and with quantize "int8" every other linear layer is int8 (generate/int8.py), on a copy of the model."""
+    if quantize == "int8":
+        if next(model.parameters()).device.type != "cpu":
+            raise UserError("--quantize int8 decodes on the CPU (torch's int8 product); leave out --device")
+        model = copy.deepcopy(model)
+    if shortlist is not None:
+        if quantize != "int8":  # share every parameter, own the module tree: the caller's keeps its projection
+            model = copy.copy(model)
+            model._modules = dict(model._modules)
+        use_shortlist_output(model)
+    if quantize == "int8":
+        quantize_int8(model)
+    return model
+
+
 def check_threads(threads: int | None) -> None:
     check_value("--threads", threads, at_least=1, at_most=MAX_THREADS)
 
@@ -171,13 +194,16 @@ class PyTorchTranslator(Reading):
 
     def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
-        self.label = self.name
-        self.described = ""  # what a report adds after the decoding options: nothing, the default engine
+        self.label = self.name if settings.quantize == "none" else f"{self.name} {settings.quantize}"
+        # what a report adds after the decoding options: nothing for the default engine
+        self.described = "" if settings.quantize == "none" else f", int8 linear layers ({settings.quantize})"
 
     @classmethod
     def check_settings(cls, settings: EngineSettings) -> None:
-        if settings.quantize != "none":
-            raise UserError(f"--quantize {settings.quantize} applies only to --engine ctranslate2")
+        if settings.quantize not in ("none", "int8"):
+            raise UserError(f"--quantize must be none or int8, not {settings.quantize!r}")
+        if settings.quantize == "int8" and settings.ablate:
+            raise UserError("--ablate switches parts of the float model off; it does not apply to --quantize int8")
         check_threads(settings.threads)
 
     @classmethod
@@ -195,7 +221,7 @@ class PyTorchTranslator(Reading):
             import torch
 
             torch.set_num_threads(settings.threads)
-        return cls(model, tokenizer, settings)
+        return cls(decoding_model(model, tokenizer.shortlist, settings.quantize), tokenizer, settings)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
                   progress: Progress | None = None) -> list[Translation]:

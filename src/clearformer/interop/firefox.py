@@ -318,6 +318,8 @@ def import_marian_bin(model_path: Path, vocab_path: Path, shortlist_path: Path |
     files = {"model": model_path, "vocab": vocab_path, "shortlist": shortlist_path, "decoder": decoder_config}
     meta = {"kind": "translation", "imported_from": str(model_path), "format": "marian-bin",
             "tokenizer": tokenizer.kind}
+    if direction:  # the package's "en-pt": serve's /languages and a template's header read it (languages.py)
+        meta["languages"] = dict(zip(("source", "target"), direction.split("-"), strict=True))
     save_model(out, model, tokenizer, meta)
     name = f"{direction} (Firefox Translations, tiny)" if direction else Path(model_path).name
     source = f"the `{DISTRIBUTION}` package" if direction else str(model_path)

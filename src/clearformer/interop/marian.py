@@ -34,6 +34,7 @@ import torch
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, require, resolve_folder, take
+from clearformer.languages import languages_from_name
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
 from clearformer.model.build import build_model
 from clearformer.model.embedding import sinusoidal_table
@@ -396,6 +397,9 @@ def import_marian(source: str, out: Path) -> Path:
     """`clearformer import marian SOURCE --out RUN`: a run directory translate/explain/serve/evaluate read."""
     model, tokenizer, folder = load_marian(source)
     meta = {"kind": "translation", "imported_from": str(source), "format": "marian", "tokenizer": tokenizer.kind}
+    languages = languages_from_name(str(source)) or languages_from_name(str(folder))  # opus-mt-en-de: en, de
+    if languages is not None:
+        meta["languages"] = languages.as_record()
     return save_model(out, model, tokenizer, meta)
 
 

@@ -36,6 +36,13 @@ class OutputProjection(nn.Module):
         logits = trace.emit(self, "logits", logits)  # a view shows softmax(logits) itself (explain/walkthrough.py)
         return logits
 
+    def logits_of(self, hidden: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """The logits of the target tokens `ids` (k,) only: hidden W[ids]^T + b[ids], (batch, tgt_len, k). What a
+        lexical shortlist asks of the output layer (Marian computes only its candidates' rows); the search's
+        slice of the projection (generate/shortlist.py) calls it."""
+        bias = None if self.linear.bias is None else self.linear.bias.index_select(0, ids)
+        return nn.functional.linear(hidden, self.linear.weight.index_select(0, ids), bias)
+
 
 class Transformer(nn.Module):
     """The model of "Attention Is All You Need", built from one `ModelConfig`."""

@@ -150,6 +150,12 @@ def name_modules(root: nn.Module, prefix: str = "") -> None:
         object.__setattr__(module, "trace_name", full)
 
 
+def name_as(new: nn.Module, old: nn.Module) -> None:
+    """A module swapped in for `old` where a run is loaded for decoding (generate/int8.py, generate/shortlist.py)
+    answers to `old`'s name, so that every view and --ablate name it as before."""
+    object.__setattr__(new, "trace_name", old.trace_name)
+
+
 # ----------------------------------------------------------------------------- hooks: writing at a name
 #
 # `with Hooks({name: fn, ...}):` makes `emit` pass the value at `name` through `fn(value, point)` (a

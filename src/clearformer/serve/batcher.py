@@ -6,8 +6,10 @@ decodes, while one batch of 64 costs little more than one (BENCHMARKS.md, "Catal
 LibreTranslate API"). `BatchQueue`:
 
 - `submit(sources)` queues one request's sentences (lists of source ids) and returns a Future of their
-  translations; it raises `Busy` at once when the sentences waiting would exceed `capacity` (the
-  server answers 429), so the queue never grows without bound;
+  translations; it raises `Busy` at once when sentences are waiting and this request's would bring them over
+  `capacity` (the server answers 429), so the queue never grows without bound. A request is admitted whole:
+  one with more sentences than `capacity` is taken when nothing waits (a valid page of strings is never
+  refused for its size alone: at most one such request waits beyond `capacity`);
 - one worker thread takes the waiting requests in arrival order, whole, up to `max_batch` sentences (a
   request larger than that alone), once `max_batch` are there or `wait_s` after the oldest arrived,
   and decodes them with one call of `decode` (which batches by length: generate/translate.py);
@@ -38,7 +40,7 @@ class Batching:
     languages: Languages | None = None  # None: the run's
     max_batch: int = 32
     wait_s: float = 0.005
-    capacity: int = 512
+    capacity: int = 4096  # sentences: 204 of Weblate's pages of 20 (a 429 stops Weblate asking for 30 min)
 
 
 @dataclass
@@ -72,7 +74,7 @@ class BatchQueue:
         with self._condition:
             if self._closed:
                 raise Busy("the server is shutting down")
-            if self._queued + len(sources) > self.capacity:
+            if self._queued and self._queued + len(sources) > self.capacity:
                 raise Busy(f"busy: {self._queued} sentences waiting to be translated; retry shortly")
             self._waiting.append(request)
             self._queued += len(sources)

@@ -17,11 +17,18 @@ every malformed body to every POST route the app has.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from dataclasses import dataclass
 
-from clearformer.limits import MAX_ANSWER_BYTES, MAX_BODY_BYTES, MAX_SENTENCE_CHARS, has_surrogates
+from clearformer.limits import (
+    MAX_ANSWER_BYTES,
+    MAX_BODY_BYTES,
+    MAX_SENTENCE_CHARS,
+    REQUEST_BODY_SECONDS,
+    has_surrogates,
+)
 from clearformer.record.trace import OverBudget, RecordBudget
 
 # A walkthrough's JSON spends at least this many bytes on each number it shows ("0.1," or "12,"), so an
@@ -113,12 +120,15 @@ async def read_body(request, limit: int = MAX_BODY_BYTES) -> bytes:
 
     body = b""
     try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise RequestError(413, f"request body over {limit} bytes")
+        async with asyncio.timeout(REQUEST_BODY_SECONDS):  # a client that stops sending is let go (serve/deadline.py)
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise RequestError(413, f"request body over {limit} bytes")
     except ClientDisconnect:  # the client hung up mid-body: nobody to answer, nothing for the terminal
         raise RequestError(400, "the client hung up before the request body was complete") from None
+    except TimeoutError:
+        raise RequestError(408, f"the request body did not arrive within {REQUEST_BODY_SECONDS:g} s") from None
     return body
 
 

@@ -8,6 +8,7 @@ translation that drops or changes `%d` or `%s` breaks it (a crash in C, a wrong 
     named printf  %(name)s
     %-words       %PRODUCTNAME %MOD1 %L %qs %1 %D%   (LibreOffice, Qt, GCC's diagnostics)
     braces        {0} {} {name} ${name}              (Python's str.format, C#, shells)
+    MT clients'   [X15X] <x id="3"/> <x id="3"></x>  (Weblate's stand-ins for a placeholder, DeepL-style)
     markup        <b> </b> <br/> <a href="...">      (HTML tags the data uses; `<file>` in a usage
                                                       line is a word the translator may translate)
     entities      &amp; &lt; &#160;
@@ -70,6 +71,8 @@ PATTERN = re.compile("|".join((
     # {0} {name} ${name} {} {0!r} {:>10}; a field whose format spec holds fields is one placeholder as a whole
     # ({0!r:>{1}}, {name:{width}.{prec}f}): masking its inner field alone would lose the outer one
     r"\$?\{(?:[A-Za-z_0-9][\w.]*)?(?:![rsa])?(?::(?:[^{}\s]|\{[\w.]*\})*)?\}",
+    r"\[X\d+X\]",  # Weblate's machinery placeholder: it replaces each placeholder by [X{n}X] before sending
+    r'<x\s+id="\d+"\s*(?:/>|>\s*</x>)',  # DeepL-style: <x id="3"/>, Weblate's DeepL sends <x id="3"></x>
     rf"(?i:</?(?:{HTML_TAGS})(?:\s[^<>]*)?/?>)",  # <b> </b> <br/>
     r"&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);",  # &amp; &#160;
     r"\\[nt\"]",  # \n \t \"

@@ -1,0 +1,114 @@
+"""int8 decoding on the CPU: the linear layers' weights as 8-bit integers, and each product's input rows
+quantized to 8-bit integers as it runs, the product itself in integers (`torch._int_mm`: int8 x int8 summed in
+int32), then scaled back to float. Swapped in once where a run is loaded for decoding, as gpt-fast's
+quantize.py swaps its layers; model/ keeps the paper's float layers, and training never sees these.
+
+    y = (q_x q_W^T) * s_x s_W + b      q_x = round(x / s_x), s_x = max|x_row| / 127 (one scale per row)
+                                       q_W = round(W / s_W), s_W = max|W_row| / 127 (one scale per output)
+
+Why int8: a decoding step multiplies a few rows (one per hypothesis) by every weight matrix; the large ones (the
+output projection above all) are read from memory at every step, and int8 weights are a quarter of float32's
+bytes (BENCHMARKS.md, "int8 decoding on the CPU"). Why a scale per input row, not torch's dynamic quantization
+(`quantize_dynamic`, one scale for the whole input tensor): with one scale per tensor a sentence's numbers depend
+on the other sentences of its batch, and a translation must never depend on its batch; with one per row and the
+product in integers (exact), every row's result is the same in any batch, bit for bit.
+
+Firefox's students ship their matrices in intgemm's int8 (W = q / scale, one scale per matrix,
+`interop/marian_bin.py`): a weight that lies on such a lattice is taken as those very integers with that scale,
+not requantized (`Int8Summary.shipped` counts them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from clearformer.generate.shortlist import sliced_output
+from clearformer.record import trace
+
+# How far from an integer W / scale may be and still count as the lattice a file shipped: float32 rounding of
+# q / scale is ~1e-7 relative, a weight requantized from float is off by up to 0.5.
+LATTICE_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class Int8Summary:
+    """What `quantize_int8` did: layers turned int8, of which `shipped` kept the integers their file had."""
+
+    layers: int
+    shipped: int
+
+    def __str__(self) -> str:
+        kept = f", {self.shipped} with the int8 values their file ships" if self.shipped else ""
+        return f"{self.layers} linear layers in int8{kept}"
+
+
+def shipped_scale(weight: torch.Tensor) -> float | None:
+    """The one scale s with weight = q * s for integers q in [-127, 127] and max|q| = 127 (intgemm's
+    quantization, scale = max|W| / 127), when the weight lies on that lattice; else None."""
+    peak = float(weight.abs().max())
+    if peak == 0.0:
+        return None
+    scale = peak / 127.0
+    steps = weight.double() / scale
+    return scale if float((steps - steps.round()).abs().max()) < LATTICE_TOLERANCE else None
+
+
+class Int8Linear(nn.Module):
+    """A linear layer in int8: x (..., in) -> (..., out), as the `nn.Linear` it came from up to int8 rounding.
+
+    weight (out, in) int8 (read transposed by `torch._int_mm`: the faster layout, measured), scale (out,)
+    float32, bias (out,) or None; `shipped`: the integers are the ones the model's file shipped (one scale
+    for the whole matrix)."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        weight = linear.weight.detach().float()
+        shipped = shipped_scale(weight)
+        if shipped is not None:
+            scale = torch.full((weight.shape[0],), shipped)
+        else:
+            scale = (weight.abs().amax(dim=1) / 127.0).clamp(min=torch.finfo(torch.float32).tiny)
+        integers = torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8)
+        self.in_features, self.out_features, self.shipped = linear.in_features, linear.out_features, shipped is not None
+        self.register_buffer("weight", integers)
+        self.register_buffer("scale", scale.float())
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, self.in_features).float()
+        row_scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=torch.finfo(torch.float32).tiny) / 127.0
+        integers = torch.round(rows / row_scale).to(torch.int8)
+        product = torch._int_mm(integers, self.weight.t()).float() * (row_scale * self.scale)
+        if self.bias is not None:
+            product += self.bias
+        return product.view(*x.shape[:-1], self.out_features).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, shipped={self.shipped}"
+
+
+def quantize_int8(model: nn.Module) -> Int8Summary:
+    """Turn every linear layer of `model` (but a sliced output projection's) into its int8 form, in place,
+    for decoding only (the int8 layers have no gradients). A model whose decoder reads a linear layer's
+    weight matrix itself (MLA's absorbed path) is refused with ValueError: that read would miss the int8."""
+    if model.config.attention == "mla":
+        raise ValueError("int8: MLA's absorbed decoding reads its up-projection's weight matrix; decode it in float32")
+    # A sliced output projection (generate/shortlist.py) multiplies a few float rows: its full form stays float
+    # too, so that beam search and scores read the same logits as the slice.
+    sliced = sliced_output(model)
+    kept = set() if sliced is None else {id(module) for module in sliced.full.modules()}
+    targets = [(name, module) for name, module in model.named_modules()
+               if isinstance(module, nn.Linear) and id(module) not in kept]
+    shipped = 0
+    for name, linear in targets:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        layer = Int8Linear(linear)
+        trace.name_as(layer, linear)
+        shipped += layer.shipped
+        setattr(parent, child, layer)
+    model.eval()
+    return Int8Summary(len(targets), shipped)

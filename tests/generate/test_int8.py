@@ -1,0 +1,154 @@
+"""generate/int8.py: int8 linear layers for decoding (the math, batch invariance, the shipped lattice) and
+generate/shortlist.py's sliced output projection (the same tokens as the full one)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from gen_helpers import tiny_config
+from torch import nn
+
+from clearformer.generate import DecodingOptions, greedy_decode, pad_batch
+from clearformer.generate.int8 import Int8Linear, quantize_int8, shipped_scale
+from clearformer.generate.options import search_tokens
+from clearformer.generate.shortlist import ShortlistOutput, sliced_output, use_shortlist_output
+from clearformer.model.transformer import Transformer
+from clearformer.tokenize.shortlist import LexicalShortlist
+
+
+def test_an_int8_layer_is_the_integer_product_scaled_back():
+    torch.manual_seed(0)
+    linear = nn.Linear(24, 40)
+    layer = Int8Linear(linear)
+    x = torch.randn(5, 3, 24)
+    # The definition, in float64: integers of the rows and of the weight, their exact product, both scales.
+    rows = x.reshape(-1, 24).double()
+    row_scale = rows.abs().amax(dim=1, keepdim=True) / 127
+    weight = linear.weight.detach().double()
+    weight_scale = weight.abs().amax(dim=1) / 127
+    q_x, q_w = torch.round(rows / row_scale), torch.round(weight / weight_scale[:, None])
+    expected = (q_x @ q_w.t()) * row_scale * weight_scale + linear.bias.detach().double()
+    got = layer(x).reshape(-1, 40).double()
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)  # float32 scaling of exact integer sums
+    # ... and the float layer up to int8 rounding: each term off by at most half a step of either factor.
+    bound = (rows.abs().sum(dim=1, keepdim=True) * weight_scale + row_scale * weight.abs().sum(dim=1)) * 0.5 + 1e-5
+    assert bool(((got - linear(x).reshape(-1, 40).double()).abs() <= bound + 1e-4).all())
+
+
+def test_a_row_gives_the_same_numbers_in_any_batch():
+    """One scale per row and an integer product: a sentence's numbers cannot depend on its batch."""
+    torch.manual_seed(1)
+    layer = Int8Linear(nn.Linear(32, 16))
+    batch = torch.randn(9, 32) * torch.logspace(-2, 2, 9)[:, None]  # rows of very different sizes
+    together = layer(batch)
+    for row in range(9):
+        assert torch.equal(layer(batch[row: row + 1])[0], together[row])
+
+
+def test_a_weight_on_an_int8_lattice_keeps_its_integers():
+    torch.manual_seed(2)
+    integers = torch.randint(-127, 128, (12, 20), dtype=torch.int8)
+    integers[0, 0] = 127
+    scale = np.float32(127.0 / 0.37)  # intgemm's scale: W = q / scale
+    linear = nn.Linear(20, 12)
+    with torch.no_grad():
+        linear.weight.copy_(torch.from_numpy(integers.numpy().astype(np.float32) / scale))
+    assert shipped_scale(linear.weight.detach()) is not None
+    layer = Int8Linear(linear)
+    assert layer.shipped and torch.equal(layer.weight, integers)
+    requantized = nn.Linear(20, 12)  # random float weights are not on a lattice: per-row scales
+    assert shipped_scale(requantized.weight.detach()) is None and not Int8Linear(requantized).shipped
+
+
+def test_an_int8_model_decodes_each_sentence_as_it_does_alone():
+    torch.manual_seed(3)
+    model = Transformer(tiny_config(40, d_model=32, n_heads=4, d_ff=64)).eval()
+    summary = quantize_int8(model)
+    assert summary.layers == sum(isinstance(m, Int8Linear) for m in model.modules()) > 0
+    assert not any(type(m) is nn.Linear for m in model.modules())
+    generator = torch.Generator().manual_seed(4)
+    sources = [torch.randint(4, 39, (n,), generator=generator).tolist() for n in (3, 9, 5, 12, 1, 7)]
+    options = DecodingOptions(max_extra=6)
+    together = greedy_decode(model, pad_batch(sources, model.config.pad_id), options).sequences()
+    for ids, out in zip(sources, together, strict=True):
+        assert greedy_decode(model, pad_batch([ids], model.config.pad_id), options).sequences()[0] == out
+
+
+def test_mla_is_refused():
+    """MLA's absorbed decoding reads its up-projection's weight matrix itself: int8 layers would be bypassed."""
+    from clearformer.config import MLAConfig, ModelConfig
+
+    model = Transformer(ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16, n_heads=4, d_ff=32,
+                                    n_encoder_layers=1, n_decoder_layers=2, positional="rope", attention="mla",
+                                    mla=MLAConfig(kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=2,
+                                                  v_head_dim=4)))
+    with pytest.raises(ValueError, match="MLA"):
+        quantize_int8(model)
+
+
+def random_shortlist(vocab: int, seed: int) -> LexicalShortlist:
+    """Each source id allows 4 random target ids; ids 0-3 always."""
+    rng = np.random.default_rng(seed)
+    lists = rng.integers(4, vocab, size=(vocab, 4))
+    offsets = np.arange(0, 4 * vocab + 1, 4, dtype=np.int64)
+    return LexicalShortlist(first_num=4, best_num=4, offsets=offsets, lists=lists.reshape(-1).astype(np.int64))
+
+
+@pytest.mark.parametrize("quantized", [False, True])
+def test_the_sliced_output_projection_gives_the_same_tokens(quantized):
+    torch.manual_seed(5)
+    vocab = 300
+    model = Transformer(tiny_config(vocab, d_model=32, n_heads=4, d_ff=64, max_len=64)).eval()
+    shortlist = random_shortlist(vocab, 6)
+    generator = torch.Generator().manual_seed(7)
+    sources = [torch.randint(4, vocab - 1, (n,), generator=generator).tolist() for n in (3, 9, 5, 12, 1, 7)]
+    src = pad_batch(sources, model.config.pad_id)
+    options = DecodingOptions(max_extra=8, with_scores=False)  # as `translate` decodes text
+    full = copy.deepcopy(model)
+    use_shortlist_output(model)
+    if quantized:  # the sliced projection stays float: so does the full one it is compared with
+        quantize_int8(model)
+        output = full.output
+        del full.output
+        quantize_int8(full)
+        full.output = output
+    tokens = replace(search_tokens(model, None, options), shortlist=shortlist)
+    assert greedy_decode(model, src, options, tokens).sequences() == greedy_decode(full, src, options,
+                                                                                     tokens).sequences()
+    assert sliced_output(model).ids is not None and len(sliced_output(model).ids) < vocab  # it did slice
+    greedy_decode(model, src, options.but(with_scores=True), tokens)
+    assert sliced_output(model).ids is None  # scores need every logit: no slice
+    assert sliced_output(full) is None
+
+
+def test_translate_quantize_int8_is_the_same_sentence_alone_and_in_a_batch(checkpoint, capsys):
+    from clearformer.cli import main
+
+    sentences = ["I love you", "the dog sleeps", "we eat bread", "you like music ."]
+    assert main(["translate", "--checkpoint", str(checkpoint), "--quantize", "int8", "--threads", "1",
+                 *sentences]) == 0
+    together = capsys.readouterr().out.splitlines()
+    for sentence, translation in zip(sentences, together, strict=True):
+        assert main(["translate", "--checkpoint", str(checkpoint), "--quantize", "int8", sentence]) == 0
+        assert capsys.readouterr().out.splitlines() == [translation]
+
+
+def test_the_callers_model_keeps_its_layers(checkpoint):
+    """The swaps happen on the translator's own model (a copy for int8; its own module tree for the slice)."""
+    from clearformer.generate.translator import PyTorchTranslator, decoding_model
+    from clearformer.load import load_model
+    from clearformer.model.transformer import OutputProjection
+
+    model, tokenizer, _ = load_model(checkpoint)
+    shortlist = random_shortlist(len(tokenizer), 8)
+    for quantize in ("none", "int8"):
+        decoded = decoding_model(model, shortlist, quantize)
+        assert decoded is not model and sliced_output(decoded) is not None
+        assert any(isinstance(m, Int8Linear) for m in decoded.modules()) == (quantize == "int8")
+    PyTorchTranslator.open(model, tokenizer, None).translate(["I love you"])
+    assert isinstance(model.output, OutputProjection) and sliced_output(model) is None
+    assert not any(isinstance(m, Int8Linear | ShortlistOutput) for m in model.modules())

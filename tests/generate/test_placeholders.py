@@ -126,14 +126,21 @@ def test_the_constraint_copies_every_piece_exactly(decode, norm_first):
     assert changed > 0  # the random model does not copy on its own: the constraint did the work
 
 
-def test_no_piece_in_the_batch_means_no_constraint():
+def test_a_sentence_without_pieces_invents_none_alone_as_in_any_batch():
+    """A sentence bound by the rule (issue 48) writes no placeholder piece, whether its batch has pieces or not:
+    its translation alone equals its translation beside a sentence that holds them."""
     src = torch.tensor([[8, 9, 10, 11]])
-    assert PlaceholderConstraint.for_batch(src, PIECES, eos_id=3) is None
     assert PlaceholderConstraint.for_batch(src, (), eos_id=3) is None
+    constraint = PlaceholderConstraint.for_batch(src, PIECES, eos_id=3)
+    assert constraint is not None and not bool(constraint.remaining.any())
+    free = PlaceholderConstraint.for_batch(src, PIECES, eos_id=3, owing=[False])
+    assert free is None  # numerals standing in, no placeholder: nothing to bind
     model = random_model(30, seed=3)
     tokens = replace(search_tokens(model), placeholder_ids=tuple(PIECES))
-    a = greedy_decode(model, src, DecodingOptions(), tokens).sequences()
-    assert a == greedy_decode(model, src).sequences()
+    alone = greedy_decode(model, src, DecodingOptions(), tokens).sequences()
+    assert not set(alone[0]) & set(PIECES)
+    beside = torch.tensor([[8, 9, 10, 11, 0], [PIECES[0], 8, 9, 10, 11]])
+    assert greedy_decode(model, beside, DecodingOptions(), tokens).sequences()[0] == alone[0]
 
 
 def test_length_buckets_by_reference_length():

@@ -28,8 +28,9 @@ Rules (docs/catalogs.md):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import polib
@@ -40,6 +41,7 @@ from clearformer.catalog.header import catalogue_plural_forms, update_header
 from clearformer.catalog.plurals import PluralForms
 from clearformer.catalog.reading import read_catalogue as read_catalogue  # re-exported: what callers import
 from clearformer.catalog.writing import catalogue_text as catalogue_text
+from clearformer.generate.result import Note
 from clearformer.limits import MAX_SENTENCE_CHARS
 from clearformer.tokenize.placeholders import Masked, PlaceholderError, mask, mask_target, restore
 
@@ -87,6 +89,7 @@ class Line:
     patterns: tuple[str, ...] = ()
     job: int | None = None
     copied: bool = False  # a line masking cannot take, copied from the source
+    glued: bool = False  # a part of the line before it, after a run of two spaces or more (a column): no newline
 
 
 @dataclass
@@ -108,6 +111,7 @@ class Outcome:
     copied: int = 0
     moved_accelerators: int = 0
     untranslated: int = 0  # entries under --min-confidence, left empty (clearformer.quality.fronts)
+    noted: int = 0  # entries with a note of the post-check (generate/checks.py)
 
 
 @dataclass
@@ -120,12 +124,17 @@ class Plan:
     mark: str | None
     slots: list[Slot] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
+    found: Sequence[Sequence[Note]] | None = None  # what the post-check found in each translation (`fill`)
+    found_comments: set[str] = field(default_factory=set)
 
-    def fill(self, translations: Sequence[str | None], now: datetime | None = None) -> Outcome:
+    def fill(self, translations: Sequence[str | None], now: datetime | None = None,
+             found: Sequence[Sequence[Note]] | None = None) -> Outcome:
         """Put the translations (one per text; None: the model could not read it, and an empty one: the source
-        is copied) in the entries, mark them fuzzy, update the header."""
+        is copied) in the entries, mark them fuzzy, update the header. `found[i]`: what the post-check found in
+        translation i (generate/checks.py), each a `# clearformer:` comment on the entries it fills."""
         if len(translations) != len(self.texts):
             raise ValueError(f"{len(translations)} translations for {len(self.texts)} texts")
+        self.found = found
         outcome = Outcome()
         for slot in self.slots:
             notes: list[str] = []
@@ -148,12 +157,16 @@ class Plan:
             outcome.filled += 1
             outcome.copied += sum("copied" in note for note in notes)
             outcome.moved_accelerators += sum("accelerator" in note for note in notes)
+            outcome.noted += bool(set(notes) & self.found_comments)
         update_header(self.po, self.settings, self.plural_forms, now)
         return outcome
 
     def _assemble(self, lines: list[Line], translations: Sequence[str | None], notes: list[str]) -> str:
         out = []
         for line in lines:
+            if line.glued and out:  # a column of the line before: its text joins it, after the spaces it kept
+                out[-1] += self._assemble([replace(line, glued=False)], translations, notes)
+                continue
             if line.copied:
                 notes.append(f"{COMMENT} a line the model cannot read was copied from the source")
             if line.job is None:
@@ -165,6 +178,10 @@ class Plan:
                 notes.append(f"{COMMENT} a line {why} was copied from the source")
                 out.append(line.lead + line.stripped.original() + line.trail)
                 continue
+            if self.found is not None:
+                comments = [f"{COMMENT} {note.detail}" for note in self.found[line.job]]
+                self.found_comments.update(comments)
+                notes += comments
             if not self.settings.model_masks:  # find the source's placeholders in what the model wrote
                 translated = mask_target(translated, line.masked.originals, line.patterns)
             translated, changed = repair_placeholders(translated, line.masked.originals, line.formats)
@@ -212,7 +229,7 @@ def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, setting
     to `texts` (`index`: input -> its position, so a repeated line is translated once)."""
     patterns = format_patterns(formats) + settings.model_patterns
     lines = []
-    for raw in text.split("\n"):
+    for raw, glued in columns(text):
         core = raw.strip()
         if not core:
             lines.append(Line(raw, ""))
@@ -231,8 +248,25 @@ def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, setting
         if model_input not in index:
             index[model_input] = len(texts)
             texts.append(model_input)
-        lines.append(Line(lead, trail, stripped, masked, formats, patterns, index[model_input]))
+        lines.append(Line(lead, trail, stripped, masked, formats, patterns, index[model_input], glued=glued))
     return lines
+
+
+_COLUMN = re.compile(r"(?<=\S)( {2,}|\t+)(?=\S)")
+
+
+def columns(text: str) -> list[tuple[str, bool]]:
+    """The lines of a text, each cut after its runs of two spaces or more (or tabs) between words: a help
+    text's columns ("-h, --help   show this help") are translated apart and the spaces between them kept as
+    they were, never squeezed to one. -> (part, whether it continues the line before: no newline)."""
+    parts = []
+    for line in text.split("\n"):
+        start, glued = 0, False
+        for run in _COLUMN.finditer(line):
+            parts.append((line[start:run.end()], glued))
+            start, glued = run.end(), True
+        parts.append((line[start:], glued))
+    return parts
 
 
 def resolve_mark(po: polib.POFile, accelerator: str) -> str | None:

@@ -24,7 +24,7 @@ from clearformer.tokenize.placeholders import RESERVED_PATTERN, RESERVED_TOKENS
 C_DIRECTIVE = (r"%(?:\d+\$)?[-+ #0'I]*(?:\d+|\*(?:\d+\$)?)?(?:\.(?:\d+|\*(?:\d+\$)?))?"
                r"(?:(?:hh|h|ll|l|L|q|j|z|Z|t)?[diouxXeEfFgGaAcsSCpnm%]|<PRI\w+>)")
 PYTHON_DIRECTIVE = r"%(?:\([^()]*\))?[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[hlL]?[diouxXeEfFgGcrsa%]"
-BRACE_DIRECTIVE = r"\{\{|\}\}|\{[^{}]*\}"
+BRACE_DIRECTIVE = r"\{\{|\}\}|\{(?:[^{}]|\{[^{}]*\})*\}"  # a field with fields in its spec is one: {0:>{1}}
 QT_DIRECTIVE = r"%L?\d{1,2}"
 
 

@@ -115,7 +115,10 @@ def run(args) -> int:
                                          glossary=glossary)
     translations = [None if any(note.kind is NoteKind.UNREADABLE for note in result.notes) else result.text
                     for result in results]
-    outcome = plan.fill(translations)
+    # what the checks found: a `# clearformer:` comment each (the glossary's own notes: comment_glossary_notes)
+    shown_apart = (NoteKind.UNREADABLE, NoteKind.GLOSSARY_TERM_MISSING)
+    found = [tuple(note for note in result.notes if note.kind not in shown_apart) for result in results]
+    outcome = plan.fill(translations, found=found)
     comment_offers(po, remembered)
     terms_missing = comment_glossary_notes(plan, results)
     if rater is not None:  # a comment per filled entry; under --min-confidence, left untranslated
@@ -152,6 +155,9 @@ def report(outcome: Outcome, output: OutputTarget | None, remembered: MemoryOutc
     if outcome.untranslated:
         notes.append(f"{outcome.untranslated} entr{'y' if outcome.untranslated == 1 else 'ies'} under "
                      f"--min-confidence left untranslated")
+    if outcome.noted:
+        notes.append(f"{outcome.noted} entr{'y' if outcome.noted == 1 else 'ies'} the checks flagged (a placeholder "
+                     f"placed by the search, a numeral or tag the source lacks, a sentence missing, the source copied)")
     extra = f"; {', '.join(notes)}: see the '# clearformer:' comments" if notes else ""
     print(f"clearformer translate: {outcome.filled} entr{'y' if outcome.filled == 1 else 'ies'} filled, "
           f"marked fuzzy{where}{extra}", file=sys.stderr)

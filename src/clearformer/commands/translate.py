@@ -27,6 +27,7 @@ from clearformer.commands.options import check_not_input
 from clearformer.errors import UserError
 from clearformer.explain.interventions import add_ablate_argument, interventions_from_args
 from clearformer.generate import DecodingOptions
+from clearformer.generate.result import NoteKind, Translation
 from clearformer.generate.source import Pieces
 from clearformer.generate.translator import Translator
 from clearformer.limits import MAX_TEXT_FILE_BYTES, has_surrogates
@@ -107,16 +108,19 @@ def input_label(name: str, index: int) -> str | None:
     return f"argument {index + 1}" if name == "arguments" else f"{name}:{index + 1}"
 
 
-def warn_notes(results, name: str) -> None:
-    """Each note a check attached to a translation (generate/result.py), one warning line each, naming its input."""
-    for index, result in enumerate(results):
-        for note in result.notes:
-            at = input_label(name, index)
-            warn(f"{at}: {note.detail}" if at else note.detail)
-
-
 def warn(message: str) -> None:
     print(f"clearformer translate: warning: {message}", file=sys.stderr)
+
+
+def warn_notes(results: list[Translation], name: str, unknown: set[int]) -> None:
+    """One warning line per note of a translation (generate/checks.py), naming its line or argument; an input
+    whose unknown words were already named (`unknown`) is not told again that its translation holds <unk>."""
+    for index, result in enumerate(results):
+        where = "" if name == "argument" else \
+            (f"argument {index + 1}: " if name == "arguments" else f"{name}:{index + 1}: ")
+        for note in result.notes:
+            if not (index in unknown and note.kind is NoteKind.UNWRITABLE_SPAN):
+                warn(f"{where}{note.detail}")
 
 
 def run(args) -> int:
@@ -137,7 +141,7 @@ def run(args) -> int:
     with engine_options.progress_bar(len(sentences), "translating", shown=bool(args.file)) as bar, changes:
         results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater,
                                          glossary=glossary)
-    warn_notes(results, name)
+    warn_notes(results, name, set(pieces.unknown))
     if args.format == "json":
         text = confidence_front.json_lines(results)
     elif wants_confidence:

@@ -84,7 +84,7 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
     source_tokens = [tokenizer.id_to_token(i) for i in ids]
     tree = read_beam_tree(recorder.records, vocab, source_tokens, tokenizer.eos_id, options.beam, options.alpha,
                           options.stop)
-    masked = mask_placeholders(tokenizer, sentence)
+    masked = mask_placeholders(tokenizer, sentence, carry=True)  # as `translate` reads it (prepare_sources)
     tree.result = restore_placeholders(masked, tokenizer.decode(output))
     if masked.originals:  # the beam view shows what the model read and wrote, and what comes back
         tree.masked_source, tree.masked_result = masked.text, tokenizer.decode(output)

@@ -53,7 +53,7 @@ def source_and_output_ids(model, tokenizer, text: str, options: DecodingOptions)
 
 def sentence_tokens(model, tokenizer, options: DecodingOptions, text: str) -> SearchTokens:
     """The search's facts for one sentence, as `translate` builds them for its batch."""
-    return search_tokens(model, tokenizer, options).for_sources([mask_placeholders(tokenizer, text)])
+    return search_tokens(model, tokenizer, options).for_sources([mask_placeholders(tokenizer, text, carry=True)])
 
 
 def labels(tokenizer, ids: list[int]) -> list[str]:

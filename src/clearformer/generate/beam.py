@@ -135,6 +135,8 @@ class BestFinished:
         self.tokens = torch.full((batch, steps), pad_id, dtype=torch.long, device=device)
         self.lengths = torch.zeros(batch, dtype=torch.long, device=device)
         self.scores = torch.full((batch,), float("-inf"), device=device)
+        self.forced = torch.zeros(batch, dtype=torch.bool, device=device)
+        self.row_forced: torch.Tensor | None = None  # this step's hypotheses' `DecodingRules.forced`, if any
 
     def offer(self, alive: torch.Tensor, t: int, prefix: torch.Tensor, rows: torch.Tensor, last_token: torch.Tensor,
               score: torch.Tensor) -> None:
@@ -144,6 +146,8 @@ class BestFinished:
         if not bool(improved.any()):
             return
         index = alive[improved]
+        if self.row_forced is not None:
+            self.forced[index] = self.row_forced.index_select(0, rows[improved])
         self.tokens[index, :t] = prefix.index_select(0, rows[improved])[:, 1:]  # <bos> dropped
         self.tokens[index, t] = last_token[improved]
         self.lengths[index] = t + 1
@@ -238,6 +242,7 @@ def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = 
         if recorder is not None:
             trace.emit("generate", "chosen", going.tokens)
         at_limit = limits[alive] <= t + 1
+        finished.row_forced = rules.forced()
         finished.offer_step(alive, t, state.prefix, top, going, at_limit, penalty, beam)
         if hypotheses is not None:
             hypotheses.collect(alive, state.prefix, top, going, at_limit, penalty, beam)
@@ -257,4 +262,5 @@ def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = 
         rules.chose(going.tokens[keep].reshape(-1))
         beam_scores = going.scores[keep]
         alive = alive[keep]
-    return Decoded(finished.tokens, finished.lengths, finished.scores, eos_id)
+    return Decoded(finished.tokens, finished.lengths, finished.scores, eos_id,
+                   None if rules.forced() is None else finished.forced)

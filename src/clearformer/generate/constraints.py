@@ -35,6 +35,7 @@ step t, told the tokens chosen (`chose`) and the hypotheses kept (`select`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import torch
@@ -44,8 +45,12 @@ class PlaceholderConstraint:
     """Per-hypothesis counts of the placeholder pieces still to be produced.
 
     src_ids (sentences, src_len) and the placeholder piece ids (n_pieces,) -> `remaining`
-    (rows, n_pieces), one row per hypothesis; `select` follows the hypotheses as they are kept,
-    reordered and (for beams, after step 0) repeated.
+    (rows, n_pieces), one row per hypothesis, and `bound` (rows,): whether the row is constrained at all
+    (a sentence that owes no copies, `owing`, decodes exactly as it would alone, in a batch with none:
+    its pieces neither forbidden nor forced); `forced` (rows,): whether the rule ever put a placeholder
+    in where the model would have ended (the translation then holds it at a place the model did not
+    choose: generate/checks.py notes it); `select` follows the hypotheses as they are kept, reordered and
+    (for beams, after step 0) repeated.
     """
 
     def __init__(self, src_ids: torch.Tensor, piece_ids: torch.Tensor, eos_id: int,
@@ -55,6 +60,8 @@ class PlaceholderConstraint:
         # remaining[s, j] = how often piece j occurs in sentence s's source
         self.remaining = (src_ids[:, :, None] == self.piece_ids[None, None, :]).sum(dim=1)
         self.limits = limits  # (rows,) tokens each hypothesis may generate in all, or None: no limit known
+        self.bound = torch.ones(src_ids.shape[0], dtype=torch.bool, device=src_ids.device)
+        self.forced = torch.zeros_like(self.bound)
 
     @classmethod
     def for_batch(cls, src_ids: torch.Tensor, piece_ids: Sequence[int] | None, eos_id: int,
@@ -62,17 +69,20 @@ class PlaceholderConstraint:
                   owing: Sequence[bool] | None = None) -> PlaceholderConstraint | None:
         """The constraint for a batch (`limits` (batch,): the decoder's length limits; `owing` (batch,):
         which sentences owe their pieces, None: all), or None when there are no placeholder pieces or no
-        source of the batch owes one (then decoding runs unconstrained, at no cost)."""
+        sentence of the batch is bound by them (then decoding runs unconstrained, at no cost). A bound
+        sentence without placeholders is still constrained, alone as in any batch: it writes none."""
         if not piece_ids:
             return None
         constraint = cls(src_ids, torch.tensor(sorted(piece_ids), dtype=torch.long), eos_id, limits)
         if owing is not None:  # numerals standing in: a sentence without placeholders keeps its numbers free
-            constraint.remaining[~torch.tensor(owing, dtype=torch.bool, device=src_ids.device)] = 0
-        return constraint if bool(constraint.remaining.any()) else None
+            constraint.bound = torch.tensor(owing, dtype=torch.bool, device=src_ids.device)
+            constraint.remaining[~constraint.bound] = 0
+        return constraint if bool(constraint.bound.any()) else None
 
     def forbidden(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(rows, n_pieces) True where piece j must not come next; and (rows,) True where <eos> must not."""
-        return self.remaining == 0, self.remaining.sum(dim=1) > 0
+        """(rows, n_pieces) True where piece j must not come next; and (rows,) True where <eos> must not.
+        A row that is not bound has neither: the same logits as without the rule (batch-invariance)."""
+        return (self.remaining == 0) & self.bound[:, None], self.remaining.sum(dim=1) > 0
 
     def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
         """Set the logits of forbidden tokens to -inf, in place: logits (rows, vocab) for the token at
@@ -85,6 +95,7 @@ class PlaceholderConstraint:
         logits[:, self.piece_ids] = pieces
         logits[:, self.eos_id] = logits[:, self.eos_id].masked_fill(no_eos, float("-inf"))
         if bool(owing.any()):
+            self.forced |= owing
             only_owed = torch.full_like(logits[owing], float("-inf"))
             only_owed[:, self.piece_ids] = pieces[owing]
             logits[owing] = only_owed
@@ -97,8 +108,56 @@ class PlaceholderConstraint:
     def select(self, rows: torch.Tensor) -> None:
         """Keep hypotheses `rows` (as `DecoderState.select`)."""
         self.remaining = self.remaining.index_select(0, rows)
+        self.bound, self.forced = self.bound.index_select(0, rows), self.forced.index_select(0, rows)
         if self.limits is not None:
             self.limits = self.limits.index_select(0, rows)
+
+
+class ForeignNumerals:
+    """Where numerals stand in for placeholders (tokenize/standins.py), a sentence's translation writes no digits
+    but its own: a piece holding a digit run that is no part of a number of the sentence ("▁1:", "2:", "▁150"
+    after "15") is forbidden in its rows. The stand-in pieces themselves are the placeholder rule's to count.
+
+    allowed (rows, vocab) bool, built at the first step from each sentence's own numbers (`SearchTokens.numerals`;
+    None: the sentence is left free); `select` follows the hypotheses.
+    """
+
+    def __init__(self, forbidden: list[list[int]], device: torch.device) -> None:
+        self.forbidden = forbidden  # per sentence, the piece ids it may not write
+        self.device = device
+        self.blocked: torch.Tensor | None = None
+
+    @classmethod
+    def for_batch(cls, pieces: Sequence[tuple[int, str]], numerals: Sequence[Sequence[str] | None],
+                  device: torch.device) -> ForeignNumerals | None:
+        """The rule for one batch, or None when no sentence of it has stand-ins."""
+        if not pieces or not any(own is not None for own in numerals):
+            return None
+        forbidden = [[] if own is None else [index for index, text in pieces if not is_own(text, own)]
+                     for own in numerals]
+        return cls(forbidden, device)
+
+    def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
+        if self.blocked is None:
+            self.blocked = torch.zeros(len(self.forbidden), logits.shape[-1], dtype=torch.bool)
+            for row, ids in enumerate(self.forbidden):
+                self.blocked[row, ids] = True
+            self.blocked = self.blocked.to(self.device)
+        return logits.masked_fill_(self.blocked, float("-inf"))
+
+    def chose(self, tokens: torch.Tensor) -> None:
+        """Nothing to count: the set depends on the source only."""
+
+    def select(self, rows: torch.Tensor) -> None:
+        if self.blocked is None:
+            self.forbidden = [self.forbidden[i] for i in rows.tolist()]
+        else:
+            self.blocked = self.blocked.index_select(0, rows)
+
+
+def is_own(piece: str, numbers: Sequence[str]) -> bool:
+    """Whether every digit run of `piece` is part of one of the sentence's `numbers` ("15" of "2015")."""
+    return all(any(run in number for number in numbers) for run in re.findall(r"\d+", piece))
 
 
 MIN_RUN = 3  # a piece may always repeat this often in a row ("...", "000"); more only where the source does

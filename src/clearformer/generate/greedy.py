@@ -44,6 +44,7 @@ def greedy_decode(model, src_ids: torch.Tensor, options: DecodingOptions | None 
     lengths = limits.clone()
     scores = torch.zeros(batch, dtype=torch.float32, device=src_ids.device)
     alive = torch.arange(batch, device=src_ids.device)  # original index of every row still decoding
+    forced = torch.zeros(batch, dtype=torch.bool, device=src_ids.device)
     for t in range(search.steps):
         if recorder is not None:
             recorder.step = t
@@ -54,6 +55,9 @@ def greedy_decode(model, src_ids: torch.Tensor, options: DecodingOptions | None 
         logits = rules(logits, t)
         chosen = logits.argmax(dim=-1)
         rules.chose(chosen)
+        forced_rows = rules.forced()
+        if forced_rows is not None:
+            forced[alive] |= forced_rows
         if normaliser is not None:
             best = logits.gather(1, chosen[:, None])[:, 0]
             scores.index_add_(0, alive, (best - normaliser).float())
@@ -72,4 +76,4 @@ def greedy_decode(model, src_ids: torch.Tensor, options: DecodingOptions | None 
             alive = alive[keep]
             state.select(keep, sentences=keep)
             rules.select(keep)
-    return Decoded(output, lengths, scores, eos_id)
+    return Decoded(output, lengths, scores, eos_id, forced)

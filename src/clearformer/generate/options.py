@@ -23,6 +23,7 @@ from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKE
 from clearformer.options import Options, option
 from clearformer.tokenize.placeholders import Masked
 from clearformer.tokenize.shortlist import LexicalShortlist
+from clearformer.tokenize.standins import own_numerals
 
 STOP_RULES = ("current", "bound")
 COMPILE_CHOICES = ("auto", "on", "off", "graph")
@@ -109,6 +110,10 @@ class SearchTokens:
     owing: per sentence of one batch, whether its placeholder pieces must be copied (`Masked.owes_copies`:
     not where numerals stand in and the sentence had no placeholder); None: every sentence's.
     terms: per sentence of one batch, the glossary terms it owes (generate/glossary.py); None: no glossary.
+    numeral_pieces: (id, text) of every piece other than the stand-ins that holds a digit, where numerals stand
+    in for placeholders (tokenize/standins.py); numerals: per sentence of one batch, the numbers that are its
+    own where its placeholders have stand-ins (a piece with other digits is then forbidden: `ForeignNumerals`),
+    None for a sentence without; None: no sentence of the batch has stand-ins.
     """
 
     bos_id: int = DEFAULT_BOS_ID
@@ -122,11 +127,19 @@ class SearchTokens:
     max_length_factor: float = 0.0
     owing: tuple[bool, ...] | None = None
     terms: TermBatch | None = None
+    numeral_pieces: tuple[tuple[int, str], ...] = ()
+    numerals: tuple[tuple[str, ...] | None, ...] | None = None
 
     def for_sources(self, masks: Sequence[Masked]) -> SearchTokens:
-        """These facts for one batch of sources as `tokenize.mask_placeholders` read them (`owing`)."""
+        """These facts for one batch of sources as `tokenize.mask_placeholders` read them (`owing`, `numerals`):
+        each sentence's own, so that a sentence decodes as it would alone."""
         owing = tuple(masked.owes_copies for masked in masks)
-        return self if all(owing) and self.owing is None else replace(self, owing=owing)
+        numerals = tuple(own_numerals(masked.text) if masked.originals and masked.spelled else None
+                         for masked in masks) if self.numeral_pieces else ()
+        numerals = numerals if any(n is not None for n in numerals) else None
+        if all(owing) and self.owing is None and numerals is None and self.numerals is None:
+            return self
+        return replace(self, owing=owing, numerals=numerals)
 
 
 def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None,
@@ -151,7 +164,16 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None,
         repeat_bound=repeat_bound(tokenizer, options),
         shortlist=None if options is not None and options.shortlist == "off" else facts.shortlist,
         max_length_factor=facts.max_length_factor,
+        numeral_pieces=numeral_pieces(tokenizer) if pieces else (),
     )
+
+
+def numeral_pieces(tokenizer) -> tuple[tuple[int, str], ...]:
+    """(id, text) of the pieces holding a digit that are not stand-ins, where numerals stand in (else ())."""
+    stand_ins = tokenizer.stand_ins if tokenizer.mask_placeholders else None
+    if stand_ins is None:
+        return ()
+    return tuple((tokenizer.token_to_id(piece), piece) for piece in stand_ins.numeral_pieces)
 
 
 def repeat_bound(tokenizer, options: DecodingOptions | None) -> bool:

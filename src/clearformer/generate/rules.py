@@ -10,6 +10,7 @@ hypotheses kept (`select`, as `DecoderState.select`).
     ShortlistRule         only the candidates of the run's lexical shortlist (generate/shortlist.py; --shortlist)
     MinLength             <eos> forbidden before `DecodingOptions.min_length` tokens
     BrevityPenalty        a bonus (<= 0) on <eos> for ending shorter than expected (generate/brevity.py)
+    ForeignNumerals       where numerals stand in for placeholders, no digits but the sentence's own
     RepeatBound           no runaway repetition of a piece or a span (generate/constraints.py)
     PlaceholderConstraint every placeholder piece of the source copied exactly (generate/constraints.py)
     GlossaryConstraint    every glossary term of the source written as the glossary says (generate/glossary.py)
@@ -26,7 +27,7 @@ from typing import Protocol
 import torch
 
 from clearformer.generate.brevity import BrevityPenalty
-from clearformer.generate.constraints import PlaceholderConstraint, RepeatBound
+from clearformer.generate.constraints import ForeignNumerals, PlaceholderConstraint, RepeatBound
 from clearformer.generate.glossary import GlossaryConstraint
 from clearformer.generate.options import DecodingOptions, SearchTokens
 from clearformer.generate.shortlist import ShortlistRule
@@ -85,6 +86,10 @@ class DecodingRules:
         brevity = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)
         if brevity is not None:
             rules.append(brevity)
+        if tokens.numerals is not None:  # numerals standing in: no digits but the sentence's own
+            numerals = ForeignNumerals.for_batch(tokens.numeral_pieces, tokens.numerals, src_ids.device)
+            if numerals is not None:
+                rules.append(numerals)
         if tokens.repeat_bound:
             rules.append(RepeatBound(src_ids, tokens.pad_id, tokens.placeholder_ids))
         placeholders = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, tokens.eos_id, limits,
@@ -111,3 +116,12 @@ class DecodingRules:
         """Keep hypotheses `rows` (new_rows,), in that order."""
         for rule in self.rules:
             rule.select(rows)
+
+    def forced(self) -> torch.Tensor | None:
+        """(rows,) bool: the hypotheses the placeholder rule wrote a placeholder into where the model would
+        have ended (None: no placeholder rule in this search). The search reports it per sentence
+        (`Decoded.forced`), so the translation is noted, never moved silently (generate/checks.py)."""
+        for rule in self.rules:
+            if isinstance(rule, PlaceholderConstraint):
+                return rule.forced
+        return None

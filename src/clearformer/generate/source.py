@@ -43,7 +43,7 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
     if len(text) > MAX_SENTENCE_CHARS:
         raise UserError(f"{at}sentence of {len(text):,} characters; at most {MAX_SENTENCE_CHARS:,}")
     try:
-        ids = encode_source(tokenizer, text)
+        ids = encode_source(tokenizer, text, carry=True)
     except PlaceholderError as error:  # a runaway user pattern, too many placeholders: where, then why
         raise UserError(f"{at}{error}") from None
     source_eos = tokenizer.source_eos
@@ -51,7 +51,7 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
     if not words:
         raise UserError(f"{at}empty sentence (nothing to translate)")
     # Words of the sentence the model reads (placeholders masked when the run masks them).
-    unknown = tokenizer.unknown_words(mask_placeholders(tokenizer, text).text)
+    unknown = tokenizer.unknown_words(mask_placeholders(tokenizer, text, carry=True).text)
     # A piece that writes only a space (SentencePiece's "▁" before an <unk>) is no word the model knows either.
     if all(i == tokenizer.unk_id or not tokenizer.decode([i]).strip() for i in words):
         shown = shorten(", ".join(unknown[:5]) or repr(text))
@@ -141,12 +141,14 @@ def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool 
             if check and (part.strip() or not allow_empty):
                 ids = check_source(tokenizer, part, max_len, piece_label(name, number, len(parts)))
             else:
-                ids = encode_source(tokenizer, part)
+                ids = encode_source(tokenizer, part, carry=True)
             pieces.texts.append(part)
-            pieces.masks.append(mask_placeholders(tokenizer, part))
+            pieces.masks.append(mask_placeholders(tokenizer, part, carry=True))
             pieces.sources.append(ids)
             pieces.owners.append(index)
-        unknown = tokenizer.unknown_words(text) if check and text.strip() else []
+        # the words the model reads as <unk> (spans carried through as placeholders are not among them)
+        unknown = [word for i in range(len(pieces.masks) - len(parts), len(pieces.masks))
+                   for word in tokenizer.unknown_words(pieces.masks[i].text)] if check and text.strip() else []
         if unknown:
             pieces.unknown[index] = list(dict.fromkeys(unknown))
             if warn is not None:

@@ -111,12 +111,19 @@ class Decoded:
     scores (batch,): the sum of log-probabilities of the tokens (greedy), or that sum divided by
         the length penalty (beam search; equal to the sum when alpha = 0); an <eos> that paid the
         brevity penalty (`generate/brevity.py`) counts with it.
+    forced (batch,) bool or None: whether the placeholder rule put a placeholder into the sentence's
+        output where the model would have ended (`PlaceholderConstraint.forced`; None: no such rule ran).
     """
 
     tokens: torch.Tensor
     lengths: torch.Tensor
     scores: torch.Tensor
     eos_id: int
+    forced: torch.Tensor | None = None
+
+    def forced_list(self) -> list[bool]:
+        """`forced` as one bool per sentence (all False when no placeholder rule ran)."""
+        return [False] * self.tokens.shape[0] if self.forced is None else self.forced.tolist()
 
     def sequences(self) -> list[list[int]]:
         """One list of ids per sentence, without <eos> and padding."""

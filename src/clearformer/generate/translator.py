@@ -25,6 +25,7 @@ from typing import ClassVar, Protocol
 import torch
 
 from clearformer.errors import UserError
+from clearformer.generate import checks
 from clearformer.generate.beam import beam_search
 from clearformer.generate.facts import DecodingFacts
 from clearformer.generate.glossary import TermBatch, glossary_notes, term_batch
@@ -168,17 +169,20 @@ class Reading:
         return inputs if isinstance(inputs, Pieces) else self.read(inputs, options.split)
 
 
-def records(pieces: Pieces, texts: Sequence[str], glossary: Glossary | TermBatch | None = None) -> list[Translation]:
-    """One `Translation` per input of `pieces` from its pieces' translated texts (placeholders restored); with a
-    `glossary`, a GLOSSARY_TERM_MISSING note for each term of a piece's source its translation lacks."""
+def records(pieces: Pieces, texts: Sequence[str], glossary: Glossary | TermBatch | None = None,
+            forced: Sequence[bool] | None = None) -> list[Translation]:
+    """One `Translation` per input of `pieces` from its pieces' translated texts (placeholders restored), with
+    what the post-check found (generate/checks.py; `forced[i]`: the search put a placeholder of piece i where
+    the model would have ended), an UNREADABLE note for an input the model could not read, and with a
+    `glossary` a GLOSSARY_TERM_MISSING note for each term of a piece's source its translation lacks."""
     restored = pieces.restore(texts)
-    joined = join_pieces(restored, pieces.owners, pieces.count)
+    results = checks.translations(pieces.texts, pieces.owners, pieces.count, restored, pieces.masks, forced)
     notes: list[tuple[Note, ...]] = [(Note(NoteKind.UNREADABLE, pieces.unreadable[index]),)
                                      if index in pieces.unreadable else () for index in range(pieces.count)]
     if isinstance(glossary, Glossary):
         for source, text, owner in zip(pieces.texts, restored, pieces.owners, strict=True):
             notes[owner] += glossary_notes(glossary, source, text)
-    return [Translation(text, notes=tuple(dict.fromkeys(notes[index]))) for index, text in enumerate(joined)]
+    return [result.noted(*notes[index]) for index, result in enumerate(results)]
 
 
 def decoding_model(model, shortlist, quantize: str = "none"):
@@ -273,6 +277,7 @@ class PyTorchTranslator(Reading):
         progress = per_input_progress(progress, pieces.count, len(pieces.sources))
         texts = [""] * len(pieces.sources)
         searched: list[list[int]] = [[] for _ in pieces.sources]
+        forced = [False] * len(pieces.sources)  # a placeholder the search put where the model ended
         todo = sorted((item for item in enumerate(pieces.sources) if item[1]), key=lambda item: -len(item[1]))
         if progress is not None and len(todo) < len(pieces.sources):
             progress(len(pieces.sources) - len(todo))
@@ -282,17 +287,18 @@ class PyTorchTranslator(Reading):
             for start in range(0, len(todo), options.batch_size):
                 chunk = todo[start: start + options.batch_size]
                 src_ids = pad_batch([ids for _, ids in chunk], tokens.pad_id, device)
+                # each sentence's own facts: its translation does not depend on its batch (issue 48)
                 batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
                 if terms is not None:
                     batch_tokens = replace(batch_tokens, terms=terms.rows([index for index, _ in chunk]))
-                for (index, _), ids in zip(chunk, search(model, src_ids, options, batch_tokens).sequences(),
-                                           strict=True):
-                    texts[index] = self.tokenizer.decode(ids)
-                    searched[index] = ids
+                decoded = search(model, src_ids, options, batch_tokens)
+                for (index, _), ids, placed in zip(chunk, decoded.sequences(), decoded.forced_list(), strict=True):
+                    texts[index], forced[index], searched[index] = self.tokenizer.decode(ids), placed, ids
                 if progress is not None:
                     progress(len(chunk))
         finally:
             model.train(was_training)
+        found = records(pieces, texts, glossary, forced)
         if confidence is not None:
-            return confidence.rate(model, self.tokenizer, tokens, pieces, searched, records(pieces, texts, glossary))
-        return records(pieces, texts, glossary)
+            return confidence.rate(model, self.tokenizer, tokens, pieces, searched, found)
+        return found

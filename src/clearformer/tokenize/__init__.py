@@ -9,30 +9,26 @@ from clearformer.errors import UserError
 from clearformer.store.safeio import read_json
 from clearformer.tokenize.bytebpe import ByteLevelBPETokenizer
 from clearformer.tokenize.marianmt import MarianMTTokenizer
-from clearformer.tokenize.placeholders import Masked, mask, mask_target, restore
+from clearformer.tokenize.placeholders import RESERVED_COUNT, Masked, mask, mask_target, restore
 from clearformer.tokenize.subword import SentencePieceTokenizer
+from clearformer.tokenize.unwritable import carry_unwritable
 from clearformer.tokenize.words import BOS, EOS, PAD, SPECIALS, UNK, WordTokenizer, detokenize, split_words
 
-NUMERAL = r"\d+"  # masked only in a sentence whose numerals collide with its stand-ins (tokenize/standins.py)
 
-
-def mask_placeholders(tokenizer, text: str) -> Masked:
+def mask_placeholders(tokenizer, text: str, carry: bool = False) -> Masked:
     """The sentence the model reads: with a masking tokenizer (its `mask_placeholders` fact) each
-    placeholder becomes ｟ph{i}｠ (tokenize/placeholders.py); otherwise the text unchanged."""
+    placeholder becomes ｟ph{i}｠ (tokenize/placeholders.py); otherwise the text unchanged. `carry` (what
+    translation reads; training keeps its data as it was): spans the vocabulary cannot write are masked too
+    (tokenize/unwritable.py), so they come back as they were, never as "⁇"."""
     if not tokenizer.mask_placeholders:
         return Masked(text)
     stand_ins = tokenizer.stand_ins  # a vocabulary without reserved tokens: numerals stand in (tokenize/standins.py)
-    if stand_ins is None:
-        return mask(text, tokenizer.placeholder_patterns)
-    masked = mask(text, tokenizer.placeholder_patterns, limit=len(stand_ins.texts))
-    if stand_ins.collides(masked.text, len(masked.originals)):
-        # "Step 1 of [X9X]": its own 1 would read as ｟ph0｠'s stand-in. Its numerals are masked too (each comes
-        # back exactly, as a placeholder does), so none is left to collide; the placeholders stay protected
-        # (left unmasked, Weblate's [X9X] came back "[X9)": issue 49).
-        masked = mask(text, (*tokenizer.placeholder_patterns, NUMERAL), limit=len(stand_ins.texts))
-        if stand_ins.collides(masked.text, len(masked.originals)):  # cannot happen: no numeral is left
-            return Masked(text, (), stand_ins.texts)
-    return Masked(masked.text, masked.originals, stand_ins.texts)
+    limit = RESERVED_COUNT if stand_ins is None else len(stand_ins.texts)
+    masked = mask(text, tokenizer.placeholder_patterns, limit=limit)
+    if carry:
+        masked = carry_unwritable(tokenizer, masked, limit)
+    # each sentence its own stand-ins, among the numerals it does not hold
+    return masked if stand_ins is None else stand_ins.assign(text, masked)
 
 
 def mask_with_stand_ins(tokenizer) -> bool:
@@ -51,14 +47,15 @@ def restore_placeholders(masked: Masked, translation: str) -> str:
     return restore(masked, translation)
 
 
-def encode_source(tokenizer, text: str) -> list[int]:
+def encode_source(tokenizer, text: str, carry: bool = False) -> list[int]:
     """The encoder input of one sentence: its token ids (of the masked sentence when the tokenizer
     masks placeholders), without <bos>, and with <eos> appended when the model was trained that way
     (the tokenizer's `source_eos`, tokenize/facts.py). An empty sentence stays empty.
 
-    The one place sources become ids: training, `translate`, `evaluate` and `explain` all call it.
+    The one place sources become ids: training, `translate`, `evaluate` and `explain` all call it (`carry`:
+    translation's reading, `mask_placeholders`).
     """
-    ids = tokenizer.encode(mask_placeholders(tokenizer, text).text)
+    ids = tokenizer.encode(mask_placeholders(tokenizer, text, carry).text)
     return ids + [tokenizer.eos_id] if tokenizer.source_eos and ids else ids
 
 

@@ -68,7 +68,9 @@ PATTERN = re.compile("|".join((
     # ("%r%s" is %r and %s, "%qs%qD" is %qs and %qD), or masking would cut the "s" off a program's string.
     r"%[A-Za-z][A-Za-z0-9_]*(?:%(?!(?:\d+\$)?[-+#0]*\d*(?:\.\d+)?[A-Za-z(]|\d))?",
     r"%\d+",  # Qt's %1
-    r"\$?\{[A-Za-z_0-9][\w.]*\}|\{\}",  # {0} {name} ${name} {}
+    # {0} {name} ${name} {} {0!r} {:>10}; a field whose format spec holds fields is one placeholder as a whole
+    # ({0!r:>{1}}, {name:{width}.{prec}f}): masking its inner field alone would lose the outer one
+    r"\$?\{(?:[A-Za-z_0-9][\w.]*)?(?:![rsa])?(?::(?:[^{}\s]|\{[\w.]*\})*)?\}",
     r"\[X\d+X\]",  # Weblate's machinery placeholder: it replaces each placeholder by [X{n}X] before sending
     r'<x\s+id="\d+"\s*(?:/>|>\s*</x>)',  # DeepL-style: <x id="3"/>, Weblate's DeepL sends <x id="3"></x>
     rf"(?i:</?(?:{HTML_TAGS})(?:\s[^<>]*)?/?>)",  # <b> </b> <br/>
@@ -254,7 +256,28 @@ def restore(masked: Masked, translation: str) -> str:
             return masked.originals[index]
         return masked.spelled[index] if index < len(masked.spelled) else match.group(0)
 
-    return RESERVED_PATTERN.sub(original, translation)
+    return RESERVED_PATTERN.sub(original, tag_spacing(masked, translation))
+
+
+_OPENING_TAG = re.compile(r"<[A-Za-z][^<>]*(?<!/)>")
+_CLOSING_TAG = re.compile(r"</[A-Za-z][^<>]*>")
+
+
+def tag_spacing(masked: Masked, translation: str) -> str:
+    """A tag keeps its source's spacing: an opening tag glued to the word after it in the source ("<b>Connections")
+    is glued in the translation too (a model writes "｟ph0｠ Conexões": "<b> Conexões"), a closing tag glued to
+    the word before it likewise."""
+    for index, original in enumerate(masked.originals):
+        token = RESERVED_TOKENS[index] if index < RESERVED_COUNT else None
+        if token is None or token not in masked.text:
+            continue
+        at = masked.text.index(token)
+        after, before = masked.text[at + len(token):at + len(token) + 1], masked.text[at - 1:at] if at else ""
+        if _OPENING_TAG.fullmatch(original) and after and not after.isspace():
+            translation = translation.replace(token + " ", token)
+        elif _CLOSING_TAG.fullmatch(original) and before and not before.isspace():
+            translation = translation.replace(" " + token, token)
+    return translation
 
 
 @dataclass

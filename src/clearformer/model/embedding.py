@@ -92,8 +92,11 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("table", self._table(max_len), persistent=False)
 
     def _table(self, length: int, device: torch.device | None = None) -> torch.Tensor:
-        return sinusoidal_table(length, self.d_model, self.base, device=device, layout=self.layout,
-                                timescales=self.timescales)
+        # Kept in float64 and cast where it is added: a float32 model adds the very float32 numbers it always
+        # did, and a model turned float64 (`.double()`: the lessons' checker) has the exact table, not float32's
+        # rounding of it (which the checker's trained toy run amplified past its 1e-5 through the layers).
+        return sinusoidal_table(length, self.d_model, self.base, device=device, dtype=torch.float64,
+                                layout=self.layout, timescales=self.timescales)
 
     def encoding(self, length: int, offset: int = 0) -> torch.Tensor:
         """The (length, d_model) rows for positions offset .. offset+length-1."""

@@ -11,7 +11,7 @@ from batch_support import MIXED, alone, batches, check_batch_invariance
 from hypothesis import HealthCheck, given, settings
 
 pytest.importorskip("transformers")
-from clearformer.interop.marian import load_marian  # noqa: E402
+from clearformer.interop.marianmt import load_marian  # noqa: E402
 from interop_helpers import marian_folder, marian_spm  # noqa: E402
 
 from clearformer.generate import DecodingOptions  # noqa: E402

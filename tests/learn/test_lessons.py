@@ -208,7 +208,10 @@ def test_a_failed_first_training_blocks_nothing_and_its_advice_works(tmp_path, m
     import clearformer.learn.toy as toy
 
     monkeypatch.setenv("CLEARFORMER_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "cache" / "toy-translate.partial").mkdir(parents=True)  # what a killed try leaves
+    from clearformer.store.lock import MARKER_FILE
+
+    (tmp_path / "cache" / "toy-translate.partial").mkdir(parents=True)  # what a killed try leaves: the run's
+    (tmp_path / "cache" / "toy-translate.partial" / MARKER_FILE).write_text("clearformer run\n")  # marker first
     (tmp_path / "cache" / "toy-translate.partial" / "config.json").write_text("{", encoding="utf-8")
     quick = toy.TOY_TRAINING
     monkeypatch.setattr(toy, "TOY_TRAINING", {**quick, "steps": -1})  # the child fails

@@ -24,12 +24,12 @@ from clearformer.generate import DecodingOptions
 def _scored(args):
     from tqdm import tqdm
 
-    from clearformer.commands.translate import load_translator
+    from clearformer.translator import load_run
     from clearformer.quality.fitting import read_pairs, score_pairs
 
     options.apply_threads(args.threads)
     pairs = read_pairs(Path(args.pairs), args.limit)
-    run_folder = load_translator(args.checkpoint, args.device)
+    run_folder = load_run(args.checkpoint, args.device)
     decoding = DecodingOptions.from_args(args).check()
     with tqdm(total=len(pairs), unit="pair", desc="translating", file=sys.stderr, disable=None, leave=False) as bar:
         scored = score_pairs(run_folder.open(), pairs, decoding, bar.update)

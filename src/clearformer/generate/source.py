@@ -53,7 +53,10 @@ def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
     # Words of the sentence the model reads (placeholders masked when the run masks them).
     unknown = tokenizer.unknown_words(mask_placeholders(tokenizer, text, carry=True).text)
     # A piece that writes only a space (SentencePiece's "▁" before an <unk>) is no word the model knows either.
-    if all(i == tokenizer.unk_id or not tokenizer.decode([i]).strip() for i in words):
+    # Read without carrying the spans the vocabulary cannot write (tokenize/unwritable.py): a sentence of such
+    # spans only has nothing for the model to translate, whatever it would copy.
+    plain = encode_source(tokenizer, text)
+    if all(i == tokenizer.unk_id or not tokenizer.decode([i]).strip() for i in (plain[:-1] if source_eos else plain)):
         shown = shorten(", ".join(unknown[:5]) or repr(text))
         raise UserError(f"{at}every word is unknown to the model's vocabulary ({shown})")
     if len(ids) > max_len:

@@ -28,6 +28,29 @@ def parity_sentences() -> dict[str, list[str]]:
     return sides
 
 
+def carried(tokenizer, sentence: str) -> bool:
+    """Whether `translate` carries a span of `sentence` that the vocabulary cannot write ("≤", "<dir>": issue 48,
+    tokenize/unwritable.py): there clearformer keeps the span by design where the package's engine writes "⁇" or
+    drops it, so engine parity is asserted on the other sentences and the span's survival on these."""
+    from clearformer.tokenize.unwritable import unwritable_spans
+
+    return bool(unwritable_spans(tokenizer, sentence))
+
+
+def engine_pairs(tokenizer, sources, ours, theirs):
+    """(sentences compared with the engine: (source, ours, theirs) where nothing is carried; the carried
+    sentences whose span does not come back in ours)."""
+    from clearformer.tokenize.unwritable import unwritable_spans
+
+    compared, lost = [], []
+    for source, a, b in zip(sources, ours, theirs, strict=True):
+        if carried(tokenizer, source):
+            lost += [(source, a) for span in unwritable_spans(tokenizer, source) if span not in a]
+        else:
+            compared.append((source, a, b))
+    return compared, lost
+
+
 @pytest.fixture(scope="session")
 def firefox_runs(tmp_path_factory) -> dict[str, Path]:
     """{"en-pt": RUN, "pt-en": RUN}, imported by the command a user types."""

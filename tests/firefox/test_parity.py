@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import parity_sentences
+from conftest import engine_pairs, parity_sentences
 
 from clearformer.generate import DecodingOptions, translate
 from clearformer.load import load_model
@@ -37,7 +37,9 @@ def test_greedy_translations_equal_the_engines(firefox_runs, engine, our_transla
     sources = parity_sentences()[direction]
     assert len(sources) == 260
     expected = [engine(direction).translate(s) for s in sources]
-    ours = our_translations[direction]
+    compared, lost = engine_pairs(tokenizer, sources, our_translations[direction], expected)
+    assert len(compared) >= 240 and not lost, lost  # a carried span comes back as it was (issue 48)
+    sources, ours, expected = (list(side) for side in zip(*compared, strict=True))
     equal = [a == b and tokenizer.encode(a) == tokenizer.encode(b) for a, b in zip(ours, expected, strict=True)]
     parted = [(s, a, b, parting(model, tokenizer, s, a, b))
               for s, a, b, same in zip(sources, ours, expected, equal, strict=True) if not same]

@@ -11,10 +11,10 @@ from batch_support import MIXED, alone, batches, check_batch_invariance
 from hypothesis import HealthCheck, given, settings
 
 pytest.importorskip("transformers")
-from clearformer.interop.marianmt import load_marian  # noqa: E402
 from interop_helpers import marian_folder, marian_spm  # noqa: E402
 
 from clearformer.generate import DecodingOptions  # noqa: E402
+from clearformer.interop.marianmt import load_marian  # noqa: E402
 
 WORDS = ["delete the files from the folder", "copy the link to the window", "open a file now", "I love you",
          "supprimer les fichiers du dossier", "copier le lien vers la fenêtre", "ouvrir un fichier", "je t'aime"]

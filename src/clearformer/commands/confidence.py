@@ -24,8 +24,8 @@ from clearformer.generate import DecodingOptions
 def _scored(args):
     from tqdm import tqdm
 
-    from clearformer.translator import load_run
     from clearformer.quality.fitting import read_pairs, score_pairs
+    from clearformer.translator import load_run
 
     options.apply_threads(args.threads)
     pairs = read_pairs(Path(args.pairs), args.limit)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from clearformer.errors import UserError
 from clearformer.generate import DecodingOptions, translate
 
 # Sentences that mix what changed a translation by its batch or corrupted it (issue 48): placeholders, numerals
@@ -20,8 +21,15 @@ MIXED = ["The 2 fish ate 15 apples", "Error registering Transmission as a %s han
 
 
 def alone(model, tokenizer, pool: list[str], options: DecodingOptions) -> dict[str, str]:
-    """Each sentence of `pool` translated in a batch of its own."""
-    return {text: translate(model, tokenizer, [text], options.but(batch_size=1))[0] for text in pool}
+    """Each sentence of `pool` translated in a batch of its own; a sentence the model cannot read at all (a word
+    vocabulary knows no word of "-C <dir>": one line, as `translate` refuses it) is left out."""
+    translations = {}
+    for text in pool:
+        try:
+            translations[text] = translate(model, tokenizer, [text], options.but(batch_size=1))[0]
+        except UserError:
+            continue
+    return translations
 
 
 def batches(pool: list[str], most: int = 12):
@@ -32,6 +40,7 @@ def batches(pool: list[str], most: int = 12):
 def check_batch_invariance(model, tokenizer, single: dict[str, str], drawn, options: DecodingOptions) -> None:
     """`drawn` (sentences, batch size) translated together: each exactly as alone (`single`)."""
     sentences, batch_size = drawn
+    sentences = [text for text in sentences if text in single] or list(single)[:2]
     together = translate(model, tokenizer, sentences, options.but(batch_size=batch_size))
     for sentence, translation in zip(sentences, together, strict=True):
         assert translation == single[sentence], (sentence, batch_size, sentences)

@@ -131,7 +131,9 @@ def test_every_term_is_written_greedy_and_beam(tokenizer, beam, seed):
     for source, loose, text, record in zip(sources, free, held, records, strict=True):
         for term in glossary.terms_in(source):
             assert term.target in text, (source, text)
-        assert glossary_notes(glossary, source, text) == () and record.notes == ()
+        # (a random model may write <unk> or a foreign numeral: the post-check's notes, generate/checks.py)
+        assert glossary_notes(glossary, source, text) == ()
+        assert not [note for note in record.notes if note.kind is NoteKind.GLOSSARY_TERM_MISSING]
         if not glossary.terms_in(source):
             assert text == loose  # a sentence owing nothing decodes as without the glossary
     assert free != held

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import torch
 from seeds import RAW, VARIABLE, seed, seed_args, valid
+from threads import kept_thread_count
 
 GOLDEN = Path(__file__).parent / "golden" / "seed_examples.json"
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -121,11 +122,8 @@ def toy_model() -> Path:
 
     run = toy_run_dir()
     if not (run / "model.safetensors").exists():
-        threads = torch.get_num_threads()
-        try:
+        with kept_thread_count():
             assert main(["train", "--preset", "toy-translate", "--out", str(run), *TINY]) == 0
-        finally:
-            torch.set_num_threads(threads)
     return run
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import torch
 from seeds import RAW, VARIABLE, seed, seed_args, valid
+from shared import built_once
 from threads import kept_thread_count
 
 GOLDEN = Path(__file__).parent / "golden" / "seed_examples.json"
@@ -114,16 +115,20 @@ def golden() -> dict:
 
 
 @pytest.fixture(scope="session")
-def toy_model() -> Path:
-    """The lessons' toy model, trained once per session (small) into the sandbox's cache, where `learn`,
-    the notebooks and the page look for it (`learn.toy.toy_run_dir`)."""
+def toy_model(tmp_path_factory) -> Path:
+    """The lessons' toy model, trained once per session (small; one training for all the xdist workers:
+    tests/shared.py) and copied into the sandbox's cache, where `learn`, the notebooks and the page look for it
+    (`learn.toy.toy_run_dir`)."""
     from clearformer.cli import main
     from clearformer.learn.toy import toy_run_dir
 
+    def train(folder: Path) -> None:
+        with kept_thread_count():
+            assert main(["train", "--preset", "toy-translate", "--out", str(folder), *TINY]) == 0
+
     run = toy_run_dir()
     if not (run / "model.safetensors").exists():
-        with kept_thread_count():
-            assert main(["train", "--preset", "toy-translate", "--out", str(run), *TINY]) == 0
+        built_once(tmp_path_factory, "toy-model", train, into=run)
     return run
 
 

@@ -38,6 +38,15 @@ TINY = ["--set", "d_model=32", "--set", "n_heads=2", "--set", "d_ff=64", "--set"
         "--set", "n_decoder_layers=2", "--batch-tokens", "200", "--warmup", "20", "--threads", "1", "--quiet",
         "--steps", "150", *seed_args()]
 
+# The files that take longest (`pytest --durations=80`, setup included), sent to the workers first: pytest -n 2
+# --dist loadfile hands out one file at a time in collection order, and a long file met last keeps one worker
+# busy while the other idles (the longest-first rule). Order within: longest first.
+LONGEST_FILES = ["learn/test_notebooks.py", "generate/test_paragraphs.py", "firefox/test_export.py",
+                 "generate/test_batch_invariance.py", "firefox/test_parity.py", "train/test_gpu_window.py",
+                 "train/test_shapes.py", "interop/test_interop_cli.py", "learn/test_why_notebook.py",
+                 "catalog/test_catalogue_fidelity.py", "firefox/test_views.py", "hostile/test_run_folders.py",
+                 "hostile/test_cache_folder.py", "train/test_gpu_step.py"]
+
 _sandbox: dict = {}
 
 
@@ -82,6 +91,19 @@ def pytest_configure(config):
                     before=checkout_state())
     for name, sub in SANDBOX_VARIABLES.items():
         os.environ[name] = str(folder / sub)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """LONGEST_FILES first (in that order), then every other file in pytest's own order (a stable sort)."""
+    rank = {name: index for index, name in enumerate(LONGEST_FILES)}
+
+    def place(item) -> int:
+        path = Path(str(item.path)).resolve()
+        relative = path.relative_to(REPOSITORY / "tests").as_posix() if path.is_relative_to(REPOSITORY) else ""
+        return rank.get(relative, len(rank))
+
+    items.sort(key=place)
 
 
 def pytest_sessionfinish(session, exitstatus):

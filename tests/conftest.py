@@ -13,6 +13,13 @@ every training fixture's `--seed`, the child processes' that train, and the seed
 (`_deterministic`). The suite passes with 0 and with 1 (CI runs the training folders' quick subset with 1:
 .ci/run); an assertion that holds for one seed only is wrong. tests/seeds.py holds the value for the folders'
 helpers; the session refuses anything but a whole number here.
+
+The suite's helpers, beside this file (importable from every folder; a folder's own `conftest` is not, as
+pytest imports each folder's conftest under that one name): tests/shared.py `built_once` (a model a session
+fixture trains or imports is built once for all the xdist workers, each taking its own copy: the toy model
+here, interop's, explain's, lm's, Firefox's students), tests/threads.py (`one_thread`, the autouse fixture of
+the folders whose models are tiny), tests/tolerance.py (the one rule for float32 comparisons: depth x float32
+epsilon x scale). LONGEST_FILES start first, so that pytest -n 2 --dist loadfile ends both workers together.
 """
 
 from __future__ import annotations

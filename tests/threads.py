@@ -11,26 +11,20 @@ then covers the whole folder. This module is not named conftest: pytest imports 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
-import torch
+
+from clearformer.claims.common import thread_count  # the block with N torch threads, the count given back after
 
 
-@contextmanager
-def kept_thread_count(threads: int | None = None) -> Iterator[None]:
-    """Run the block with `threads` torch threads (None: as it is) and give the caller its count back after."""
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+def kept_thread_count() -> AbstractContextManager[None]:
+    """The block may set torch's thread count (a command's --threads): the caller gets its own back after."""
+    return thread_count(None)
 
 
 @pytest.fixture(autouse=True)
 def one_thread() -> Iterator[None]:
     """Every test of the folder whose conftest imports this runs with one torch thread."""
-    with kept_thread_count(1):
+    with thread_count(1):
         yield

@@ -22,7 +22,8 @@ from filelock import FileLock  # torch's own dependency
 def session_folder(tmp_path_factory) -> Path:
     """The folder every worker of this session shares (pytest-N): the parent of a worker's base folder."""
     base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # also inherited by a pytest a test starts: hence the name
+    return base.parent if worker and base.name.endswith(f"-{worker}") else base
 
 
 def built_once(tmp_path_factory, name: str, build: Callable[[Path], object], into: Path | None = None) -> Path:

@@ -1,7 +1,8 @@
 """Every sentence of a mixed batch translates exactly as it does alone (issue 48), for the runs clearformer trains:
 a word vocabulary and a SentencePiece one, both masking placeholders as reserved tokens, float32 as they run, and
-the word one with int8 linear layers (`translate --quantize int8`, generate/int8.py); greedy and beam 4. The imported kinds: tests/interop/test_batch_invariance_marian.py and
-tests/firefox/test_batch_invariance_firefox.py. Hypothesis draws the batches (tests/batch_support.py)."""
+the word one with int8 linear layers (`translate --quantize int8`, generate/int8.py); greedy and beam 4. The
+imported kinds: tests/interop/test_batch_invariance_marian.py and tests/firefox/test_batch_invariance_firefox.py.
+Hypothesis draws the batches (tests/batch_support.py)."""
 
 from __future__ import annotations
 

@@ -51,8 +51,7 @@ def test_one_int8_row_per_input_is_the_coarser_product():
     """`passes = 1` (the output layer's ranking pass): the row's integers only."""
     torch.manual_seed(9)
     linear = nn.Linear(16, 8)
-    layer = Int8Linear(linear)
-    layer.passes = 1
+    layer = Int8Linear(linear, passes=1)
     rows = torch.randn(4, 16)
     peak = rows.abs().amax(dim=1, keepdim=True)
     q_x = torch.round(rows / peak * 127.0).double()

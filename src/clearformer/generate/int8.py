@@ -74,10 +74,9 @@ class Int8Linear(nn.Module):
     float32, bias (out,) or None; `shipped`: the integers are the ones the model's file shipped (one scale
     for the whole matrix); `passes`: each input row as 2 int8 rows (its integers and their remainder) or 1."""
 
-    passes = 2
-
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, linear: nn.Linear, passes: int = 2) -> None:
         super().__init__()
+        self.passes = passes
         weight = linear.weight.detach().float()
         shipped = shipped_scale(weight)
         if shipped is not None:
@@ -130,16 +129,17 @@ class Int8Output(Int8Linear):
     Each rescored logit is a sum over its own row (no matrix product whose blocking could follow the batch): a
     row's logits are the same in any batch."""
 
-    passes = 1
-
-    def __init__(self, linear: nn.Linear) -> None:
-        super().__init__(linear)
+    def __init__(self, linear: nn.Linear, rescored: int = RESCORED) -> None:
+        super().__init__(linear, passes=1)
+        self.rescored = min(rescored, self.out_features)
         self.float_weight = linear.weight.detach()  # shares the storage: a tied table is not copied
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         logits = super().forward(x)
+        if self.rescored == 0:
+            return logits
         flat, rows = logits.view(-1, self.out_features), x.reshape(-1, self.in_features)
-        best = flat.topk(min(RESCORED, self.out_features), dim=1, sorted=False).indices  # (rows, k)
+        best = flat.topk(self.rescored, dim=1, sorted=False).indices  # (rows, k)
         exact = (self.float_weight[best] * rows[:, None, :]).sum(dim=-1)
         if self.bias is not None:
             exact += self.bias[best]
@@ -147,9 +147,11 @@ class Int8Output(Int8Linear):
         return logits
 
 
-def quantize_int8(model: nn.Module) -> Int8Summary:
+def quantize_int8(model: nn.Module, passes: int = 2, rescored: int = RESCORED) -> Int8Summary:
     """Turn every linear layer of `model` (but a sliced output projection's) into its int8 form, in place,
-    for decoding only (the int8 layers have no gradients). A model whose decoder reads a linear layer's
+    for decoding only (the int8 layers have no gradients): `passes` int8 rows per input row, and the output
+    projection's `rescored` best logits per row recomputed in float (benchmarks/int8_agreement.py measures
+    the other settings). A model whose decoder reads a linear layer's
     weight matrix itself (MLA's absorbed path) is refused with ValueError: that read would miss the int8."""
     if model.config.attention == "mla":
         raise ValueError("int8: MLA's absorbed decoding reads its up-projection's weight matrix; decode it in float32")
@@ -164,7 +166,7 @@ def quantize_int8(model: nn.Module) -> Int8Summary:
     for name, linear in targets:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        layer = (Int8Output if id(linear) in outputs else Int8Linear)(linear)
+        layer = Int8Output(linear, rescored) if id(linear) in outputs else Int8Linear(linear, passes)
         trace.name_as(layer, linear)
         shipped += layer.shipped
         setattr(parent, child, layer)

@@ -42,6 +42,9 @@ from clearformer.record import trace
 # q / scale is ~1e-7 relative, a weight requantized from float is off by up to 0.5.
 LATTICE_TOLERANCE = 1e-3
 TINY = torch.finfo(torch.float32).tiny  # the scale of an all-zero row: its integers are 0 all the same
+# 127 as a tensor: a Python number in a tensor operation is first copied into one (aten::_to_copy), which at
+# one sentence costs as much as the operation (BENCHMARKS.md, "int8 against float32: where the translations move")
+LEVELS = torch.tensor(127.0)
 
 
 @dataclass(frozen=True)
@@ -96,15 +99,15 @@ class Int8Linear(nn.Module):
         # operation's dispatch costs about what the product does (BENCHMARKS.md, "Firefox's en-pt student").
         rows = x.reshape(-1, self.in_features)
         peak = torch.linalg.vector_norm(rows, float("inf"), dim=1, keepdim=True).clamp_(min=TINY)
-        steps = rows / peak * 127.0  # x / s_x, in [-127, 127]
+        steps = rows / peak * LEVELS  # x / s_x, in [-127, 127]
         high = steps.round()
         if self.passes == 1:
             product = torch._int_mm(high.to(torch.int8), self.weight.t()).float()
         else:
-            low = steps.sub_(high).mul_(127.0).round_()  # what the integers left, in 1/127ths: |low| <= 64
+            low = steps.sub_(high).mul_(LEVELS).round_()  # what the integers left, in 1/127ths: |low| <= 64
             both = torch._int_mm(torch.cat((high, low)).to(torch.int8), self.weight.t())
             both = both.view(2, rows.shape[0], self.out_features).float()  # exact below 2^24: in <= 1040
-            product = torch.add(both[0], both[1], alpha=1.0 / 127.0)
+            product = torch.add(*both.unbind(), alpha=1.0 / 127.0)
         scale = peak * self.step_scale
         out = product.mul_(scale) if self.bias is None else torch.addcmul(self.bias, product, scale)
         return out.view(*x.shape[:-1], self.out_features)

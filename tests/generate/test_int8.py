@@ -108,6 +108,7 @@ def test_an_int8_model_decodes_each_sentence_as_it_does_alone():
     summary = quantize_int8(model)
     assert summary.layers == sum(isinstance(m, Int8Linear) for m in model.modules()) > 0
     assert not any(type(m) is nn.Linear for m in model.modules())
+    assert isinstance(model.output.linear, Int8Output)  # the output layer rescores its best logits in float
     generator = torch.Generator().manual_seed(4)
     sources = [torch.randint(4, 39, (n,), generator=generator).tolist() for n in (3, 9, 5, 12, 1, 7)]
     options = DecodingOptions(max_extra=6)

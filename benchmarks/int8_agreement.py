@@ -22,7 +22,6 @@ or a .tsv file (its first column); --sentences caps how many.
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import sys
 import time
@@ -32,12 +31,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.firefox import english  # noqa: E402
+from benchmarks.firefox import english, int8_translator  # noqa: E402
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.generate import DecodingOptions  # noqa: E402
-from clearformer.generate.int8 import RESCORED, quantize_int8  # noqa: E402
+from clearformer.generate.int8 import RESCORED  # noqa: E402
 from clearformer.generate.layout import for_decoding  # noqa: E402
-from clearformer.generate.shortlist import use_shortlist_output  # noqa: E402
 from clearformer.generate.translator import PyTorchTranslator  # noqa: E402
 from clearformer.learn.browser import activation_scales, int8_activations  # noqa: E402
 from clearformer.load import load_model  # noqa: E402
@@ -59,16 +57,6 @@ def sentences_of(spec: str, count: int) -> list[str]:
         text = Path(spec).read_text(encoding="utf-8")
         lines = [line.split("\t")[0] for line in text.splitlines() if line.strip()]
     return lines[:count]
-
-
-def int8_translator(model, tokenizer, passes: int, rescored: int) -> PyTorchTranslator:
-    """The run as `translate --quantize int8` decodes it (generate/translator.py `decoding_model`: the layout, the
-    shortlist's slice, int8 on a copy), with these int8 settings."""
-    decoded = copy.deepcopy(for_decoding(model))
-    if tokenizer.shortlist is not None:
-        use_shortlist_output(decoded)
-    quantize_int8(decoded, passes=passes, rescored=rescored)
-    return PyTorchTranslator(decoded, tokenizer)
 
 
 class BrowserArithmetic(PyTorchTranslator):

@@ -9,7 +9,7 @@ quantize.py swaps its layers; model/ keeps the paper's float layers, and trainin
 
 Why int8: a decoding step multiplies a few rows (one per hypothesis) by every weight matrix; the large ones (the
 output projection above all) are read from memory at every step, and int8 weights are a quarter of float32's
-bytes (BENCHMARKS.md, "int8 decoding on the CPU"). Why a scale per input row, not torch's dynamic quantization
+bytes (BENCHMARKS.md, "Decoding speed (greedy and beam 4, KV cache, peers)"). Why a scale per input row, not torch's dynamic quantization
 (`quantize_dynamic`, one scale for the whole input tensor): with one scale per tensor a sentence's numbers depend
 on the other sentences of its batch, and a translation must never depend on its batch; with one per row and the
 product in integers (exact), every row's result is the same in any batch, bit for bit.

@@ -77,9 +77,12 @@ def latest_kept():
 def adapt(args) -> str:
     """Fine-tune the run --checkpoint names (or runs/LATEST) on --po's translated entries for --adapt minutes;
     the adapted run's folder. The training log goes to stderr (stdout may be the filled catalogue)."""
+    from clearformer.commands.options import apply_threads
     from clearformer.commands.train import init_options
     from clearformer.train import train
 
+    if args.threads is not None:  # training's threads too, not only the engine's (commands/engine.py)
+        apply_threads(args.threads)
     start = resolve_checkpoint(args.checkpoint)
     run_dir = adapted_run_dir(start, Path(args.po))
     options = init_options({"init": str(start), "data_dir": str(args.po), "minutes": args.adapt,

@@ -21,11 +21,14 @@ import sys
 from pathlib import Path
 
 from clearformer.catalog.fill import read_catalogue
+from clearformer.commands.options import apply_threads
+from clearformer.commands.train import init_options
 from clearformer.data.catalogue_pairs import translated_entries
 from clearformer.errors import UserError
 from clearformer.limits import MAX_POINTER_FILE_BYTES
 from clearformer.store.fixed import read_fixed, write_fixed
 from clearformer.store.runs import resolve_checkpoint, runs_root
+from clearformer.train import train
 
 # Fewer translated entries than this teach little and validate on a handful (a tenth is held out): refused.
 MIN_ADAPT_ENTRIES = 50
@@ -77,10 +80,6 @@ def latest_kept():
 def adapt(args) -> str:
     """Fine-tune the run --checkpoint names (or runs/LATEST) on --po's translated entries for --adapt minutes;
     the adapted run's folder. The training log goes to stderr (stdout may be the filled catalogue)."""
-    from clearformer.commands.options import apply_threads
-    from clearformer.commands.train import init_options
-    from clearformer.train import train
-
     if args.threads is not None:  # training's threads too, not only the engine's (commands/engine.py)
         apply_threads(args.threads)
     start = resolve_checkpoint(args.checkpoint)

@@ -12,7 +12,11 @@ import sys
 import polib
 
 from clearformer.commands.adapt import MIN_ADAPT_ENTRIES, adapted_run_dir
+from clearformer.commands.train import init_options
 from clearformer.data.toy import toy_splits
+from clearformer.train.corpus import load_splits
+from clearformer.train.init import CATALOGUE_PATIENCE
+from clearformer.train.options import DataOptions
 
 HEADER = {"Language": "fr", "MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
           "Plural-Forms": "nplurals=2; plural=(n > 1);"}
@@ -76,3 +80,16 @@ def test_too_few_translated_entries_is_one_line(tmp_path, toy_model):
     assert done.returncode == 2 and "--adapt -1: give minutes of training" in done.stderr
     done = translate(["--checkpoint", str(toy_model), "--adapt", "1", "hello"], tmp_path, runs)
     assert done.returncode == 2 and "--adapt applies to --po" in done.stderr
+
+
+def test_a_catalogue_validates_a_tenth_about_once_an_epoch(tmp_path, toy_model):
+    """`train --init RUN --data CATALOGUE.po`: a tenth of the pairs held out (the kept model's judges), a validation
+    at least every 3 steps and early stopping after 5 without progress; flags still override them."""
+    po = catalogue(tmp_path / "app.po", 60, 2)
+    splits, _, _ = load_splits(DataOptions(data_dir=str(po)), "toy-translate")
+    assert (len(splits["train"]), len(splits["valid"])) == (54, 6)
+    chosen = init_options({"init": str(toy_model), "data_dir": str(po), "run_dir": str(tmp_path / "run")}, [])
+    assert (chosen.loop.eval_every, chosen.loop.patience) == (3, CATALOGUE_PATIENCE)
+    given = init_options({"init": str(toy_model), "data_dir": str(po), "run_dir": str(tmp_path / "run"),
+                          "eval_every": 7}, [])
+    assert given.loop.eval_every == 7

@@ -78,6 +78,9 @@ def test_too_few_translated_entries_is_one_line(tmp_path, toy_model):
     assert not runs.exists()
     done = translate(["--checkpoint", str(toy_model), "--po", str(po), "--adapt", "-1"], tmp_path, runs)
     assert done.returncode == 2 and "--adapt -1: give minutes of training" in done.stderr
+    template = catalogue(tmp_path / "app.pot", 0, 3)
+    done = translate(["--checkpoint", str(toy_model), "--po", str(template), "--adapt", "1"], tmp_path, runs)
+    assert done.returncode == 2 and "a .po file), not a template" in done.stderr
     done = translate(["--checkpoint", str(toy_model), "--adapt", "1", "hello"], tmp_path, runs)
     assert done.returncode == 2 and "--adapt applies to --po" in done.stderr
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from clearformer.catalog.fill import read_catalogue
 from clearformer.commands.options import apply_threads
 from clearformer.commands.train import init_options
-from clearformer.data.catalogue_pairs import translated_entries
+from clearformer.data.catalogue_pairs import is_catalogue, translated_entries
 from clearformer.errors import UserError
 from clearformer.limits import MAX_POINTER_FILE_BYTES
 from clearformer.store.fixed import read_fixed, write_fixed
@@ -47,6 +47,8 @@ def check_adapt(args) -> None:
     minutes = args.adapt
     if not 0 < minutes <= MAX_ADAPT_MINUTES:
         raise UserError(f"--adapt {minutes:g}: give minutes of training, more than 0 and at most {MAX_ADAPT_MINUTES}")
+    if not is_catalogue(args.po):  # a template (.pot) holds no translations; `train --data` reads a .po
+        raise UserError(f"{args.po}: --adapt learns from a catalogue's translations (a .po file), not a template")
     count = len(translated_entries(read_catalogue(Path(args.po))))
     if count < MIN_ADAPT_ENTRIES:
         raise UserError(f"{args.po}: {count} translated entr{'y' if count == 1 else 'ies'}; --adapt learns from "

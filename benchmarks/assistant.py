@@ -353,11 +353,15 @@ def recipe_part(args) -> None:
                      f"{summary['best_valid_loss']:.3f}", *filled_score(work / "recipe.po", test, glossary)])
         print(rows[-1], flush=True)
         shutil.rmtree(out)
-    body = (f"{package}'s pt_BR catalogue halved as in the next section; `train --init {Path(args.run).name} --data "
+    body = (f"{package}'s pt_BR catalogue halved as in \"Learning from the catalogue: translate --po --adapt "
+            f"MINUTES\"; `train --init {Path(args.run).name} --data "
             f"HALF.po --minutes {args.minutes:g} --threads 1` with one flag changed from `train --init`'s recipe "
             f"(`--lr-factor 0.02`: a peak rate of 2.8e-4; the start's dropout 0), the kept model filling the scored "
-            f"half (`--beam 4 --no-memory`). The validation (a tenth of the training half) chose each run's model "
-            f"and chooses the recipe; the scored half's BLEU is shown, not used.\n\n"
+            f"half (`--beam 4 --no-memory`). The validation (a tenth of the training half) chose each run's model; "
+            f"the scored half's BLEU is shown, never used to choose. The rates' best validation losses are too "
+            f"close for a few dozen pairs to rank them, so `train --init`'s rate (chosen on en-pt-software, "
+            f"\"Fine-tuning: the recipe\") stays; dropout, which the distilled student never trained with, is "
+            f"the one change that loses.\n\n"
             + markdown_table(["recipe", "steps", "kept step", "its validation loss", "BLEU", "chrF", "terms used"],
                              rows)
             + f"\n\nLoad average {load_average()} (a shared machine): the steps a budget buys vary with the load.")

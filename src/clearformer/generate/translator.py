@@ -25,7 +25,7 @@ from typing import ClassVar, Protocol
 import torch
 
 from clearformer.errors import UserError
-from clearformer.generate import checks
+from clearformer.generate import checks, graphs
 from clearformer.generate.beam import beam_search
 from clearformer.generate.facts import DecodingFacts
 from clearformer.generate.glossary import TermBatch, glossary_notes, term_batch
@@ -218,6 +218,9 @@ class PyTorchTranslator(Reading):
         # The model as decoding runs it, made once (generate/layout.py: a copy sharing the weights; the caller's
         # `model` is not changed); the run's decoding facts read once, as an immutable record (generate/facts.py).
         self.model, self.tokenizer, self.settings = for_decoding(model), tokenizer, settings
+        # The static step of `--compile graph` (generate/graphs.py), built once here over this one model; each
+        # search begins it afresh. None where the model's attention keeps the eager step (`graphs.supported`).
+        self.graph = graphs.GraphStep(self.model) if graphs.supported(self.model) else None
         self.facts = DecodingFacts.of(tokenizer)
         self.label = self.name if settings.quantize == "none" else f"{self.name} {settings.quantize}"
         # what a report adds after the decoding options: nothing for the default engine
@@ -291,7 +294,7 @@ class PyTorchTranslator(Reading):
                 batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
                 if terms is not None:
                     batch_tokens = replace(batch_tokens, terms=terms.rows([index for index, _ in chunk]))
-                decoded = search(model, src_ids, options, batch_tokens)
+                decoded = search(model, src_ids, options, batch_tokens, graph=self.graph)
                 for (index, _), ids, placed in zip(chunk, decoded.sequences(), decoded.forced_list(), strict=True):
                     texts[index], forced[index], searched[index] = self.tokenizer.decode(ids), placed, ids
                 if progress is not None:

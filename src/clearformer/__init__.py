@@ -30,6 +30,7 @@ PUBLIC = {
     "UserError": "clearformer.errors",                   # what every bad input raises, with a one-line message
     "latest_checkpoint": "clearformer.store.runs",       # the run the last `clearformer train` wrote
     "load_model": "clearformer.load",                    # (model, tokenizer, meta) of a run folder
+    "load_decoding_facts": "clearformer.load",           # its decoding facts (decoding.json): translate(facts=)
     "translate": "clearformer.generate.translate",       # sentences -> translations
     "load_translator": "clearformer.translator",         # a run folder, loaded once, on an engine: .translate(...)
     "Translation": "clearformer.generate.result",        # what .translate returns per input: text and notes

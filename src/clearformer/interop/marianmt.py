@@ -33,6 +33,7 @@ import torch
 
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
+from clearformer.generate.facts import NO_FACTS
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, require, resolve_folder, take
 from clearformer.languages import languages_from_name
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
@@ -400,7 +401,8 @@ def import_marian(source: str, out: Path) -> Path:
     languages = languages_from_name(str(source)) or languages_from_name(str(folder))  # opus-mt-en-de: en, de
     if languages is not None:
         meta["languages"] = languages.as_record()
-    return save_model(out, model, tokenizer, meta)
+    # decoding as the paper's (no brevity rule: no ratio measured here; the paper's length limit; no shortlist)
+    return save_model(out, model, tokenizer, meta, NO_FACTS)
 
 
 def hf_model(folder: Path):

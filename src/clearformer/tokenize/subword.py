@@ -26,7 +26,6 @@ from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.safeio import read_bytes, read_json_object
 from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.placeholders import RESERVED_TOKENS
-from clearformer.tokenize.shortlist import SHORTLIST_FILE, LexicalShortlist, read_shortlist
 from clearformer.tokenize.standins import StandIns
 from clearformer.tokenize.words import BOS, EOS, PAD, UNK
 
@@ -147,17 +146,13 @@ class SentencePieceTokenizer(TokenizerFacts):
     # -- files ----------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        shortlist = {} if self.shortlist is None else {
-            "shortlist": SHORTLIST_FILE, "shortlist_sha256": hashlib.sha256(self.shortlist.data).hexdigest()}
         return {"kind": self.kind, "model": MODEL_FILE, "vocab_size": len(self),
                 "sha256": hashlib.sha256(self.model_proto).hexdigest(), "specials": self.specials,
-                "placeholders": list(self.placeholders), **self.facts(), **shortlist}
+                "placeholders": list(self.placeholders), **self.facts()}
 
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
         atomic_write_bytes(directory / MODEL_FILE, self.model_proto)
-        if self.shortlist is not None:  # the lexical shortlist (Firefox's models), Marian's file as it came
-            atomic_write_bytes(directory / SHORTLIST_FILE, self.shortlist.data)
         atomic_write_text(directory / JSON_FILE, json.dumps(self.to_dict(), ensure_ascii=False) + "\n")
 
     @classmethod
@@ -182,16 +177,4 @@ class SentencePieceTokenizer(TokenizerFacts):
             tokenizer.set_facts(info)
         except ValueError as error:
             raise UserError(f"{directory / JSON_FILE}: {error}") from None
-        if info.get("shortlist") is not None:
-            # Marian's shortlist covers the model's ids but the <pad> the import appended (interop/marian_bin_vocab.py)
-            tokenizer.shortlist = load_shortlist(directory, info, len(tokenizer) - 1)
         return tokenizer
-
-
-def load_shortlist(directory: Path, info: dict, vocab_size: int) -> LexicalShortlist:
-    """The run's shortlist.bin, checked against the SHA-256 its tokenizer.json records."""
-    path = directory / SHORTLIST_FILE
-    shortlist = read_shortlist(path, vocab_size)
-    if hashlib.sha256(shortlist.data).hexdigest() != info.get("shortlist_sha256"):
-        raise UserError(f"{path}: damaged (checksum differs from {JSON_FILE})")
-    return shortlist

@@ -96,7 +96,7 @@ def test_an_earlier_releases_run_folder_loads_and_translates_as_todays(toy_model
     facts = DecodingFacts(length_ratio=3.0)  # long enough that the brevity rule changes what is written
     new, old = layouts(toy_model, tmp_path, facts)
     before = snapshot(old)
-    sentences = ["I love you", "the cat sleeps", "hello"]
+    sentences = ["I love you", "I love AI", "the cat sleeps"]
     options = DecodingOptions(beam=4, brevity=3.0)
     got = {}
     for folder in (new, old):

@@ -43,13 +43,14 @@ def language_models() -> dict[str, tuple[ModelConfig, bool]]:
     """(config, MLA's absorbed path) per language model kind `lm train` builds."""
     base = dict(tgt_vocab_size=24, **SMALL)
     mla = MLAConfig(kv_lora_rank=8, qk_nope_head_dim=4, v_head_dim=8, qk_rope_head_dim=4)
+    query_latent = MLAConfig(kv_lora_rank=8, qk_nope_head_dim=4, v_head_dim=8, q_lora_rank=8)
     return {
         "lm": (preset("lm-tiny", **base), False),
         "lm rope mqa": (preset("lm-tiny", **base, positional="rope", n_kv_heads=1), False),
         "lm mla naive": (preset("lm-tiny", **base, positional="rope", attention="mla", mla=mla), False),
         "lm mla absorbed": (preset("lm-tiny", **base, positional="rope", attention="mla", mla=mla), True),
-        "lm mla, query latent, no rope": (preset("lm-tiny", **base, positional="sinusoidal", attention="mla", mla=MLAConfig(
-            kv_lora_rank=8, qk_nope_head_dim=4, v_head_dim=8, q_lora_rank=8)), False),
+        "lm mla, query latent, no rope": (preset("lm-tiny", **base, positional="sinusoidal", attention="mla",
+                                                 mla=query_latent), False),
     }
 
 

@@ -68,6 +68,26 @@ def test_no_src_module_assigns_a_decoding_fact_after_construction():
     assert found == []
 
 
+TEXT_FACTS = {"source_eos", "mask_placeholders", "placeholder_patterns", "stand_ins"}
+
+
+def test_no_src_module_gives_a_tokenizer_its_facts_after_construction():
+    """A tokenizer is built whole too (tokenize/facts.py `built_with`, from its constructor): no module sets one of
+    its facts on another object, and `set_facts` is called from `built_with` only."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign)) else []
+            found += [f"{path.relative_to(SRC)}:{node.lineno} .{leaf.attr}" for target in targets
+                      for leaf in ast.walk(target) if isinstance(leaf, ast.Attribute) and leaf.attr in TEXT_FACTS
+                      and not (isinstance(leaf.value, ast.Name) and leaf.value.id == "self")]
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_facts":
+                found += [] if path.name == "facts.py" else [f"{path.relative_to(SRC)}:{node.lineno} set_facts"]
+    assert found == []
+
+
 def test_the_tokenizer_is_text_to_ids_only(toy_model):
     _, tokenizer, _ = load_model(toy_model)
     assert not DECODING_ATTRIBUTES & set(tokenizer.facts())

@@ -42,6 +42,14 @@ class TokenizerFacts:
         return {"source_eos": self.source_eos, "mask_placeholders": self.mask_placeholders,
                 "placeholder_patterns": list(self.placeholder_patterns)}
 
+    def built_with(self, facts: dict | None, mask_by_stand_ins: bool = False) -> None:
+        """The facts a constructor is given (tokenizer.json's keys, checked by `set_facts`), taken once, at the end
+        of `__init__`: a tokenizer is built whole, never given its facts afterwards. `mask_by_stand_ins` (an
+        importer's vocabulary made elsewhere, without reserved tokens): masking is on where numerals stand in."""
+        self.set_facts(facts or {})
+        if mask_by_stand_ins and self.stand_ins is not None:
+            self.mask_placeholders = True
+
     def set_facts(self, data: dict) -> None:
         """Take source_eos / mask_placeholders / placeholder_patterns from a tokenizer.json object (each absent one
         keeps its value), while a class's `load` builds the tokenizer; ValueError for a wrong type (load_tokenizer

@@ -39,7 +39,9 @@ class SentencePieceTokenizer(TokenizerFacts):
 
     kind = "sentencepiece"
 
-    def __init__(self, model_proto: bytes, placeholders: Iterable[str] = ()) -> None:
+    def __init__(self, model_proto: bytes, placeholders: Iterable[str] = (), facts: dict | None = None,
+                 mask_by_stand_ins: bool = False) -> None:
+        """`facts`: source_eos, mask_placeholders, placeholder_patterns (tokenize/facts.py `built_with`)."""
         self.model_proto = bytes(model_proto)
         # Placeholders kept as single pieces (user-defined symbols; see clearformer.tokenize.placeholders).
         self.placeholders = tuple(placeholders)
@@ -58,6 +60,7 @@ class SentencePieceTokenizer(TokenizerFacts):
         if self.processor.piece_to_id(RESERVED_TOKENS[0]) == self.unk_id:
             self.stand_ins = StandIns.from_vocabulary(
                 {self.processor.id_to_piece(i): i for i in range(self.processor.get_piece_size())})
+        self.built_with(facts, mask_by_stand_ins)
 
     @property
     def placeholder_ids(self) -> tuple[int, ...]:
@@ -72,7 +75,7 @@ class SentencePieceTokenizer(TokenizerFacts):
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram",
               byte_fallback: bool = True, character_coverage: float = 1.0, seed: int = 1,
-              threads: int = 2, placeholders: Iterable[str] = ()) -> SentencePieceTokenizer:
+              threads: int = 2, placeholders: Iterable[str] = (), facts: dict | None = None) -> SentencePieceTokenizer:
         """Learn a vocabulary of about `vocab_size` pieces from `sentences` (in memory, no temp file).
 
         `placeholders` (e.g. `%s`, `{0}`, `<b>`) become user-defined symbols: always one piece each,
@@ -101,7 +104,7 @@ class SentencePieceTokenizer(TokenizerFacts):
                 **({"user_defined_symbols": placeholders} if placeholders else {}))
         except RuntimeError as error:
             raise UserError(f"SentencePiece training failed: {str(error).splitlines()[0]}") from None
-        return cls(model.getvalue(), placeholders)
+        return cls(model.getvalue(), placeholders, facts)
 
     # -- the tokenizer interface --------------------------------------------------------------
 
@@ -168,13 +171,10 @@ class SentencePieceTokenizer(TokenizerFacts):
         if not isinstance(placeholders, list) or not all(isinstance(p, str) for p in placeholders):
             raise UserError(f"{directory / JSON_FILE}: \"placeholders\" must be a list of strings")
         try:
-            tokenizer = cls(proto, placeholders)
+            return cls(proto, placeholders, info)
         except (RuntimeError, OSError) as error:
             raise UserError(f"{path}: not a SentencePiece model ({str(error).splitlines()[0]})") from None
         except UserError as error:  # a placeholder that tokenizer.json lists is not in the model
             raise UserError(f"{directory / JSON_FILE}: {error}") from None
-        try:
-            tokenizer.set_facts(info)
-        except ValueError as error:
+        except ValueError as error:  # a fact of the wrong type
             raise UserError(f"{directory / JSON_FILE}: {error}") from None
-        return tokenizer

@@ -107,22 +107,22 @@ def build_tokenizer(vocabulary: Vocabulary, train: Pairs, seed: int = 1):
     vocabulary.source_eos says and masking placeholders as vocabulary.mask_placeholders says (then it is
     learnt from the masked sentences, and the reserved tokens ｟ph0｠... are in its vocabulary)."""
     patterns = check_patterns(vocabulary.placeholder_patterns)
+    facts = {"source_eos": vocabulary.source_eos, "mask_placeholders": vocabulary.mask_placeholders,
+             "placeholder_patterns": list(patterns)}  # the tokenizer is built with them (tokenize/facts.py)
     if vocabulary.mask_placeholders:
         train = masked_pairs(train, patterns)
     sentences = [s for pair in train for s in pair]
     reserved = RESERVED_TOKENS if vocabulary.mask_placeholders else ()
     if vocabulary.tokenizer == "words":
-        tokenizer = WordTokenizer.build(sentences, reserved=reserved)
+        tokenizer = WordTokenizer.build(sentences, reserved=reserved, facts=facts)
     elif vocabulary.mask_placeholders:  # the reserved tokens are the single pieces decoding copies
         tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=vocabulary.vocab_size, seed=seed,
-                                                 placeholders=reserved)
+                                                 placeholders=reserved, facts=facts)
     else:
         # Placeholders frequent in the training sources stay single pieces (copied whole, constrainable).
         symbols = frequent_placeholders(s for s, _ in train) if vocabulary.placeholder_pieces else ()
         tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=vocabulary.vocab_size, seed=seed,
-                                                 placeholders=symbols)
-    tokenizer.source_eos = vocabulary.source_eos
-    tokenizer.mask_placeholders, tokenizer.placeholder_patterns = vocabulary.mask_placeholders, patterns
+                                                 placeholders=symbols, facts=facts)
     return tokenizer
 
 

@@ -35,7 +35,7 @@ from clearformer.generate.layout import for_decoding  # noqa: E402
 from clearformer.generate.shortlist import use_shortlist_output  # noqa: E402
 from clearformer.generate.translator import EngineSettings, PyTorchTranslator  # noqa: E402
 from clearformer.interop.firefox import import_firefox, package_folder  # noqa: E402
-from clearformer.load import load_model  # noqa: E402
+from clearformer.load import load_decoding_facts, load_model  # noqa: E402
 from clearformer.model.build import build_model  # noqa: E402
 
 SENTENCES = Path(__file__).resolve().parent.parent / "tests" / "firefox" / "sentences.txt"
@@ -81,14 +81,15 @@ SETUPS = (("float32, shortlist masks the logits", False, 0, "on"),
           ("int8 + shortlist as a slice", True, 2, "on"))
 
 
-def int8_translator(model, tokenizer, passes: int, rescored: int = RESCORED) -> PyTorchTranslator:
+def int8_translator(model, tokenizer, facts, passes: int, rescored: int = RESCORED) -> PyTorchTranslator:
     """The run as `translate --quantize int8` decodes it (generate/translator.py `decoding_model`: the layout, the
-    shortlist's slice, int8 on a copy), with these int8 settings (generate/int8.py `quantize_int8`)."""
+    shortlist's slice, int8 on a copy), with these int8 settings (generate/int8.py `quantize_int8`); `facts`: the
+    run's decoding facts (`load_decoding_facts`)."""
     decoded = copy.deepcopy(for_decoding(model))
-    if tokenizer.shortlist is not None:
+    if facts.shortlist is not None:
         use_shortlist_output(decoded)
     quantize_int8(decoded, passes=passes, rescored=rescored)
-    return PyTorchTranslator(decoded, tokenizer)
+    return PyTorchTranslator(decoded, tokenizer, facts=facts)
 
 
 def decoding_models(run: Path) -> dict[str, tuple]:
@@ -98,14 +99,15 @@ def decoding_models(run: Path) -> dict[str, tuple]:
     models = {}
     for name, sliced, passes, shortlist in SETUPS:
         model, tokenizer, _ = load_model(run)
+        facts = load_decoding_facts(run, tokenizer)  # the engine's shortlist and length factor (decoding.json)
         if passes == 2:
-            translator = PyTorchTranslator.open(model, tokenizer, None, EngineSettings(quantize="int8"))
+            translator = PyTorchTranslator.open(model, tokenizer, None, EngineSettings(quantize="int8"), facts=facts)
         elif passes:
-            translator = int8_translator(model, tokenizer, passes)
+            translator = int8_translator(model, tokenizer, facts, passes)
         elif sliced:
-            translator = PyTorchTranslator.open(model, tokenizer, None)
+            translator = PyTorchTranslator.open(model, tokenizer, None, facts=facts)
         else:
-            translator = PyTorchTranslator(for_decoding(model), tokenizer)
+            translator = PyTorchTranslator(for_decoding(model), tokenizer, facts=facts)
         models[name] = (translator, shortlist)
     return models
 

@@ -38,7 +38,7 @@ from clearformer.generate.int8 import RESCORED  # noqa: E402
 from clearformer.generate.layout import for_decoding  # noqa: E402
 from clearformer.generate.translator import PyTorchTranslator  # noqa: E402
 from clearformer.learn.browser import activation_scales, int8_activations  # noqa: E402
-from clearformer.load import load_model  # noqa: E402
+from clearformer.load import load_decoding_facts, load_model  # noqa: E402
 
 # (column, int8 rows per input row, output logits rescored in float); None: float32
 SETUPS = (("int8, one row per input (first pass)", 1, 0),
@@ -63,8 +63,8 @@ class BrowserArithmetic(PyTorchTranslator):
     """float32 with every int8 layer's input rounded as the browser's engine rounds it (learn/browser.py
     `int8_activations`: the Marian file's fixed QuantMultA scales of Firefox's en-pt student)."""
 
-    def __init__(self, model, tokenizer) -> None:
-        super().__init__(for_decoding(model), tokenizer)
+    def __init__(self, model, tokenizer, facts) -> None:
+        super().__init__(for_decoding(model), tokenizer, facts=facts)
         self.scales = activation_scales(model.config)
 
     def translate(self, inputs, options=None, **kwargs):
@@ -74,10 +74,12 @@ class BrowserArithmetic(PyTorchTranslator):
 
 def agreement(run: Path, sentences: list[str], browser: bool) -> list[list[str]]:
     model, tokenizer, _ = load_model(run)
-    translators = {name: int8_translator(model, tokenizer, passes, rescored) for name, passes, rescored in SETUPS}
+    facts = load_decoding_facts(run, tokenizer)  # the engine's shortlist and length factor (decoding.json)
+    translators = {name: int8_translator(model, tokenizer, facts, passes, rescored)
+                   for name, passes, rescored in SETUPS}
     if browser:
-        translators["browser"] = BrowserArithmetic(model, tokenizer)
-    reference = PyTorchTranslator.open(model, tokenizer, None)
+        translators["browser"] = BrowserArithmetic(model, tokenizer, facts)
+    reference = PyTorchTranslator.open(model, tokenizer, None, facts=facts)
     rows = []
     for beam in (1, 4):
         options = DecodingOptions(batch_size=64, beam=beam)

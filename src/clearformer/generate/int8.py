@@ -8,19 +8,20 @@ quantize.py swaps its layers; model/ keeps the paper's float layers, and trainin
         q_W = round(W / s_W), s_W = max|W_row| / 127 (one scale per output)
 
 Why int8: a decoding step multiplies a few rows (one per hypothesis) by every weight matrix; the large ones (the
-output projection above all) are read from memory at every step, and int8 weights are a quarter of float32's
-bytes (BENCHMARKS.md, "Decoding speed (greedy and beam 4, KV cache, peers)"). Why a scale per input row, not torch's dynamic quantization
-(`quantize_dynamic`, one scale for the whole input tensor): with one scale per tensor a sentence's numbers depend
-on the other sentences of its batch, and a translation must never depend on its batch; with one per row and the
-product in integers (exact), every row's result is the same in any batch, bit for bit.
+output projection above all) are read from memory at every step, and int8 weights are a quarter of float32's bytes
+(BENCHMARKS.md, "Decoding speed (greedy and beam 4, KV cache, peers)"). Why a scale per input row, not torch's
+dynamic quantization (`quantize_dynamic`, one scale for the whole input tensor): with one scale per tensor a
+sentence's numbers depend on the other sentences of its batch, and a translation must never depend on its batch;
+with one per row and the product in integers (exact), every row's result is the same in any batch, bit for bit.
 
 Why each input row as two int8 rows (its integers and what they left, x_hi and x_lo, multiplied in the same
-`_int_mm` call): one int8 row per input moved 38 of Firefox's student's 260 test translations away from float32's,
-its weights being exact (BENCHMARKS.md, "int8 against float32: where the translations move"); the second row
-makes the input ~14-bit, which moves none, and a step's cost is reading the weight matrices, which the second
-row reads again from cache. The weights stay 8-bit: what they still move is the output projection's argmax, so
-the output layer (`Int8Output`) recomputes its few best logits per row in float (the float matrix is the
-embedding table in a tied model, kept anyway) before the search reads them.
+`_int_mm` call): one int8 row per input moved 41 of Firefox's student's 260 test translations away from float32's,
+its weights being exact; the second row makes the input ~14-bit, which moves none (BENCHMARKS.md, "int8 against
+float32: where the translations move"). One sentence at a time the second row costs the product nothing (2 x 256
+rows take as long as 1 x 256); at 32 sentences it costs about a fifth of a greedy step (the same section). The
+weights stay 8-bit: what they still move is the output projection's argmax among near-ties, so the output layer
+(`Int8Output`) recomputes its few best logits per row in float (the float matrix is the embedding table in a
+tied model, kept anyway) before the search reads them.
 
 Firefox's students ship their matrices in intgemm's int8 (W = q / scale, one scale per matrix,
 `interop/marian_bin.py`): a weight that lies on such a lattice is taken as those very integers with that scale,

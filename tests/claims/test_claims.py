@@ -22,11 +22,17 @@ from clearformer.record.trace import Recorder
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 
-def test_claim1_rnn_time_grows_with_length_faster_than_ours():
-    results = parallel.run(lengths=(8, 128), batch=2, d_model=16, layers=1, vocab=50, repeats=3)
-    # Ratios within one run: x16 in length costs the GRU more than it costs the Transformer.
-    assert results["growth"]["gru"] > results["growth"]["transformer"]
+def test_claim1_the_rnn_chain_grows_with_length_and_ours_does_not():
+    results = parallel.run(lengths=(8, 128), batch=2, d_model=16, layers=1, vocab=50, repeats=1)
+    # What the claim is about, measured without a clock (timings belong in BENCHMARKS.md, "Claims"): the
+    # chain of operations that must run one after another. The Transformer's does not grow with the
+    # length; the GRU's grows by at least one step per position.
+    depth = results["graph_depth"]
+    assert depth["transformer"][0] == depth["transformer"][1]
+    assert depth["gru"][1] - depth["gru"][0] >= 128 - 8
+    assert depth["gru"][0] > depth["transformer"][0]
     assert results["sequential_steps"] == {"transformer": [2, 2], "gru": [16, 256]}
+    assert all(t > 0 for times in results["step_seconds"].values() for t in times)
 
 
 def test_claim2_entropy_falls_with_d_k_only_without_scaling():

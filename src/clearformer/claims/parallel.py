@@ -44,6 +44,26 @@ def sequential_steps(name: str, layers: int, length: int) -> int:
     return 2 * layers * (length if name == "gru" else 1)
 
 
+def graph_depth(model, src: torch.Tensor, tgt: torch.Tensor) -> int:
+    """Steps that must run one after another, measured rather than counted by hand: the longest chain of
+    operations in the autograd graph of one forward pass, from the logits back to the parameters. A step
+    can start only when the one before it on this chain has finished, whatever the hardware's width."""
+    logits = model(src, tgt)  # on the CPU, nn.GRU runs its cell per position (no fused kernel hides the loop)
+    longest: dict = {}
+    order, stack = [], [logits.grad_fn]
+    while stack:  # iterative post-order: a GRU's chain is thousands of nodes deep
+        node = stack.pop()
+        if node is None or node in longest:
+            continue
+        if node in order:
+            longest[node] = 1 + max((longest.get(nxt, 0) for nxt, _ in node.next_functions if nxt), default=0)
+            continue
+        order.append(node)
+        stack.append(node)
+        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None and nxt not in longest)
+    return longest[logits.grad_fn]
+
+
 def time_lengths(models: dict, lengths, batch: int, vocab: int, repeats: int, device: str) -> dict:
     """{name: [seconds per training step at each length]} on random ids (no padding)."""
     generator = torch.Generator().manual_seed(0)
@@ -55,6 +75,11 @@ def time_lengths(models: dict, lengths, batch: int, vocab: int, repeats: int, de
             step = functools.partial(_synchronised_step, model, src, tgt, device)
             times[name].append(median_seconds(step, repeats))
     return times
+
+
+def _random_pair(length: int, batch: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(length)
+    return tuple(torch.randint(4, vocab, (batch, length), generator=generator) for _ in range(2))
 
 
 def _synchronised_step(model, src, tgt, device: str) -> None:
@@ -85,6 +110,8 @@ def run(quick: bool = True, lengths=None, batch: int = 4, d_model: int = 64, lay
         "parameters": {name: m.num_parameters() for name, m in models.items()},
         "lengths": lengths, "step_seconds": times,
         "sequential_steps": {name: [sequential_steps(name, layers, n) for n in lengths] for name in models},
+        "graph_depth": {name: [graph_depth(model, *_random_pair(n, batch, vocab)) for n in lengths]
+                        for name, model in models.items()},
         "growth": growth, "length_ratio": lengths[-1] / lengths[0],
         "gru_over_transformer": [g / t for g, t in zip(times["gru"], times["transformer"], strict=True)],
     }

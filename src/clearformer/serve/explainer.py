@@ -60,6 +60,20 @@ class LoadedModel:
         return "lm" if self.model.config.n_encoder_layers == 0 else "translation"
 
     @functools.cached_property
+    def confidence_weights(self):
+        """The run's fitted confidence (quality/estimator.py `load_weights`, read once), or None."""
+        from clearformer.quality.estimator import load_weights
+
+        return load_weights(self.path)
+
+    def confidence(self, sentence: str, options: DecodingOptions, linked: bool = True) -> dict:
+        """The page's confidence of `sentence` (serve/confidence.py): `translate --confidence`'s numbers, from
+        the one translator, each word with the steps of its pieces."""
+        from clearformer.serve.confidence import page_confidence
+
+        return page_confidence(self.translator, self.confidence_weights, self.path.name, sentence, options, linked)
+
+    @functools.cached_property
     def translator(self) -> PyTorchTranslator:
         """The one translator (generate/translator.py) the LibreTranslate API calls: opened once, on this model, as
         every command opens it (`PyTorchTranslator.open`: the shortlist's slice where the run has one)."""
@@ -159,9 +173,10 @@ class Explainer:
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         try:
             walk = explain_search(model, tokenizer, sentence, self.decoding, max_new=page_limit(model))
+            confidence = self.loaded.confidence(sentence, self.decoding)
         except UserError as error:
             raise RequestError(400, str(error)) from None
-        return walk_payload(walk)
+        return dict(walk_payload(walk), confidence=confidence)
 
 
 def page_limit(model):

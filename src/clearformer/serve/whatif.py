@@ -4,7 +4,8 @@ of the model switched off, and with beam search.
     {"sentence": "I love you", "ablate": ["decoder.layers.0.cross_attention.head.2"], "beam": 4}
     {"prompt": "The dog", "ablate": ["decoder.layers.1.self_attention.head.0.uniform"]}
     -> the walkthrough JSON of the rerun (every step), with `ablated`, `original` (the translation without
-       the interventions), `beam` (the search tree when beam > 1) and `sentence`
+       the interventions), `beam` (the search tree when beam > 1), `sentence` and `confidence`
+       (serve/confidence.py; a translation model)
 
 The names are checked against the loaded model (`clearformer.explain.interventions`) before the request is queued:
 an unknown one is a 400 that lists the valid ones. The model itself is never changed (an intervention lives
@@ -69,6 +70,8 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
             options = explainer.decoding.but(beam=beam)
             payload = walk_payload(explain_search(model, tokenizer, text, options, interventions=changes,
                                                   max_new=page_limit(model)))  # as /api/explain bounds it
+            with changes:  # the confidence of the translation shown; the lens and attribution read the whole model
+                payload["confidence"] = explainer.loaded.confidence(text, options, linked=not ablate)
     except UserError as error:
         raise RequestError(400, str(error)) from None
     return to_json(payload).encode("utf-8")
@@ -108,20 +111,23 @@ class WhatIfKey:
 
 @dataclass(frozen=True)
 class WhyKey:
-    """POST /api/why: `tool` on `text` (a "sentence" or a "prompt"), against `corrupted`, by `method` (serve/why.py)."""
+    """POST /api/why: `tool` on `text` (a "sentence" or a "prompt"), against `corrupted`, by `method`, the
+    translation of beam `beam` (serve/why.py)."""
 
     tool: str
     kind: str
     text: str
     corrupted: str
     method: str
+    beam: int = 1
 
     @property
     def what(self) -> str:
         return "why"
 
     def answer(self, explainer: Explainer) -> bytes:
-        return why_answer(explainer, self.tool, self.kind, self.text, self.corrupted, self.method)
+        return why_answer(explainer, self.tool, self.kind, self.text, self.corrupted, self.method,
+                          self.beam)
 
 
 AnswerKey = ExplainKey | WhatIfKey | WhyKey  # what the server's pool computes and coalesces (serve/pool.py)

@@ -21,7 +21,8 @@ from clearformer.store.output import check_output, write_output
 
 # lessons.js: docs/learn.md; beamtree.js and whatif.js: docs/whatif.md; why.js: docs/why.md
 EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js", "beamtree.js", "whatif.js", "why.js")
-LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
+# confidence.js: the live page's words by confidence (serve/confidence.py), wrapping walkthrough.js's CF.load
+LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js", "confidence.js")
 STYLE = "walkthrough.css"
 TEMPLATE = "walkthrough.html"
 MARKERS = ("<!--clearformer:style-->", "<!--clearformer:script-->", "<!--clearformer:data-->")

@@ -1,0 +1,120 @@
+"""The page's confidence (serve/confidence.py): the payload the server sends with a translation's walkthrough.
+
+Its numbers are those `translate --confidence --format json` prints (quality/fronts.py `as_json` of the one
+translator's record), every word carries the steps of its pieces, and the step of its weakest piece is the step
+the lens and the attribution the page opens show that piece at (greedy and beam)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from test_viz_server import local_client
+
+from clearformer.explain.why import attribute_report, lens_report
+from clearformer.generate import DecodingOptions
+from clearformer.quality.estimate import Confidence
+from clearformer.quality.estimator import WEIGHTS_FILE, Weights
+from clearformer.quality.fronts import as_json
+from clearformer.serve.app import create_app
+from clearformer.serve.explainer import load
+
+SENTENCE = "I love you"
+
+
+@pytest.fixture(scope="module")
+def loaded(tiny_checkpoint):
+    return load(tiny_checkpoint)
+
+
+def translated(loaded, text: str, options: DecodingOptions, weights=None) -> dict:
+    """What `translate --confidence --format json` prints for `text` (its one line), by its own functions."""
+    [record] = loaded.translator.translate([text], options, confidence=Confidence(weights))
+    return as_json(record)
+
+
+def check_words(loaded, payload: dict, options: DecodingOptions) -> None:
+    """Every word's steps are its pieces' positions; its weakest step is where the lens and attribution of its
+    sentence, under the same options, chose that piece."""
+    tokenizer = loaded.tokenizer
+    for index, sentence in enumerate(payload["sentences"]):
+        words = [w for w in payload["words"] if w["sentence"] == index]
+        lens = lens_report(loaded.model, tokenizer, sentence, options=options)["steps"]
+        chosen = [step["chosen"] for step in lens]
+        steps = [t for w in words for t in w["steps"]]
+        assert steps == list(range(len(steps)))  # every output piece (<eos> aside), in order, once
+        attribution = attribute_report(loaded.model, tokenizer, sentence, "attention", options=options)
+        for word in words:
+            assert word["weakest"] in word["steps"]
+            assert chosen[word["weakest"]] == word["weakest_piece"]
+            assert attribution["target_tokens"][word["weakest"]] == word["weakest_piece"]
+            # a word's confidence is the geometric mean of its pieces' probabilities: never under its weakest's
+            assert word["weakest_probability"] <= word["confidence"] + 1e-4
+            if len(word["steps"]) == 1:
+                assert abs(word["weakest_probability"] - word["confidence"]) <= 1e-4
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_payload_is_translate_format_json_with_steps(loaded, beam):
+    options = DecodingOptions(beam=beam).check()
+    payload = loaded.confidence(SENTENCE, options)
+    expected = translated(loaded, SENTENCE, options)
+    assert payload["confidence"] == expected["confidence"]
+    assert [(w["word"], w["confidence"]) for w in payload["words"]] == [
+        (w["word"], w["confidence"]) for w in expected["words"]]
+    assert payload["beam"] == beam and payload["linked"] and payload["sentences"] == [SENTENCE]
+    assert payload["fitted"] is False and "no fitted confidence weights" in payload["about"]
+    assert 0 < payload["threshold"] < 1
+    check_words(loaded, payload, options)
+
+
+def test_payload_of_an_input_cut_into_sentences(loaded):
+    text = " ".join(["I love you the cat ."] * 6)  # 36 words: `translate` cuts it into its sentences
+    options = DecodingOptions().check()
+    payload = loaded.confidence(text, options)
+    assert len(payload["sentences"]) > 1
+    expected = translated(loaded, text, options)
+    assert [w["confidence"] for w in payload["words"]] == [w["confidence"] for w in expected["words"]]
+    assert {w["sentence"] for w in payload["words"]} == set(range(len(payload["sentences"])))
+    check_words(loaded, payload, options)
+
+
+def test_payload_with_fitted_weights(tiny_checkpoint, tmp_path):
+    run = shutil.copytree(tiny_checkpoint, tmp_path / "fitted")
+    weights = Weights(("bergamot", "min_log_prob"), (-1.0, -2.0), (0.5, 1.0), (1.5, 0.5), 0.25,
+                      {"pairs": str(tmp_path / "valid.tsv")})
+    weights.save(run / WEIGHTS_FILE)
+    fitted = load(run)
+    options = DecodingOptions().check()
+    payload = fitted.confidence(SENTENCE, options)
+    assert payload["fitted"] is True
+    assert payload["confidence"] == translated(fitted, SENTENCE, options, weights)["confidence"]
+    assert "fitted" in payload["about"] and "valid.tsv" in payload["about"] and str(tmp_path) not in payload["about"]
+
+
+@pytest.fixture(scope="module")
+def client(tiny_checkpoint):
+    return local_client(create_app(load(tiny_checkpoint)))
+
+
+@pytest.mark.slow
+def test_routes_send_it(client, loaded):
+    explained = client.post("/api/explain", json={"sentence": SENTENCE}).json()
+    assert explained["confidence"] == loaded.confidence(SENTENCE, DecodingOptions().check())
+    beam = client.post("/api/whatif", json={"sentence": SENTENCE, "beam": 2}).json()
+    assert beam["confidence"] == loaded.confidence(SENTENCE, DecodingOptions(beam=2).check())
+    ablated = client.post("/api/whatif", json={"sentence": SENTENCE,
+                                               "ablate": ["decoder.layers.0.cross_attention.head.0"]}).json()
+    assert ablated["confidence"]["linked"] is False  # the lens and attribution read the unchanged model
+    lens = client.post("/api/why", json={"tool": "lens", "sentence": SENTENCE, "beam": 2}).json()
+    assert lens["steps"] == lens_report(*loaded_pair(loaded), SENTENCE,
+                                        options=DecodingOptions(beam=2).check())["steps"]
+    refused = client.post("/api/why", json={"tool": "patch", "sentence": SENTENCE, "corrupted": "I love cat",
+                                            "beam": 2})
+    assert refused.status_code == 400 and "beam applies to" in refused.json()["error"]
+    example = client.post("/api/explain", json={"example": "i-love-you"}).json()
+    assert "confidence" not in example  # a seed example is not a translation of the loaded model
+
+
+def loaded_pair(loaded):
+    return loaded.model, loaded.tokenizer

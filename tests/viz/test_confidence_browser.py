@@ -14,7 +14,8 @@ import sys
 
 import numpy as np
 import pytest
-from live_support import wait_for, wait_until
+from live_support import serve, wait_for, wait_until
+from test_confidence_server import build_wordy
 from test_viz_browser import shown
 
 from clearformer.explain.why import attribute_report, lens_report
@@ -34,11 +35,30 @@ WORDS = """nodes => nodes.map(n => ({
                               && n.style.backgroundColor !== ''; })()}))"""
 
 
-def command_json(checkpoint, tmp_path, *extra: str) -> tuple[dict, str]:
+@pytest.fixture(scope="module")
+def wordy_checkpoint(tiny_checkpoint, tmp_path_factory):
+    return build_wordy(tiny_checkpoint, tmp_path_factory.mktemp("confidence") / "wordy")
+
+
+@pytest.fixture(scope="module")
+def wordy_server(wordy_checkpoint, tmp_path_factory):
+    """`clearformer serve` of the tiny random model that writes words on every seed -> its base URL."""
+    yield from serve(wordy_checkpoint, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def wordy_model(wordy_checkpoint):
+    from clearformer.load import load_model
+
+    model, tokenizer, _ = load_model(wordy_checkpoint)
+    return model, tokenizer
+
+
+def command_json(checkpoint, tmp_path, sentence: str, *extra: str) -> tuple[dict, str]:
     """`clearformer translate --confidence --format json SENTENCE` on `checkpoint`: (its JSON line, its stderr)."""
     env = dict(os.environ, CLEARFORMER_RUNS=str(tmp_path / "runs"))
     done = subprocess.run([sys.executable, "-m", "clearformer.cli", "translate", "--checkpoint", str(checkpoint),
-                           "--confidence", "--format", "json", *extra, SENTENCE], capture_output=True, text=True,
+                           "--confidence", "--format", "json", *extra, sentence], capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[0]), done.stderr
@@ -89,31 +109,32 @@ def open_by_keyboard(page, words: list[dict]) -> dict:
     return words[first]
 
 
-def check_views_at(page, word: dict, model, tokenizer, options: DecodingOptions) -> None:
+def check_views_at(page, word: dict, model, tokenizer, sentence: str, options: DecodingOptions) -> None:
     """The lens and the attribution are open at the word's weakest step, holding the commands' numbers."""
     step = word["weakest"]
     assert page.get_attribute("#cf-why-out .cf-why-at", "data-step") == str(step)
-    lens = lens_report(model, tokenizer, SENTENCE, options=options)
+    lens = lens_report(model, tokenizer, sentence, options=options)
     assert page.get_attribute("#cf-why-out .cf-why-lens", "data-focus-step") == str(step)
     assert page.inner_text(".cf-why-tops th.cf-why-focus") == lens["steps"][step]["chosen"] == word["word"]
     values, _ = shown(page, "#cf-why-out .cf-why-lens")
     expected = [[s["layers"][layer]["p_chosen"] for s in lens["steps"]] for layer in range(len(model.decoder.layers))]
     np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
     assert page.input_value("#cf-why-target") == str(step)
-    report = attribute_report(model, tokenizer, SENTENCE, "integrated-gradients", SERVER_STEPS, options=options)
-    attention = attribute_report(model, tokenizer, SENTENCE, "attention", options=options)["scores"]
+    report = attribute_report(model, tokenizer, sentence, "integrated-gradients", SERVER_STEPS, options=options)
+    attention = attribute_report(model, tokenizer, sentence, "attention", options=options)["scores"]
     rows, _ = shown(page, "#cf-why-out .cf-why-attribution")
     for row, scores in zip(rows, (report["scores"][step], attention[step]), strict=True):
         np.testing.assert_allclose(row, np.array(scores) / np.abs(scores).max(), rtol=0, atol=1e-5)
 
 
-def test_words_coloured_by_confidence_link_to_lens_and_attribution(page, live_server, tiny_checkpoint, tiny_model,
+def test_words_coloured_by_confidence_link_to_lens_and_attribution(page, wordy_server, wordy_checkpoint, wordy_model,
                                                                    tmp_path):
-    model, tokenizer = tiny_model
-    expected, warning = command_json(tiny_checkpoint, tmp_path)
-    page.goto(live_server)
+    model, tokenizer = wordy_model
+    sentence = SENTENCE
+    expected, warning = command_json(wordy_checkpoint, tmp_path, sentence)
+    page.goto(wordy_server)
     wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
-    page.fill("#cf-sentence", SENTENCE)
+    page.fill("#cf-sentence", sentence)
     page.click("#cf-explain")
     wait_for(page, "#cf-confidence .cf-conf-word", "the translation's words by confidence")
     assert page.get_attribute("#cf-confidence-about", "data-fitted") == "false"
@@ -124,7 +145,7 @@ def test_words_coloured_by_confidence_link_to_lens_and_attribution(page, live_se
     set_threshold(page, threshold)
     words = check_words(page, expected, threshold)
     word = open_by_keyboard(page, words)
-    check_views_at(page, word, model, tokenizer, DecodingOptions())
+    check_views_at(page, word, model, tokenizer, sentence, DecodingOptions())
     # the walkthrough went to the generation step that chose the word's weakest piece, where it shows it (the
     # page's walkthrough is bounded in length: serve/explainer.py `page_limit`)
     if page.evaluate(f"Clearformer.state.byKey.has('generate.chosen@{word['weakest']}')"):
@@ -132,12 +153,13 @@ def test_words_coloured_by_confidence_link_to_lens_and_attribution(page, live_se
                    f"document.querySelector('#cf-view').dataset.decodeStep === '{word['weakest']}'")
 
 
-def test_beam_words_link_to_the_beams_steps(page, live_server, tiny_checkpoint, tiny_model, tmp_path):
-    model, tokenizer = tiny_model
-    expected, _ = command_json(tiny_checkpoint, tmp_path, "--beam", "2")
-    page.goto(live_server)
+def test_beam_words_link_to_the_beams_steps(page, wordy_server, wordy_checkpoint, wordy_model, tmp_path):
+    model, tokenizer = wordy_model
+    sentence = SENTENCE
+    expected, _ = command_json(wordy_checkpoint, tmp_path, sentence, "--beam", "2")
+    page.goto(wordy_server)
     wait_for(page, "#cf-view[data-step-name]", "the walkthrough to show its first step")
-    page.fill("#cf-sentence", SENTENCE)
+    page.fill("#cf-sentence", sentence)
     page.click("#cf-explain")
     wait_for(page, "#cf-whatif-beam", "the what-if panel")
     page.select_option("#cf-whatif-beam", "2")
@@ -147,4 +169,4 @@ def test_beam_words_link_to_the_beams_steps(page, live_server, tiny_checkpoint, 
     set_threshold(page, threshold)
     words = check_words(page, expected, threshold)
     word = open_by_keyboard(page, words)
-    check_views_at(page, word, model, tokenizer, DecodingOptions(beam=2))
+    check_views_at(page, word, model, tokenizer, sentence, DecodingOptions(beam=2))

@@ -22,9 +22,30 @@ from clearformer.serve.explainer import load
 SENTENCE = "I love you"
 
 
+def build_wordy(tiny_checkpoint, directory):
+    """The tiny random checkpoint with <eos> made unlikely (its output bias -20): on every seed it writes
+    words up to its length limit (with <eos> as likely as the rest, one seed's model ends at once and leaves
+    nothing to colour)."""
+    import torch
+
+    from clearformer.load import load_model
+    from clearformer.store.checkpoint import save_model
+
+    model, tokenizer, _ = load_model(tiny_checkpoint)
+    with torch.no_grad():
+        model.output.linear.bias[tokenizer.eos_id] = -20.0
+    save_model(directory, model, tokenizer, {"note": "random weights, <eos> unlikely, for tests"})
+    return directory
+
+
 @pytest.fixture(scope="module")
-def loaded(tiny_checkpoint):
-    return load(tiny_checkpoint)
+def wordy_checkpoint(tiny_checkpoint, tmp_path_factory):
+    return build_wordy(tiny_checkpoint, tmp_path_factory.mktemp("confidence") / "wordy")
+
+
+@pytest.fixture(scope="module")
+def loaded(wordy_checkpoint):
+    return load(wordy_checkpoint)
 
 
 def translated(loaded, text: str, options: DecodingOptions, weights=None) -> dict:
@@ -63,6 +84,7 @@ def test_payload_is_translate_format_json_with_steps(loaded, beam):
     assert [(w["word"], w["confidence"]) for w in payload["words"]] == [
         (w["word"], w["confidence"]) for w in expected["words"]]
     assert payload["beam"] == beam and payload["linked"] and payload["sentences"] == [SENTENCE]
+    assert len(payload["words"]) >= 2
     assert payload["fitted"] is False and "no fitted confidence weights" in payload["about"]
     assert 0 < payload["threshold"] < 1
     check_words(loaded, payload, options)
@@ -79,8 +101,8 @@ def test_payload_of_an_input_cut_into_sentences(loaded):
     check_words(loaded, payload, options)
 
 
-def test_payload_with_fitted_weights(tiny_checkpoint, tmp_path):
-    run = shutil.copytree(tiny_checkpoint, tmp_path / "fitted")
+def test_payload_with_fitted_weights(wordy_checkpoint, tmp_path):
+    run = shutil.copytree(wordy_checkpoint, tmp_path / "fitted")
     weights = Weights(("bergamot", "min_log_prob"), (-1.0, -2.0), (0.5, 1.0), (1.5, 0.5), 0.25,
                       {"pairs": str(tmp_path / "valid.tsv")})
     weights.save(run / WEIGHTS_FILE)
@@ -93,8 +115,8 @@ def test_payload_with_fitted_weights(tiny_checkpoint, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def client(tiny_checkpoint):
-    return local_client(create_app(load(tiny_checkpoint)))
+def client(wordy_checkpoint):
+    return local_client(create_app(load(wordy_checkpoint)))
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@
 The front end is plain JavaScript, CSS and HTML in `clearformer/serve/static/`; the exported page
 inlines those very files and embeds the walkthrough JSON, so it opens offline from disk with no
 CDN. The live server (`clearformer serve`) sends the same template, linking the files instead and
-adding `live.js`, the sentence form.
+adding `live.js`, the sentence form, and `confidence.js`, the words by confidence.
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def test_routes_send_it(client, loaded):
     assert beam["confidence"] == loaded.confidence(SENTENCE, DecodingOptions(beam=2).check())
     ablated = client.post("/api/whatif", json={"sentence": SENTENCE,
                                                "ablate": ["decoder.layers.0.cross_attention.head.0"]}).json()
-    assert ablated["confidence"]["linked"] is False  # the lens and attribution read the unchanged model
+    assert ablated["confidence"]["linked"] is False and "interventions" in ablated["confidence"]["unlinked"]
     lens = client.post("/api/why", json={"tool": "lens", "sentence": SENTENCE, "beam": 2}).json()
     assert lens["steps"] == lens_report(*loaded_pair(loaded), SENTENCE,
                                         options=DecodingOptions(beam=2).check())["steps"]
@@ -140,3 +140,28 @@ def test_routes_send_it(client, loaded):
 
 def loaded_pair(loaded):
     return loaded.model, loaded.tokenizer
+
+
+def test_payload_of_the_gru_baseline(tmp_path):
+    """A model without layers to read (the GRU baseline) gets its confidence (the forced pass reads no lens and no
+    cross-attention), and its words say why they do not link to the lens and attribution."""
+    import torch
+    from seeds import seed
+
+    from clearformer.config import ModelConfig
+    from clearformer.model.build import build_model
+    from clearformer.store.checkpoint import save_model
+    from clearformer.tokenize import SPECIALS, WordTokenizer
+
+    tokenizer = WordTokenizer(list(SPECIALS) + "I love you the cat Je t' aime le chat".split())
+    tokenizer.source_eos = True
+    torch.manual_seed(seed(0))
+    model = build_model(ModelConfig(src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
+                                    n_encoder_layers=1, n_decoder_layers=1, max_len=12, architecture="rnn"))
+    gru = load(save_model(tmp_path / "gru", model, tokenizer, {"note": "random weights, for tests"}))
+    options = DecodingOptions().check()
+    payload = gru.confidence(SENTENCE, options)
+    expected = translated(gru, SENTENCE, options)
+    assert payload["confidence"] == expected["confidence"]
+    assert [w["confidence"] for w in payload["words"]] == [w["confidence"] for w in expected["words"]]
+    assert payload["linked"] is False and "GRU baseline" in payload["unlinked"]

@@ -36,12 +36,13 @@ def weights_note(weights: Weights | None, run_name: str) -> str:
 
 
 def page_confidence(translator, weights: Weights | None, run_name: str, sentence: str,
-                    options: DecodingOptions, linked: bool = True) -> dict:
+                    options: DecodingOptions, unlinked: str | None = None) -> dict:
     """The page's `confidence` field for `sentence` translated by `translator` under `options`:
 
     {"confidence": the sentence's (4 decimals, as --format json), "fitted": whether weights were used,
      "about": one line on where it comes from, "threshold": the initial low line, "beam": the search's beam,
-     "linked": whether the lens and attribution read the same translation (not under what-if interventions),
+     "linked": whether a low word links to the lens and attribution (they read the same translation), else
+     "unlinked": why not (what-if interventions; a model without layers to read),
      "sentences": the sentences the input was cut into,
      "words": [{"word", "confidence" (as --format json), "sentence" (index into sentences), "steps" [t, ...],
                 "weakest": t, "weakest_piece": its token, "weakest_probability": p(piece)}]}"""
@@ -60,5 +61,5 @@ def page_confidence(translator, weights: Weights | None, run_name: str, sentence
                             "weakest_probability": round(math.exp(estimate.log_probs[weakest]), 4)})
     words = [{**word, **where} for word, where in zip(shown["words"], located, strict=True)]
     return {"confidence": shown["confidence"], "fitted": weights is not None, "about": weights_note(weights, run_name),
-            "threshold": DEFAULT_THRESHOLD, "beam": options.beam, "linked": linked,
+            "threshold": DEFAULT_THRESHOLD, "beam": options.beam, "linked": unlinked is None, "unlinked": unlinked,
             "sentences": list(rater.pieces.texts), "words": words}

@@ -66,12 +66,17 @@ class LoadedModel:
 
         return load_weights(self.path)
 
-    def confidence(self, sentence: str, options: DecodingOptions, linked: bool = True) -> dict:
+    def confidence(self, sentence: str, options: DecodingOptions, unlinked: str | None = None) -> dict:
         """The page's confidence of `sentence` (serve/confidence.py): `translate --confidence`'s numbers, from
-        the one translator, each word with the steps of its pieces."""
+        the one translator, each word with the steps of its pieces; `unlinked`: why its words cannot open the
+        lens and attribution (None: they can, unless the model has no layers to read)."""
+        from clearformer.model.layered import LayeredModel, model_kind
         from clearformer.serve.confidence import page_confidence
 
-        return page_confidence(self.translator, self.confidence_weights, self.path.name, sentence, options, linked)
+        if unlinked is None and not isinstance(self.model, LayeredModel):
+            unlinked = ("the words are not linked: the lens and the attribution read a Transformer's layers; "
+                        f"this model is {model_kind(self.model)}")
+        return page_confidence(self.translator, self.confidence_weights, self.path.name, sentence, options, unlinked)
 
     @functools.cached_property
     def translator(self) -> PyTorchTranslator:

@@ -27,6 +27,7 @@ from clearformer.serve.requests import Field, RequestError, answer_budget, bound
 from clearformer.serve.why import why_answer
 
 MAX_PAGE_BEAM = 8  # the widest tree the page draws
+UNLINKED = "under what-if interventions the words are not linked: the lens and the attribution read the whole model"
 FIELDS = ("sentence", "prompt", "ablate", "beam")
 SHAPE = '{"sentence": "...", "ablate": ["name", ...], "beam": K} (or "prompt" for a language model)'
 
@@ -71,7 +72,7 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
             payload = walk_payload(explain_search(model, tokenizer, text, options, interventions=changes,
                                                   max_new=page_limit(model)))  # as /api/explain bounds it
             with changes:  # the confidence of the translation shown; the lens and attribution read the whole model
-                payload["confidence"] = explainer.loaded.confidence(text, options, linked=not ablate)
+                payload["confidence"] = explainer.loaded.confidence(text, options, UNLINKED if ablate else None)
     except UserError as error:
         raise RequestError(400, str(error)) from None
     return to_json(payload).encode("utf-8")

@@ -97,8 +97,7 @@
     $("cf-conf-legend").replaceWith(legend(state.threshold));
     const low = conf.words.filter((w) => w.confidence < state.threshold).length;
     $("cf-conf-count").textContent = `${low} of ${conf.words.length} words under ${state.threshold}`
-      + (conf.linked ? "" : "; under what-if interventions the words are not linked: the lens and the attribution "
-        + "read the unchanged model");
+      + (conf.linked ? "" : `; ${conf.unlinked}`);
   }
 
   function render(walk) {

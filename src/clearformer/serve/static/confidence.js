@@ -6,8 +6,9 @@
  *                    hover and focus (title, aria-label); a word under the threshold is also underlined (wavy)
  *                    and marked "!", so colour is never the only sign
  *   the threshold    a number field: a word under it is low
- *   a low word       a button: opens the logit lens and the attribution (why.js `CF.whyAt`) at the step of its
- *                    weakest piece (the least probable), and the walkthrough at that step when it shows that sentence
+ *   a low word       an active button: opens the logit lens and the attribution (why.js `CF.whyAt`) at the step of
+ *                    its weakest piece (the least probable), and the walkthrough at that step when it shows that
+ *                    sentence; the other words are buttons too, aria-disabled (focusable, to read their number)
  */
 (function (CF) {
   "use strict";
@@ -54,22 +55,34 @@
     return `${word.word}: confidence ${fmt(word.confidence)}${pieces}${action}`;
   }
 
+  /** A word: a button (every word takes the keyboard's focus, which shows its number), active when it is low and
+   *  its steps can be opened (aria-disabled otherwise: focusable, not a link). */
   function wordElement(word, index, conf, walk) {
-    const low = word.confidence < state.threshold;
-    const linked = low && conf.linked;
-    const node = el(linked ? "button" : "span", "cf-conf-word" + (low ? " cf-conf-low" : ""));
-    if (linked) node.type = "button";
-    else node.tabIndex = 0;  // every word's number is reachable from the keyboard (focus shows it)
+    const node = el(conf.linked ? "button" : "span", "cf-conf-word");
+    if (conf.linked) node.type = "button";
+    else node.tabIndex = 0;
     node.appendChild(document.createTextNode(word.word));
-    if (low) node.appendChild(el("span", "cf-conf-mark", "!")).setAttribute("aria-hidden", "true");
+    const mark = node.appendChild(el("span", "cf-conf-mark", "!"));
+    mark.setAttribute("aria-hidden", "true");
     node.style.backgroundColor = CF.confidenceColour(word.confidence);
+    Object.assign(node.dataset, { index: String(index), confidence: String(word.confidence),
+      sentence: String(word.sentence), weakest: String(word.weakest), steps: word.steps.join(" ") });
+    if (conf.linked) {
+      node.addEventListener("click", () => { if (node.getAttribute("aria-disabled") !== "true") open(word, conf, walk); });
+    }
+    judge(node, word, conf);
+    return node;
+  }
+
+  /** A word against the threshold, in place (the element stays, and with it the keyboard's focus). */
+  function judge(node, word, conf) {
+    const low = word.confidence < state.threshold;
+    node.classList.toggle("cf-conf-low", low);
+    node.querySelector(".cf-conf-mark").hidden = !low;
+    if (conf.linked) node.setAttribute("aria-disabled", String(!low));
     const text = describe(word, low, conf.linked);
     node.title = text;
     node.setAttribute("aria-label", text);
-    Object.assign(node.dataset, { index: String(index), confidence: String(word.confidence),
-      sentence: String(word.sentence), weakest: String(word.weakest), steps: word.steps.join(" ") });
-    if (linked) node.addEventListener("click", () => open(word, conf, walk));
-    return node;
   }
 
   /** A low word's link: the lens and attribution of its sentence at its weakest piece's step; the walkthrough
@@ -84,16 +97,18 @@
     if (CF.whyAt) CF.whyAt(text, word.weakest, conf.beam, what);
   }
 
-  /** The words judged against the threshold, the legend's line and the count: redrawn when the threshold moves
-   *  (the field itself stays, keeping the keyboard's focus). */
+  /** The words judged against the threshold, the legend's line and the count: updated when the threshold moves. */
   function paint(walk) {
     const conf = walk.confidence;
     const words = $("cf-conf-words");
-    words.replaceChildren();
-    conf.words.forEach((word, i) => {
-      if (i) words.appendChild(document.createTextNode(" "));
-      words.appendChild(wordElement(word, i, conf, walk));
-    });
+    if (!words.childElementCount) {
+      conf.words.forEach((word, i) => {
+        if (i) words.appendChild(document.createTextNode(" "));
+        words.appendChild(wordElement(word, i, conf, walk));
+      });
+    } else {
+      words.querySelectorAll(".cf-conf-word").forEach((node, i) => judge(node, conf.words[i], conf));
+    }
     $("cf-conf-legend").replaceWith(legend(state.threshold));
     const low = conf.words.filter((w) => w.confidence < state.threshold).length;
     $("cf-conf-count").textContent = `${low} of ${conf.words.length} words under ${state.threshold}`
@@ -129,6 +144,7 @@
     input.addEventListener("change", () => {
       const t = Number(input.value);
       if (input.value === "" || !Number.isFinite(t) || t < 0 || t > 1) { input.value = String(state.threshold); return; }
+      if (t === state.threshold) return;
       state.threshold = t;
       paint(walk);
     });

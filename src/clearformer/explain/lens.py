@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from clearformer.explain.beam import follow_chosen, read_beam_tree
+from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens
 from clearformer.generate.sampling import SamplingOptions, generate
@@ -71,9 +73,6 @@ def lens_beam(model, src_ids: list[int], options: DecodingOptions, tokens: Searc
     """The lens of `translate --beam K`'s translation of one source: beam search (the call `translate` makes)
     under the recorder, then at every step the winning hypothesis's row (explain/beam.py `follow_chosen`, as
     the beam walkthrough reads it). `vocab`: the token labels the search tree is read with."""
-    from clearformer.explain.beam import follow_chosen, read_beam_tree
-    from clearformer.generate.beam import beam_search
-
     src = torch.tensor([src_ids], device=next(model.parameters()).device)
     model.eval()
     with Recorder() as recorder:

@@ -29,6 +29,9 @@ from clearformer.limits import (
     SERVER_LM_NEW_TOKENS,
 )
 from clearformer.load import load_model
+from clearformer.model.layered import LayeredModel, model_kind
+from clearformer.quality.estimator import load_weights
+from clearformer.serve.confidence import page_confidence
 from clearformer.serve.requests import (
     Field,
     RequestError,
@@ -62,17 +65,12 @@ class LoadedModel:
     @functools.cached_property
     def confidence_weights(self):
         """The run's fitted confidence (quality/estimator.py `load_weights`, read once), or None."""
-        from clearformer.quality.estimator import load_weights
-
         return load_weights(self.path)
 
     def confidence(self, sentence: str, options: DecodingOptions, unlinked: str | None = None) -> dict:
         """The page's confidence of `sentence` (serve/confidence.py): `translate --confidence`'s numbers, from
         the one translator, each word with the steps of its pieces; `unlinked`: why its words cannot open the
         lens and attribution (None: they can, unless the model has no layers to read)."""
-        from clearformer.model.layered import LayeredModel, model_kind
-        from clearformer.serve.confidence import page_confidence
-
         if unlinked is None and not isinstance(self.model, LayeredModel):
             unlinked = ("the words are not linked: the lens and the attribution read a Transformer's layers; "
                         f"this model is {model_kind(self.model)}")

@@ -6,6 +6,7 @@ the lens and the attribution the page opens show that piece at (greedy and beam)
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -165,3 +166,22 @@ def test_payload_of_the_gru_baseline(tmp_path):
     assert payload["confidence"] == expected["confidence"]
     assert [w["confidence"] for w in payload["words"]] == [w["confidence"] for w in expected["words"]]
     assert payload["linked"] is False and "GRU baseline" in payload["unlinked"]
+
+
+@pytest.mark.parametrize("beam", [1, 2])
+def test_what_if_confidence_is_translate_ablate_format_json(wordy_checkpoint, capsys, monkeypatch, tmp_path, beam):
+    """A what-if rerun's confidence is `translate --ablate NAME --beam K --format json`'s (the command run here)."""
+    from clearformer.cli import main
+    from clearformer.serve.explainer import Explainer
+    from clearformer.serve.whatif import whatif_answer
+
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
+    name = "decoder.layers.0.cross_attention.head.0"
+    assert main(["translate", "--checkpoint", str(wordy_checkpoint), "--ablate", name, "--beam", str(beam),
+                 "--format", "json", SENTENCE]) == 0
+    expected = json.loads(capsys.readouterr().out.splitlines()[0])
+    page = json.loads(whatif_answer(Explainer(load(wordy_checkpoint)), "sentence", SENTENCE, (name,), beam))
+    assert page["confidence"]["confidence"] == expected["confidence"]
+    assert [(w["word"], w["confidence"]) for w in page["confidence"]["words"]] == [
+        (w["word"], w["confidence"]) for w in expected["words"]]
+    assert page["confidence"]["linked"] is False

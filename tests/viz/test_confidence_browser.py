@@ -168,5 +168,7 @@ def test_beam_words_link_to_the_beams_steps(page, wordy_server, wordy_checkpoint
     threshold = threshold_from([w["confidence"] for w in expected["words"]])
     set_threshold(page, threshold)
     words = check_words(page, expected, threshold)
-    word = open_by_keyboard(page, words)
-    check_views_at(page, word, model, tokenizer, sentence, DecodingOptions(beam=2))
+    first = next(i for i, w in enumerate(words) if w["low"])
+    page.click(f'#cf-conf-words .cf-conf-word[data-index="{first}"]')  # the mouse, this time
+    wait_for(page, "#cf-why-out .cf-why-at", "the lens and attribution of the low word's step")
+    check_views_at(page, words[first], model, tokenizer, sentence, DecodingOptions(beam=2))

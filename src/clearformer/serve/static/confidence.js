@@ -29,7 +29,7 @@
 
   const fmt = (c) => CF.format(c, 2);
 
-  function legend(threshold) {
+  function legend(threshold, linked) {
     const box = el("div", "cf-conf-legend");
     box.id = "cf-conf-legend";
     box.appendChild(el("span", "cf-caption", "0"));
@@ -43,7 +43,8 @@
     box.appendChild(bar);
     box.appendChild(el("span", "cf-caption", "1"));
     box.appendChild(el("span", "cf-caption", "  orange: low, blue: high; under the threshold (the line) a word is "
-      + "also underlined and marked “!”: select it for the lens and the attribution of its weakest piece"));
+      + "also underlined and marked “!”" + (linked ? ": select it for the lens and the attribution of its weakest "
+      + "piece" : "")));
     return box;
   }
 
@@ -109,7 +110,7 @@
     } else {
       words.querySelectorAll(".cf-conf-word").forEach((node, i) => judge(node, conf.words[i], conf));
     }
-    $("cf-conf-legend").replaceWith(legend(state.threshold));
+    $("cf-conf-legend").replaceWith(legend(state.threshold, conf.linked));
     const low = conf.words.filter((w) => w.confidence < state.threshold).length;
     $("cf-conf-count").textContent = `${low} of ${conf.words.length} words under ${state.threshold}`
       + (conf.linked ? "" : `; ${conf.unlinked}`);

@@ -91,6 +91,7 @@ def test_payload_is_translate_format_json_with_steps(loaded, beam):
     check_words(loaded, payload, options)
 
 
+@pytest.mark.slow  # seconds: -m 'not slow' skips it (pyproject)
 def test_payload_of_an_input_cut_into_sentences(loaded):
     text = " ".join(["I love you the cat ."] * 6)  # 36 words: `translate` cuts it into its sentences
     options = DecodingOptions().check()
@@ -168,6 +169,7 @@ def test_payload_of_the_gru_baseline(tmp_path):
     assert payload["linked"] is False and "GRU baseline" in payload["unlinked"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beam", [1, 2])
 def test_what_if_confidence_is_translate_ablate_format_json(wordy_checkpoint, capsys, monkeypatch, tmp_path, beam):
     """A what-if rerun's confidence is `translate --ablate NAME --beam K --format json`'s (the command run here)."""

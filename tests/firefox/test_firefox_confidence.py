@@ -62,9 +62,9 @@ def test_the_translators_shortlist_slice_does_not_change_the_confidence(firefox_
 def test_the_page_gives_translate_format_json_on_the_student(firefox_runs, capsys, monkeypatch, tmp_path, beam):
     """`clearformer serve` of the student: the walkthrough's confidence (serve/confidence.py) holds the numbers
     `translate --format json` prints, with the shipped fit, and each word's weakest piece is the piece the lens
-    and the attribution the page opens show at that step."""
-    from clearformer.explain.why import attribute_report, lens_report
+    and the attribution the page opens (POST /api/why's answer) show at that step."""
     from clearformer.serve.explainer import Explainer, load
+    from clearformer.serve.why import why_answer
 
     monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
     run = firefox_runs["en-pt"]
@@ -83,8 +83,7 @@ def test_the_page_gives_translate_format_json_on_the_student(firefox_runs, capsy
     assert page["confidence"] == expected["confidence"]
     assert [(w["word"], w["confidence"]) for w in page["words"]] == [
         (w["word"], w["confidence"]) for w in expected["words"]]
-    options = explainer.decoding.but(beam=beam)
-    lens = [s["chosen"] for s in lens_report(loaded.model, loaded.tokenizer, source, options=options)["steps"]]
-    attribution = attribute_report(loaded.model, loaded.tokenizer, source, "attention", options=options)
+    lens = [s["chosen"] for s in json.loads(why_answer(explainer, "lens", "sentence", source, "", "", beam))["steps"]]
+    attribution = json.loads(why_answer(explainer, "attribute", "sentence", source, "", "attention", beam))
     for word in page["words"]:
         assert lens[word["weakest"]] == attribution["target_tokens"][word["weakest"]] == word["weakest_piece"]

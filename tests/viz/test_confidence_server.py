@@ -12,7 +12,7 @@ import shutil
 import pytest
 from test_viz_server import local_client
 
-from clearformer.explain.why import attribute_report, lens_report
+from clearformer.explain.why import lens_report
 from clearformer.generate import DecodingOptions
 from clearformer.quality.estimate import Confidence
 from clearformer.quality.estimator import WEIGHTS_FILE, Weights
@@ -55,17 +55,24 @@ def translated(loaded, text: str, options: DecodingOptions, weights=None) -> dic
     return as_json(record)
 
 
+def why(loaded, tool: str, sentence: str, beam: int, method: str = "") -> dict:
+    """The lens or the attribution the page opens for `sentence` (POST /api/why's own answer, serve/why.py: the
+    server's decoding rules and the run's, the page's beam)."""
+    from clearformer.serve.explainer import Explainer
+    from clearformer.serve.why import why_answer
+
+    return json.loads(why_answer(Explainer(loaded), tool, "sentence", sentence, "", method, beam))
+
+
 def check_words(loaded, payload: dict, options: DecodingOptions) -> None:
-    """Every word's steps are its pieces' positions; its weakest step is where the lens and attribution of its
-    sentence, under the same options, chose that piece."""
-    tokenizer = loaded.tokenizer
+    """Every word's steps are its pieces' positions; its weakest step is where the lens and attribution the page
+    opens for its sentence chose that piece."""
     for index, sentence in enumerate(payload["sentences"]):
         words = [w for w in payload["words"] if w["sentence"] == index]
-        lens = lens_report(loaded.model, tokenizer, sentence, options=options)["steps"]
-        chosen = [step["chosen"] for step in lens]
+        chosen = [step["chosen"] for step in why(loaded, "lens", sentence, options.beam)["steps"]]
         steps = [t for w in words for t in w["steps"]]
         assert steps == list(range(len(steps)))  # every output piece (<eos> aside), in order, once
-        attribution = attribute_report(loaded.model, tokenizer, sentence, "attention", options=options)
+        attribution = why(loaded, "attribute", sentence, options.beam, "attention")
         for word in words:
             assert word["weakest"] in word["steps"]
             assert chosen[word["weakest"]] == word["weakest_piece"]

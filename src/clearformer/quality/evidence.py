@@ -65,7 +65,7 @@ def _hook_names(model) -> tuple[list[str], list[str]]:
     if not isinstance(model, LayeredModel):
         return [], []
     layers = range(len(model.decoder_layers()))
-    from clearformer.explain.interventions import hook_points
+    from clearformer.record.points import hook_points
 
     points = hook_points(model)
     attention = [f"decoder.layers.{i}.cross_attention.weights" for i in layers]

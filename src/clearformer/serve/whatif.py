@@ -70,7 +70,8 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
         else:
             options = explainer.decoding.but(beam=beam)
             payload = walk_payload(explain_search(model, tokenizer, text, options, interventions=changes,
-                                                  max_new=page_limit(model)))  # as /api/explain bounds it
+                                                  max_new=page_limit(model),  # as /api/explain bounds it
+                                                  facts=explainer.loaded.facts))
             with changes:  # the confidence of the translation shown; the lens and attribution read the whole model
                 payload["confidence"] = explainer.loaded.confidence(text, options, UNLINKED if ablate else None)
     except UserError as error:

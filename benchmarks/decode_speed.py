@@ -197,6 +197,8 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
 
 
 INT8 = "clearformer, int8"  # the same model, its linear layers in int8 (generate/int8.py; translate --quantize int8)
+# ... as first shipped: one int8 row per input row, the output layer not rescored (what the second row costs)
+INT8_ONE_ROW = "clearformer, int8 one row per input"
 AB_PREFIX = "clearformer, "  # the same runs with one switch of DecodingOptions on ("... on") and off ("... off")
 SWITCHES = {"compile": ("on", "off")}  # DecodingOptions field: (its value "on", its value "off")
 # Module settings (module, name, value "off"): the product layout of `generate/layout.py`.
@@ -213,14 +215,16 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
         torch.manual_seed(args.seed)
         model = for_decoding(Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab,
                                                 dropout=0.0, max_len=512)).eval().to(args.device))
-        int8_model = copy.deepcopy(model)
+        int8_model, one_row = copy.deepcopy(model), copy.deepcopy(model)
         if args.device == "cpu":  # int8 (generate/int8.py) is a CPU path
             quantize_int8(int8_model)
+            quantize_int8(one_row, passes=1, rescored=0)
         for beam in (1, 4):
             options = DecodingOptions(beam=beam, alpha=0.6, max_new=new, min_length=new, with_scores=False)
             if args.ab is None:
                 runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, options)
                 runs[(INT8, beam)] = clearformer_runner(int8_model, batches, options)
+                runs[(INT8_ONE_ROW, beam)] = clearformer_runner(one_row, batches, options)
             for switch in (args.ab or []):
                 if switch in MODEL_SWITCHES:
                     runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(model, batches, options)

@@ -14,6 +14,7 @@ and the SSRU against a self-attention decoder of the same size.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import os
@@ -29,7 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import markdown_table, write_section  # noqa: E402
 from clearformer.generate import DecodingOptions, greedy_decode  # noqa: E402
+from clearformer.generate.int8 import RESCORED, quantize_int8  # noqa: E402
 from clearformer.generate.layout import for_decoding  # noqa: E402
+from clearformer.generate.shortlist import use_shortlist_output  # noqa: E402
 from clearformer.generate.translator import EngineSettings, PyTorchTranslator  # noqa: E402
 from clearformer.interop.firefox import import_firefox, package_folder  # noqa: E402
 from clearformer.load import load_decoding_facts, load_model  # noqa: E402
@@ -69,11 +72,24 @@ def ours_speed(translator, sentences: list[str], batch: int, shortlist: str) -> 
     return len(sentences) / (time.perf_counter() - start)
 
 
-# clearformer's ways of decoding the student: (name, sliced output projection, int8 linear layers, shortlist)
-SETUPS = (("float32, shortlist masks the logits", False, False, "on"),
-          ("float32, shortlist off", False, False, "off"),
-          ("float32, shortlist as a slice", True, False, "on"),
-          ("int8 + shortlist as a slice", True, True, "on"))
+# clearformer's ways of decoding the student: (name, sliced output projection, int8 rows per input row (0: float32),
+# shortlist)
+SETUPS = (("float32, shortlist masks the logits", False, 0, "on"),
+          ("float32, shortlist off", False, 0, "off"),
+          ("float32, shortlist as a slice", True, 0, "on"),
+          ("int8 (one int8 row per input, first pass) + slice", True, 1, "on"),
+          ("int8 + shortlist as a slice", True, 2, "on"))
+
+
+def int8_translator(model, tokenizer, facts, passes: int, rescored: int = RESCORED) -> PyTorchTranslator:
+    """The run as `translate --quantize int8` decodes it (generate/translator.py `decoding_model`: the layout, the
+    shortlist's slice, int8 on a copy), with these int8 settings (generate/int8.py `quantize_int8`); `facts`: the
+    run's decoding facts (`load_decoding_facts`)."""
+    decoded = copy.deepcopy(for_decoding(model))
+    if facts.shortlist is not None:
+        use_shortlist_output(decoded)
+    quantize_int8(decoded, passes=passes, rescored=rescored)
+    return PyTorchTranslator(decoded, tokenizer, facts=facts)
 
 
 def decoding_models(run: Path) -> dict[str, tuple]:
@@ -81,11 +97,13 @@ def decoding_models(run: Path) -> dict[str, tuple]:
     slice and int8 in when it opens a run (generate/translator.py `decoding_model`); the masking setups are the
     same translator over the model with only the layout every command decodes with (generate/layout.py)."""
     models = {}
-    for name, sliced, int8, shortlist in SETUPS:
+    for name, sliced, passes, shortlist in SETUPS:
         model, tokenizer, _ = load_model(run)
         facts = load_decoding_facts(run, tokenizer)  # the engine's shortlist and length factor (decoding.json)
-        if int8:
+        if passes == 2:
             translator = PyTorchTranslator.open(model, tokenizer, None, EngineSettings(quantize="int8"), facts=facts)
+        elif passes:
+            translator = int8_translator(model, tokenizer, facts, passes)
         elif sliced:
             translator = PyTorchTranslator.open(model, tokenizer, None, facts=facts)
         else:
@@ -94,12 +112,12 @@ def decoding_models(run: Path) -> dict[str, tuple]:
     return models
 
 
-def speeds(run: Path, sentences: list[str], repeats: int) -> str:
+def speeds(run: Path, sentences: list[str], repeats: int, thread_counts: tuple[int, ...] = (1, 2)) -> str:
     """Sentences per second of the engine and of every setup, batch 1 and batched, at 1 and 2 threads; each
     the best of `repeats` rounds, the rounds alternating the systems (a busy machine slows all alike)."""
     models = decoding_models(run)
     rows = []
-    for threads in (1, 2):
+    for threads in thread_counts:
         torch.set_num_threads(threads)
         best: dict[tuple[str, int], float] = {}
         for _ in range(repeats):
@@ -156,12 +174,15 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=48)
     parser.add_argument("--run", help="an imported en-pt run (default: import one into a temporary folder)")
     parser.add_argument("--repeats", type=int, default=2, help="rounds; each figure is the best of them")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                        help="thread counts (1 only on a loaded machine: 2 threads thrash there)")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
     args = parser.parse_args()
     sentences = english(args.sentences)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="clearformer-firefox-") as scratch:
         run = Path(args.run) if args.run else import_firefox("en-pt", Path(scratch) / "run")
-        speed = speeds(run, sentences, args.repeats)
+        speed = speeds(run, sentences, args.repeats, tuple(args.threads))
         agree = agreement(run, english(10_000))
         steps = step_times(run, (16, 64, 192))
     load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
@@ -172,13 +193,15 @@ def main() -> None:
             f"clearformer: float32 with the shortlist masking the logits (as before) or off, the shortlist as a "
             f"slice of the output projection (generate/shortlist.py `ShortlistOutput`, greedy text only: the "
             f"same tokens), and int8 linear layers on the package's own integers (generate/int8.py, "
-            f"`translate --quantize int8`).\n\n"
+            f"`translate --quantize int8`: two int8 rows per input row; the first pass's one row beside it, "
+            f"for what the second costs).\n\n"
             f"{speed}\n\nTranslations equal to float32's on every English line of tests/firefox/sentences.txt, "
             f"batched:\n\n{agree}\n\nTime per decoding step as the output grows, batch 8, the same sizes "
             f"(d_model 256, 6+2 "
             f"layers, vocabulary 32,001), random weights, 2 threads, every step forced to continue:\n\n{steps}\n")
-    write_section("firefox", "Firefox's en-pt student: clearformer against its engine; the SSRU against "
-                             "self-attention", body)
+    if not args.no_write:
+        write_section("firefox", "Firefox's en-pt student: clearformer against its engine; the SSRU against "
+                                 "self-attention", body)
     print(body)
 
 

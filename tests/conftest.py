@@ -13,6 +13,13 @@ every training fixture's `--seed`, the child processes' that train, and the seed
 (`_deterministic`). The suite passes with 0 and with 1 (CI runs the training folders' quick subset with 1:
 .ci/run); an assertion that holds for one seed only is wrong. tests/seeds.py holds the value for the folders'
 helpers; the session refuses anything but a whole number here.
+
+The suite's helpers, beside this file (importable from every folder; a folder's own `conftest` is not, as
+pytest imports each folder's conftest under that one name): tests/shared.py `built_once` (a model a session
+fixture trains or imports is built once for all the xdist workers, each taking its own copy: the toy model
+here, interop's, explain's, lm's, Firefox's students), tests/threads.py (`one_thread`, the autouse fixture of
+the folders whose models are tiny), tests/tolerance.py (the one rule for float32 comparisons: depth x float32
+epsilon x scale). LONGEST_FILES start first, so that pytest -n 2 --dist loadfile ends both workers together.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from pathlib import Path
 import pytest
 import torch
 from seeds import RAW, VARIABLE, seed, seed_args, valid
+from shared import built_once
+from threads import kept_thread_count
 
 GOLDEN = Path(__file__).parent / "golden" / "seed_examples.json"
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -35,6 +44,15 @@ NOT_WATCHED = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", "
 TINY = ["--set", "d_model=32", "--set", "n_heads=2", "--set", "d_ff=64", "--set", "n_encoder_layers=1",
         "--set", "n_decoder_layers=2", "--batch-tokens", "200", "--warmup", "20", "--threads", "1", "--quiet",
         "--steps", "150", *seed_args()]
+
+# The files that take longest (`pytest --durations=80`, setup included), sent to the workers first: pytest -n 2
+# --dist loadfile hands out one file at a time in collection order, and a long file met last keeps one worker
+# busy while the other idles (the longest-first rule). Order within: longest first.
+LONGEST_FILES = ["learn/test_notebooks.py", "generate/test_paragraphs.py", "firefox/test_export.py",
+                 "generate/test_batch_invariance.py", "firefox/test_parity.py", "train/test_gpu_window.py",
+                 "train/test_shapes.py", "interop/test_interop_cli.py", "learn/test_why_notebook.py",
+                 "catalog/test_catalogue_fidelity.py", "firefox/test_views.py", "hostile/test_run_folders.py",
+                 "hostile/test_cache_folder.py", "train/test_gpu_step.py"]
 
 _sandbox: dict = {}
 
@@ -82,6 +100,19 @@ def pytest_configure(config):
         os.environ[name] = str(folder / sub)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """LONGEST_FILES first (in that order), then every other file in pytest's own order (a stable sort)."""
+    rank = {name: index for index, name in enumerate(LONGEST_FILES)}
+
+    def place(item) -> int:
+        path = Path(str(item.path)).resolve()
+        relative = path.relative_to(REPOSITORY / "tests").as_posix() if path.is_relative_to(REPOSITORY) else ""
+        return rank.get(relative, len(rank))
+
+    items.sort(key=place)
+
+
 def pytest_sessionfinish(session, exitstatus):
     if not _sandbox or "before" not in _sandbox:
         return
@@ -113,19 +144,20 @@ def golden() -> dict:
 
 
 @pytest.fixture(scope="session")
-def toy_model() -> Path:
-    """The lessons' toy model, trained once per session (small) into the sandbox's cache, where `learn`,
-    the notebooks and the page look for it (`learn.toy.toy_run_dir`)."""
+def toy_model(tmp_path_factory) -> Path:
+    """The lessons' toy model, trained once per session (small; one training for all the xdist workers:
+    tests/shared.py) and copied into the sandbox's cache, where `learn`, the notebooks and the page look for it
+    (`learn.toy.toy_run_dir`)."""
     from clearformer.cli import main
     from clearformer.learn.toy import toy_run_dir
 
+    def train(folder: Path) -> None:
+        with kept_thread_count():
+            assert main(["train", "--preset", "toy-translate", "--out", str(folder), *TINY]) == 0
+
     run = toy_run_dir()
     if not (run / "model.safetensors").exists():
-        threads = torch.get_num_threads()
-        try:
-            assert main(["train", "--preset", "toy-translate", "--out", str(run), *TINY]) == 0
-        finally:
-            torch.set_num_threads(threads)
+        built_once(tmp_path_factory, "toy-model", train, into=run)
     return run
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from tolerance import assert_float32_close, float32_close, golden_close
 from torch import nn
 
 from clearformer.config import ModelConfig
@@ -41,7 +42,7 @@ def test_padding_mask_blocks_pad_keys_only():
 def test_masked_softmax_gives_the_golden_causal_weights(golden):
     example = golden["seed_002_i_love_you"]["masked_example"]
     weights = masked_softmax(torch.tensor(example["scores"]), causal_mask(4))
-    assert torch.allclose(weights, torch.tensor(example["weights"]), atol=1e-4)
+    assert golden_close(weights, example["weights"], depth=4)  # a softmax over 4 keys
     assert torch.all(weights.triu(1) == 0)
 
 
@@ -56,7 +57,7 @@ def test_explicit_and_fast_paths_agree_with_padding_and_causal_masks():
     for mask in (None, padding_mask(ids, 0), combine_masks(padding_mask(ids, 0), causal_mask(6))):
         explicit, _ = explicit_attention(q, k, v, mask)
         fast = fast_attention(q, k, v, mask)
-        assert torch.allclose(explicit, fast, atol=1e-5)
+        assert_float32_close(explicit, fast, depth=8 + 6)  # d_k, then 6 keys (tests/tolerance.py)
 
 
 def test_explicit_path_records_every_intermediate_and_matches_the_definition():
@@ -100,15 +101,16 @@ def test_multi_head_attention_equals_torch_multihead_attention():
     with torch.no_grad():
         # self-attention with a causal mask (torch's bool masks mean True = blocked)
         expected, _ = peer(x, x, x, attn_mask=~causal_mask(6))
-        assert torch.allclose(ours(x, mask=causal_mask(6)), expected, atol=1e-5)
+        depth = 16 + 4 + 6 + 16  # projections, a head's width, the keys, W_O (tests/tolerance.py)
+        assert float32_close(ours(x, mask=causal_mask(6)), expected, depth)
         # cross-attention (the same weights in a CrossAttention) with a padding mask
         cross = CrossAttention(ModelConfig(d_model=16, n_heads=4)).eval()
         cross.load_state_dict(ours.state_dict())
         expected, _ = peer(x, memory, memory, key_padding_mask=src == 0)
-        assert torch.allclose(cross(x, memory, mask=padding_mask(src, 0)), expected, atol=1e-5)
+        assert float32_close(cross(x, memory, mask=padding_mask(src, 0)), expected, depth)
         # and the explicit (recording) path gives the same
         with trace.Recorder() as rec:
-            assert torch.allclose(cross(x, memory, mask=padding_mask(src, 0)), expected, atol=1e-5)
+            assert float32_close(cross(x, memory, mask=padding_mask(src, 0)), expected, depth)
         assert rec.get("CrossAttention.weights").shape == (3, 4, 6, 5)
 
 
@@ -118,5 +120,5 @@ def test_cached_self_attention_equals_full_recomputation():
     full = mha(x, mask=causal_mask(5))
     cache = mha.new_cache()
     steps = [mha(x[:, t:t + 1], mask=causal_mask(1, t + 1), cache=cache) for t in range(5)]
-    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-6)
+    assert_float32_close(torch.cat(steps, dim=1), full, depth=8 + 4 + 5 + 8)  # tests/tolerance.py
     assert cache.k.shape == cache.v.shape == (2, 2, 5, 4)  # every position so far

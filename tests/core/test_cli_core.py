@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-import torch
+from tolerance import golden_close
 
 from clearformer.cli import main
 from clearformer.config import ModelConfig
@@ -39,7 +39,7 @@ def test_explain_json_holds_every_intermediate(capsys, golden):
     assert "multi_head.concat" in names and "multi_head.output" in names
     step = next(s for s in data["steps"] if s["name"] == "self_attention.weights")
     expected = golden["seed_001_india_is_great"]["weights"]
-    assert torch.allclose(torch.tensor(step["matrices"][0]["values"]), torch.tensor(expected), atol=1e-4)
+    assert golden_close(step["matrices"][0]["values"], expected)  # tests/tolerance.py
 
 
 def test_info_prints_the_parameter_count(capsys):

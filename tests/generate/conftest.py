@@ -5,18 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 from gen_helpers import SENTENCES, random_model
+from threads import one_thread  # noqa: F401  (autouse: one torch thread for the folder's tiny models)
 
 from clearformer.store.checkpoint import save_model
 from clearformer.tokenize import WordTokenizer
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These models are tiny: one thread is fastest, and it avoids OpenMP spinning on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

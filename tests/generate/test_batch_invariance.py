@@ -1,7 +1,8 @@
 """Every sentence of a mixed batch translates exactly as it does alone (issue 48), for the runs clearformer trains:
-a word vocabulary and a SentencePiece one, both masking placeholders as reserved tokens, float32 as they run;
-greedy and beam 4. The imported kinds: tests/interop/test_batch_invariance_marian.py and
-tests/firefox/test_batch_invariance_firefox.py. Hypothesis draws the batches (tests/batch_support.py)."""
+a word vocabulary and a SentencePiece one, both masking placeholders as reserved tokens, float32 as they run, and
+the word one with int8 linear layers (`translate --quantize int8`, generate/int8.py); greedy and beam 4. The
+imported kinds: tests/interop/test_batch_invariance_marian.py and tests/firefox/test_batch_invariance_firefox.py.
+Hypothesis draws the batches (tests/batch_support.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from gen_helpers import random_model
 from hypothesis import HealthCheck, given, settings
 
 from clearformer.generate import DecodingOptions
+from clearformer.generate.int8 import quantize_int8
 from clearformer.train.corpus import build_tokenizer
 from clearformer.train.options import Vocabulary
 
@@ -26,14 +28,18 @@ PAIRS = [("Delete %d files from %s?", "Supprimer %d fichiers de %s ?"), ("copy %
 OPTIONS = {"greedy": DecodingOptions(max_extra=8), "beam 4": DecodingOptions(beam=4, max_extra=8)}
 
 
-KINDS = ("words", "sentencepiece")
+KINDS = ("words", "sentencepiece", "words, int8")
 
 
 @lru_cache
 def run_of(kind: str):
-    """(model, tokenizer): a random float32 model over a vocabulary built as `train` builds it."""
-    tokenizer = build_tokenizer(Vocabulary(tokenizer=kind, vocab_size=400, mask_placeholders=True), PAIRS)
+    """(model, tokenizer): a random float32 model over a vocabulary built as `train` builds it (its linear layers
+    int8 for a kind that says so)."""
+    vocabulary, _, quantize = kind.partition(", ")
+    tokenizer = build_tokenizer(Vocabulary(tokenizer=vocabulary, vocab_size=400, mask_placeholders=True), PAIRS)
     model = random_model(len(tokenizer), seed=5, dtype=torch.float32, max_len=64)
+    if quantize == "int8":
+        quantize_int8(model)
     return model, tokenizer
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 from gen_helpers import random_model
+from tolerance import assert_float32_close, transformer_depth
 
 from clearformer.generate import DecoderState, DecodingOptions, beam_search, graphs, greedy_decode
 from clearformer.load import load_model
@@ -40,7 +41,7 @@ def test_static_steps_give_the_growing_cache_logits_row_by_row(trained):
         assert not step.capture  # the CPU: the same static computation, eagerly
         for t in range(6):
             expected, got = next_logits(model, growing, model.decode), next_logits(model, static, step)
-            torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+            assert_float32_close(got, expected, transformer_depth(model.config))  # tests/tolerance.py
             chosen = expected.argmax(-1)
             for state in (growing, static):
                 state.append(chosen)

@@ -13,7 +13,7 @@ from gen_helpers import tiny_config
 from torch import nn
 
 from clearformer.generate import DecodingOptions, greedy_decode, pad_batch
-from clearformer.generate.int8 import Int8Linear, quantize_int8, shipped_scale
+from clearformer.generate.int8 import RESCORED, Int8Linear, Int8Output, quantize_int8, shipped_scale
 from clearformer.generate.options import search_tokens
 from clearformer.generate.shortlist import ShortlistOutput, sliced_output, use_shortlist_output
 from clearformer.model.transformer import Transformer
@@ -25,18 +25,56 @@ def test_an_int8_layer_is_the_integer_product_scaled_back():
     linear = nn.Linear(24, 40)
     layer = Int8Linear(linear)
     x = torch.randn(5, 3, 24)
-    # The definition, in float64: integers of the rows and of the weight, their exact product, both scales.
-    rows = x.reshape(-1, 24).double()
-    row_scale = rows.abs().amax(dim=1, keepdim=True) / 127
+    # The definition: each row's integers and their remainder in 1/127ths (both int8), the weight's integers, the
+    # exact integer products (in float64), both scales.
+    rows = x.reshape(-1, 24)
+    peak = rows.abs().amax(dim=1, keepdim=True)
+    steps = rows / peak * 127.0
+    high = torch.round(steps)
+    low = torch.round((steps - high) * 127.0)
+    assert float(low.abs().max()) <= 64
     weight = linear.weight.detach().double()
     weight_scale = weight.abs().amax(dim=1) / 127
-    q_x, q_w = torch.round(rows / row_scale), torch.round(weight / weight_scale[:, None])
-    expected = (q_x @ q_w.t()) * row_scale * weight_scale + linear.bias.detach().double()
+    q_w = torch.round(weight / weight_scale[:, None])
+    expected = ((high.double() @ q_w.t() + low.double() @ q_w.t() / 127) * peak.double() / 127 * weight_scale
+                + linear.bias.detach().double())
     got = layer(x).reshape(-1, 40).double()
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)  # float32 scaling of exact integer sums
-    # ... and the float layer up to int8 rounding: each term off by at most half a step of either factor.
-    bound = (rows.abs().sum(dim=1, keepdim=True) * weight_scale + row_scale * weight.abs().sum(dim=1)) * 0.5 + 1e-5
-    assert bool(((got - linear(x).reshape(-1, 40).double()).abs() <= bound + 1e-4).all())
+    # ... and the float layer up to the weight's int8 rounding (half a step of each weight) and the input's
+    # rounding to 1/127 of an int8 step.
+    bound = (rows.double().abs().sum(dim=1, keepdim=True) * weight_scale * 0.5
+             + peak.double() / 127 / 127 * weight.abs().sum(dim=1) * 0.5) + 1e-4
+    assert bool(((got - linear(x).reshape(-1, 40).double()).abs() <= bound).all())
+
+
+def test_one_int8_row_per_input_is_the_coarser_product():
+    """`passes = 1` (the output layer's ranking pass): the row's integers only."""
+    torch.manual_seed(9)
+    linear = nn.Linear(16, 8)
+    layer = Int8Linear(linear, passes=1)
+    rows = torch.randn(4, 16)
+    peak = rows.abs().amax(dim=1, keepdim=True)
+    q_x = torch.round(rows / peak * 127.0).double()
+    weight = linear.weight.detach().double()
+    weight_scale = weight.abs().amax(dim=1) / 127
+    expected = (q_x @ torch.round(weight / weight_scale[:, None]).t()) * peak.double() / 127 * weight_scale
+    torch.testing.assert_close(layer(rows).double(), expected + linear.bias.detach().double(), rtol=1e-5, atol=1e-5)
+
+
+def test_the_output_layer_rescores_its_best_logits_in_float():
+    """The int8 output layer's best RESCORED logits of each row are the float layer's, so its argmax is
+    float32's wherever float32's best token is among int8's best; and a row's logits do not depend on its
+    batch."""
+    torch.manual_seed(10)
+    linear = nn.Linear(32, 500)
+    layer = Int8Output(linear)
+    hidden = torch.randn(7, 32)
+    logits, exact = layer(hidden), linear(hidden).detach()
+    best = logits.topk(RESCORED, dim=1).indices
+    torch.testing.assert_close(logits.gather(1, best), exact.gather(1, best), rtol=1e-5, atol=1e-5)
+    assert torch.equal(logits.argmax(dim=1), exact.argmax(dim=1))
+    for row in range(7):
+        assert torch.equal(layer(hidden[row: row + 1])[0], logits[row])
 
 
 def test_a_row_gives_the_same_numbers_in_any_batch():
@@ -70,6 +108,7 @@ def test_an_int8_model_decodes_each_sentence_as_it_does_alone():
     summary = quantize_int8(model)
     assert summary.layers == sum(isinstance(m, Int8Linear) for m in model.modules()) > 0
     assert not any(type(m) is nn.Linear for m in model.modules())
+    assert isinstance(model.output.linear, Int8Output)  # the output layer rescores its best logits in float
     generator = torch.Generator().manual_seed(4)
     sources = [torch.randint(4, 39, (n,), generator=generator).tolist() for n in (3, 9, 5, 12, 1, 7)]
     options = DecodingOptions(max_extra=6)

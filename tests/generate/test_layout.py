@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tolerance import assert_float32_close
 from torch import nn
 
 from clearformer.config import MLAConfig, ModelConfig
@@ -27,7 +28,7 @@ def test_the_layout_equals_nn_linear(shape, bias):
         got = layer(x)
         expected = nn.Linear.forward(layer, x)
     assert got.shape == (*shape[:-1], 40)
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    assert_float32_close(got, expected, depth=16)  # a 16-term dot product (tests/tolerance.py)
     assert torch.equal(got.contiguous().view(-1, 40), got.reshape(-1, 40))  # the view reads as a tensor
 
 

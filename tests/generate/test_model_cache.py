@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 from gen_helpers import SENTENCES, random_model
+from tolerance import assert_float32_close, transformer_depth
 
 from clearformer.config import variant_overrides
 from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens, translate
@@ -50,7 +51,7 @@ def test_cached_steps_equal_the_uncached_decoder(variant, beams):
     for position in range(tokens.shape[1]):
         step = model.project(model.decode(tokens[:, position:position + 1], memory if position == 0 else None,
                                           src_mask, cache, position))[:, 0]
-        torch.testing.assert_close(step, full[:, position], atol=1e-5, rtol=1e-5)
+        assert_float32_close(step, full[:, position], transformer_depth(model.config))  # tests/tolerance.py
     kv_heads = model.decoder.layers[0].cross_attention.n_kv_heads
     for layer in cache:  # one row per decoded sequence, the source's keys once, the target's per position
         assert layer.cross_attention.k.shape == (src.shape[0], kv_heads, src.shape[1], model.config.head_dim)

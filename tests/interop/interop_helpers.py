@@ -13,6 +13,7 @@ from pathlib import Path
 
 import seeds
 import torch
+from tolerance import depth_of
 
 SENTENCES = ["the cat sat on the mat", "a dog runs in the park", "I love you", "we read a book today",
              "le chat est sur le tapis", "un chien court dans le parc", "je t'aime", "nous lisons un livre"]
@@ -94,6 +95,18 @@ def gpt2_folder(directory: Path, seed: int = 0, **overrides):
     noise(model)
     model.save_pretrained(directory)
     return directory, model
+
+
+def marian_depth(config) -> int:
+    """tests/tolerance.py's depth for a MarianConfig's logits."""
+    return depth_of(config.d_model, max(config.encoder_ffn_dim, config.decoder_ffn_dim),
+                    encoder_layers=config.encoder_layers, decoder_layers=config.decoder_layers, vocabulary=True)
+
+
+def gpt2_depth(config) -> int:
+    """tests/tolerance.py's depth for a GPT2Config's logits (a decoder-only layer: one attention, one MLP)."""
+    return depth_of(config.n_embd, config.n_inner or 4 * config.n_embd, encoder_layers=config.n_layer,
+                    vocabulary=True)
 
 
 def padded(rows: list[list[int]], pad_id: int) -> torch.Tensor:

@@ -10,7 +10,8 @@ import torch
 
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
-from interop_helpers import gpt2_folder  # noqa: E402
+from interop_helpers import gpt2_depth, gpt2_folder  # noqa: E402
+from tolerance import assert_float32_close  # noqa: E402
 
 from clearformer.errors import UserError  # noqa: E402
 from clearformer.generate.sampling import SamplingOptions, generate  # noqa: E402
@@ -51,7 +52,7 @@ def test_logits_equal_gpt2s(pair):
         expected = theirs(ids).logits
         got = ours(ids)
     assert expected.abs().max() > 1.0
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+    assert_float32_close(got, expected, gpt2_depth(theirs.config))  # tests/tolerance.py
     assert ours.config.tie_embeddings == ("decoder" if theirs.config.tie_word_embeddings else "none")
 
 

@@ -9,7 +9,8 @@ import torch
 
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
-from interop_helpers import TEST_SOURCES, gpt2_folder, marian_folder, padded  # noqa: E402
+from interop_helpers import TEST_SOURCES, gpt2_depth, gpt2_folder, marian_depth, marian_folder, padded  # noqa: E402
+from tolerance import assert_float32_close, float32_close  # noqa: E402
 
 from clearformer.cli import main  # noqa: E402
 from clearformer.explain.interventions import parse_interventions  # noqa: E402
@@ -54,8 +55,9 @@ def test_marian_head_off_equals_marian_without_its_columns(marian, name, part, t
     stack, layer, attention = part
     zero_head(getattr(getattr(edited.model, stack).layers[layer], attention).out_proj, int(name[-1]), 4)
     expected = marian_logits(edited, src, tgt, tokenizer.pad_id)
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
-    assert not torch.allclose(expected, marian_logits(theirs, src, tgt, tokenizer.pad_id), atol=1e-3)
+    depth = marian_depth(theirs.config)  # tests/tolerance.py
+    assert_float32_close(got, expected, depth)
+    assert not float32_close(expected, marian_logits(theirs, src, tgt, tokenizer.pad_id), depth)  # the head mattered
     assert all(torch.equal(ours.state_dict()[k], v) for k, v in before.items())
     # Beam search with the head off: the tokens of the edited Marian, searched by clearformer itself.
     edited_ours, _, _ = load_marian_from(edited, tmp_path)
@@ -84,7 +86,7 @@ def test_marian_without_positions_equals_a_zero_table(marian):
     edited.load_state_dict(theirs.state_dict())
     with torch.no_grad():
         edited.model.encoder.embed_positions.weight.zero_()
-    torch.testing.assert_close(got, marian_logits(edited, src, tgt, tokenizer.pad_id), atol=1e-5, rtol=0)
+    assert_float32_close(got, marian_logits(edited, src, tgt, tokenizer.pad_id), marian_depth(theirs.config))
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +111,7 @@ def test_gpt2_head_off_and_no_positions_equal_edited_gpt2(gpt2):
         got = ours(ids)
     with torch.no_grad():
         expected = edited(ids).logits
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+    assert_float32_close(got, expected, gpt2_depth(theirs.config))
 
 
 def test_lm_generate_ablate(gpt2, tmp_path, capsys):

@@ -1,5 +1,6 @@
 """`clearformer import marian`: random MarianMTModels of several configurations, saved with save_pretrained,
-compute the same logits in clearformer (1e-5) and decode to the same tokens (greedy and beam 4)."""
+compute the same logits in clearformer (within float32 rounding: tests/tolerance.py) and decode to the same
+tokens (greedy and beam 4)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import torch
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
 pytest.importorskip("transformers")
-from interop_helpers import TEST_SOURCES, hf_generate, marian_folder, padded  # noqa: E402
+from interop_helpers import TEST_SOURCES, hf_generate, marian_depth, marian_folder, padded  # noqa: E402
+from tolerance import assert_float32_close  # noqa: E402
 
 from clearformer.errors import UserError  # noqa: E402
 from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens  # noqa: E402
@@ -64,7 +66,7 @@ def test_logits_equal_marians(pair):
         expected = theirs(input_ids=src, attention_mask=src != tokenizer.pad_id, decoder_input_ids=tgt).logits
         got = ours(src, tgt)
     assert expected.abs().max() > 1.0  # the comparison is not between near-zero numbers
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+    assert_float32_close(got, expected, marian_depth(theirs.config))
 
 
 @pytest.mark.parametrize("beams", [1, 4])
@@ -91,7 +93,7 @@ def test_marian_to_ours_to_marian_keeps_the_logits(pair, tmp_path):
     with torch.no_grad():
         before = theirs(input_ids=src, attention_mask=src != tokenizer.pad_id, decoder_input_ids=tgt).logits
         after = again(input_ids=src, attention_mask=src != tokenizer.pad_id, decoder_input_ids=tgt).logits
-    torch.testing.assert_close(after, before, atol=1e-5, rtol=0)
+    assert_float32_close(after, before, marian_depth(theirs.config))
     assert json.loads((tmp_path / "again" / "vocab.json").read_text()) == tokenizer.vocab
 
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 from seeds import seed
+from threads import one_thread  # noqa: F401  (autouse: one torch thread for the folder's tiny models)
 
 sys.path.insert(0, str(Path(__file__).parent))  # planted.py
 
@@ -30,11 +30,3 @@ def quick_toy_training(monkeypatch):
     import clearformer.learn.toy
 
     monkeypatch.setattr(clearformer.learn.toy, "TOY_TRAINING", QUICK)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from lm_helpers import PLACES, SUBJECTS, VERBS
 from seeds import seed_args
+from shared import built_once
+from threads import kept_thread_count
 
 
 @pytest.fixture(scope="session")
@@ -33,19 +37,21 @@ def _known_peak(monkeypatch):
 
 @pytest.fixture(scope="session")
 def trained_lm(tmp_path_factory, corpus_file):
-    """`clearformer lm train` on the tiny corpus: a checkpoint directory."""
+    """`clearformer lm train` on the tiny corpus: a checkpoint directory (trained once for all the workers:
+    tests/shared.py)."""
     from clearformer.cli import main
     from clearformer.train import mfu
 
-    out = tmp_path_factory.mktemp("lm") / "run"
-    original, threads = mfu.matmul_peak, torch.get_num_threads()
-    mfu.matmul_peak = lambda device="cpu", refresh=False, dtype=None: 1e10
-    try:
-        code = main(["lm", "train", "--corpus", str(corpus_file), "--out", str(out), "--preset", "lm-tiny",
-                     "--tokenizer", "words", "--steps", "150", "--batch-size", "16", "--block-size", "32",
-                     "--eval-every", "150", "--lr", "3e-3", "--threads", "1", *seed_args()])
-    finally:
-        mfu.matmul_peak = original
-        torch.set_num_threads(threads)
-    assert code == 0
-    return out
+    def train(out: Path) -> None:
+        original = mfu.matmul_peak
+        mfu.matmul_peak = lambda device="cpu", refresh=False, dtype=None: 1e10
+        try:
+            with kept_thread_count():
+                code = main(["lm", "train", "--corpus", str(corpus_file), "--out", str(out), "--preset", "lm-tiny",
+                             "--tokenizer", "words", "--steps", "150", "--batch-size", "16", "--block-size", "32",
+                             "--eval-every", "150", "--lr", "3e-3", "--threads", "1", *seed_args()])
+        finally:
+            mfu.matmul_peak = original
+        assert code == 0
+
+    return built_once(tmp_path_factory, "lm", train)

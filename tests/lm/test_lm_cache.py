@@ -1,12 +1,13 @@
 """The language model's cache (model/cache.py): one-token steps through the model with its cache give
-the full forward's logits (to 1e-5), and `generate` chooses the same tokens with and without a
-recorder, for every attention variant (MHA, GQA, MQA, MLA naive and absorbed)."""
+the full forward's logits (within float32 rounding: tests/tolerance.py), and `generate` chooses the same
+tokens with and without a recorder, for every attention variant (MHA, GQA, MQA, MLA naive and absorbed)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from lm_helpers import tiny_model
+from tolerance import assert_float32_close, depth_of
 
 from clearformer.generate.sampling import SamplingOptions, generate
 from clearformer.record import trace
@@ -29,10 +30,12 @@ def test_cached_steps_equal_the_forward(variant, absorb, overrides):
     ids = torch.randint(4, 40, (2, 10), generator=torch.Generator().manual_seed(1))
     full = model(ids)
     cache = model.new_cache()
-    torch.testing.assert_close(model(ids[:, :3], cache, 0), full[:, :3], atol=1e-5, rtol=1e-5)  # the prompt
+    c = model.config  # a decoder-only layer: one attention block and one feed-forward block
+    depth = depth_of(c.d_model, c.d_ff, encoder_layers=c.n_decoder_layers, vocabulary=True)
+    assert_float32_close(model(ids[:, :3], cache, 0), full[:, :3], depth)  # the prompt
     for position in range(3, ids.shape[1]):
         step = model(ids[:, position:position + 1], cache, position)[:, 0]
-        torch.testing.assert_close(step, full[:, position], atol=1e-5, rtol=1e-5)
+        assert_float32_close(step, full[:, position], depth)
     assert all(layer.cross_attention is None for layer in cache)  # no encoder: no cross-attention cache
 
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from threads import one_thread  # noqa: F401  (autouse: one torch thread for the folder's tiny models)
 
 from clearformer.config import preset
 from clearformer.model.transformer import Transformer
@@ -17,14 +18,6 @@ from clearformer.train.options import Vocabulary
 PAIRS = [("Delete %d files from %s?", "Supprimer %d fichiers de %s ?"), ("the cat sleeps", "le chat dort"),
          ("Open the file", "Ouvrir le fichier"), ("Save the file", "Enregistrer le fichier"), ("Quit", "Quitter"),
          ("file", "fichier"), ("files", "fichiers"), ("I love you", "je t'aime"), ("Hello", "Bonjour")] * 10
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,10 @@ WORDS = "I love you the cat Je t' aime le chat".split()
 
 def build_checkpoint(directory: Path, toy_size: bool = False) -> Path:
     """A 1+1-layer, 2-head, d_model 16 Transformer with random weights and a vocabulary for "I love you"
-    (`toy_size`: the toy-translate preset's own sizes, 2+2 layers of d_model 64, and <eos> never chosen, so an
-    explanation decodes to its length limit: as costly as the trained toy model's, or more)."""
+    (`toy_size`: the toy-translate preset's own sizes, 2+2 layers of d_model 64). <eos> is never chosen, so a
+    translation always decodes to the length limit, whatever the seed (CLEARFORMER_TEST_SEED=1's random weights
+    chose <eos> first: an empty translation, and a page with no result to show); at toy size an explanation is
+    then as costly as the trained toy model's, or more."""
     from clearformer.config import preset
     from clearformer.model.transformer import Transformer
     from clearformer.store.checkpoint import save_model
@@ -28,9 +30,8 @@ def build_checkpoint(directory: Path, toy_size: bool = False) -> Path:
     config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), **sizes)
     torch.manual_seed(seed(0))
     model = Transformer(config)
-    if toy_size:
-        with torch.no_grad():
-            model.output.linear.bias[tokenizer.eos_id] = -1e4
+    with torch.no_grad():
+        model.output.linear.bias[tokenizer.eos_id] = -1e4
     save_model(directory, model, tokenizer, {"note": "random weights, for tests"})
     return directory
 

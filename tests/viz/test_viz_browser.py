@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from live_support import assert_bars_show, browser_tab, wait_for, wait_until
+from tolerance import golden_close
 
 from clearformer.explain.claim_links import claims_doc
 from clearformer.explain.examples import run_example
@@ -176,7 +177,7 @@ def test_seed_example_on_the_live_page(page, live_server, golden):
     click_step(page, "self_attention.weights")
     assert_shows(page, "#cf-matrices", recorder.get("self_attention.weights")[0, 0])
     values, _ = shown(page, "#cf-matrices")
-    np.testing.assert_allclose(values, golden["seed_002_i_love_you"]["weights"], atol=1e-6)
+    assert golden_close(values, golden["seed_002_i_love_you"]["weights"])  # tests/tolerance.py
     click_step(page, "masked_example.weights")
     blocked = page.eval_on_selector_all("#cf-matrices .cf-cell",
                                         "cells => cells.map(c => !!c.dataset.blocked)")

@@ -8,9 +8,9 @@ import json
 import socket
 import threading
 
-import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from tolerance import golden_close
 
 from clearformer.cli import main
 from clearformer.explain.html import LIVE_SCRIPTS, STYLE, asset
@@ -84,7 +84,7 @@ def test_explain_an_example(seeds_client, golden):
     walk = seeds_client.post("/api/explain", json={"example": "i-love-you"}).json()
     weights = next(s for s in walk["steps"] if s["name"] == "self_attention.weights")
     expected = golden["seed_002_i_love_you"]["weights"]
-    np.testing.assert_allclose(weights["matrices"][0]["values"], expected, atol=1e-4)
+    assert golden_close(weights["matrices"][0]["values"], expected)  # tests/tolerance.py
 
 
 def test_without_a_model_only_the_examples(seeds_client):

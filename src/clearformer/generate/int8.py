@@ -3,15 +3,25 @@ quantized to 8-bit integers as it runs, the product itself in integers (`torch._
 int32), then scaled back to float. Swapped in once where a run is loaded for decoding, as gpt-fast's
 quantize.py swaps its layers; model/ keeps the paper's float layers, and training never sees these.
 
-    y = (q_x q_W^T) * s_x s_W + b      q_x = round(x / s_x), s_x = max|x_row| / 127 (one scale per row)
-                                       q_W = round(W / s_W), s_W = max|W_row| / 127 (one scale per output)
+    y = (q_W x_hi + q_W x_lo / 127) s_x s_W + b,   s_x = max|x_row| / 127 (one scale per row)
+        x_hi = round(x / s_x), x_lo = round((x / s_x - x_hi) * 127)      (both int8: |x_lo| <= 64)
+        q_W = round(W / s_W), s_W = max|W_row| / 127 (one scale per output)
 
 Why int8: a decoding step multiplies a few rows (one per hypothesis) by every weight matrix; the large ones (the
-output projection above all) are read from memory at every step, and int8 weights are a quarter of float32's
-bytes (BENCHMARKS.md, "int8 decoding on the CPU"). Why a scale per input row, not torch's dynamic quantization
-(`quantize_dynamic`, one scale for the whole input tensor): with one scale per tensor a sentence's numbers depend
-on the other sentences of its batch, and a translation must never depend on its batch; with one per row and the
-product in integers (exact), every row's result is the same in any batch, bit for bit.
+output projection above all) are read from memory at every step, and int8 weights are a quarter of float32's bytes
+(BENCHMARKS.md, "Decoding speed (greedy and beam 4, KV cache, peers)"). Why a scale per input row, not torch's
+dynamic quantization (`quantize_dynamic`, one scale for the whole input tensor): with one scale per tensor a
+sentence's numbers depend on the other sentences of its batch, and a translation must never depend on its batch;
+with one per row and the product in integers (exact), every row's result is the same in any batch, bit for bit.
+
+Why each input row as two int8 rows (its integers and what they left, x_hi and x_lo, multiplied in the same
+`_int_mm` call): one int8 row per input moved 41 of Firefox's student's 260 test translations away from float32's,
+its weights being exact; the second row makes the input ~14-bit, which moves none (BENCHMARKS.md, "int8 against
+float32: where the translations move"). One sentence at a time the second row costs the product nothing (2 x 256
+rows take as long as 1 x 256); at 32 sentences it costs about a fifth of a greedy step (the same section). The
+weights stay 8-bit: what they still move is the output projection's argmax among near-ties, so the output layer
+(`Int8Output`) recomputes its few best logits per row in float (the float matrix is the embedding table in a
+tied model, kept anyway) before the search reads them.
 
 Firefox's students ship their matrices in intgemm's int8 (W = q / scale, one scale per matrix,
 `interop/marian_bin.py`): a weight that lies on such a lattice is taken as those very integers with that scale,
@@ -26,11 +36,16 @@ import torch
 from torch import nn
 
 from clearformer.generate.shortlist import sliced_output
+from clearformer.model.transformer import OutputProjection
 from clearformer.record import trace
 
 # How far from an integer W / scale may be and still count as the lattice a file shipped: float32 rounding of
 # q / scale is ~1e-7 relative, a weight requantized from float is off by up to 0.5.
 LATTICE_TOLERANCE = 1e-3
+TINY = torch.finfo(torch.float32).tiny  # the scale of an all-zero row: its integers are 0 all the same
+# 127 as a tensor: a Python number in a tensor operation is first copied into one (aten::_to_copy), which at
+# one sentence costs as much as the operation (BENCHMARKS.md, "int8 against float32: where the translations move")
+LEVELS = torch.tensor(127.0)
 
 
 @dataclass(frozen=True)
@@ -61,38 +76,86 @@ class Int8Linear(nn.Module):
 
     weight (out, in) int8 (read transposed by `torch._int_mm`: the faster layout, measured), scale (out,)
     float32, bias (out,) or None; `shipped`: the integers are the ones the model's file shipped (one scale
-    for the whole matrix)."""
+    for the whole matrix); `passes`: each input row as 2 int8 rows (its integers and their remainder) or 1."""
 
-    def __init__(self, linear: nn.Linear) -> None:
+    def __init__(self, linear: nn.Linear, passes: int = 2) -> None:
         super().__init__()
+        self.passes = passes
         weight = linear.weight.detach().float()
         shipped = shipped_scale(weight)
         if shipped is not None:
             scale = torch.full((weight.shape[0],), shipped)
         else:
-            scale = (weight.abs().amax(dim=1) / 127.0).clamp(min=torch.finfo(torch.float32).tiny)
+            scale = (weight.abs().amax(dim=1) / 127.0).clamp(min=TINY)
         integers = torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8)
         self.in_features, self.out_features, self.shipped = linear.in_features, linear.out_features, shipped is not None
         self.register_buffer("weight", integers)
         self.register_buffer("scale", scale.float())
         self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float().clone())
+        # s_W / 127: with the row's peak p, the product's scale is p s_W / 127 (s_x = p / 127), one multiply
+        self.register_buffer("step_scale", self.scale / 127.0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.reshape(-1, self.in_features).float()
-        row_scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=torch.finfo(torch.float32).tiny) / 127.0
-        integers = torch.round(rows / row_scale).to(torch.int8)
-        product = torch._int_mm(integers, self.weight.t()).float() * (row_scale * self.scale)
-        if self.bias is not None:
-            product += self.bias
-        return product.view(*x.shape[:-1], self.out_features).to(x.dtype)
+        # Few tensor operations on purpose: at one sentence a step multiplies 1 x 256 rows, and each
+        # operation's dispatch costs about what the product does (BENCHMARKS.md, "Firefox's en-pt student").
+        rows = x.reshape(-1, self.in_features)
+        peak = torch.linalg.vector_norm(rows, float("inf"), dim=1, keepdim=True).clamp_(min=TINY)
+        steps = rows / peak * LEVELS  # x / s_x, in [-127, 127]
+        high = steps.round()
+        if self.passes == 1:
+            product = torch._int_mm(high.to(torch.int8), self.weight.t()).float()
+        else:
+            low = steps.sub_(high).mul_(LEVELS).round_()  # what the integers left, in 1/127ths: |low| <= 64
+            both = torch._int_mm(torch.cat((high, low)).to(torch.int8), self.weight.t())
+            both = both.view(2, rows.shape[0], self.out_features).float()  # exact below 2^24: in <= 1040
+            product = torch.add(*both.unbind(), alpha=1.0 / 127.0)
+        scale = peak * self.step_scale
+        out = product.mul_(scale) if self.bias is None else torch.addcmul(self.bias, product, scale)
+        return out.view(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, shipped={self.shipped}"
+        return (f"in_features={self.in_features}, out_features={self.out_features}, shipped={self.shipped}, "
+                f"passes={self.passes}")
 
 
-def quantize_int8(model: nn.Module) -> Int8Summary:
+# How many of a row's best int8 logits the output layer recomputes in float: beam search keeps 2 x beam
+# candidates per row (beam 4: 8), greedy the first; BENCHMARKS.md, "int8 against float32: where the
+# translations move", measured how many it takes.
+RESCORED = 8
+
+
+class Int8Output(Int8Linear):
+    """The output projection's linear layer (vocab rows): logits in int8 (one int8 row per input: they only rank
+    the vocabulary), then each row's `RESCORED` best recomputed in float, hidden . W[id] + b[id], from the float
+    matrix (the embedding table itself in a tied model: no copy). The search's argmax and its beams' best
+    candidates are float32's; the other logits (the softmax's normaliser) stay int8's.
+
+    Each rescored logit is a sum over its own row (no matrix product whose blocking could follow the batch): a
+    row's logits are the same in any batch."""
+
+    def __init__(self, linear: nn.Linear, rescored: int = RESCORED) -> None:
+        super().__init__(linear, passes=1)
+        self.rescored = min(rescored, self.out_features)
+        self.float_weight = linear.weight.detach()  # shares the storage: a tied table is not copied
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = super().forward(x)
+        if self.rescored == 0:
+            return logits
+        flat, rows = logits.view(-1, self.out_features), x.reshape(-1, self.in_features)
+        best = flat.topk(self.rescored, dim=1, sorted=False).indices  # (rows, k)
+        exact = (self.float_weight[best] * rows[:, None, :]).sum(dim=-1)
+        if self.bias is not None:
+            exact += self.bias[best]
+        flat.scatter_(1, best, exact)
+        return logits
+
+
+def quantize_int8(model: nn.Module, passes: int = 2, rescored: int = RESCORED) -> Int8Summary:
     """Turn every linear layer of `model` (but a sliced output projection's) into its int8 form, in place,
-    for decoding only (the int8 layers have no gradients). A model whose decoder reads a linear layer's
+    for decoding only (the int8 layers have no gradients): `passes` int8 rows per input row, and the output
+    projection's `rescored` best logits per row recomputed in float (benchmarks/int8_agreement.py measures
+    the other settings). A model whose decoder reads a linear layer's
     weight matrix itself (MLA's absorbed path) is refused with ValueError: that read would miss the int8."""
     if model.config.attention == "mla":
         raise ValueError("int8: MLA's absorbed decoding reads its up-projection's weight matrix; decode it in float32")
@@ -102,11 +165,12 @@ def quantize_int8(model: nn.Module) -> Int8Summary:
     kept = set() if sliced is None else {id(module) for module in sliced.full.modules()}
     targets = [(name, module) for name, module in model.named_modules()
                if isinstance(module, nn.Linear) and id(module) not in kept]
+    outputs = {id(module.linear) for module in model.modules() if isinstance(module, OutputProjection)}
     shipped = 0
     for name, linear in targets:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        layer = Int8Linear(linear)
+        layer = Int8Output(linear, rescored) if id(linear) in outputs else Int8Linear(linear, passes)
         trace.name_as(layer, linear)
         shipped += layer.shipped
         setattr(parent, child, layer)

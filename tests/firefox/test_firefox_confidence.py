@@ -58,3 +58,34 @@ def test_the_translators_shortlist_slice_does_not_change_the_confidence(firefox_
                                                                        confidence=Confidence(None))
     assert [r.text for r in rated] == [r.text for r in plain]
     assert [r.confidence for r in rated] == pytest.approx([r.confidence for r in plain], abs=1e-5)
+
+
+@pytest.mark.parametrize("beam", [1, 2])
+def test_the_page_gives_translate_format_json_on_the_student(firefox_runs, capsys, monkeypatch, tmp_path, beam):
+    """`clearformer serve` of the student: the walkthrough's confidence (serve/confidence.py) holds the numbers
+    `translate --format json` prints, with the shipped fit, and each word's weakest piece is the piece the lens
+    and the attribution the page opens (POST /api/why's answer) show at that step."""
+    from clearformer.serve.explainer import Explainer, load
+    from clearformer.serve.why import why_answer
+
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(tmp_path / "runs"))
+    run = firefox_runs["en-pt"]
+    source = SOURCES[0]
+    assert main(["translate", "--checkpoint", str(run), "--beam", str(beam), "--format", "json", source]) == 0
+    expected = json.loads(capsys.readouterr().out.splitlines()[0])
+    loaded = load(run)
+    explainer = Explainer(loaded)
+    if beam == 1:
+        page = json.loads(explainer.compute("sentence", source))["confidence"]
+    else:
+        from clearformer.serve.whatif import whatif_answer
+
+        page = json.loads(whatif_answer(explainer, "sentence", source, (), beam))["confidence"]
+    assert page["fitted"] is True and page["linked"] is True and page["beam"] == beam
+    assert page["confidence"] == expected["confidence"]
+    assert [(w["word"], w["confidence"]) for w in page["words"]] == [
+        (w["word"], w["confidence"]) for w in expected["words"]]
+    lens = [s["chosen"] for s in json.loads(why_answer(explainer, "lens", "sentence", source, "", "", beam))["steps"]]
+    attribution = json.loads(why_answer(explainer, "attribute", "sentence", source, "", "attention", beam))
+    for word in page["words"]:
+        assert lens[word["weakest"]] == attribution["target_tokens"][word["weakest"]] == word["weakest_piece"]

@@ -3,7 +3,7 @@
 The front end is plain JavaScript, CSS and HTML in `clearformer/serve/static/`; the exported page
 inlines those very files and embeds the walkthrough JSON, so it opens offline from disk with no
 CDN. The live server (`clearformer serve`) sends the same template, linking the files instead and
-adding `live.js`, the sentence form.
+adding `live.js`, the sentence form, and `confidence.js`, the words by confidence.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from clearformer.store.output import check_output, write_output
 
 # lessons.js: docs/learn.md; beamtree.js and whatif.js: docs/whatif.md; why.js: docs/why.md
 EXPORT_SCRIPTS = ("heatmap.js", "walkthrough.js", "lessons.js", "beamtree.js", "whatif.js", "why.js")
-LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js",)
+# confidence.js: the live page's words by confidence (serve/confidence.py), wrapping walkthrough.js's CF.load
+LIVE_SCRIPTS = EXPORT_SCRIPTS + ("live.js", "confidence.js")
 STYLE = "walkthrough.css"
 TEMPLATE = "walkthrough.html"
 MARKERS = ("<!--clearformer:style-->", "<!--clearformer:script-->", "<!--clearformer:data-->")

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from clearformer.explain.beam import follow_chosen, read_beam_tree
+from clearformer.generate.beam import beam_search
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, SearchTokens
 from clearformer.generate.sampling import SamplingOptions, generate
@@ -64,6 +66,22 @@ def lens_translation(model, src_ids: list[int], options: DecodingOptions, tokens
         decoded = greedy_decode(model, src, options.but(beam=1, with_scores=False), tokens)
     chosen = decoded.tokens[0, : int(decoded.lengths[0])].tolist()
     return read_lens(model, recorder, chosen)
+
+
+def lens_beam(model, src_ids: list[int], options: DecodingOptions, tokens: SearchTokens, vocab: list[str],
+              eos_id: int) -> list[LensStep]:
+    """The lens of `translate --beam K`'s translation of one source: beam search (the call `translate` makes)
+    under the recorder, then at every step the winning hypothesis's row (explain/beam.py `follow_chosen`, as
+    the beam walkthrough reads it). `vocab`: the token labels the search tree is read with."""
+    src = torch.tensor([src_ids], device=next(model.parameters()).device)
+    model.eval()
+    with Recorder() as recorder:
+        beam_search(model, src, options, tokens)
+    tree = read_beam_tree(recorder.records, vocab, [vocab[i] for i in src_ids], eos_id, options.beam, options.alpha,
+                          options.stop)
+    winner = Recorder()
+    winner.records = follow_chosen(recorder.records, tree)
+    return read_lens(model, winner, tree.ranking[0].tokens if tree.ranking else [])
 
 
 def lens_lm(model, prompt_ids: list[int], max_new_tokens: int) -> list[LensStep]:

@@ -12,7 +12,7 @@ import torch
 from clearformer.data.lm import prompt_ids
 from clearformer.errors import UserError
 from clearformer.explain.attribution import DEFAULT_STEPS, METHODS, alignments, attribute
-from clearformer.explain.lens import lens_lm, lens_to_dict, lens_translation
+from clearformer.explain.lens import lens_beam, lens_lm, lens_to_dict, lens_translation
 from clearformer.explain.patching import activation_patching
 from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
@@ -65,9 +65,11 @@ def labels(tokenizer, ids: list[int]) -> list[str]:
     return [tokenizer.id_to_token(i) for i in ids]
 
 
-def lens_report(model, tokenizer, text: str, max_new_tokens: int = 20, facts: DecodingFacts = NO_FACTS) -> dict:
+def lens_report(model, tokenizer, text: str, max_new_tokens: int = 20, facts: DecodingFacts = NO_FACTS,
+                options: DecodingOptions | None = None) -> dict:
     """`clearformer lens TEXT`: {"result", "steps": [...]} (explain/lens.py); a language model continues TEXT. A
-    translation is `translate`'s, by the run's decoding `facts` (here and in the two reports below)."""
+    translation is `translate`'s, by the run's decoding `facts` (here and in the two reports below), under
+    `options` (default: its defaults, greedy; a beam: the lens of the winning hypothesis, `lens_beam`)."""
     require_layers(model, "the lens")
     label = tokenizer.id_to_token
     if is_language_model(model):
@@ -76,9 +78,11 @@ def lens_report(model, tokenizer, text: str, max_new_tokens: int = 20, facts: De
             raise UserError(f"the text is {len(ids)} tokens; the model's context is {model.config.max_len}")
         steps = lens_lm(model, ids, max_new_tokens)
         return lens_to_dict(steps, label, tokenizer.decode(ids + [s.chosen for s in steps]))
-    options = DecodingOptions()
+    options = options or DecodingOptions()
     ids = check_source(tokenizer, text, model.config.max_len)
-    steps = lens_translation(model, ids, options, sentence_tokens(model, tokenizer, options, text, facts))
+    tokens = sentence_tokens(model, tokenizer, options, text, facts)
+    steps = (lens_translation(model, ids, options, tokens) if options.beam == 1 else
+             lens_beam(model, ids, options, tokens, labels(tokenizer, range(len(tokenizer))), tokenizer.eos_id))
     return lens_to_dict(steps, label, tokenizer.decode([s.chosen for s in steps if s.chosen != tokenizer.eos_id]))
 
 
@@ -109,14 +113,16 @@ def check_method(method: str, steps: int) -> None:
 
 
 def attribute_report(model, tokenizer, text: str, method: str = METHODS[0], steps: int = DEFAULT_STEPS,
-                     target: str | None = None, facts: DecodingFacts = NO_FACTS) -> dict:
+                     target: str | None = None, facts: DecodingFacts = NO_FACTS,
+                     options: DecodingOptions | None = None) -> dict:
     """`clearformer attribute TEXT`: per target token a score per source token, the Pharaoh alignments and,
     for integrated gradients, the completeness check. `target`: attribute this translation instead of the
-    model's own (tokenized as the model's targets)."""
+    model's own (tokenized as the model's targets); the model's own is `translate`'s under `options` (default:
+    its defaults, greedy)."""
     require_translation(model, "attribute")
     check_method(method, steps)
     if target is None:
-        ids, translation = source_and_output_ids(model, tokenizer, text, DecodingOptions(), facts)
+        ids, translation = source_and_output_ids(model, tokenizer, text, options or DecodingOptions(), facts)
     else:
         ids = check_source(tokenizer, text, model.config.max_len)
         translation = [*tokenizer.encode(target), tokenizer.eos_id]

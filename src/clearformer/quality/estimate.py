@@ -32,12 +32,16 @@ from clearformer.tokenize import Masked, restore_placeholders
 
 @dataclass(frozen=True)
 class PieceEstimate:
-    """One translated piece: its feature row (`FEATURES` order), Bergamot's unsupervised score, its words."""
+    """One translated piece: its feature row (`FEATURES` order), Bergamot's unsupervised score, its words,
+    its number of output pieces (<eos> included); `groups[k]`: the output positions (= decoding steps) of
+    word k's pieces, `log_probs[t]`: log p of the piece chosen at step t (the page links a word to its steps)."""
 
     row: tuple[float, ...]
     baseline: float
     words: tuple[WordConfidence, ...]
     pieces: int
+    groups: tuple[tuple[int, ...], ...] = ()
+    log_probs: tuple[float, ...] = ()
 
 
 def unsupervised_score(row: Sequence[float]) -> float:
@@ -66,7 +70,8 @@ def estimate_pieces(model, tokenizer, tokens: SearchTokens, sources: Sequence[li
         words, features = _words(tokenizer, seen, marker, masks[index])
         output_text = restore_placeholders(masks[index], tokenizer.decode(outputs[index]))
         row = sentence_features(seen, features, texts[index], output_text, tokens.source_eos, tokens.length_ratio)
-        estimates[index] = PieceEstimate(tuple(row), bergamot_score(features), words, len(seen.pieces))
+        estimates[index] = PieceEstimate(tuple(row), bergamot_score(features), words, len(seen.pieces),
+                                         tuple(word.pieces for word in features), tuple(seen.log_probs.tolist()))
     return estimates
 
 
@@ -100,6 +105,10 @@ class Confidence:
              translations: list[Translation]) -> list[Translation]:
         """The records with their confidence and their words' (see the module docstring)."""
         estimates = estimate_pieces(model, tokenizer, tokens, pieces.sources, pieces.texts, pieces.masks, searched)
+        return self.rated(estimates, pieces, translations)
+
+    def rated(self, estimates: Sequence[PieceEstimate | None], pieces, translations: list[Translation]):
+        """`rate` once the pieces' estimates are read (`KeptConfidence` keeps them on the way)."""
         rated = confidences(estimates, pieces.owners, pieces.count, self.weights)
         out = []
         for translation, (confidence, words) in zip(translations, rated, strict=True):
@@ -109,3 +118,20 @@ class Confidence:
                                            f"confidence {confidence:.2f} is under {self.threshold:g}"))
             out.append(record)
         return out
+
+
+class KeptConfidence(Confidence):
+    """`Confidence` that also keeps what it read, for a front that shows more than the numbers (the page links
+    each word to the decoding steps of its pieces): `pieces` (generate/source.py), `searched` (each piece's
+    output ids) and `estimates` (each piece's `PieceEstimate`) of the last call."""
+
+    def __init__(self, weights: Weights | None, threshold: float | None = None) -> None:
+        super().__init__(weights, threshold)
+        self.pieces, self.searched, self.estimates = None, [], []
+
+    def rate(self, model, tokenizer, tokens: SearchTokens, pieces, searched: Sequence[list[int]],
+             translations: list[Translation]) -> list[Translation]:
+        self.pieces, self.searched = pieces, [list(ids) for ids in searched]
+        self.estimates = estimate_pieces(model, tokenizer, tokens, pieces.sources, pieces.texts, pieces.masks,
+                                         searched)
+        return self.rated(self.estimates, pieces, translations)

@@ -26,6 +26,7 @@ import torch
 from clearformer.explain.lens import layer_logits
 from clearformer.generate.options import SearchTokens
 from clearformer.generate.shortlist import sliced_output
+from clearformer.model.layered import LayeredModel
 from clearformer.record.trace import Hooks
 
 
@@ -59,7 +60,10 @@ def _pad(rows: Sequence[Sequence[int]], pad_id: int, device) -> torch.Tensor:
 
 
 def _hook_names(model) -> tuple[list[str], list[str]]:
-    """(cross-attention weight points, decoder layer output points) of `model`, in layer order."""
+    """(cross-attention weight points, decoder layer output points) of `model`, in layer order (none for a model
+    without layers to read: the GRU baseline)."""
+    if not isinstance(model, LayeredModel):
+        return [], []
     layers = range(len(model.decoder_layers()))
     from clearformer.record.points import hook_points
 

@@ -10,8 +10,8 @@
                            -> the walkthrough JSON
     POST /api/whatif       {"sentence": "...", "ablate": [names], "beam": K} (or "prompt"): the same, rerun with
                            parts of the model switched off and with beam search (serve/whatif.py)
-    POST /api/why          {"tool": "lens"|"patch"|"attribute", "sentence": ..., "corrupted": ..., "method": ...}:
-                           the logit lens, activation patching or attribution (serve/why.py)
+    POST /api/why          {"tool": "lens"|"patch"|"attribute", "sentence": ..., "corrupted": ..., "method": ...,
+                           "beam": K}: the logit lens, activation patching or attribution (serve/why.py)
     POST /translate, GET /languages, POST /detect, GET /frontend/settings
                            LibreTranslate's API (serve/libretranslate.py): Weblate and libretranslatepy use the
                            model; requests that arrive together are decoded together (serve/batcher.py)
@@ -199,9 +199,9 @@ def create_app(loaded: LoadedModel | None, bound_host: str = "127.0.0.1", worker
 
     @app.post("/api/why")
     async def api_why(request: Request) -> Response:
-        tool, kind, text, corrupted, method = parse_why(await read_body(request))
+        tool, kind, text, corrupted, method, beam = parse_why(await read_body(request))
         check_why(explainer, tool, kind)  # no model, or a tool the model has not: 4xx before anything is queued
-        await asyncio.to_thread(explainer.estimate, kind, text)  # surely over the answer bound: 413 first
-        return await answer(request, WhyKey(tool, kind, text, corrupted, method))
+        await asyncio.to_thread(explainer.estimate, kind, text, beam)  # surely over the answer bound: 413 first
+        return await answer(request, WhyKey(tool, kind, text, corrupted, method, beam))
 
     return app

@@ -30,6 +30,9 @@ from clearformer.limits import (
     SERVER_LM_NEW_TOKENS,
 )
 from clearformer.load import load_decoding_facts, load_model
+from clearformer.model.layered import LayeredModel, model_kind
+from clearformer.quality.estimator import load_weights
+from clearformer.serve.confidence import page_confidence
 from clearformer.serve.requests import (
     Field,
     RequestError,
@@ -60,6 +63,20 @@ class LoadedModel:
     def kind(self) -> str:
         """"lm" for a decoder-only language model, "translation" for an encoder-decoder."""
         return "lm" if self.model.config.n_encoder_layers == 0 else "translation"
+
+    @functools.cached_property
+    def confidence_weights(self):
+        """The run's fitted confidence (quality/estimator.py `load_weights`, read once), or None."""
+        return load_weights(self.path)
+
+    def confidence(self, sentence: str, options: DecodingOptions, unlinked: str | None = None) -> dict:
+        """The page's confidence of `sentence` (serve/confidence.py): `translate --confidence`'s numbers, from
+        the one translator, each word with the steps of its pieces; `unlinked`: why its words cannot open the
+        lens and attribution (None: they can, unless the model has no layers to read)."""
+        if unlinked is None and not isinstance(self.model, LayeredModel):
+            unlinked = ("the words are not linked: the lens and the attribution read a Transformer's layers; "
+                        f"this model is {model_kind(self.model)}")
+        return page_confidence(self.translator, self.confidence_weights, self.path.name, sentence, options, unlinked)
 
     @functools.cached_property
     def translator(self) -> PyTorchTranslator:
@@ -162,9 +179,10 @@ class Explainer:
         try:
             walk = explain_search(model, tokenizer, sentence, self.decoding, max_new=page_limit(model),
                                   facts=self.loaded.facts)
+            confidence = self.loaded.confidence(sentence, self.decoding)
         except UserError as error:
             raise RequestError(400, str(error)) from None
-        return walk_payload(walk)
+        return dict(walk_payload(walk), confidence=confidence)
 
 
 def page_limit(model):

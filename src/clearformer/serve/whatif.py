@@ -4,7 +4,8 @@ of the model switched off, and with beam search.
     {"sentence": "I love you", "ablate": ["decoder.layers.0.cross_attention.head.2"], "beam": 4}
     {"prompt": "The dog", "ablate": ["decoder.layers.1.self_attention.head.0.uniform"]}
     -> the walkthrough JSON of the rerun (every step), with `ablated`, `original` (the translation without
-       the interventions), `beam` (the search tree when beam > 1) and `sentence`
+       the interventions), `beam` (the search tree when beam > 1), `sentence` and `confidence`
+       (serve/confidence.py; a translation model)
 
 The names are checked against the loaded model (`clearformer.explain.interventions`) before the request is queued:
 an unknown one is a 400 that lists the valid ones. The model itself is never changed (an intervention lives
@@ -26,6 +27,7 @@ from clearformer.serve.requests import Field, RequestError, answer_budget, bound
 from clearformer.serve.why import why_answer
 
 MAX_PAGE_BEAM = 8  # the widest tree the page draws
+UNLINKED = "under what-if interventions the words are not linked: the lens and the attribution read the whole model"
 FIELDS = ("sentence", "prompt", "ablate", "beam")
 SHAPE = '{"sentence": "...", "ablate": ["name", ...], "beam": K} (or "prompt" for a language model)'
 
@@ -70,6 +72,8 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
             payload = walk_payload(explain_search(model, tokenizer, text, options, interventions=changes,
                                                   max_new=page_limit(model),  # as /api/explain bounds it
                                                   facts=explainer.loaded.facts))
+            with changes:  # the confidence of the translation shown; the lens and attribution read the whole model
+                payload["confidence"] = explainer.loaded.confidence(text, options, UNLINKED if ablate else None)
     except UserError as error:
         raise RequestError(400, str(error)) from None
     return to_json(payload).encode("utf-8")
@@ -109,20 +113,23 @@ class WhatIfKey:
 
 @dataclass(frozen=True)
 class WhyKey:
-    """POST /api/why: `tool` on `text` (a "sentence" or a "prompt"), against `corrupted`, by `method` (serve/why.py)."""
+    """POST /api/why: `tool` on `text` (a "sentence" or a "prompt"), against `corrupted`, by `method`, the
+    translation of beam `beam` (serve/why.py)."""
 
     tool: str
     kind: str
     text: str
     corrupted: str
     method: str
+    beam: int = 1
 
     @property
     def what(self) -> str:
         return "why"
 
     def answer(self, explainer: Explainer) -> bytes:
-        return why_answer(explainer, self.tool, self.kind, self.text, self.corrupted, self.method)
+        return why_answer(explainer, self.tool, self.kind, self.text, self.corrupted, self.method,
+                          self.beam)
 
 
 AnswerKey = ExplainKey | WhatIfKey | WhyKey  # what the server's pool computes and coalesces (serve/pool.py)

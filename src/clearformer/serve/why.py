@@ -5,6 +5,8 @@
     {"tool": "attribute", "sentence": "She does not love you", "method": "integrated-gradients"}
     -> the JSON of `clearformer lens`, `patch` or `attribute --format json` (`explain/why.py`); attribute also
        carries "attention", the cross-attention scores, so the page can show both side by side.
+    "beam": K (lens, attribute; default 1) reads the translation `translate --beam K` gives, as the page's
+    what-if beam shows it (the confidence's links open the steps of the translation on the page).
 
 The body is read and parsed as every route's (serve/requests.py: at most MAX_BODY_BYTES, one parser) and checked
 here before it is queued; the answer is computed in the server's pool within the one answer bound.
@@ -16,18 +18,21 @@ from clearformer.errors import UserError
 from clearformer.explain.attribution import METHODS
 from clearformer.explain.html import to_json
 from clearformer.explain.why import attribute_report, lens_report, patch_report, require_layers
+from clearformer.limits import MAX_BEAM_SHOWN
 from clearformer.serve.explainer import Explainer
 from clearformer.serve.requests import Field, RequestError, exactly_one, parse_body
 
 TOOLS = ("lens", "patch", "attribute")
-FIELDS = {name: Field("text") for name in ("tool", "sentence", "prompt", "corrupted", "method")}
+FIELDS = {**{name: Field("text") for name in ("tool", "sentence", "prompt", "corrupted", "method")},
+          "beam": Field("integer", 1, MAX_BEAM_SHOWN)}
 SERVER_STEPS = 32  # integrated gradients' points on the server: a page answer in about a second on the toy model
-SHAPE = '{"tool": "lens"|"patch"|"attribute", "sentence": "...", "corrupted": "..." (patch), "method": ... (attribute)}'
+SHAPE = ('{"tool": "lens"|"patch"|"attribute", "sentence": "...", "corrupted": "..." (patch), "method": ... '
+         '(attribute), "beam": K (lens, attribute)}')
 
 
-def parse_why(body: bytes) -> tuple[str, str, str, str, str]:
-    """The JSON body -> (tool, kind "sentence" or "prompt", text, corrupted or "", method or ""), parsed by the
-    server's one request parser (serve/requests.py)."""
+def parse_why(body: bytes) -> tuple[str, str, str, str, str, int]:
+    """The JSON body -> (tool, kind "sentence" or "prompt", text, corrupted or "", method or "", beam), parsed by
+    the server's one request parser (serve/requests.py)."""
     data = parse_body(body, FIELDS, SHAPE)
     tool = data.get("tool")
     if tool not in TOOLS:
@@ -39,7 +44,10 @@ def parse_why(body: bytes) -> tuple[str, str, str, str, str]:
     method = data.get("method", METHODS[0]) if tool == "attribute" else ""
     if tool == "attribute" and method not in METHODS:
         raise RequestError(400, f"method must be one of {', '.join(METHODS)}")
-    return tool, kind, data[kind], corrupted, method
+    beam = data.get("beam", 1)
+    if beam != 1 and (tool == "patch" or kind == "prompt"):
+        raise RequestError(400, "beam applies to the lens and attribution of a translation")
+    return tool, kind, data[kind], corrupted, method, beam
 
 
 def check_why(explainer: Explainer, tool: str, kind: str) -> None:
@@ -55,18 +63,21 @@ def check_why(explainer: Explainer, tool: str, kind: str) -> None:
         raise RequestError(400, str(error)) from None
 
 
-def why_answer(explainer: Explainer, tool: str, kind: str, text: str, corrupted: str, method: str) -> bytes:
+def why_answer(explainer: Explainer, tool: str, kind: str, text: str, corrupted: str, method: str,
+               beam: int = 1) -> bytes:
     check_why(explainer, tool, kind)
     model, tokenizer, facts = explainer.loaded.model, explainer.loaded.tokenizer, explainer.loaded.facts
+    options = explainer.decoding.but(beam=beam)  # the page's translation: the server's rules, the page's beam
     try:
         if tool == "lens":
-            report = lens_report(model, tokenizer, text, explainer.lm_new_tokens, facts)
+            report = lens_report(model, tokenizer, text, explainer.lm_new_tokens, facts, options)
         elif tool == "patch":
             report = patch_report(model, tokenizer, text, corrupted, facts)
         else:
-            report = attribute_report(model, tokenizer, text, method, SERVER_STEPS, facts=facts)
+            report = attribute_report(model, tokenizer, text, method, SERVER_STEPS, facts=facts, options=options)
             report["attention"] = (report["scores"] if method == "attention" else
-                                   attribute_report(model, tokenizer, text, "attention", facts=facts)["scores"])
+                                   attribute_report(model, tokenizer, text, "attention", facts=facts,
+                                                    options=options)["scores"])
     except UserError as error:
         raise RequestError(400, str(error)) from None
     return to_json({"tool": tool, **report}).encode("utf-8")

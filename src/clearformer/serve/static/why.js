@@ -48,9 +48,12 @@
     }
   }
 
-  /** The lens: a heatmap of p(chosen) by layer and step, the top token of each layer written under it. */
-  CF.lensElement = function (report) {
+  /** The lens: a heatmap of p(chosen) by layer and step, the top token of each layer written under it;
+   *  `focus` (a step, from 0): that step's column marked (a low-confidence word's link, confidence.js). */
+  CF.lensElement = function (report, focus) {
     const box = el("div", "cf-why-lens");
+    const focused = Number.isInteger(focus) && focus < report.steps.length;
+    if (focused) box.dataset.focusStep = String(focus);
     const layers = report.steps.length ? report.steps[0].layers.length : 0;
     const rows = [];
     for (let l = 0; l < layers; l++) rows.push(report.steps.map((s) => s.layers[l].p_chosen));
@@ -58,18 +61,22 @@
       values: rows, row_labels: rows.map((_, l) => `layer ${l}`), col_labels: report.steps.map((s) => s.chosen),
       head: null, note: "p(chosen token) if the decoder stopped after that layer",
     }, { sequential: true, limit: 1, caption: "logit lens" }));
+    if (focused) {
+      box.querySelectorAll(`.cf-cell[data-col="${focus}"]`).forEach((cell) => cell.classList.add("cf-why-focus"));
+    }
     const table = el("table", "cf-why-tops");
     const head = el("tr");
     head.appendChild(el("th", "", "top token"));
-    for (const s of report.steps) head.appendChild(el("th", "", s.chosen));
+    report.steps.forEach((s, t) => head.appendChild(el("th", t === focus ? "cf-why-focus" : "", s.chosen)));
     table.appendChild(head);
     for (let l = 0; l < layers; l++) {
       const row = el("tr");
       row.appendChild(el("th", "", `layer ${l}`));
-      for (const s of report.steps) {
+      report.steps.forEach((s, t) => {
         const top = s.layers[l].top;
-        row.appendChild(el("td", top === s.chosen ? "cf-why-same" : "cf-why-other", top));
-      }
+        row.appendChild(el("td", (top === s.chosen ? "cf-why-same" : "cf-why-other") + (t === focus ? " cf-why-focus" : ""),
+          top));
+      });
       table.appendChild(row);
     }
     box.appendChild(table);
@@ -143,18 +150,38 @@
     return box;
   };
 
-  function showAttribution(report) {
+  function showAttribution(report, j, before) {
     state.attribution = report;
     const pick = $("cf-why-target");
     pick.replaceChildren();
-    report.target_tokens.forEach((token, j) => {
-      const option = el("option", "", `${CF.counted(j)}: ${token}`);
-      option.value = String(j);
+    report.target_tokens.forEach((token, k) => {
+      const option = el("option", "", `${CF.counted(k)}: ${token}`);
+      option.value = String(k);
       pick.appendChild(option);
     });
+    pick.value = String(j || 0);
     pick.hidden = false;
-    $("cf-why-out").replaceChildren(CF.attributionElement(report, 0));
+    $("cf-why-out").replaceChildren(...(before || []), CF.attributionElement(report, j || 0));
   }
+
+  /** The lens and the attribution of `text`'s translation (beam `beam`), both opened at generation step `step`
+   *  (from 0): where a low-confidence word links (confidence.js). `what` says which word and piece. */
+  CF.whyAt = async function (text, step, beam, what) {
+    const box = $("cf-why");
+    if (!box || !live()) return;
+    const body = beam > 1 ? { sentence: text, beam: beam } : { sentence: text };
+    const [lens, attribution] = await Promise.all([
+      ask(Object.assign({ tool: "lens" }, body), "Running the logit lens"),
+      ask(Object.assign({ tool: "attribute", method: $("cf-why-method").value }, body), "Attributing"),
+    ]);
+    if (!lens || !attribution) return;
+    const caption = el("p", "cf-caption cf-why-at", `${what}: the logit lens and the attribution of generation step `
+      + `${CF.counted(step)}` + (beam > 1 ? ` (beam ${beam})` : ""));
+    caption.dataset.step = String(step);
+    showAttribution(attribution, step, [caption, CF.lensElement(lens, step)]);
+    box.scrollIntoView({ block: "start" });
+    $("cf-why-target").focus({ preventScroll: true });
+  };
 
   function panel() {
     const box = el("section", "cf-why");
@@ -207,8 +234,9 @@
       const data = await ask({ tool: "attribute", sentence: sentence(), method: method.value }, "Attributing");
       if (data) showAttribution(data);
     });
-    target.addEventListener("change", () => {
-      if (state.attribution) out.replaceChildren(CF.attributionElement(state.attribution, Number(target.value)));
+    target.addEventListener("change", () => {  // only the attribution changes (a lens opened beside it stays)
+      const shown = out.querySelector(".cf-why-attribution");
+      if (state.attribution && shown) shown.replaceWith(CF.attributionElement(state.attribution, Number(target.value)));
     });
     return box;
   }

@@ -170,16 +170,18 @@ class Reading:
 
 
 def records(pieces: Pieces, texts: Sequence[str], glossary: Glossary | TermBatch | None = None,
-            forced: Sequence[bool] | None = None, retried: dict[int, str] | None = None) -> list[Translation]:
+            forced: Sequence[bool] | None = None, retried: dict[int, Translation] | None = None) -> list[Translation]:
     """One `Translation` per input of `pieces` from its pieces' translated texts (placeholders restored), with
     what the post-check found (generate/checks.py; `forced[i]`: the search put a placeholder of piece i where
     the model would have ended), an UNREADABLE note for an input the model could not read, and with a
     `glossary` a GLOSSARY_TERM_MISSING note for each term of a piece's source its translation lacks; `retried`:
-    piece -> its translation made again sentence by sentence, placeholders already restored."""
+    piece -> its translation made again sentence by sentence (its text and its sentences' notes stand)."""
+    retried = retried or {}
     restored = pieces.restore(texts)
-    for index, text in (retried or {}).items():
-        restored[index] = text
-    results = checks.translations(pieces.texts, pieces.owners, pieces.count, restored, pieces.masks, forced)
+    for index, result in retried.items():
+        restored[index] = result.text
+    results = checks.translations(pieces.texts, pieces.owners, pieces.count, restored, pieces.masks, forced,
+                                  {index: result.notes for index, result in retried.items()})
     notes: list[tuple[Note, ...]] = [(Note(NoteKind.UNREADABLE, pieces.unreadable[index]),)
                                      if index in pieces.unreadable else () for index in range(pieces.count)]
     if isinstance(glossary, Glossary):
@@ -270,28 +272,14 @@ class PyTorchTranslator(Reading):
         # Text needs no scores: greedy skips its pass over the vocabulary per step.
         options = (options or DecodingOptions()).check().but(with_scores=False)
         pieces = self.pieces_of(inputs, options)
-        tokens = search_tokens(self.model, self.tokenizer, options, self.facts)
-        progress = per_input_progress(progress, pieces.count, len(pieces.sources))
-        texts, forced, searched = self.search(pieces, options, tokens, glossary, progress)
-        retried = self.sentence_by_sentence(pieces, texts, options, tokens, glossary)
-        for index, (_, placed, ids) in retried.items():
-            forced[index], searched[index] = placed, ids
-        found = records(pieces, texts, glossary, forced, {index: text for index, (text, _, _) in retried.items()})
-        if confidence is not None:
-            return confidence.rate(self.model, self.tokenizer, tokens, pieces, searched, found)
-        return found
-
-    def search(self, pieces: Pieces, options: DecodingOptions, tokens: SearchTokens,
-               glossary: Glossary | TermBatch | None = None, progress: Progress | None = None,
-               ) -> tuple[list[str], list[bool], list[list[int]]]:
-        """Every piece decoded, in batches of similar length (see `translate`) -> per piece its text (placeholders
-        still masked), whether the search put a placeholder where the model would have ended, and its ids."""
         model = self.model
+        tokens = search_tokens(model, self.tokenizer, options, self.facts)
         terms = glossary if isinstance(glossary, TermBatch) else term_batch(
             self.tokenizer, glossary, pieces.texts,
             lambda sources: [t.text for t in self.translate(self.read(sources, False, False), options.but(beam=1))])
         search = greedy_decode if options.beam == 1 else beam_search
         device = next(model.parameters()).device
+        progress = per_input_progress(progress, pieces.count, len(pieces.sources))
         texts = [""] * len(pieces.sources)
         searched: list[list[int]] = [[] for _ in pieces.sources]
         forced = [False] * len(pieces.sources)  # a placeholder the search put where the model ended
@@ -315,17 +303,21 @@ class PyTorchTranslator(Reading):
                     progress(len(chunk))
         finally:
             model.train(was_training)
-        return texts, forced, searched
+        found = records(pieces, texts, glossary, forced, self.sentence_by_sentence(pieces, texts, options, glossary,
+                                                                                 searched))
+        if confidence is not None:
+            return confidence.rate(model, self.tokenizer, tokens, pieces, searched, found)
+        return found
 
     def sentence_by_sentence(self, pieces: Pieces, texts: list[str], options: DecodingOptions,
-                             tokens: SearchTokens, glossary: Glossary | TermBatch | None = None,
-                             ) -> dict[int, tuple[str, bool, list[int]]]:
-        """The pieces whose translation dropped a sentence of their source (generate/checks.py
-        `dropped_sentences`), translated again sentence by sentence: cut as a long input is
-        (`prepare_sources`, every sentence its piece) and searched as every piece is (`search`). Kept, as piece
-        index -> (text with placeholders restored, forced, ids), where the sentences' translations joined no
-        longer drop one; elsewhere the first translation and its note stay. A retried piece's ids are its
-        sentences' in order (what a confidence rating reads back)."""
+                             glossary: Glossary | TermBatch | None, searched: list[list[int]],
+                             ) -> dict[int, Translation]:
+        """The pieces whose translation dropped a sentence of their source (generate/checks.py `dropped_sentences`),
+        translated again sentence by sentence: cut as a long input is (`prepare_sources`, every sentence its
+        piece) and translated as every input is (`translate`). Kept, as piece index -> its `Translation` (the
+        sentences' translations joined, their notes), where that no longer drops a sentence; elsewhere the first
+        translation and its note stay. A kept piece's ids in `searched` become its sentences' (what a confidence
+        rating reads back)."""
         restored = pieces.restore(texts)
         dropped = [index for index, (source, text) in enumerate(zip(pieces.texts, restored, strict=True))
                    if text and checks.dropped_sentences(source, text)]
@@ -333,12 +325,24 @@ class PyTorchTranslator(Reading):
             return {}
         again = prepare_sources(self.tokenizer, [pieces.texts[index] for index in dropped], self.model.config.max_len,
                                 check=False, words=0)
-        planned = glossary if isinstance(glossary, Glossary) else None  # a TermBatch is planned per first piece
-        sentences, forced, searched = self.search(again, options, tokens, planned)
-        joined = join_pieces(again.restore(sentences), again.owners, again.count)
+        ids = KeptIds()
+        planned = glossary if isinstance(glossary, Glossary) else None  # a TermBatch was planned per first piece
+        retried = self.translate(again, options, confidence=ids, glossary=planned)
         kept = {}
-        for number, index in enumerate(dropped):
+        for number, (index, result) in enumerate(zip(dropped, retried, strict=True)):
             parts = again.of(number)
-            if len(parts) > 1 and not checks.dropped_sentences(pieces.texts[index], joined[number]):
-                kept[index] = (joined[number], any(forced[i] for i in parts), [t for i in parts for t in searched[i]])
+            if len(parts) > 1 and not checks.dropped_sentences(pieces.texts[index], result.text):
+                kept[index] = result
+                searched[index] = [token for part in parts for token in ids.searched[part]]
         return kept
+
+
+class KeptIds:
+    """A `Rater` that rates nothing: it keeps the ids the search chose for each piece (`searched`)."""
+
+    searched: Sequence[list[int]] = ()
+
+    def rate(self, model, tokenizer, tokens: SearchTokens, pieces: Pieces, searched: Sequence[list[int]],
+             translations: list[Translation]) -> list[Translation]:
+        self.searched = searched
+        return translations

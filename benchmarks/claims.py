@@ -156,9 +156,10 @@ def en_fr_contest(minutes: float, every: float, runs: Path, reuse: Path | None) 
         else:
             run = Path(options.loop.run_dir)
             points, step = train_curve(options, minutes, every, valid)
-        model, tokenizer, meta = load_model(run / "checkpoints" / f"step-{step:08d}")
-        ensure_length_ratio(model, tokenizer, data)  # a reused run from before the length ratio was measured
-        scores, _ = evaluate_model(model, tokenizer, test, DecodingOptions(batch_size=64))
+        step_dir = run / "checkpoints" / f"step-{step:08d}"
+        model, tokenizer, meta = load_model(step_dir)
+        facts, _ = ensure_length_ratio(step_dir, tokenizer, data)  # a reused run from before the ratio was measured
+        scores, _ = evaluate_model(model, tokenizer, test, DecodingOptions(batch_size=64), facts=facts)
         results[arch] = {"parameters": sum(p.numel() for p in model.parameters()), "run": str(run),
                          "reused": arch == "transformer" and reuse is not None,
                          "minutes": [p["minutes"] for p in points], "steps": [p["step"] for p in points],

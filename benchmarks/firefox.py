@@ -32,7 +32,7 @@ from clearformer.generate import DecodingOptions, greedy_decode  # noqa: E402
 from clearformer.generate.layout import for_decoding  # noqa: E402
 from clearformer.generate.translator import EngineSettings, PyTorchTranslator  # noqa: E402
 from clearformer.interop.firefox import import_firefox, package_folder  # noqa: E402
-from clearformer.load import load_model  # noqa: E402
+from clearformer.load import load_decoding_facts, load_model  # noqa: E402
 from clearformer.model.build import build_model  # noqa: E402
 
 SENTENCES = Path(__file__).resolve().parent.parent / "tests" / "firefox" / "sentences.txt"
@@ -83,12 +83,13 @@ def decoding_models(run: Path) -> dict[str, tuple]:
     models = {}
     for name, sliced, int8, shortlist in SETUPS:
         model, tokenizer, _ = load_model(run)
+        facts = load_decoding_facts(run, tokenizer)  # the engine's shortlist and length factor (decoding.json)
         if int8:
-            translator = PyTorchTranslator.open(model, tokenizer, None, EngineSettings(quantize="int8"))
+            translator = PyTorchTranslator.open(model, tokenizer, None, EngineSettings(quantize="int8"), facts=facts)
         elif sliced:
-            translator = PyTorchTranslator.open(model, tokenizer, None)
+            translator = PyTorchTranslator.open(model, tokenizer, None, facts=facts)
         else:
-            translator = PyTorchTranslator(for_decoding(model), tokenizer)
+            translator = PyTorchTranslator(for_decoding(model), tokenizer, facts=facts)
         models[name] = (translator, shortlist)
     return models
 

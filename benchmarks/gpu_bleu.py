@@ -28,7 +28,7 @@ from clearformer import devices  # noqa: E402
 from clearformer.config import preset  # noqa: E402
 from clearformer.evaluate import evaluate_model  # noqa: E402
 from clearformer.generate import DecodingOptions  # noqa: E402
-from clearformer.load import load_model  # noqa: E402
+from clearformer.load import load_decoding_facts, load_model  # noqa: E402
 from clearformer.train import TrainOptions, train  # noqa: E402
 from clearformer.train.corpus import read_pairs  # noqa: E402
 from clearformer.train.options import preset_defaults  # noqa: E402
@@ -81,7 +81,8 @@ def main() -> None:
     test = test[: args.test_sentences] if args.test_sentences else test
     finals = {}
     for name, beam in ((f"beam {args.beam}", args.beam), ("greedy", 1)):
-        finals[name], _ = evaluate_model(model, tokenizer, test, DecodingOptions(beam=beam, batch_size=64))
+        finals[name], _ = evaluate_model(model, tokenizer, test, DecodingOptions(beam=beam, batch_size=64),
+                                         facts=load_decoding_facts(args.out, tokenizer))
         print(name, finals[name].bleu_line, finals[name].chrf_line, sep="\n", flush=True)
     wall = (time.monotonic() - started) / 60
     rows = [[name, f"{e.bleu:.2f}", f"{e.chrf:.2f}", f"{e.ratio:.3f}"] for name, e in finals.items()]

@@ -116,16 +116,21 @@ def brevity_form(form: str):
         brevity.eos_bonus = kept
 
 
-def ensure_length_ratio(model, tokenizer, data_dir: str | Path) -> str:
-    """A model trained before the length ratio was measured gets it measured now (into its tokenizer),
-    by the same function `clearformer train` uses, on its training split; returns a line saying which."""
+def ensure_length_ratio(run: str | Path, tokenizer, data_dir: str | Path):
+    """(the run's decoding facts, a line saying where its length ratio came from): a model trained before the
+    length ratio was measured gets it measured now (a new record; the run folder is not changed), by the same
+    function `clearformer train` uses, on its training split."""
+    from dataclasses import replace
+
+    from clearformer.load import load_decoding_facts
     from clearformer.train.corpus import encode_pairs, length_ratio, read_pairs
 
-    if tokenizer.length_ratio > 0:
-        return f"length ratio {tokenizer.length_ratio:.4f} (measured by train)"
+    facts = load_decoding_facts(run, tokenizer)
+    if facts.length_ratio > 0:
+        return facts, f"length ratio {facts.length_ratio:.4f} (measured by train)"
     train_pairs = read_pairs((str(Path(data_dir) / "train.tsv"),), skip_bad=True)
-    tokenizer.length_ratio = length_ratio(encode_pairs(tokenizer, train_pairs), tokenizer.source_eos)
-    return f"length ratio {tokenizer.length_ratio:.4f} (measured now on {data_dir}/train.tsv)"
+    facts = replace(facts, length_ratio=length_ratio(encode_pairs(tokenizer, train_pairs), tokenizer.source_eos))
+    return facts, f"length ratio {facts.length_ratio:.4f} (measured now on {data_dir}/train.tsv)"
 
 
 def decoding_ablation(args, pairs) -> None:
@@ -136,7 +141,7 @@ def decoding_ablation(args, pairs) -> None:
     from clearformer.load import load_model
 
     model, tokenizer, meta = load_model(args.checkpoint)
-    ratio_line = ensure_length_ratio(model, tokenizer, args.data)
+    facts, ratio_line = ensure_length_ratio(args.checkpoint, tokenizer, args.data)
     print(ratio_line, flush=True)
     table = []
     weights = [(form, w) for form in args.forms for w in args.brevities if w > 0]
@@ -146,7 +151,8 @@ def decoding_ablation(args, pairs) -> None:
         started = time.monotonic()
         with brevity_form(form):
             result, _ = evaluate_model(model, tokenizer, pairs,
-                                       DecodingOptions(beam=beam, alpha=alpha, batch_size=32, brevity=weight))
+                                       DecodingOptions(beam=beam, alpha=alpha, batch_size=32, brevity=weight),
+                                       facts=facts)
         name = "greedy" if beam == 1 else f"beam 4, alpha {alpha:g}"
         kept, total = result.placeholders.kept, result.placeholders.total
         table.append([name, form, f"{weight:g}", f"{result.bleu:.2f}", f"{result.chrf:.2f}", f"{result.ratio:.3f}",

@@ -32,7 +32,7 @@ from clearformer.evaluate import evaluate_model, score_corpus
 from clearformer.generate import DecodingOptions, translate
 from clearformer.generate.beam import DEFAULT_ALPHA
 from clearformer.generate.brevity import DEFAULT_BREVITY
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.train import TrainOptions, resume_options, train
 from clearformer.train.corpus import read_pairs
 
@@ -91,8 +91,10 @@ def train_curve(options: TrainOptions, minutes: float, every: float, valid: list
             options.loop.minutes = budget
         # The first segment replaces an earlier run in the folder (train/rundir.py); the others continue it.
         result = train(options, resume=bool(points), progress=False, overwrite=not points)
-        model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{result.step:08d}")
-        hypotheses = translate(model, tokenizer, [s for s, _ in valid], DecodingOptions(batch_size=64))
+        step_dir = out / "checkpoints" / f"step-{result.step:08d}"
+        model, tokenizer, _ = load_model(step_dir)
+        hypotheses = translate(model, tokenizer, [s for s, _ in valid], DecodingOptions(batch_size=64),
+                               facts=load_decoding_facts(step_dir, tokenizer))
         bleu = score_corpus(hypotheses, [t for _, t in valid]).bleu
         points.append({"minutes": budget, "step": result.step, "train_loss": result.train_loss,
                        "valid_loss": result.valid_loss, "bleu": bleu})
@@ -147,13 +149,13 @@ def main() -> None:
         model, tokenizer, _ = load_model(out / "checkpoints" / f"step-{step:08d}")
     alpha = args.alpha if args.alpha is not None else DEFAULT_ALPHA
     brevity = args.brevity if args.brevity is not None else DEFAULT_BREVITY
-    ratio_line = ensure_length_ratio(model, tokenizer, args.data)
+    facts, ratio_line = ensure_length_ratio(out / "checkpoints" / f"step-{step:08d}", tokenizer, args.data)
     finals = {}
     for name, beam, placeholders in ((f"beam {args.beam}", args.beam, True), ("greedy", 1, True),
                                      (f"beam {args.beam}, placeholders free", args.beam, False)):
         decoding = DecodingOptions(beam=beam, alpha=alpha, batch_size=32, brevity=brevity,
                                    placeholders="exact" if placeholders else "free")
-        finals[name], _ = evaluate_model(model, tokenizer, test, decoding)
+        finals[name], _ = evaluate_model(model, tokenizer, test, decoding, facts=facts)
         print(name, finals[name].bleu_line, finals[name].chrf_line, finals[name].summary(), sep="\n", flush=True)
     final = finals[f"beam {args.beam}"]
     wall = (time.monotonic() - started) / 60

@@ -7,7 +7,8 @@ Use it from Python (README.md, "Use it from Python"):
 
     result = clearformer.train_model(TrainOptions.for_preset("toy-translate", run_dir="runs/toy"))
     model, tokenizer, meta = clearformer.load_model(result.run_dir)     # or latest_checkpoint()
-    clearformer.translate(model, tokenizer, ["I love you"], DecodingOptions(beam=4))
+    facts = clearformer.load_decoding_facts(result.run_dir, tokenizer) # decoding.json: as the commands decode
+    clearformer.translate(model, tokenizer, ["I love you"], DecodingOptions(beam=4), facts=facts)
     translator = clearformer.load_translator(result.run_dir)           # loaded once; engine="ctranslate2" too
     translator.translate(["I love you"], DecodingOptions(beam=4))      # -> [Translation(text, notes, ...)]
     walk = clearformer.explain_translation(model, tokenizer, "I love you")   # every step, recorded
@@ -30,6 +31,7 @@ PUBLIC = {
     "UserError": "clearformer.errors",                   # what every bad input raises, with a one-line message
     "latest_checkpoint": "clearformer.store.runs",       # the run the last `clearformer train` wrote
     "load_model": "clearformer.load",                    # (model, tokenizer, meta) of a run folder
+    "load_decoding_facts": "clearformer.load",           # its decoding facts (decoding.json): translate(facts=)
     "translate": "clearformer.generate.translate",       # sentences -> translations
     "load_translator": "clearformer.translator",         # a run folder, loaded once, on an engine: .translate(...)
     "Translation": "clearformer.generate.result",        # what .translate returns per input: text and notes

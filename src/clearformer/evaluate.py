@@ -14,6 +14,7 @@ from pathlib import Path
 from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import read_tsv_pairs, toy_splits
 from clearformer.errors import UserError
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.translator import PyTorchTranslator, Translator
 from clearformer.tokenize.placeholders import PlaceholderScore, placeholder_score
@@ -138,9 +139,11 @@ def load_pairs(split: str, data: str | None, meta: dict) -> tuple[list[tuple[str
 
 
 def evaluate_model(model, tokenizer, pairs: list[tuple[str, str]], options: DecodingOptions | None = None,
-                   progress: Callable[[int], None] | None = None) -> tuple[Evaluation, int]:
-    """`evaluate_translator` with clearformer's own decoder over `model` and `tokenizer`."""
-    return evaluate_translator(PyTorchTranslator(model, tokenizer), pairs, options, progress)
+                   progress: Callable[[int], None] | None = None,
+                   facts: DecodingFacts = NO_FACTS) -> tuple[Evaluation, int]:
+    """`evaluate_translator` with clearformer's own decoder over `model`, `tokenizer` and the run's decoding
+    `facts` (generate/facts.py)."""
+    return evaluate_translator(PyTorchTranslator(model, tokenizer, facts=facts), pairs, options, progress)
 
 
 def evaluate_translator(translator: Translator, pairs: list[tuple[str, str]], options: DecodingOptions | None = None,

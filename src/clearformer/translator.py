@@ -18,10 +18,11 @@ from pathlib import Path
 
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.layout import for_decoding
 from clearformer.generate.translator import DEFAULT_SETTINGS, EngineSettings, PyTorchTranslator, Translator
 from clearformer.interop.ct2_engine import CTranslate2Translator
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.model.protocol import is_encoder_decoder
 from clearformer.store.runs import resolve_checkpoint
 
@@ -32,17 +33,19 @@ __all__ = ["ENGINES", "EngineSettings", "LoadedRun", "Translator", "engine_class
 
 @dataclass(frozen=True)
 class LoadedRun:
-    """An encoder-decoder run folder read back: the model (eval mode), its tokenizer, meta.json, the folder."""
+    """An encoder-decoder run folder read back: the model (eval mode), its tokenizer (text <-> ids), the folder,
+    meta.json and the run's decoding facts (decoding.json, generate/facts.py)."""
 
     model: object
     tokenizer: object
     directory: Path
     meta: dict = field(default_factory=dict)
+    facts: DecodingFacts = NO_FACTS
 
     def open(self, engine: str = "pytorch", settings: EngineSettings = DEFAULT_SETTINGS,
              said: Callable[[str], None] | None = None) -> Translator:
         """This run's translator on `engine` (`said(line)`: what opening it did, e.g. an export)."""
-        return engine_class(engine).open(self.model, self.tokenizer, self.directory, settings, said)
+        return engine_class(engine).open(self.model, self.tokenizer, self.directory, settings, said, self.facts)
 
 
 def engine_class(name: str):
@@ -65,7 +68,8 @@ def load_run(checkpoint: str | Path | None = None, device: str = "cpu") -> Loade
         raise UserError(f"{directory}: tokenizer has {len(tokenizer)} tokens but config.json says "
                         f"src_vocab_size={config.src_vocab_size}")
     # Decoding's layout, once, here (generate/layout.py): every engine and front reads this one model.
-    return LoadedRun(for_decoding(model), tokenizer, Path(directory), meta if isinstance(meta, dict) else {})
+    return LoadedRun(for_decoding(model), tokenizer, Path(directory), meta if isinstance(meta, dict) else {},
+                     load_decoding_facts(directory, tokenizer))
 
 
 def load_translator(checkpoint: str | Path | None = None, engine: str = "pytorch",

@@ -11,7 +11,7 @@ from libretranslatepy import LibreTranslateAPI
 from live_support import serve
 
 from clearformer.generate import DecodingOptions, translate
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.serve.app import create_app
 from clearformer.serve.batcher import Batching, BatchQueue
 from clearformer.serve.explainer import load
@@ -95,8 +95,8 @@ def api(masking_run):
 
 
 def expected(run, texts):
-    model, tokenizer, _ = load_model(run)
-    return translate(model, tokenizer, texts, DecodingOptions(batch_size=32))
+    model, tokenizer, _ = load_model(run)  # decoded by the run's facts (decoding.json), as the server decodes it
+    return translate(model, tokenizer, texts, DecodingOptions(batch_size=32), facts=load_decoding_facts(run, tokenizer))
 
 
 def test_translate_answers_as_libretranslate_for_a_string_a_list_and_a_form(api, masking_run):

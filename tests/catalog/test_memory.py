@@ -143,7 +143,7 @@ def test_a_catalogue_without_translations_is_one_line(tmp_path):
 
 
 def test_train_data_can_be_a_catalogue(po):
-    """`train --data CATALOGUE.po`: its translated entries are the corpus, 2% (at least one) held out."""
+    """`train --data CATALOGUE.po`: its translated entries are the corpus, a tenth (at least one) held out."""
     splits, described, record = load_splits(DataOptions(data_dir=str(po)), "small")
     assert len(splits["train"]) + len(splits["valid"]) == 6 and splits["valid"]
     assert described == str(po) and record == {"data_files": [str(po)]}

@@ -76,10 +76,11 @@ def engine():
 def our_translations(firefox_runs) -> dict[str, list[str]]:
     """clearformer's greedy translations (shortlist on) of the parity sentences, batched, once per session."""
     from clearformer.generate import DecodingOptions, translate
-    from clearformer.load import load_model
+    from clearformer.load import load_decoding_facts, load_model
 
     out = {}
     for direction, sources in parity_sentences().items():
         model, tokenizer, _ = load_model(firefox_runs[direction])
-        out[direction] = translate(model, tokenizer, sources, DecodingOptions(batch_size=64))
+        facts = load_decoding_facts(firefox_runs[direction], tokenizer)  # the engine's shortlist and length factor
+        out[direction] = translate(model, tokenizer, sources, DecodingOptions(batch_size=64), facts=facts)
     return out

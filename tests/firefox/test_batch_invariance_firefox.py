@@ -10,7 +10,7 @@ from batch_support import MIXED, alone, batches, check_batch_invariance
 from hypothesis import HealthCheck, given, settings
 
 from clearformer.generate import DecodingOptions, translate
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 
 # and a few of the parity sentences (tests/firefox/sentences.txt: this repository's documentation)
 POOL = MIXED + ["Run the tests with pytest.", "The model is small enough for a laptop.", "Open the page in a browser.",
@@ -22,20 +22,20 @@ _CACHE: dict = {}
 @pytest.fixture(scope="module")
 def student(firefox_runs):
     model, tokenizer, _ = load_model(firefox_runs["en-pt"])
-    return model, tokenizer
+    return model, tokenizer, load_decoding_facts(firefox_runs["en-pt"], tokenizer)
 
 
 def single(student, search: str) -> dict[str, str]:
     if search not in _CACHE:
-        _CACHE[search] = alone(*student, POOL, OPTIONS[search])
+        _CACHE[search] = alone(*student[:2], POOL, OPTIONS[search], student[2])
     return _CACHE[search]
 
 
 def test_the_issue_pair_translates_as_alone(student):
     pair = ["The 2 fish ate 15 apples", "Error registering Transmission as a %s handler: %s"]
     for options in OPTIONS.values():
-        together = translate(*student, pair, options)
-        assert together == [translate(*student, [text], options)[0] for text in pair]
+        together = translate(*student[:2], pair, options, facts=student[2])
+        assert together == [translate(*student[:2], [text], options, facts=student[2])[0] for text in pair]
     assert together[0] == "O 2 peixe comeu 15 maçãs"
 
 
@@ -43,7 +43,7 @@ def test_the_issue_pair_translates_as_alone(student):
 @settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(drawn=batches(POOL, most=8))
 def test_a_sentence_translates_as_alone_in_any_batch(student, search, drawn):
-    check_batch_invariance(*student, single(student, search), drawn, OPTIONS[search])
+    check_batch_invariance(*student[:2], single(student, search), drawn, OPTIONS[search], student[2])
 
 
 @pytest.mark.slow
@@ -51,4 +51,4 @@ def test_a_sentence_translates_as_alone_in_any_batch(student, search, drawn):
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(drawn=batches(POOL, most=16))
 def test_a_sentence_translates_as_alone_in_many_batches(student, search, drawn):
-    check_batch_invariance(*student, single(student, search), drawn, OPTIONS[search])
+    check_batch_invariance(*student[:2], single(student, search), drawn, OPTIONS[search], student[2])

@@ -14,7 +14,7 @@ from seeds import seed_args
 from clearformer.cli import main
 from clearformer.errors import UserError
 from clearformer.interop.marian_bin_export import check_marian_bin_exportable
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 
 
 @pytest.mark.slow
@@ -74,7 +74,9 @@ def test_a_fine_tuned_run_ships_back_to_the_engine(fine_tuned, firefox_runs, tmp
     for name in ("MODEL_LICENSE.txt", "provenance.json", "engine_tokenizer.json"):  # carried from the import
         assert (fine_tuned / name).is_file(), name
     tokenizer = load_model(fine_tuned)[1]  # it decodes as the engine: no brevity rule, the engine's length limit
-    assert (tokenizer.length_ratio, tokenizer.max_length_factor, tokenizer.mask_placeholders) == (0.0, 2.5, True)
+    facts = load_decoding_facts(fine_tuned, tokenizer)  # decoding.json, carried from the imported run
+    assert (facts.length_ratio, facts.max_length_factor, tokenizer.mask_placeholders) == (0.0, 2.5, True)
+    assert facts.shortlist is not None and (fine_tuned / "decoding.json").is_file()
     out = tmp_path / "ff-software"
     assert main(["export", "--checkpoint", str(fine_tuned), "--to", "marian-bin", str(out), "--quantize",
                  "int8"]) == 0
@@ -87,7 +89,8 @@ def test_a_fine_tuned_run_ships_back_to_the_engine(fine_tuned, firefox_runs, tmp
     exported, original = load_file(back / "model.safetensors"), load_file(firefox_runs["en-pt"] / "model.safetensors")
     assert any(not bool((exported[name] == original[name]).all()) for name in original)  # the fine-tuning shipped
     model, tokenizer, _ = load_model(back)
-    ours = translate(model, tokenizer, sources, DecodingOptions(batch_size=64))
+    facts = load_decoding_facts(back, tokenizer)
+    ours = translate(model, tokenizer, sources, DecodingOptions(batch_size=64), facts=facts)
     compared, lost = engine_pairs(tokenizer, sources, ours, theirs)  # carried spans apart (issue 48)
     assert [a for _, a, _ in compared] == [b for _, _, b in compared] and not lost
 

@@ -13,7 +13,7 @@ from clearformer.generate import DecodingOptions
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import search_tokens
 from clearformer.generate.translator import pad_batch
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.quality.estimator import load_weights
 from clearformer.quality.evidence import read_evidence
 from clearformer.tokenize import encode_source
@@ -24,7 +24,7 @@ SOURCES = ["Could not open the file.", "Save changes to the document before clos
 def test_the_forced_pass_reads_back_the_students_greedy_scores(firefox_runs):
     model, tokenizer, _ = load_model(firefox_runs["en-pt"])
     options = DecodingOptions(with_scores=True, brevity=0.0, shortlist="off").check()
-    tokens = search_tokens(model, tokenizer, options)
+    tokens = search_tokens(model, tokenizer, options, load_decoding_facts(firefox_runs["en-pt"], tokenizer))
     sources = [encode_source(tokenizer, s) for s in SOURCES]
     decoded = greedy_decode(model, pad_batch(sources, tokens.pad_id), options, tokens)
     evidence = read_evidence(model, tokens, sources, decoded.sequences())
@@ -53,6 +53,8 @@ def test_the_translators_shortlist_slice_does_not_change_the_confidence(firefox_
     sliced = load_translator(firefox_runs["en-pt"])  # opened as translate opens it: the shortlist as a slice
     rated = sliced.translate(SOURCES, DecodingOptions(), confidence=Confidence(None))
     model, tokenizer, _ = load_model(firefox_runs["en-pt"])
-    plain = PyTorchTranslator(model, tokenizer).translate(SOURCES, DecodingOptions(), confidence=Confidence(None))
+    facts = load_decoding_facts(firefox_runs["en-pt"], tokenizer)
+    plain = PyTorchTranslator(model, tokenizer, facts=facts).translate(SOURCES, DecodingOptions(),
+                                                                       confidence=Confidence(None))
     assert [r.text for r in rated] == [r.text for r in plain]
     assert [r.confidence for r in rated] == pytest.approx([r.confidence for r in plain], abs=1e-5)

@@ -8,7 +8,7 @@ import re
 from collections import Counter
 
 from clearformer.generate import DecodingOptions, translate
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.tokenize.placeholders import find
 
 # Messages written for this test in the style of a program's catalogue: printf, positional, braces, markup.
@@ -27,12 +27,13 @@ PLAIN = ["There are 3 files in the folder.", "It ends level on BLEU (31.9 agains
 def test_the_shipped_model_keeps_every_placeholder_exactly(firefox_runs, engine):
     model, tokenizer, _ = load_model(firefox_runs["en-pt"])
     assert tokenizer.mask_placeholders and tokenizer.stand_ins is not None
-    ours = translate(model, tokenizer, MESSAGES, DecodingOptions(batch_size=8))
+    facts = load_decoding_facts(firefox_runs["en-pt"], tokenizer)
+    ours = translate(model, tokenizer, MESSAGES, DecodingOptions(batch_size=8), facts=facts)
     for source, output in zip(MESSAGES, ours, strict=True):
         assert Counter(find(output)) == Counter(find(source)), (source, output)
         assert "｟" not in output
     # and a sentence without placeholders is the engine's translation, numerals and all
-    assert translate(model, tokenizer, PLAIN) == [engine("en-pt").translate(s) for s in PLAIN]
+    assert translate(model, tokenizer, PLAIN, facts=facts) == [engine("en-pt").translate(s) for s in PLAIN]
 
 
 def test_a_number_is_not_joined_into_one_the_source_lacks(firefox_runs):

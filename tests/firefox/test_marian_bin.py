@@ -18,7 +18,7 @@ from clearformer.interop.marian_bin import (  # noqa: E402
     read_marian_bin,
     write_marian_bin,
 )
-from clearformer.load import load_model  # noqa: E402
+from clearformer.load import load_decoding_facts, load_model  # noqa: E402
 from clearformer.tokenize.shortlist import read_shortlist  # noqa: E402
 
 
@@ -114,12 +114,12 @@ def test_import_marian_bin_equals_import_firefox(files, firefox_runs, tmp_path):
                  str(files["shortlist"]), "--out", str(out)]) == 0
     for name in ("model.safetensors", "shortlist.bin", "tokenizer.model", "config.json"):
         assert (out / name).read_bytes() == (firefox_runs["en-pt"] / name).read_bytes(), name
-    assert load_model(out)[1].max_length_factor == 3.0  # no decoder config: Marian's default
+    assert load_decoding_facts(out, load_model(out)[1]).max_length_factor == 3.0  # no decoder config: Marian's
     with_config = tmp_path / "with-config"
     assert main(["import", "marian-bin", str(files["model"]), "--vocab", str(files["vocab"]), "--shortlist",
                  str(files["shortlist"]), "--decoder-config", str(files["decoder"]), "--out", str(with_config)]) == 0
     assert (with_config / "tokenizer.json").read_bytes() == (firefox_runs["en-pt"] / "tokenizer.json").read_bytes()
-    assert load_model(with_config)[1].max_length_factor == 2.5
+    assert load_decoding_facts(with_config, load_model(with_config)[1]).max_length_factor == 2.5
 
 
 @pytest.mark.parametrize("text, named", [("max-length-factor: lots\n", "max-length-factor 'lots'"),

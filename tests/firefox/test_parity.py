@@ -15,7 +15,7 @@ import torch
 from conftest import engine_pairs, parity_sentences
 
 from clearformer.generate import DecodingOptions, translate
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.tokenize import encode_source
 
 
@@ -52,12 +52,14 @@ def test_i_love_you_and_the_shortlist_switch(firefox_runs, engine):
     """The issue's "done when" sentence, in both directions; --shortlist off scores the whole vocabulary."""
     for direction, sentence in (("en-pt", "I love you."), ("pt-en", "Eu te amo.")):
         model, tokenizer, _ = load_model(firefox_runs[direction])
-        assert translate(model, tokenizer, [sentence]) == [engine(direction).translate(sentence)]
-        assert tokenizer.shortlist is not None
+        facts = load_decoding_facts(firefox_runs[direction], tokenizer)  # the engine's length factor, shortlist
+        assert translate(model, tokenizer, [sentence], facts=facts) == [engine(direction).translate(sentence)]
+        assert facts.shortlist is not None
     model, tokenizer, _ = load_model(firefox_runs["en-pt"])
     batch = parity_sentences()["en-pt"][:16]
-    on = translate(model, tokenizer, batch, DecodingOptions(shortlist="on"))
-    off = translate(model, tokenizer, batch, DecodingOptions(shortlist="off"))
+    facts = load_decoding_facts(firefox_runs["en-pt"], tokenizer)
+    on = translate(model, tokenizer, batch, DecodingOptions(shortlist="on"), facts=facts)
+    off = translate(model, tokenizer, batch, DecodingOptions(shortlist="off"), facts=facts)
     assert on == [engine("en-pt").translate(s) for s in batch]
     assert len(off) == 16
 
@@ -71,5 +73,6 @@ def test_the_shortlist_as_a_slice_writes_what_the_mask_writes(firefox_runs, our_
 
     for direction, sources in parity_sentences().items():
         model, tokenizer, _ = load_model(firefox_runs[direction])
-        masked = PyTorchTranslator(model, tokenizer).translate(sources, DecodingOptions(batch_size=64))
+        facts = load_decoding_facts(firefox_runs[direction], tokenizer)
+        masked = PyTorchTranslator(model, tokenizer, facts=facts).translate(sources, DecodingOptions(batch_size=64))
         assert [t.text for t in masked] == our_translations[direction], direction

@@ -12,6 +12,7 @@ from clearformer.explain.beam import rule_for
 from clearformer.explain.search import explain_search
 from clearformer.generate import DecodingOptions, search_tokens, translate
 from clearformer.generate.beam import beam_search
+from clearformer.generate.facts import DecodingFacts
 from clearformer.load import load_model
 from clearformer.tokenize import encode_source
 
@@ -84,9 +85,10 @@ def test_tree_is_the_search(checkpoint, sentence, options):
 
 def test_brevity_moves_eos_scores(checkpoint):
     model, tokenizer, _ = load_model(checkpoint)
-    tokenizer.length_ratio = 3.0  # as if measured on a corpus: a translation three times as long as its source
-    walk = explain_search(model, tokenizer, "I love you", DecodingOptions(beam=4, brevity=3.0))
-    assert walk.result == translate(model, tokenizer, ["I love you"], DecodingOptions(beam=4, brevity=3.0))[0]
+    facts = DecodingFacts(length_ratio=3.0)  # as if measured on a corpus: a translation three times its source
+    walk = explain_search(model, tokenizer, "I love you", DecodingOptions(beam=4, brevity=3.0), facts=facts)
+    assert walk.result == translate(model, tokenizer, ["I love you"], DecodingOptions(beam=4, brevity=3.0),
+                                    facts=facts)[0]
     tree = walk.beam
     moved = [c for s in tree["steps"] for h in s["hypotheses"] for c in h["candidates"] if c["rule"]]
     assert moved and all(c["token"] == tokenizer.eos_id and c["rule"].startswith("brevity penalty -") for c in moved)

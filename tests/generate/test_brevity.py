@@ -11,6 +11,7 @@ from gen_helpers import TableModel
 from clearformer.data.batching import Example
 from clearformer.generate import DecodingOptions, SearchTokens, beam_search, greedy_decode, search_tokens
 from clearformer.generate.brevity import BrevityPenalty, eos_bonus, expected_lengths
+from clearformer.generate.facts import DecodingFacts
 from clearformer.tokenize import SPECIALS, WordTokenizer, load_tokenizer
 from clearformer.train.corpus import length_ratio
 
@@ -102,12 +103,12 @@ def test_length_ratio_counts_target_tokens_per_source_token():
     assert length_ratio([], source_eos=True) == 0.0
 
 
-def test_a_tokenizer_without_the_fact_is_unmeasured(tmp_path):
+def test_a_run_without_the_fact_is_unmeasured(tmp_path):
+    """A run folder of an earlier release whose tokenizer.json has no length_ratio (and no decoding.json)."""
     tokenizer = WordTokenizer(list(SPECIALS) + ["a"])
     tokenizer.save(tmp_path)
-    data = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
-    del data["length_ratio"]
-    (tmp_path / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
-    assert load_tokenizer(tmp_path).length_ratio == 0.0
-    facts = search_tokens(EagerToEndModel(), load_tokenizer(tmp_path))
-    assert BrevityPenalty.for_batch(torch.tensor([[A]]), facts, 2.0) is None
+    assert "length_ratio" not in json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
+    facts = DecodingFacts.read(tmp_path, len(tokenizer))
+    assert facts.length_ratio == 0.0
+    tokens = search_tokens(EagerToEndModel(), load_tokenizer(tmp_path), facts=facts)
+    assert BrevityPenalty.for_batch(torch.tensor([[A]]), tokens, 2.0) is None

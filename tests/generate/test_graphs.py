@@ -141,3 +141,28 @@ def test_the_cuda_graph_replays_the_eager_tokens():
     for _ in range(3):
         state.append(next_logits(model, state, step).argmax(-1))
     assert step.capture and step.captures == 1
+
+
+def test_the_translator_builds_its_static_step_once_over_its_own_model(toy_model, monkeypatch):
+    """GraphStep is built where the run is opened for decoding (`PyTorchTranslator.open`), once, over the
+    translator's model; every `--compile graph` search begins that one step; the caller's model is not it."""
+    from clearformer.generate.translator import PyTorchTranslator
+
+    model, tokenizer, _ = load_model(toy_model)
+    translator = PyTorchTranslator.open(model, tokenizer, toy_model)
+    step = translator.graph
+    assert isinstance(step, graphs.GraphStep) and step.model is translator.model and step.model is not model
+    built = []
+    monkeypatch.setattr(graphs, "GraphStep", lambda m, *a: built.append(m))  # a search must not build one
+    begun = []
+    original_begin = type(step).begin
+    monkeypatch.setattr(type(step), "begin", lambda self, m: begun.append(self) or original_begin(self, m))
+    sentences = ["the cat sleeps", "a small dog runs in the garden"]
+    eager = [t.text for t in translator.translate(sentences, DecodingOptions())]
+    for beam in (1, 4):
+        graphed = [t.text for t in translator.translate(sentences, DecodingOptions(beam=beam, compile="graph"))]
+        if beam == 1:
+            assert graphed == eager
+    assert built == [] and begun and all(s is step for s in begun)
+    with pytest.raises(ValueError, match="another model"):
+        step.begin(model)

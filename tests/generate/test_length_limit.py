@@ -37,15 +37,20 @@ def test_the_papers_limit_and_the_engines_factor():
 
 
 @pytest.mark.parametrize("value", ["2.5", -1, 1e9, True, None, [2.5]])
-def test_a_damaged_length_factor_is_a_damaged_tokenizer(tmp_path, value):
+@pytest.mark.parametrize("layout", ["decoding.json", "tokenizer.json"])
+def test_a_damaged_length_factor_is_a_damaged_run_folder(tmp_path, value, layout):
+    """decoding.json, or the tokenizer.json of an earlier release's folder: one line naming the file and the fact."""
     from clearformer.errors import UserError
-    from clearformer.tokenize import WordTokenizer, load_tokenizer
+    from clearformer.generate.facts import DecodingFacts
+    from clearformer.tokenize import WordTokenizer
 
     tokenizer = WordTokenizer.build(["a b c"])
     tokenizer.save(tmp_path)
-    data = json.loads((tmp_path / "tokenizer.json").read_text())
-    assert data["max_length_factor"] == 0.0
+    if layout == "decoding.json":
+        DecodingFacts().save(tmp_path)
+    data = json.loads((tmp_path / layout).read_text())
+    assert data.get("max_length_factor", 0.0) == 0.0
     data["max_length_factor"] = value
-    (tmp_path / "tokenizer.json").write_text(json.dumps(data))
-    with pytest.raises(UserError, match="max_length_factor"):
-        load_tokenizer(tmp_path)
+    (tmp_path / layout).write_text(json.dumps(data))
+    with pytest.raises(UserError, match=f"{layout}: max_length_factor"):
+        DecodingFacts.read(tmp_path, len(tokenizer))

@@ -17,7 +17,7 @@ from clearformer.cli import main
 from clearformer.errors import UserError
 from clearformer.generate import translate
 from clearformer.generate.source import prepare_sources
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 
 pytestmark = pytest.mark.slow  # seconds on its own: -m 'not slow' skips it (pyproject)
 
@@ -57,8 +57,9 @@ def test_a_paragraph_is_cut_into_its_sentences_once(toy, count):
 def test_every_entry_point_gives_the_same_translation(toy, count, capsys, tmp_path):
     run, model, tokenizer = toy
     text = PARAGRAPHS[count]
-    library = translate(model, tokenizer, [text])[0]
-    pieces = translate(model, tokenizer, prepare_sources(tokenizer, [text], model.config.max_len).texts)
+    facts = load_decoding_facts(run, tokenizer)  # the run's brevity rule, as every command decodes it
+    library = translate(model, tokenizer, [text], facts=facts)[0]
+    pieces = translate(model, tokenizer, prepare_sources(tokenizer, [text], model.config.max_len).texts, facts=facts)
     assert library == " ".join(p for p in pieces if p)  # sentence by sentence, joined
 
     code, out, err = cli(capsys, "translate", "--checkpoint", str(run), text)
@@ -101,7 +102,8 @@ def test_serve_translates_a_paragraph_as_translate_does(toy, count, monkeypatch)
     answer = client.post("/api/explain", json={"sentence": PARAGRAPHS[count]})
     assert answer.status_code == 200
     walk = answer.json()
-    assert walk["result"] == translate(model, tokenizer, [PARAGRAPHS[count]])[0]
+    facts = load_decoding_facts(run, tokenizer)
+    assert walk["result"] == translate(model, tokenizer, [PARAGRAPHS[count]], facts=facts)[0]
     assert len(walk["pieces"]) == count and walk["piece"] == 1
 
 

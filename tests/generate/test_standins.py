@@ -11,7 +11,7 @@ import torch
 from clearformer.config import preset
 from clearformer.generate import DecodingOptions, translate
 from clearformer.model.build import build_model
-from clearformer.tokenize import encode_source, load_tokenizer, mask_with_stand_ins
+from clearformer.tokenize import encode_source, load_tokenizer
 from clearformer.tokenize.placeholders import RESERVED_TOKENS, find
 from clearformer.tokenize.subword import SentencePieceTokenizer
 
@@ -24,9 +24,11 @@ SOURCES = ["Delete %d files from %s?", "copy '%s' to {0} now", "open %1$s and %2
 
 @pytest.fixture(scope="module")
 def production_like():
-    tokenizer = SentencePieceTokenizer.train(SENTENCES, vocab_size=400)
-    assert tokenizer.piece_ids == () and tokenizer.token_to_id(RESERVED_TOKENS[0]) == tokenizer.unk_id
-    assert mask_with_stand_ins(tokenizer)  # what an importer of such a model does (docs/adapt.md)
+    plain = SentencePieceTokenizer.train(SENTENCES, vocab_size=400)
+    assert plain.piece_ids == () and plain.token_to_id(RESERVED_TOKENS[0]) == plain.unk_id
+    # built as an importer of such a model builds it (docs/adapt.md): masking by numeral stand-ins
+    tokenizer = SentencePieceTokenizer(plain.model_proto, mask_by_stand_ins=True)
+    assert tokenizer.mask_placeholders and tokenizer.stand_ins is not None
     torch.manual_seed(0)
     config = preset("toy-translate", src_vocab_size=len(tokenizer), tgt_vocab_size=len(tokenizer), d_model=16,
                     n_heads=2, d_ff=32, max_len=64, pad_id=tokenizer.pad_id)

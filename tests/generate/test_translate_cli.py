@@ -14,7 +14,8 @@ import torch
 
 from clearformer.cli import main
 from clearformer.generate import DecodingOptions, translate
-from clearformer.load import load_model
+from clearformer.generate.facts import DecodingFacts
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.store.checkpoint import WEIGHTS_FILE, save_model
 
 LINES = ["I love you", "", "the dog sleeps", "   ", "we eat bread .", "I love the cat"]
@@ -29,10 +30,10 @@ def run_cli(args: list[str], capsys, stdin: str | None = None, monkeypatch=None)
 
 
 def expected(checkpoint: Path, sentences: list[str], beam: int = 1, **options) -> list[str]:
-    """Each sentence translated alone through the Python API."""
+    """Each sentence translated alone through the Python API (by the run's decoding facts, as `translate`)."""
     model, tokenizer, _ = load_model(checkpoint)
-    decoding = DecodingOptions(beam=beam, **options)
-    return [translate(model, tokenizer, [s.strip()], decoding)[0] for s in sentences]
+    decoding, facts = DecodingOptions(beam=beam, **options), load_decoding_facts(checkpoint, tokenizer)
+    return [translate(model, tokenizer, [s.strip()], decoding, facts=facts)[0] for s in sentences]
 
 
 def test_translate_argument(checkpoint, capsys):
@@ -260,8 +261,8 @@ def test_undecodable_text_in_stdin_or_argument(checkpoint, capsys, monkeypatch):
 
 def test_brevity_option_reaches_decoding_and_rejects_negative_weights(checkpoint, capsys):
     model, tokenizer, meta = load_model(checkpoint)
-    tokenizer.length_ratio = 3.0  # as if measured by `train`: translations three times the source
-    save_model(checkpoint, model, tokenizer, meta=meta)
+    # as if measured by `train`: translations three times the source
+    save_model(checkpoint, model, tokenizer, meta=meta, facts=DecodingFacts(length_ratio=3.0))
     for weight in ("0", "2.5"):
         code, out, _ = run_cli(["translate", "--brevity", weight, "--checkpoint", str(checkpoint), "I love you"],
                                capsys)

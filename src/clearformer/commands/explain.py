@@ -16,7 +16,7 @@ from clearformer.generate.layout import for_decoding
 from clearformer.generate.source import unknown_words_line
 from clearformer.glossary import read_glossary
 from clearformer.limits import require_utf8
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.model.protocol import is_encoder_decoder
 from clearformer.store.runs import resolve_checkpoint
 
@@ -72,7 +72,8 @@ def build(args):
     check_layer_and_head(model.config, args.layer, args.head)
     model = for_decoding(model)  # decoded as `translate` decodes it (generate/layout.py), once, here
     return explain_search(model, tokenizer, args.sentence, DecodingOptions.from_args(args), args.top,
-                          interventions_from_args(model, args), piece=args.piece, glossary=glossary)
+                          interventions_from_args(model, args), piece=args.piece, glossary=glossary,
+                          facts=load_decoding_facts(directory, tokenizer))  # as `translate` decodes the run
 
 
 def check_layer_and_head(config, layer: int | None, head: int | None) -> None:

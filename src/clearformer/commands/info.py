@@ -7,7 +7,7 @@ import sys
 
 from clearformer.config import PRESETS, VARIANTS, preset, variant_overrides
 from clearformer.errors import UserError
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.model.build import build_model
 from clearformer.report.model import describe, info_lines
 
@@ -31,7 +31,7 @@ def run(args) -> int:
 
     if args.checkpoint:
         model, tokenizer, _ = load_model(args.checkpoint)
-        name = args.checkpoint
+        name, facts = args.checkpoint, load_decoding_facts(args.checkpoint, tokenizer)
     else:
         if args.vocab <= 0:
             raise UserError("--vocab must be positive")
@@ -46,8 +46,8 @@ def run(args) -> int:
             raise UserError(f"--preset {args.preset} --attention {args.attention}: {error}") from None
         with torch.device("meta"):  # sizes only: no memory, no initialisation time
             model = build_model(config)
-        name, tokenizer = f"preset {args.preset}", None
-    info = describe(model, name, tokenizer)
+        name, tokenizer, facts = f"preset {args.preset}", None, None
+    info = describe(model, name, tokenizer, facts)
     if args.format == "json":
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
         return 0

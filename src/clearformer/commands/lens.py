@@ -16,7 +16,7 @@ from clearformer.commands import options
 from clearformer.errors import UserError
 from clearformer.explain.why import lens_report
 from clearformer.limits import require_utf8
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.store.output import check_output, write_output
 from clearformer.store.runs import resolve_checkpoint
 
@@ -29,13 +29,14 @@ def add_common(parser) -> None:
 
 
 def load(args, *texts: str):
-    """(model, tokenizer) of --checkpoint, after --output and the texts were checked (UTF-8)."""
+    """(model, tokenizer, decoding facts) of --checkpoint, after --output and the texts were checked (UTF-8)."""
     if args.output:
         check_output(args.output, "--output")
     for text in texts:
         require_utf8("the sentence", text)
-    model, tokenizer, _ = load_model(resolve_checkpoint(args.checkpoint))
-    return model, tokenizer
+    directory = resolve_checkpoint(args.checkpoint)
+    model, tokenizer, _ = load_model(directory)
+    return model, tokenizer, load_decoding_facts(directory, tokenizer)
 
 
 def console(width: int = 120) -> tuple[Console, io.StringIO]:
@@ -88,5 +89,5 @@ def render(report: dict) -> str:
 def run(args) -> int:
     if args.max_new_tokens < 1:
         raise UserError(f"--max-new-tokens must be at least 1, not {args.max_new_tokens}")
-    model, tokenizer = load(args, args.text)
-    return write(args, lens_report(model, tokenizer, args.text, args.max_new_tokens), render)
+    model, tokenizer, facts = load(args, args.text)
+    return write(args, lens_report(model, tokenizer, args.text, args.max_new_tokens, facts), render)

@@ -50,5 +50,5 @@ def render(report: dict, top: int = 0) -> str:
 def run(args) -> int:
     if args.top < 0:
         raise UserError(f"--top must be >= 0, not {args.top}")
-    model, tokenizer = load(args, args.clean, args.corrupted)
-    return write(args, patch_report(model, tokenizer, args.clean, args.corrupted), lambda r: render(r, args.top))
+    model, tokenizer, facts = load(args, args.clean, args.corrupted)
+    return write(args, patch_report(model, tokenizer, args.clean, args.corrupted, facts), lambda r: render(r, args.top))

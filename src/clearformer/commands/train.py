@@ -9,13 +9,14 @@ from pathlib import Path
 
 from clearformer.commands import options
 from clearformer.config import PRESETS, ModelConfig, preset
+from clearformer.data.catalogue_pairs import is_catalogue
 from clearformer.devices import free_gpu_bytes, gpu_batch_tokens, resolve_device
 from clearformer.errors import UserError
 from clearformer.limits import check_model_size
 from clearformer.store.runs import default_run_dir
 from clearformer.store.safeio import loads_json
 from clearformer.train import TrainOptions, resume_options, train
-from clearformer.train.init import FINE_TUNE_DEFAULTS, check_init_flags, init_values
+from clearformer.train.init import FINE_TUNE_DEFAULTS, catalogue_recipe, check_init_flags, init_values
 from clearformer.train.options import preset_defaults
 
 # Options a resumed run may change; every other option comes from the checkpoint (--preset and --arch
@@ -127,7 +128,9 @@ def init_options(given: dict, set_items: list[str]) -> TrainOptions:
     started = init_values(Path(given["init"]))
     name = Path(given["init"]).resolve().name
     run_dir = Path(given.pop("run_dir")) if "run_dir" in given else default_run_dir(f"{name}-finetuned")
-    values = {**preset_defaults(started["preset"]), **FINE_TUNE_DEFAULTS, **started, **given}
+    # a catalogue (--data CATALOGUE.po): a validation about every epoch, early stopping (train/init.py)
+    catalogue = catalogue_recipe(given["data_dir"]) if is_catalogue(given.get("data_dir")) else {}
+    values = {**preset_defaults(started["preset"]), **FINE_TUNE_DEFAULTS, **catalogue, **started, **given}
     if "minutes" in given and "steps" not in given:
         values["steps"] = None  # a time budget alone replaces the preset's step count
     return TrainOptions.for_preset(**values, run_dir=str(run_dir))

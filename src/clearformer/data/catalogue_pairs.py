@@ -61,6 +61,11 @@ def catalogue_pairs(po: polib.POFile) -> list[tuple[str, str]]:
     return list(pairs)
 
 
+def is_catalogue(path: str | Path | None) -> bool:
+    """Whether --data names a gettext catalogue (.po) rather than a corpus folder."""
+    return path is not None and Path(path).suffix.lower() == ".po"
+
+
 def read_catalogue_pairs(path: str | Path) -> list[tuple[str, str]]:
     """The training pairs of the catalogue at `path` (.po); one with no translated entry is a one-line error."""
     pairs = catalogue_pairs(read_catalogue(Path(path)))

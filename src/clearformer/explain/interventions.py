@@ -20,10 +20,8 @@ recorded under a name while it flows: `<attention>.weights`, `<positions>.PE`, `
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable
 
-import torch
 from torch import nn
 
 from clearformer.errors import UserError
@@ -32,32 +30,18 @@ from clearformer.model.attention import MultiHeadAttention
 from clearformer.model.embedding import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from clearformer.model.latent import MultiHeadLatentAttention
 from clearformer.model.layers import AddNorm
-from clearformer.model.protocol import is_encoder_decoder
-from clearformer.record.trace import Hook, Hooks, Intervention, Interventions, points_reached
+from clearformer.record.points import hook_points, summarize
+from clearformer.record.trace import Hook, Hooks, Intervention, Interventions
 
 # the embedding module of a stack's input -> the stack it feeds (a language model's `embed` feeds its decoder)
 POSITION_OWNERS = {"src_embed": "encoder", "tgt_embed": "decoder", "embed": "decoder"}
 MAX_LISTED = 12  # patterns shown in an error before "..."
 
 
-def hook_points(model: nn.Module) -> frozenset[str]:
-    """Every hook point name of `model` (`trace.emit`'s names: `encoder.layers.0.self_attention.weights`, ...),
-    as one forward pass of two tokens reaches them, in eval mode (no dropout: the random state is untouched)
-    and without gradients; the model's mode is restored after."""
-    config, device = model.config, next(model.parameters()).device
-    ids = torch.full((1, 2), (config.pad_id + 1) % config.tgt_vocab_size, device=device)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            return frozenset(points_reached(lambda: model(ids, ids) if is_encoder_decoder(model) else model(ids)))
-    finally:
-        model.train(was_training)
-
-
 def model_hooks(model: nn.Module, hooks: dict[str, Hook | list[Hook]]) -> Hooks:
     """`with model_hooks(model, {name: hook}):` - `trace.Hooks` whose names are checked against the model's
-    points at once: an unknown name is a `trace.UnknownHookPoint` listing the nearest (as TransformerLens)."""
+    points (record/points.py `hook_points`: listed, nothing run) at once: an unknown name is a
+    `trace.UnknownHookPoint` listing the nearest (as TransformerLens)."""
     return Hooks(hooks, points=hook_points(model))
 
 
@@ -79,36 +63,6 @@ def valid_interventions(model: nn.Module) -> dict[str, Intervention]:
             owner = POSITION_OWNERS.get(where.split(".")[0], where.split(".")[0])
             found[f"{owner}.positions"] = Intervention(f"{owner}.positions", where, "PE", "zero")
     return found
-
-
-def _ranges(values: set[str]) -> str:
-    numbers = sorted(int(v) for v in values)
-    if len(numbers) == 1:
-        return str(numbers[0])
-    if numbers == list(range(numbers[0], numbers[-1] + 1)):
-        return f"{{{numbers[0]}-{numbers[-1]}}}"
-    return "{" + ",".join(map(str, numbers)) + "}"
-
-
-def summarize(names: Iterable[str]) -> list[str]:
-    """Names shortened to patterns: every number becomes the range it takes, and a head name with and
-    without `.uniform` is written once as `...head.{0-3}[.uniform]`."""
-    groups: dict[str, list[set[str]]] = {}
-    for name in names:
-        numbers = re.findall(r"(?<=[._])\d+(?=\.|$)", name)
-        pattern = re.sub(r"(?<=[._])\d+(?=\.|$)", "#", name)
-        slots = groups.setdefault(pattern, [set() for _ in numbers])
-        for slot, number in zip(slots, numbers, strict=True):
-            slot.add(number)
-    shown = []
-    for pattern, slots in groups.items():
-        if pattern.endswith(".uniform") and pattern[: -len(".uniform")] in groups:
-            continue
-        text = pattern + ("[.uniform]" if f"{pattern}.uniform" in groups else "")
-        for slot in slots:
-            text = text.replace("#", _ranges(slot), 1)
-        shown.append(text)
-    return shown
 
 
 def parse_interventions(model: nn.Module, names: Iterable[str]) -> list[Intervention]:

@@ -22,6 +22,7 @@ from clearformer.errors import UserError
 from clearformer.explain.beam import follow_chosen, read_beam_tree
 from clearformer.explain.translation import explain_translation, model_formulas
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import Pieces, prepare_sources
 from clearformer.generate.translator import PyTorchTranslator, decode_ids, join_pieces
@@ -56,19 +57,22 @@ class SearchWalkthrough(Walkthrough):
     unknown: list[str] = field(default_factory=list)  # the words the model did not know (translated as <unk>)
 
 
-def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions, masked: Masked) -> list[int]:
-    """`translate`'s own call for one sentence src (1, src_len), read as `masked` (greedy or beam search) ->
-    its output ids."""
-    return decode_ids(model, src, options, search_tokens(model, tokenizer, options).for_sources([masked]))[0]
+def run_search(model, tokenizer, src: torch.Tensor, options: DecodingOptions, masked: Masked,
+               facts: DecodingFacts = NO_FACTS) -> list[int]:
+    """`translate`'s own call for one sentence src (1, src_len), read as `masked` (greedy or beam search), with
+    the run's decoding `facts` (generate/facts.py) -> its output ids."""
+    return decode_ids(model, src, options, search_tokens(model, tokenizer, options, facts).for_sources([masked]))[0]
 
 
-def each_piece(model, tokenizer, pieces: Pieces, options: DecodingOptions) -> list[str]:
+def each_piece(model, tokenizer, pieces: Pieces, options: DecodingOptions,
+               facts: DecodingFacts = NO_FACTS) -> list[str]:
     """`translate` of each piece of one input on its own (placeholders restored), not joined."""
     whole = Pieces.whole(pieces.sources, pieces.masks)
-    return [result.text for result in PyTorchTranslator(model, tokenizer).translate(whole, options)]
+    return [result.text for result in PyTorchTranslator(model, tokenizer, facts=facts).translate(whole, options)]
 
 
-def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10) -> SearchWalkthrough:
+def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10,
+                 facts: DecodingFacts = NO_FACTS) -> SearchWalkthrough:
     """Beam search of `sentence` under a recorder -> the winner's walkthrough with the whole tree."""
     pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False, allow_empty=False)
     ids = pieces.sources[0]
@@ -77,7 +81,7 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
     model.eval()
     try:
         with trace.Recorder() as recorder:
-            output = run_search(model, tokenizer, src, options, pieces.masks[0])
+            output = run_search(model, tokenizer, src, options, pieces.masks[0], facts)
     finally:
         model.train(was_training)
     vocab = [tokenizer.id_to_token(i) for i in range(len(tokenizer))]
@@ -107,7 +111,7 @@ def explain_beam(model, tokenizer, sentence: str, options: DecodingOptions, top:
 def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, top: int = 10,
                    interventions: trace.Interventions | None = None, piece: int = 1,
                    max_new: Callable[[int], int] | None = None,
-                   glossary: Glossary | None = None) -> SearchWalkthrough:
+                   glossary: Glossary | None = None, facts: DecodingFacts = NO_FACTS) -> SearchWalkthrough:
     """The walkthrough of `translate`'s search (greedy or beam) on `sentence`, under `interventions` if given;
     with interventions, `original` holds the translation without them.
 
@@ -116,7 +120,8 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
     sentence with its translation and `result` is the whole input's translation, `translate`'s own.
     `max_new(source length)` caps the tokens the shown sentence generates (the server's bound on a
     walkthrough's size; the whole translation keeps `translate`'s limits). A `glossary` (greedy decoding) is
-    applied as `translate --glossary` applies it, the steps it decided in `walk.glossary_forced`."""
+    applied as `translate --glossary` applies it, the steps it decided in `walk.glossary_forced`. `facts`: the
+    run's decoding facts (generate/facts.py), loaded with it, as `translate` decodes by them."""
     check_explainable(options)
     if glossary is not None and options.beam > 1:
         raise UserError("explain --glossary shows greedy decoding, step by step; give no --beam with it")
@@ -130,11 +135,11 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
     changes = interventions or trace.Interventions([])
     with changes:
         if options.beam > 1:
-            walk = explain_beam(model, tokenizer, text, shown, top)
+            walk = explain_beam(model, tokenizer, text, shown, top, facts)
         else:
             walk = SearchWalkthrough(**explain_translation(model, tokenizer, text, shown, top=top,
-                                                           glossary=glossary).__dict__)
-        translations = each_piece(model, tokenizer, pieces, options) if total > 1 else [walk.result]
+                                                           glossary=glossary, facts=facts).__dict__)
+        translations = each_piece(model, tokenizer, pieces, options, facts) if total > 1 else [walk.result]
     walk.ablated = changes.names()
     walk.sentence = text
     walk.unknown = pieces.unknown.get(0, [])
@@ -148,9 +153,9 @@ def explain_search(model, tokenizer, sentence: str, options: DecodingOptions, to
         with torch.inference_mode():
             output = run_search(model, tokenizer, torch.tensor([pieces.sources[piece - 1]],
                                                                device=next(model.parameters()).device), shown,
-                                pieces.masks[piece - 1])
+                                pieces.masks[piece - 1], facts)
             plain = (pieces.restore([tokenizer.decode(output)]) if total == 1 else
-                     each_piece(model, tokenizer, pieces, options))
+                     each_piece(model, tokenizer, pieces, options, facts))
         walk.original = {"result": join_pieces(plain, pieces.owners, 1)[0],
                          "target_tokens": [tokenizer.id_to_token(i) for i in [tokenizer.bos_id, *output]]}
         walk.title += " with --ablate " + " ".join(walk.ablated)

@@ -17,6 +17,7 @@ import torch
 
 from clearformer.explain.walkthrough import Walkthrough, build_walkthrough, position_formula
 from clearformer.generate.beam import beam_search
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.glossary import term_batch
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.options import DecodingOptions, search_tokens
@@ -28,19 +29,21 @@ from clearformer.tokenize import mask_placeholders, restore_placeholders
 
 
 def explain_translation(model, tokenizer, sentence: str, options: DecodingOptions | None = None,
-                        top: int = 10, glossary: Glossary | None = None) -> Walkthrough:
+                        top: int = 10, glossary: Glossary | None = None,
+                        facts: DecodingFacts = NO_FACTS) -> Walkthrough:
     """Translation of `sentence` with `options` (default: greedy) under a recorder -> the walkthrough
     of every step.
 
     `options.max_new` caps the generated tokens (<eos> included); by default the limit is
     `translate`'s (source length + max_extra, within the model's max_len). With a `glossary`, its terms are
     written as `translate --glossary` writes them, and `walk.glossary_forced` lists the steps where a term
-    decided the token (`glossary_steps`)."""
+    decided the token (`glossary_steps`). `facts`: the run's decoding facts (generate/facts.py: `translate`'s
+    brevity rule and length limit), default none."""
     options = (options or DecodingOptions()).but(with_scores=False)
     pieces = prepare_sources(tokenizer, [sentence], model.config.max_len, split=False, allow_empty=False)
     ids = pieces.sources[0]  # one sentence
-    tokens = with_terms(model, tokenizer, search_tokens(model, tokenizer, options).for_sources(pieces.masks),
-                        glossary, pieces.texts, options)
+    tokens = with_terms(model, tokenizer, search_tokens(model, tokenizer, options, facts).for_sources(pieces.masks),
+                        glossary, pieces.texts, options, facts)
     src = torch.tensor([ids], device=next(model.parameters()).device)
     was_training = model.training
     model.eval()
@@ -64,11 +67,12 @@ def explain_translation(model, tokenizer, sentence: str, options: DecodingOption
     return walk
 
 
-def with_terms(model, tokenizer, tokens, glossary: Glossary | None, texts, options: DecodingOptions):
+def with_terms(model, tokenizer, tokens, glossary: Glossary | None, texts, options: DecodingOptions,
+               facts: DecodingFacts = NO_FACTS):
     """The search facts with the glossary terms each text owes (generate/glossary.py), as `translate` plans them."""
     if glossary is None:
         return tokens
-    translator = PyTorchTranslator(model, tokenizer)
+    translator = PyTorchTranslator(model, tokenizer, facts=facts)
     terms = term_batch(tokenizer, glossary, texts, lambda sources: [
         t.text for t in translator.translate(translator.read(sources, False, False), options.but(beam=1))])
     return tokens if terms is None else replace(tokens, terms=terms)

@@ -14,6 +14,7 @@ from clearformer.errors import UserError
 from clearformer.explain.attribution import DEFAULT_STEPS, METHODS, alignments, attribute
 from clearformer.explain.lens import lens_lm, lens_to_dict, lens_translation
 from clearformer.explain.patching import activation_patching
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.options import DecodingOptions, SearchTokens, search_tokens
 from clearformer.generate.source import check_source
 from clearformer.generate.translator import decode_ids
@@ -42,26 +43,31 @@ def require_translation(model, tool: str) -> None:
     require_layers(model, tool)
 
 
-def source_and_output_ids(model, tokenizer, text: str, options: DecodingOptions) -> tuple[list[int], list[int]]:
-    """(source ids as the model reads them, the translation's ids with <eos> last) by `translate`'s search."""
+def source_and_output_ids(model, tokenizer, text: str, options: DecodingOptions,
+                          facts: DecodingFacts = NO_FACTS) -> tuple[list[int], list[int]]:
+    """(source ids as the model reads them, the translation's ids with <eos> last) by `translate`'s search (with
+    the run's decoding `facts`, generate/facts.py)."""
     ids = check_source(tokenizer, text, model.config.max_len)
     model.eval()
     src = torch.tensor([ids], device=next(model.parameters()).device)
-    output = decode_ids(model, src, options, sentence_tokens(model, tokenizer, options, text))[0]
+    output = decode_ids(model, src, options, sentence_tokens(model, tokenizer, options, text, facts))[0]
     return ids, [*output, tokenizer.eos_id]
 
 
-def sentence_tokens(model, tokenizer, options: DecodingOptions, text: str) -> SearchTokens:
+def sentence_tokens(model, tokenizer, options: DecodingOptions, text: str,
+                    facts: DecodingFacts = NO_FACTS) -> SearchTokens:
     """The search's facts for one sentence, as `translate` builds them for its batch."""
-    return search_tokens(model, tokenizer, options).for_sources([mask_placeholders(tokenizer, text, carry=True)])
+    masked = mask_placeholders(tokenizer, text, carry=True)
+    return search_tokens(model, tokenizer, options, facts).for_sources([masked])
 
 
 def labels(tokenizer, ids: list[int]) -> list[str]:
     return [tokenizer.id_to_token(i) for i in ids]
 
 
-def lens_report(model, tokenizer, text: str, max_new_tokens: int = 20) -> dict:
-    """`clearformer lens TEXT`: {"result", "steps": [...]} (explain/lens.py); a language model continues TEXT."""
+def lens_report(model, tokenizer, text: str, max_new_tokens: int = 20, facts: DecodingFacts = NO_FACTS) -> dict:
+    """`clearformer lens TEXT`: {"result", "steps": [...]} (explain/lens.py); a language model continues TEXT. A
+    translation is `translate`'s, by the run's decoding `facts` (here and in the two reports below)."""
     require_layers(model, "the lens")
     label = tokenizer.id_to_token
     if is_language_model(model):
@@ -72,15 +78,15 @@ def lens_report(model, tokenizer, text: str, max_new_tokens: int = 20) -> dict:
         return lens_to_dict(steps, label, tokenizer.decode(ids + [s.chosen for s in steps]))
     options = DecodingOptions()
     ids = check_source(tokenizer, text, model.config.max_len)
-    steps = lens_translation(model, ids, options, sentence_tokens(model, tokenizer, options, text))
+    steps = lens_translation(model, ids, options, sentence_tokens(model, tokenizer, options, text, facts))
     return lens_to_dict(steps, label, tokenizer.decode([s.chosen for s in steps if s.chosen != tokenizer.eos_id]))
 
 
-def patch_report(model, tokenizer, clean: str, corrupted: str) -> dict:
+def patch_report(model, tokenizer, clean: str, corrupted: str, facts: DecodingFacts = NO_FACTS) -> dict:
     """`clearformer patch CLEAN CORRUPTED`: {"clean", "corrupted", "metric", "points": [{"name", "restored"}]}."""
     require_translation(model, "patch")
     options = DecodingOptions()
-    clean_ids, translation = source_and_output_ids(model, tokenizer, clean, options)
+    clean_ids, translation = source_and_output_ids(model, tokenizer, clean, options, facts)
     corrupted_ids = check_source(tokenizer, corrupted, model.config.max_len)
     m_clean, m_corrupted, points = activation_patching(model, clean_ids, corrupted_ids, translation,
                                                        tokenizer.bos_id)
@@ -103,14 +109,14 @@ def check_method(method: str, steps: int) -> None:
 
 
 def attribute_report(model, tokenizer, text: str, method: str = METHODS[0], steps: int = DEFAULT_STEPS,
-                     target: str | None = None) -> dict:
+                     target: str | None = None, facts: DecodingFacts = NO_FACTS) -> dict:
     """`clearformer attribute TEXT`: per target token a score per source token, the Pharaoh alignments and,
     for integrated gradients, the completeness check. `target`: attribute this translation instead of the
     model's own (tokenized as the model's targets)."""
     require_translation(model, "attribute")
     check_method(method, steps)
     if target is None:
-        ids, translation = source_and_output_ids(model, tokenizer, text, DecodingOptions())
+        ids, translation = source_and_output_ids(model, tokenizer, text, DecodingOptions(), facts)
     else:
         ids = check_source(tokenizer, text, model.config.max_len)
         translation = [*tokenizer.encode(target), tokenizer.eos_id]

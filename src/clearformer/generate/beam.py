@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import torch
 
+from clearformer.generate.graphs import GraphStep
 from clearformer.generate.options import DEFAULT_ALPHA, STOP_RULES, DecodingOptions, SearchTokens
 from clearformer.generate.state import Decoded, start_search
 from clearformer.record import trace
@@ -211,16 +212,18 @@ class FinishedHypotheses:
 
 @torch.inference_mode()
 def beam_search(model, src_ids: torch.Tensor, options: DecodingOptions | None = None,
-                tokens: SearchTokens | None = None, hypotheses: FinishedHypotheses | None = None) -> Decoded:
+                tokens: SearchTokens | None = None, hypotheses: FinishedHypotheses | None = None,
+                graph: GraphStep | None = None) -> Decoded:
     """Translate a padded batch of source ids with beam search (`options.beam` beams; default 4 when
     no options are given).
 
     src_ids (batch, src_len) -> `Decoded` (the best hypothesis per sentence, scores divided by the
     length penalty with `options.alpha`). Limits, `tokens` and the decoding rules as in `greedy_decode`;
     `options.stop` is the early-stopping rule ("bound" or "current", see the module docstring);
-    `hypotheses`: listed there, every hypothesis that finishes (an n-best list: generate/nbest.py).
+    `hypotheses`: listed there, every hypothesis that finishes (an n-best list: generate/nbest.py); `graph`: as
+    in `greedy_decode`.
     """
-    search = start_search(model, src_ids, options or DecodingOptions(beam=4), tokens)
+    search = start_search(model, src_ids, options or DecodingOptions(beam=4), tokens, graph)
     options, state, rules, decode, limits = search.options, search.state, search.rules, search.decode, search.limits
     beam, alpha, stop, eos_id = options.beam, options.alpha, options.stop, search.tokens.eos_id
     device = src_ids.device

@@ -63,19 +63,31 @@ class GraphStep:
     """The search's decoder and its cache in one: called as a search calls `model.decode` with
     `DecoderState.inputs()`, (tokens (rows, 1), memory, src_mask (rows, 1, 1, src_len), cache (this
     object), position) -> decoder states (rows, 1, d_model), and reordered as `DecoderState.select`
-    reorders a cache (`reorder(index, source)`)."""
+    reorders a cache (`reorder(index, source)`).
+
+    Built once over one model, where a run is opened for decoding (`PyTorchTranslator.open`, as the layout is:
+    generate/layout.py); each search `begin`s it afresh. It decodes that model only: the model never changes
+    under it, and a translator runs one search at a time."""
 
     def __init__(self, model, capture: bool | None = None) -> None:
         device = next(model.parameters()).device
         self.model = model
         self.capture = device.type == "cuda" if capture is None else capture
         self.cursor = torch.zeros(1, dtype=torch.long, device=device)  # the position the graph writes at
+        self.captures = 0  # graphs recorded so far (a benchmark reports it)
+        self.begin(model)
+
+    def begin(self, model) -> GraphStep:
+        """This step, ready for a new search over `model` (the one it was built for: a ValueError for another):
+        no buffers, no graph yet (a search's rows and source length are its own)."""
+        if model is not self.model:
+            raise ValueError("this GraphStep was built for another model; build one per model, where it is loaded")
         self.cache: DecoderCache | None = None
         self.inputs: dict[str, torch.Tensor] = {}
         self.graph: torch.cuda.CUDAGraph | None = None
         self.hidden: torch.Tensor | None = None  # the graph's output buffer
         self.recorded = (-1, -1)  # (generation, rows) the graph was recorded for
-        self.captures = 0  # graphs recorded so far (a benchmark reports it)
+        return self
 
     # -- the cache's side --------------------------------------------------------------------
 

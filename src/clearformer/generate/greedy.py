@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from clearformer.generate.graphs import GraphStep
 from clearformer.generate.options import DecodingOptions, SearchTokens
 from clearformer.generate.state import Decoded, start_search
 from clearformer.record import trace
@@ -22,7 +23,7 @@ from clearformer.record import trace
 
 @torch.inference_mode()
 def greedy_decode(model, src_ids: torch.Tensor, options: DecodingOptions | None = None,
-                  tokens: SearchTokens | None = None) -> Decoded:
+                  tokens: SearchTokens | None = None, graph: GraphStep | None = None) -> Decoded:
     """Translate a padded batch of source ids greedily.
 
     src_ids (batch, src_len), padded with <pad> -> `Decoded` with tokens (batch, steps). From
@@ -33,9 +34,10 @@ def greedy_decode(model, src_ids: torch.Tensor, options: DecodingOptions | None 
     before `min_length` tokens, `brevity` (the weight of the penalty on ending shorter than the length
     ratio expects, `generate/brevity.py`; 0 = none), the repeat bound and the placeholder pieces (each
     copied from the source exactly as often as it occurs there, `generate/constraints.py`), as `tokens`
-    says (<bos>, <eos>, the placeholder pieces, the length ratio).
+    says (<bos>, <eos>, the placeholder pieces, the length ratio). `graph`: the static step the translator
+    built once for this model (generate/graphs.py), used where `options.compile` asks for it.
     """
-    search = start_search(model, src_ids, options, tokens)
+    search = start_search(model, src_ids, options, tokens, graph)
     options, state, rules, decode, limits = search.options, search.state, search.rules, search.decode, search.limits
     pad_id, eos_id = search.tokens.pad_id, search.tokens.eos_id
     recorder = trace.active()

@@ -15,17 +15,19 @@ in one place.
 from __future__ import annotations
 
 from clearformer.generate.beam import FinishedHypotheses, beam_search
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.options import DecodingOptions, search_tokens
 from clearformer.generate.source import Pieces
 from clearformer.generate.translator import pad_batch
 from clearformer.tokenize import restore_placeholders
 
 
-def piece_nbest(model, tokenizer, pieces: Pieces, options: DecodingOptions, count: int) -> list[list[str]]:
+def piece_nbest(model, tokenizer, pieces: Pieces, options: DecodingOptions, count: int,
+                facts: DecodingFacts = NO_FACTS) -> list[list[str]]:
     """Each piece's distinct translations, best first, at most `count` + 1 (placeholders restored; "" for an
     empty piece)."""
     options = options.but(beam=max(options.beam, count + 1), with_scores=False)
-    tokens = search_tokens(model, tokenizer, options)
+    tokens = search_tokens(model, tokenizer, options, facts)
     device = next(model.parameters()).device
     ranked: list[list[str]] = [[""] for _ in pieces.sources]
     todo = [index for index, ids in enumerate(pieces.sources) if ids]
@@ -42,10 +44,11 @@ def piece_nbest(model, tokenizer, pieces: Pieces, options: DecodingOptions, coun
     return ranked
 
 
-def translate_nbest(model, tokenizer, pieces: Pieces, options: DecodingOptions, count: int) -> list[list[str]]:
+def translate_nbest(model, tokenizer, pieces: Pieces, options: DecodingOptions, count: int,
+                    facts: DecodingFacts = NO_FACTS) -> list[list[str]]:
     """Each input's distinct translations, best first: its translation, then at most `count` alternatives
-    (see the module docstring)."""
-    per_piece = piece_nbest(model, tokenizer, pieces, options, count)
+    (see the module docstring), by the run's decoding `facts`."""
+    per_piece = piece_nbest(model, tokenizer, pieces, options, count, facts)
     out = []
     for index in range(pieces.count):
         positions = pieces.of(index)

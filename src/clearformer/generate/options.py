@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from clearformer.generate.constraints import digit_pieces
-from clearformer.generate.facts import DecodingFacts
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.glossary import TermBatch
 from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKENS
 from clearformer.options import Options, option
@@ -107,7 +107,7 @@ class SearchTokens:
     source_eos: whether every source ends in <eos> (it is then not counted as a source token);
     repeat_bound: no piece more than max(3, its longest source run) times in a row (generate/constraints.py);
     shortlist: the run's lexical shortlist when the search uses it (generate/shortlist.py), else None;
-    max_length_factor: the run's engine's output limit, factor x source tokens (0: the paper's + 50; tokenize/facts.py);
+    max_length_factor: the run's engine's output limit, factor x source tokens (0: the paper's + 50; generate/facts.py);
     owing: per sentence of one batch, whether its placeholder pieces must be copied (`Masked.owes_copies`:
     not where numerals stand in and the sentence had no placeholder); None: every sentence's.
     terms: per sentence of one batch, the glossary terms it owes (generate/glossary.py); None: no glossary.
@@ -160,15 +160,13 @@ class SearchTokens:
 
 
 def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None,
-                  facts: DecodingFacts | None = None) -> SearchTokens:
-    """The one place that reads the tokenizer's special ids and the run's decoding facts (`facts`: the translator's
-    record, generate/facts.py; None: read from the run's tokenizer here).
+                  facts: DecodingFacts = NO_FACTS) -> SearchTokens:
+    """The one place that reads the tokenizer's special ids and the run's decoding facts (`facts`: the record
+    loaded with the run, generate/facts.py; default none).
 
     Without a tokenizer, <bos> and <eos> are the WordTokenizer's (tests with random models).
     """
     config = model.config
-    if facts is None:
-        facts = DecodingFacts() if tokenizer is None else DecodingFacts.of(tokenizer)
     exact = tokenizer is not None and (options is None or options.placeholders == "exact")
     pieces = tuple(tokenizer.placeholder_ids) if exact else ()
     return SearchTokens(

@@ -148,11 +148,14 @@ class SearchStart:
 
 
 def start_search(model, src_ids: torch.Tensor, options: DecodingOptions | None,
-                 tokens: SearchTokens | None) -> SearchStart:
+                 tokens: SearchTokens | None, graph: graphs.GraphStep | None = None) -> SearchStart:
     """The opening of every search over src_ids (batch, src_len): the options (default `DecodingOptions()`),
     checked; the token facts (default `search_tokens(model)`); each sentence's length limit; the source
     encoded (recorded with `recorder.step = None`) into a `DecoderState`; the decoding rules; the decoder.
-    The model is decoded as given (its layout is applied once where it was loaded: generate/layout.py)."""
+    The model is decoded as given (its layout is applied once where it was loaded: generate/layout.py). With
+    `options.compile` "graph" the decoder is the static step (generate/graphs.py): `graph`, the one the translator
+    built once over this same model where it opened the run (`PyTorchTranslator.open`), begun afresh here; a
+    search called without one (a test, a benchmark) builds its own, over the model it was given."""
     options = (DecodingOptions() if options is None else options).check()
     tokens = search_tokens(model) if tokens is None else tokens
     limits = max_new_tokens(src_ids, tokens, options, model.config.max_len)
@@ -169,5 +172,6 @@ def start_search(model, src_ids: torch.Tensor, options: DecodingOptions | None,
         sliced.restrict(rules.shortlist.union() if exact else None)
     decode = decoder_for(model, options.compile)
     if options.use_cache and graphs.applies(model, options.compile, memory.device):
-        decode = state.cache = graphs.GraphStep(model)  # the static cache and its step (a CUDA graph on a GPU)
+        step = graphs.GraphStep(model) if graph is None else graph.begin(model)
+        decode = state.cache = step  # the static cache and its step (a CUDA graph on a GPU)
     return SearchStart(options, tokens, limits, int(limits.max()), state, rules, decode)

@@ -25,9 +25,9 @@ from typing import ClassVar, Protocol
 import torch
 
 from clearformer.errors import UserError
-from clearformer.generate import checks
+from clearformer.generate import checks, graphs
 from clearformer.generate.beam import beam_search
-from clearformer.generate.facts import DecodingFacts
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.glossary import TermBatch, glossary_notes, term_batch
 from clearformer.generate.greedy import greedy_decode
 from clearformer.generate.int8 import quantize_int8
@@ -127,7 +127,9 @@ class Translator(Protocol):
 
     @classmethod
     def open(cls, model, tokenizer, directory, settings: EngineSettings = DEFAULT_SETTINGS,
-             said: Callable[[str], None] | None = None) -> Translator: ...
+             said: Callable[[str], None] | None = None, facts: DecodingFacts = NO_FACTS) -> Translator:
+        """The engine for a run loaded (clearformer/translator.py `load_run`): its model, tokenizer, folder and
+        decoding facts (decoding.json, generate/facts.py)."""
 
     def read(self, texts: Sequence[str], split: bool = True, check: bool = True,
              where: Callable[[int], str | None] | None = None, warn: Callable[[str], None] | None = None,
@@ -219,11 +221,15 @@ class PyTorchTranslator(Reading):
     name: ClassVar[str] = "pytorch"
     enforces_glossary: ClassVar[bool] = True  # its decoding writes the glossary's terms (generate/glossary.py)
 
-    def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS) -> None:
+    def __init__(self, model, tokenizer, settings: EngineSettings = DEFAULT_SETTINGS,
+                 facts: DecodingFacts = NO_FACTS) -> None:
         # The model as decoding runs it, made once (generate/layout.py: a copy sharing the weights; the caller's
-        # `model` is not changed); the run's decoding facts read once, as an immutable record (generate/facts.py).
-        self.model, self.tokenizer, self.settings = for_decoding(model), tokenizer, settings
-        self.facts = DecodingFacts.of(tokenizer)
+        # `model` is not changed); the run's decoding facts, the immutable record loaded with the run
+        # (generate/facts.py; default none: no brevity rule, the paper's length limit, no shortlist).
+        self.model, self.tokenizer, self.settings, self.facts = for_decoding(model), tokenizer, settings, facts
+        # The static step of `--compile graph` (generate/graphs.py), built once here over this one model; each
+        # search begins it afresh. None where the model's attention keeps the eager step (`graphs.supported`).
+        self.graph = graphs.GraphStep(self.model) if graphs.supported(self.model) else None
         self.label = self.name if settings.quantize == "none" else f"{self.name} {settings.quantize}"
         # what a report adds after the decoding options: nothing for the default engine
         self.described = "" if settings.quantize == "none" else f", int8 linear layers ({settings.quantize})"
@@ -243,7 +249,7 @@ class PyTorchTranslator(Reading):
 
     @classmethod
     def open(cls, model, tokenizer, directory, settings: EngineSettings = DEFAULT_SETTINGS,
-             said: Callable[[str], None] | None = None) -> PyTorchTranslator:
+             said: Callable[[str], None] | None = None, facts: DecodingFacts = NO_FACTS) -> PyTorchTranslator:
         """The engine for a loaded run (`directory` and `said`: the protocol's, unused here); `settings.threads`
         given to torch here, for every command alike (`translate --po --threads N` too)."""
         cls.check_settings(settings)
@@ -252,7 +258,7 @@ class PyTorchTranslator(Reading):
 
             torch.set_num_threads(settings.threads)
         # The layout first (a copy sharing the weights), then the shortlist's slice and int8 on it.
-        return cls(decoding_model(for_decoding(model), tokenizer.shortlist, settings.quantize), tokenizer, settings)
+        return cls(decoding_model(for_decoding(model), facts.shortlist, settings.quantize), tokenizer, settings, facts)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
                   progress: Progress | None = None, confidence: Rater | None = None,
@@ -296,7 +302,7 @@ class PyTorchTranslator(Reading):
                 batch_tokens = tokens.for_sources([pieces.masks[index] for index, _ in chunk])
                 if terms is not None:
                     batch_tokens = replace(batch_tokens, terms=terms.rows([index for index, _ in chunk]))
-                decoded = search(model, src_ids, options, batch_tokens)
+                decoded = search(model, src_ids, options, batch_tokens, graph=self.graph)
                 for (index, _), ids, placed in zip(chunk, decoded.sequences(), decoded.forced_list(), strict=True):
                     texts[index], forced[index], searched[index] = self.tokenizer.decode(ids), placed, ids
                 if progress is not None:

@@ -53,6 +53,7 @@ from pathlib import Path
 import torch
 
 from clearformer.errors import UserError
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.glossary import TermBatch
 from clearformer.generate.options import PAPER_MAX_EXTRA, DecodingOptions, search_tokens
 from clearformer.generate.result import Translation
@@ -374,8 +375,9 @@ class CTranslate2Translator(Reading):
     name = "ctranslate2"
     enforces_glossary = False  # its own search: a glossary's terms missing are only noted
 
-    def __init__(self, engine: CTranslate2Engine, model, tokenizer, settings: EngineSettings) -> None:
-        self.engine, self.model, self.tokenizer, self.settings = engine, model, tokenizer, settings
+    def __init__(self, engine: CTranslate2Engine, model, tokenizer, settings: EngineSettings,
+                 facts: DecodingFacts = NO_FACTS) -> None:
+        self.engine, self.model, self.tokenizer, self.settings, self.facts = engine, model, tokenizer, settings, facts
         self.label = self.name if settings.quantize == "none" else f"{self.name} {settings.quantize}"
         self.described = f", engine {self.name} ({compute_type(settings)})"
 
@@ -402,13 +404,14 @@ class CTranslate2Translator(Reading):
 
     @classmethod
     def open(cls, model, tokenizer, directory: Path, settings: EngineSettings = DEFAULT_SETTINGS,
-             said: Callable[[str], None] | None = None) -> CTranslate2Translator:
+             said: Callable[[str], None] | None = None, facts: DecodingFacts = NO_FACTS) -> CTranslate2Translator:
         """The run's engine, exported first if needed (`said(line)` is told where, when it was)."""
         cls.check_settings(settings)
         folder, exported = ensure_exported(Path(directory), model, tokenizer, settings.quantize)
         if exported and said is not None:
             said(f"exported the run for CTranslate2 into {folder}")
-        return cls(CTranslate2Engine(folder, tokenizer, model.config.max_len, settings), model, tokenizer, settings)
+        return cls(CTranslate2Engine(folder, tokenizer, model.config.max_len, settings), model, tokenizer, settings,
+                   facts)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
                   progress: Progress | None = None, confidence: Rater | None = None,
@@ -425,6 +428,7 @@ class CTranslate2Translator(Reading):
         if confidence is not None:
             searched = [self.tokenizer.encode(text) if source else [] for text, source in
                         zip(texts, pieces.sources, strict=True)]
-            return confidence.rate(self.model, self.tokenizer, search_tokens(self.model, self.tokenizer, options),
-                                   pieces, searched, records(pieces, texts, glossary))
+            tokens = search_tokens(self.model, self.tokenizer, options, self.facts)
+            translations = records(pieces, texts, glossary)
+            return confidence.rate(self.model, self.tokenizer, tokens, pieces, searched, translations)
         return records(pieces, texts, glossary)

@@ -16,6 +16,7 @@ import torch
 
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
+from clearformer.generate.facts import NO_FACTS
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, resolve_folder, take
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
 from clearformer.model.build import build_model
@@ -111,4 +112,4 @@ def import_gpt2(source: str, out: Path) -> Path:
     """`clearformer lm import gpt2 SOURCE --out RUN`: a run directory `lm generate` and `lm explain` read."""
     model, tokenizer = load_gpt2(source)
     meta = {"kind": "lm", "imported_from": str(source), "format": "gpt2", "tokenizer": tokenizer.kind}
-    return save_model(out, model, tokenizer, meta)
+    return save_model(out, model, tokenizer, meta, NO_FACTS)  # a language model: no translation's facts

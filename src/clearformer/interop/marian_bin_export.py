@@ -26,6 +26,7 @@ import torch
 
 from clearformer.errors import UserError
 from clearformer.generate import translate
+from clearformer.generate.facts import DecodingFacts
 from clearformer.interop.firefox import DECODER_CONFIG_FILE, DECODER_YML, FIREFOX_LENGTH_FACTOR
 from clearformer.interop.marian_bin import FLOAT32, MarianTensor, quantize_int8, write_marian_bin
 from clearformer.interop.marian_bin_arch import layer_entries, model_yaml, uncarried_field
@@ -56,7 +57,7 @@ def check_marian_bin_exportable(config, tokenizer) -> None:
         raise UserError("cannot export to marian-bin: source_eos=False: the engine appends </s> to every source")
 
 
-def activation_scales(model, tokenizer) -> dict[str, float]:
+def activation_scales(model, tokenizer, facts: DecodingFacts) -> dict[str, float]:
     """Per Linear (our module name): 127 / max |input| over the CALIBRATION sentences (forward pre-hooks on
     the Linear modules: the inputs the int8 engine quantizes with these fixed scales)."""
     peaks: dict[str, float] = {}
@@ -67,7 +68,7 @@ def activation_scales(model, tokenizer) -> dict[str, float]:
                 peaks[name] = max(peaks.get(name, 0.0), float(inputs[0].detach().abs().max()))
             handles.append(module.register_forward_pre_hook(hook))
     try:
-        translate(model, tokenizer, CALIBRATION)
+        translate(model, tokenizer, CALIBRATION, facts=facts)  # decoded as the run decodes (its shortlist)
     finally:
         for handle in handles:
             handle.remove()
@@ -101,23 +102,24 @@ def marian_bin_tensors(model, quantize: bool, scales: dict[str, float]) -> list[
     return sorted(tensors, key=lambda t: t.name)
 
 
-def export_marian_bin(model, tokenizer, run: Path, out: Path, quantize: bool) -> list[str]:
-    """Write the folder (see the module docstring); the names of the files written."""
+def export_marian_bin(model, tokenizer, facts: DecodingFacts, run: Path, out: Path, quantize: bool) -> list[str]:
+    """Write the folder (see the module docstring) from the run's model, tokenizer and decoding facts (its
+    shortlist and length factor: generate/facts.py); the names of the files written."""
     check_marian_bin_exportable(model.config, tokenizer)
-    if tokenizer.shortlist is None:
+    if facts.shortlist is None:
         raise UserError("cannot export to marian-bin: the run has no lexical shortlist (shortlist.bin)")
     engine_tokenizer = run / ENGINE_TOKENIZER_FILE
     if not engine_tokenizer.exists():
         raise UserError(f"cannot export to marian-bin: {engine_tokenizer} is missing (the engine reads the "
                         f"tokenizer.json its package ships; `import firefox` keeps it)")
-    scales = activation_scales(model, tokenizer) if quantize else {}
+    scales = activation_scales(model, tokenizer, facts) if quantize else {}
     model_file = INT8_FILE if quantize else FLOAT_FILE
     write_marian_bin(out / model_file, marian_bin_tensors(model, quantize, scales), model_yaml(model.config))
     atomic_write_bytes(out / "vocab.spm", remove_pad_piece(tokenizer.model_proto))
-    atomic_write_bytes(out / "lex.s2t.bin", tokenizer.shortlist.data)
+    atomic_write_bytes(out / "lex.s2t.bin", facts.shortlist.data)
     atomic_write_bytes(out / "tokenizer.json", read_bytes(engine_tokenizer, 64 << 20))
     precision = "int8shiftAlphaAll" if quantize else "float32"
     atomic_write_text(out / DECODER_CONFIG_FILE, DECODER_YML.format(
-        model=model_file, precision=precision, length_factor=tokenizer.max_length_factor or FIREFOX_LENGTH_FACTOR))
+        model=model_file, precision=precision, length_factor=facts.max_length_factor or FIREFOX_LENGTH_FACTOR))
     return [model_file, "vocab.spm", "lex.s2t.bin", "tokenizer.json", DECODER_CONFIG_FILE]
 

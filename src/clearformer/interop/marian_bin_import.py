@@ -28,6 +28,7 @@ import torch
 
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
+from clearformer.generate.facts import MAX_LENGTH_FACTOR, DecodingFacts
 from clearformer.interop.marian_bin import INT8_ALPHA, MarianModel, parse_marian_yaml, read_marian_bin
 from clearformer.interop.marian_bin_arch import config_from_yaml, layer_entries
 from clearformer.interop.marian_bin_vocab import marian_spm_tokenizer
@@ -36,8 +37,7 @@ from clearformer.model.build import build_model
 from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.checkpoint import save_model
 from clearformer.store.safeio import read_bytes
-from clearformer.tokenize.facts import MAX_LENGTH_FACTOR
-from clearformer.tokenize.shortlist import read_shortlist
+from clearformer.tokenize.shortlist import LexicalShortlist, read_shortlist
 
 PAD_BIAS = -1.0e4  # the added <pad>'s output bias: far below any real logit, finite (checkpoints refuse inf)
 MARIAN_LENGTH_FACTOR = 3.0  # Marian's default --max-length-factor, for a model imported without its decoder config
@@ -141,10 +141,9 @@ def marian_bin_state(model: MarianModel, config: ModelConfig) -> dict[str, torch
 # ----------------------------------------------------------------------------- another model's files
 
 
-def check_shortlist_fits(tokenizer, path: Path) -> None:
+def check_shortlist_fits(tokenizer, shortlist: LexicalShortlist, path: Path) -> None:
     """A shortlist built over this vocabulary lists each numeral piece among its own translations (numbers are
     copied); one built over another vocabulary of the same size lists other pieces under those ids."""
-    shortlist = tokenizer.shortlist
     numerals = [i for i in range(shortlist.vocab_size) if tokenizer.id_to_token(i).lstrip("▁").isdigit()]
     listed = sum(i in shortlist.lists[shortlist.offsets[i]: shortlist.offsets[i + 1]] for i in numerals)
     if numerals and listed < SELF_LISTED_NUMERALS * len(numerals):
@@ -152,40 +151,40 @@ def check_shortlist_fits(tokenizer, path: Path) -> None:
                         f"themselves: a shortlist built over another vocabulary (another model's?)")
 
 
-def check_probe(model, tokenizer, path: Path, what: str) -> None:
+def check_probe(model, tokenizer, facts: DecodingFacts, path: Path, what: str) -> None:
     """The model translates a row of numerals back to the same numerals (no constraint copies them for it), with
     the shortlist when `what` is "shortlist" (else without): else `path` is another model's file."""
     from clearformer.generate import DecodingOptions, translate
 
     options = DecodingOptions(placeholders="free", shortlist="on" if what == "shortlist" else "off")
-    output = translate(model, tokenizer, [PROBE], options)[0]
+    output = translate(model, tokenizer, [PROBE], options, facts=facts)[0]
     if re.findall(r"\d+", output) != PROBE.split():
         raise UserError(f"{path}: the model translates {PROBE!r} as {output[:60]!r} with this {what}: another "
                         f"model's {what}?")
 
 
-def check_files_belong(model, tokenizer, files: MarianBinFiles) -> None:
+def check_files_belong(model, tokenizer, facts: DecodingFacts, files: MarianBinFiles) -> None:
     """The vocabulary first (the probe without the shortlist: the model reads and writes through it alone), then
     the shortlist against that vocabulary and through the probe."""
-    check_probe(model, tokenizer, files.vocab, "vocabulary")
-    if tokenizer.shortlist is not None:
-        check_shortlist_fits(tokenizer, files.shortlist)
-        check_probe(model, tokenizer, files.shortlist, "shortlist")
+    check_probe(model, tokenizer, facts, files.vocab, "vocabulary")
+    if facts.shortlist is not None:
+        check_shortlist_fits(tokenizer, facts.shortlist, files.shortlist)
+        check_probe(model, tokenizer, facts, files.shortlist, "shortlist")
 
 
 # ----------------------------------------------------------------------------- import
 
 
 def load_marian_bin(files: MarianBinFiles):
-    """(our Transformer in eval mode, its tokenizer) from a Marian `.bin`, its vocabulary, shortlist and decoder
-    config, every file checked against the model."""
+    """(our Transformer in eval mode, its tokenizer, its decoding facts) from a Marian `.bin`, its vocabulary,
+    shortlist and decoder config, every file checked against the model. The facts are the engine's, whole: its
+    length factor and its shortlist (generate/facts.py)."""
     marian = read_marian_bin(files.model)
     config = config_from_yaml(marian.config, marian.path)
     vocab_size = config.tgt_vocab_size - 1
     tokenizer = marian_spm_tokenizer(Path(files.vocab), vocab_size)
-    tokenizer.set_facts({"max_length_factor": decoder_length_factor(files.decoder)})
-    if files.shortlist is not None:
-        tokenizer.shortlist = read_shortlist(files.shortlist, vocab_size)
+    shortlist = None if files.shortlist is None else read_shortlist(files.shortlist, vocab_size)
+    facts = DecodingFacts(max_length_factor=decoder_length_factor(files.decoder), shortlist=shortlist)
     state = marian_bin_state(marian, config)
     model = build_model(config)
     model.load_state_dict(state, strict=False)
@@ -193,8 +192,8 @@ def load_marian_bin(files: MarianBinFiles):
     if missing:
         raise UserError(f"{files.model}: no tensor for {sorted(missing)[0]}")
     model.eval()
-    check_files_belong(model, tokenizer, files)
-    return model, tokenizer
+    check_files_belong(model, tokenizer, facts, files)
+    return model, tokenizer, facts
 
 
 def sha256(path: Path) -> str:
@@ -214,13 +213,13 @@ def provenance(files: MarianBinFiles, package: dict | None) -> dict:
 def import_marian_bin(files: MarianBinFiles, out: Path, origin: Origin | None = None) -> Path:
     """Write the run folder: weights, config, tokenizer, shortlist, notice, provenance (and the engine's
     tokenizer.json when given)."""
-    model, tokenizer = load_marian_bin(files)
+    model, tokenizer, facts = load_marian_bin(files)
     origin = origin or Origin(Path(files.model).name, str(files.model))
     meta = {"kind": "translation", "imported_from": str(files.model), "format": "marian-bin",
             "tokenizer": tokenizer.kind}
     if origin.languages is not None:
         meta["languages"] = dict(zip(("source", "target"), origin.languages, strict=True))
-    save_model(out, model, tokenizer, meta)
+    save_model(out, model, tokenizer, meta, facts)
     atomic_write_text(out / LICENSE_FILE, MPL_NOTICE.format(name=origin.name, source=origin.source))
     atomic_write_text(out / PROVENANCE_FILE, json.dumps(provenance(files, origin.package), indent=2) + "\n")
     if files.engine_tokenizer is not None and files.engine_tokenizer.exists():

@@ -19,7 +19,6 @@ from clearformer.errors import UserError
 from clearformer.interop.protobuf_wire import bytes_field, float_field, varint_field
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES
 from clearformer.store.safeio import read_bytes
-from clearformer.tokenize import mask_with_stand_ins
 from clearformer.tokenize.subword import SentencePieceTokenizer
 
 PAD_PIECE = "<pad>"
@@ -58,15 +57,13 @@ def marian_spm_tokenizer(vocab_path: Path, vocab_size: int) -> SentencePieceToke
     of `vocab_size` pieces with </s> at 0."""
     proto = read_bytes(vocab_path, MAX_TOKENIZER_FILE_BYTES, missing="no such SentencePiece vocabulary")
     try:
-        tokenizer = SentencePieceTokenizer(add_pad_piece(proto))
+        # </s> after every source; the vocabulary has no reserved placeholder tokens: numerals stand in, and
+        # decoding copies each placeholder exactly (tokenize/standins.py), which the engine itself does not always
+        # do (BENCHMARKS.md, "Fine-tuning: adapting a model to software text", rows (a) and (a')).
+        tokenizer = SentencePieceTokenizer(add_pad_piece(proto), facts={"source_eos": True}, mask_by_stand_ins=True)
     except (RuntimeError, OSError) as error:
         raise UserError(f"{vocab_path}: not a SentencePiece model ({str(error).splitlines()[0]})") from None
     if len(tokenizer) != vocab_size + 1 or tokenizer.pad_id != vocab_size or tokenizer.eos_id != 0:
         raise UserError(f"{vocab_path}: {len(tokenizer) - 1:,} pieces with </s> at {tokenizer.eos_id}; the model "
                         f"has {vocab_size:,} with </s> at 0 (another model's vocabulary?)")
-    tokenizer.set_facts({"source_eos": True})
-    # The vocabulary has no reserved placeholder tokens: numerals stand in, and decoding copies each placeholder
-    # exactly (tokenize/standins.py), which the engine itself does not always do (BENCHMARKS.md, "Fine-tuning:
-    # adapting a model to software text", rows (a) and (a')).
-    mask_with_stand_ins(tokenizer)
     return tokenizer

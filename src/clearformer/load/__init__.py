@@ -1,6 +1,7 @@
 """A whole run folder read back: its config.json, its tokenizer and its weights, as a model ready to run.
 
     load_model(DIR) -> (model in eval mode, tokenizer, meta)    every command that opens a checkpoint
+    load_decoding_facts(DIR, tokenizer) -> DecodingFacts        what decoding reads besides (generate/facts.py)
 
 Above model/ (it builds the model, model/build.py) and tokenize/ (it reads the tokenizer); the files
 themselves are store/checkpoint.py's, on the ground floor. Nothing is unpickled: weights come from
@@ -15,6 +16,7 @@ import torch
 
 from clearformer.config import ConfigError, ModelConfig
 from clearformer.errors import UserError
+from clearformer.generate.facts import DecodingFacts
 from clearformer.limits import check_model_size
 from clearformer.model.build import build_model
 from clearformer.model.ssru import recurrence_names
@@ -63,3 +65,9 @@ def load_model(directory: str | Path, device: str | torch.device = "cpu"):
     if (directory / META_FILE).exists():
         meta = read_json(directory / META_FILE)
     return model.to(device).eval(), tokenizer, meta
+
+
+def load_decoding_facts(directory: str | Path, tokenizer) -> DecodingFacts:
+    """The run folder's decoding facts (decoding.json; an earlier release's folder: from its tokenizer.json, the
+    folder left as it is), the shortlist checked against `tokenizer`'s vocabulary."""
+    return DecodingFacts.read(directory, len(tokenizer))

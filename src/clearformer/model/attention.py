@@ -30,6 +30,7 @@ from clearformer.config import ModelConfig
 from clearformer.model.cache import KVCache
 from clearformer.model.rope import RotaryEmbedding
 from clearformer.record import trace
+from clearformer.record.points import EmitsPoints
 
 # ----------------------------------------------------------------------------- masks
 
@@ -83,6 +84,11 @@ def shared_heads(k: torch.Tensor, heads: int) -> torch.Tensor:
     return k if k.shape[1] == heads else k.repeat_interleave(heads // k.shape[1], dim=1)
 
 
+# The points the explicit path emits under its prefix (every attention's, MLA's absorbed path's too): the
+# mask is recorded expanded, a view (record/trace.py).
+ATTENTION_POINTS = ("scores", "scaled", "mask", "weights", "head_outputs")
+
+
 def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                        dropout: float = 0.0, scale: float | None = None,
                        recorder_prefix: nn.Module | str = "attention") -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,7 +136,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
 # ----------------------------------------------------------------------------- multi-head
 
 
-class MultiHeadAttention(nn.Module):
+class MultiHeadAttention(EmitsPoints, nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
 
     This class is self-attention: `forward(x, mask, cache, position)` attends from x to x. Cross-attention
@@ -146,6 +152,8 @@ class MultiHeadAttention(nn.Module):
     scale_attention (False drops the paper's 1/sqrt(d_k): scores = Q K^T, for `clearformer claims 2`)
     and, for self-attention with positional="rope", rotary positions of d_head dimensions.
     """
+
+    POINTS = ("Q", "K", "V", *ATTENTION_POINTS, "concat", "output")  # the hook points it emits (record/points.py)
 
     positions_rotate = True  # with positional="rope": positions rotate within one sequence, not across two
 

@@ -12,15 +12,20 @@ import torch
 from torch import nn
 
 from clearformer.record import trace
+from clearformer.record.points import EmitsPoints
 
 
-class TokenEmbedding(nn.Module):
+class TokenEmbedding(EmitsPoints, nn.Module):
     """A lookup table of one d_model vector per token id (row i = vector of token i).
 
     Looking a row up equals multiplying a one-hot vector by the table. With `scale=True` the
     vectors are multiplied by sqrt(d_model), as in the paper (section 3.4), so that they are not
     drowned by the positional encoding when the table is initialised with std d_model^-0.5.
     """
+
+    def points(self) -> tuple[str, ...]:
+        """The row looked up, and its scaled copy where the embedding is scaled by sqrt(d_model)."""
+        return ("lookup", "scaled") if self.scale else ("lookup",)
 
     def __init__(self, vocab_size: int, d_model: int, scale: bool = True, pad_id: int | None = 0) -> None:
         super().__init__()
@@ -75,12 +80,14 @@ def sinusoidal_table(length: int, d_model: int, base: float = 10000.0,
     return table.to(dtype)
 
 
-class SinusoidalPositionalEncoding(nn.Module):
+class SinusoidalPositionalEncoding(EmitsPoints, nn.Module):
     """Fixed sine/cosine positions added to the embeddings (no parameters).
 
     The table is a non-persistent buffer precomputed for `max_len` positions; a longer input
     extends it on the fly, since the formula is defined for every position.
     """
+
+    POINTS = ("PE",)  # the hook point it emits (record/points.py)
 
     def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0, layout: str = "interleaved",
                  timescales: str = "paper") -> None:
@@ -112,8 +119,10 @@ class SinusoidalPositionalEncoding(nn.Module):
         return x + pe
 
 
-class LearnedPositionalEmbedding(nn.Module):
+class LearnedPositionalEmbedding(EmitsPoints, nn.Module):
     """One trained vector per position 0 .. max_len-1 (BERT/GPT style); cannot go past max_len."""
+
+    POINTS = ("PE",)
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
@@ -147,8 +156,12 @@ def build_positions(kind: str, d_model: int, max_len: int, layout: str = "interl
     return NoPositions()  # "rope" and "none": attention handles (or skips) positions
 
 
-class InputEmbedding(nn.Module):
+class InputEmbedding(EmitsPoints, nn.Module):
     """Token embedding + positions + dropout: X = E[ids] (* sqrt(d)) + PE."""
+
+    def points(self) -> tuple[str, ...]:
+        """The ids, the sum, and position 0's zero vector where it has one (`start`: Marian's decoder)."""
+        return ("token_ids", "X", "start") if self.zero_start else ("token_ids", "X")
 
     @classmethod
     def from_config(cls, config, vocab_size: int, zero_start: bool = False) -> InputEmbedding:

@@ -35,10 +35,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from clearformer.config import ModelConfig
-from clearformer.model.attention import attention, masked_softmax
+from clearformer.model.attention import ATTENTION_POINTS, attention, masked_softmax
 from clearformer.model.cache import LatentCache
 from clearformer.model.rope import RotaryEmbedding
 from clearformer.record import trace
+from clearformer.record.points import EmitsPoints
 
 
 class RMSNorm(nn.Module):
@@ -59,7 +60,7 @@ class AbsorbedAttention(nn.Module):
     weights, head_outputs) are latent-space numbers, apart from the naive path's. No parameters."""
 
 
-class MultiHeadLatentAttention(nn.Module):
+class MultiHeadLatentAttention(EmitsPoints, nn.Module):
     """Causal self-attention with a low-rank key/value latent; the same call signature as
     `MultiHeadAttention` (self-attention; it has no cross-attention form).
 
@@ -99,6 +100,16 @@ class MultiHeadLatentAttention(nn.Module):
         self.explicit = False  # force the explicit (recordable) path even without a recorder
         self.absorb = False  # True: attend in latent space (the absorbed path), the same numbers
         self.absorbed = AbsorbedAttention()  # where the absorbed path records its attention
+
+    def points(self) -> tuple[str, ...]:
+        """The hook points it emits (record/points.py), as it is set now: the query latent with q_lora_rank, the
+        rotary parts with rope dims, and the path's own (`absorb`: the latent-space attention under `absorbed.`)."""
+        query = ("q_latent",) * bool(self.q_lora_rank) + ("Q_rope", "K_rope") * bool(self.rope_dim)
+        if self.absorb:
+            path = ("Q_absorbed", *(f"absorbed.{what}" for what in ATTENTION_POINTS), "head_outputs")
+        else:
+            path = ("K_nope", "V", "Q", "K", *ATTENTION_POINTS)
+        return (*query, "latent", *path, "concat", "output")
 
     # -- pieces ----------------------------------------------------------------------------------
 

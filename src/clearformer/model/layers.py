@@ -14,14 +14,17 @@ from clearformer.model.cache import DecoderCache, LayerCache
 from clearformer.model.ssru import SSRU
 from clearformer.model.variants import build_self_attention
 from clearformer.record import trace
+from clearformer.record.points import EmitsPoints
 
 # The hidden layer's non-linearity: the paper's ReLU; GELU (BERT); its tanh approximation (GPT-2's
 # "gelu_new"); SiLU, x * sigmoid(x) (Marian's "swish", used by the opus-mt translators).
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "silu": nn.SiLU}
 
 
-class FeedForward(nn.Module):
+class FeedForward(EmitsPoints, nn.Module):
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position separately (paper eq. 2)."""
+
+    POINTS = ("hidden", "output")  # the hook points it emits (record/points.py)
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
         super().__init__()
@@ -39,12 +42,14 @@ class FeedForward(nn.Module):
         return output
 
 
-class AddNorm(nn.Module):
+class AddNorm(EmitsPoints, nn.Module):
     """A residual connection around a sublayer, with layer normalisation.
 
     post-norm (the paper):  LayerNorm(x + Dropout(Sublayer(x)))
     pre-norm  (option):     x + Dropout(Sublayer(LayerNorm(x)))   (trains deep stacks without warmup)
     """
+
+    POINTS = ("norm", "skip", "residual")  # either order: the same three points
 
     def __init__(self, d_model: int, dropout: float = 0.0, norm_first: bool = False, eps: float = 1e-5) -> None:
         super().__init__()
@@ -69,8 +74,10 @@ class AddNorm(nn.Module):
         return out
 
 
-class EncoderLayer(nn.Module):
+class EncoderLayer(EmitsPoints, nn.Module):
     """Self-attention then feed-forward, each wrapped in Add & Norm."""
+
+    POINTS = ("output",)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -87,13 +94,15 @@ class EncoderLayer(nn.Module):
         return trace.emit(self, "output", self.add_norm_2(x, self.feed_forward))
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(EmitsPoints, nn.Module):
     """Masked self-attention, cross-attention over the encoder output, feed-forward; each with Add & Norm.
 
     The first sublayer is the layer's autoregressive one (config.autoregressive_layer): masked self-attention
     (`self_attention`), or the SSRU's recurrence (`recurrence`, model/ssru.py); the other slot is None.
     With `cross_attention=False` this is a GPT-style block (the decoder-only language model).
     """
+
+    POINTS = ("output",)
 
     def __init__(self, config: ModelConfig, cross_attention: bool = True) -> None:
         super().__init__()
@@ -144,9 +153,11 @@ class DecoderLayer(nn.Module):
 
 
 
-class Encoder(nn.Module):
+class Encoder(EmitsPoints, nn.Module):
     """config.n_encoder_layers encoder layers; with pre-norm a final LayerNorm (post-norm layers
     already end normalised)."""
+
+    POINTS = ("output",)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -163,9 +174,11 @@ class Encoder(nn.Module):
         return x
 
 
-class Decoder(nn.Module):
+class Decoder(EmitsPoints, nn.Module):
     """config.n_decoder_layers decoder layers (without cross-attention for a language model); with
     pre-norm a final LayerNorm."""
+
+    POINTS = ("output",)
 
     def __init__(self, config: ModelConfig, cross_attention: bool = True) -> None:
         super().__init__()

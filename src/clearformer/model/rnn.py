@@ -32,6 +32,7 @@ from clearformer.model.attention import masked_softmax, padding_mask
 from clearformer.model.embedding import TokenEmbedding
 from clearformer.model.transformer import OutputProjection
 from clearformer.record import trace
+from clearformer.record.points import EmitsPoints
 
 
 @dataclass
@@ -59,8 +60,10 @@ class RecurrentCache:
             self.memory = self.memory.index_select(0, index)
 
 
-class GRUEncoder(nn.Module):
+class GRUEncoder(EmitsPoints, nn.Module):
     """Bidirectional GRU: each direction has d_model / 2 units, so an annotation is d_model wide."""
+
+    POINTS = ("output",)  # the hook points it emits (record/points.py)
 
     def __init__(self, vocab_size: int, d_model: int, layers: int, dropout: float, pad_id: int) -> None:
         super().__init__()
@@ -87,8 +90,10 @@ class GRUEncoder(nn.Module):
         return memory
 
 
-class LuongAttention(nn.Module):
+class LuongAttention(EmitsPoints, nn.Module):
     """score(h_t, m_s) = h_t W_a m_s^T ("general"); h~_t = tanh(W_c [c_t ; h_t])."""
+
+    POINTS = ("weights",)
 
     def __init__(self, d_model: int) -> None:
         super().__init__()
@@ -105,8 +110,10 @@ class LuongAttention(nn.Module):
         return torch.tanh(self.w_c(torch.cat([context, states], dim=-1)))
 
 
-class GRUDecoder(nn.Module):
+class GRUDecoder(EmitsPoints, nn.Module):
     """GRU over the (shifted-right) target, Luong attention over the encoder's annotations."""
+
+    POINTS = ("states", "output")
 
     def __init__(self, vocab_size: int, d_model: int, layers: int, dropout: float, pad_id: int) -> None:
         super().__init__()

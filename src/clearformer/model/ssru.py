@@ -33,6 +33,7 @@ from torch import nn
 from clearformer.config import ModelConfig
 from clearformer.model.cache import RecurrentCache
 from clearformer.record import trace
+from clearformer.record.points import EmitsPoints
 
 # A run saved when the SSRU sat in the decoder layer's `self_attention` slot names its tensors
 # decoder.layers.N.self_attention.w / .w_f; no attention has a `w` or `w_f` (theirs are w_q, w_k, w_v, w_o).
@@ -45,9 +46,11 @@ def recurrence_names(tensors: dict) -> dict:
     return {OLD_SLOT.sub(r"\1recurrence.\2.", name): tensor for name, tensor in tensors.items()}
 
 
-class SSRU(nn.Module):
+class SSRU(EmitsPoints, nn.Module):
     """The SSRU, called as the decoder's self-attention modules are (model/variants.py), so the layer runs
     either as its autoregressive sublayer."""
+
+    POINTS = ("candidate", "forget_gate", "cell", "relu_cell")  # the hook points it emits (record/points.py)
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()

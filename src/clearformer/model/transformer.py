@@ -16,13 +16,16 @@ from clearformer.model.cache import DecoderCache
 from clearformer.model.embedding import InputEmbedding
 from clearformer.model.layers import Decoder, Encoder
 from clearformer.record import trace
+from clearformer.record.points import EmitsPoints
 
 
-class OutputProjection(nn.Module):
+class OutputProjection(EmitsPoints, nn.Module):
     """Decoder states -> one score (logit) per target token: logits = h W^T + b.
 
     With tied embeddings W is the target embedding table itself (paper section 3.4).
     """
+
+    POINTS = ("logits",)
 
     def __init__(self, d_model: int, vocab_size: int) -> None:
         super().__init__()

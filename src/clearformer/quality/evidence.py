@@ -61,7 +61,7 @@ def _pad(rows: Sequence[Sequence[int]], pad_id: int, device) -> torch.Tensor:
 def _hook_names(model) -> tuple[list[str], list[str]]:
     """(cross-attention weight points, decoder layer output points) of `model`, in layer order."""
     layers = range(len(model.decoder_layers()))
-    from clearformer.explain.interventions import hook_points
+    from clearformer.record.points import hook_points
 
     points = hook_points(model)
     attention = [f"decoder.layers.{i}.cross_attention.weights" for i in layers]

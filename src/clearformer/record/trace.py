@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from clearformer.record.points import summarize
+
 _active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("clearformer_recorder", default=None)
 
 
@@ -165,7 +167,7 @@ def name_as(new: nn.Module, old: nn.Module) -> None:
 #
 # A name that is no point of the model is an error, never a hook that silently does nothing (as
 # TransformerLens refuses a name its model has no HookPoint for): with `points` (the model's names, e.g.
-# explain/interventions.py `hook_points(model)`) at once, and in any case when the block ends: if the
+# record/points.py `hook_points(model)`, listed without running it) at once, and in any case when the block ends: if the
 # block ran the model (some point was reached) and one of its names never was, `UnknownHookPoint` names
 # it and the nearest names the model does have.
 
@@ -192,11 +194,17 @@ class UnknownHookPoint(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+MAX_PATTERNS = 16  # patterns of the model's points an error lists when no name is near
+
+
 def unknown_point(name: str, points: Collection[str]) -> UnknownHookPoint:
-    """The error for a hook at `name`, listing the (at most 3) nearest of the model's `points` (difflib)."""
+    """The error for a hook at `name`, listing the (at most 3) nearest of the model's `points` (difflib), or, with
+    none near, the model's points as patterns (`encoder.layers.{0-5}.self_attention.weights`)."""
     nearest = difflib.get_close_matches(name, sorted(points), n=3, cutoff=0.5)
     shown = " or ".join([", ".join(nearest[:-1]), nearest[-1]] if len(nearest) > 1 else nearest)
-    hint = f"did you mean {shown}?" if nearest else f"it has {len(points)} points, none near"
+    patterns = summarize(sorted(points))
+    listed = ", ".join(patterns[:MAX_PATTERNS]) + (", ..." if len(patterns) > MAX_PATTERNS else "")
+    hint = f"did you mean {shown}?" if nearest else f"its points: {listed or 'none'}"
     return UnknownHookPoint(f"{name!r} is not a hook point of this model ({hint})")
 
 

@@ -41,14 +41,17 @@ def parameter_breakdown(model: nn.Module) -> dict[str, int]:
     return parts
 
 
-def describe(model: nn.Module, name: str, tokenizer=None) -> dict:
+def describe(model: nn.Module, name: str, tokenizer=None, facts=None) -> dict:
     """The config, parameter counts and cache size of a model (`clearformer info --format json`); with a
-    checkpoint's tokenizer, its kind, size and facts (source_eos, length_ratio: tokenize/facts.py)."""
+    checkpoint's tokenizer, its kind, size and facts (source_eos, mask_placeholders: tokenize/facts.py), and with
+    its decoding facts (generate/facts.py: decoding.json) theirs."""
     config = model.config
     info = {"name": name, "config": config.to_dict(), "parameters": model.num_parameters(),
             "parameters_by_part": parameter_breakdown(model)}
     if tokenizer is not None:
         info["tokenizer"] = {"kind": tokenizer.kind, "vocab_size": len(tokenizer), **tokenizer.facts()}
+    if facts is not None:
+        info["decoding"] = facts.to_dict()
     cache = kv_cache_bytes(config)
     if cache is not None:
         info["kv_cache_bytes_per_token"] = cache
@@ -64,8 +67,13 @@ def info_lines(info: dict, config: ModelConfig) -> list[str]:
     if "tokenizer" in info:
         t = info["tokenizer"]
         lines.append(f"  tokenizer: {t['kind']}, {t['vocab_size']:,} tokens, sources end in <eos>: "
-                     f"{'yes' if t['source_eos'] else 'no'}, length ratio: {t['length_ratio'] or 'not measured'}, "
+                     f"{'yes' if t['source_eos'] else 'no'}, "
                      f"placeholders masked: {'yes' if t.get('mask_placeholders') else 'no'}")
+    if "decoding" in info:
+        d = info["decoding"]
+        lines.append(f"  decoding: length ratio {d['length_ratio'] or 'not measured'}, length limit "
+                     f"{str(d['max_length_factor']) + ' x source' if d['max_length_factor'] else 'source + 50'}, "
+                     f"shortlist {'yes' if d['shortlist'] else 'none'}")
     if "kv_cache_bytes_per_token" in info:
         lines.append(f"  KV cache (decoder self-attention): {describe_kv_cache(info['kv_cache_bytes_per_token'])}")
     return lines

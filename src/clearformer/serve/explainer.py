@@ -21,6 +21,7 @@ from clearformer.explain.examples import EXAMPLES, run_example
 from clearformer.explain.html import to_json, walk_payload
 from clearformer.explain.lm import explain_text
 from clearformer.explain.search import explain_search
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.layout import for_decoding
 from clearformer.generate.options import DecodingOptions
 from clearformer.generate.source import prepare_sources
@@ -28,7 +29,7 @@ from clearformer.generate.translator import PyTorchTranslator
 from clearformer.limits import (
     SERVER_LM_NEW_TOKENS,
 )
-from clearformer.load import load_model
+from clearformer.load import load_decoding_facts, load_model
 from clearformer.serve.requests import (
     Field,
     RequestError,
@@ -53,6 +54,7 @@ class LoadedModel:
     tokenizer: object
     path: Path
     meta: dict
+    facts: DecodingFacts = NO_FACTS  # the run's decoding facts (decoding.json: generate/facts.py)
 
     @property
     def kind(self) -> str:
@@ -63,7 +65,7 @@ class LoadedModel:
     def translator(self) -> PyTorchTranslator:
         """The one translator (generate/translator.py) the LibreTranslate API calls: opened once, on this model, as
         every command opens it (`PyTorchTranslator.open`: the shortlist's slice where the run has one)."""
-        return PyTorchTranslator.open(self.model, self.tokenizer, self.path)
+        return PyTorchTranslator.open(self.model, self.tokenizer, self.path, facts=self.facts)
 
 
 REQUEST_FIELDS = {name: Field("text") for name in FIELDS}
@@ -158,7 +160,8 @@ class Explainer:
                                     "(train one with `clearformer train --preset toy-translate`)")
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         try:
-            walk = explain_search(model, tokenizer, sentence, self.decoding, max_new=page_limit(model))
+            walk = explain_search(model, tokenizer, sentence, self.decoding, max_new=page_limit(model),
+                                  facts=self.loaded.facts)
         except UserError as error:
             raise RequestError(400, str(error)) from None
         return walk_payload(walk)
@@ -176,7 +179,8 @@ def load(checkpoint: Path) -> LoadedModel:
     damaged. An MLA language model shows its up-projected keys and values (`lm explain`'s default path)."""
     model, tokenizer, meta = load_model(checkpoint)
     # Decoded as the commands decode it (generate/layout.py), once, here: the page and the API share it.
-    loaded = LoadedModel(for_decoding(model), tokenizer, Path(checkpoint), meta)
+    loaded = LoadedModel(for_decoding(model), tokenizer, Path(checkpoint), meta,
+                         load_decoding_facts(checkpoint, tokenizer))
     if loaded.kind == "lm":
         loaded.model.set_mla_path(False)
     return loaded

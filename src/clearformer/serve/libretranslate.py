@@ -267,7 +267,8 @@ class TranslationService:
             pieces = Pieces.whole([jobs[i].ids for i in chosen], [jobs[i].masked for i in chosen])
             if count:  # the beam's n-best over the model's own search (generate/nbest.py)
                 found = [(ranked, (), None) for ranked in
-                         translate_nbest(self.model, self.tokenizer, pieces, self.decoding, count)]
+                         translate_nbest(self.model, self.tokenizer, pieces, self.decoding, count,
+                                         self.translator.facts)]
             else:  # the one translator every front calls (generate/translator.py), with the terms each job owes
                 plans = tuple(jobs[i].plan for i in chosen)
                 terms = TermBatch(plans, self.sentence_ends or ()) if any(plans) else None

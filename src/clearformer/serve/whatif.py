@@ -68,7 +68,8 @@ def whatif_answer(explainer: Explainer, kind: str, text: str, ablate: tuple[str,
         else:
             options = explainer.decoding.but(beam=beam)
             payload = walk_payload(explain_search(model, tokenizer, text, options, interventions=changes,
-                                                  max_new=page_limit(model)))  # as /api/explain bounds it
+                                                  max_new=page_limit(model),  # as /api/explain bounds it
+                                                  facts=explainer.loaded.facts))
     except UserError as error:
         raise RequestError(400, str(error)) from None
     return to_json(payload).encode("utf-8")

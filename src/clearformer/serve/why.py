@@ -57,16 +57,16 @@ def check_why(explainer: Explainer, tool: str, kind: str) -> None:
 
 def why_answer(explainer: Explainer, tool: str, kind: str, text: str, corrupted: str, method: str) -> bytes:
     check_why(explainer, tool, kind)
-    model, tokenizer = explainer.loaded.model, explainer.loaded.tokenizer
+    model, tokenizer, facts = explainer.loaded.model, explainer.loaded.tokenizer, explainer.loaded.facts
     try:
         if tool == "lens":
-            report = lens_report(model, tokenizer, text, explainer.lm_new_tokens)
+            report = lens_report(model, tokenizer, text, explainer.lm_new_tokens, facts)
         elif tool == "patch":
-            report = patch_report(model, tokenizer, text, corrupted)
+            report = patch_report(model, tokenizer, text, corrupted, facts)
         else:
-            report = attribute_report(model, tokenizer, text, method, SERVER_STEPS)
+            report = attribute_report(model, tokenizer, text, method, SERVER_STEPS, facts=facts)
             report["attention"] = (report["scores"] if method == "attention" else
-                                   attribute_report(model, tokenizer, text, "attention")["scores"])
+                                   attribute_report(model, tokenizer, text, "attention", facts=facts)["scores"])
     except UserError as error:
         raise RequestError(400, str(error)) from None
     return to_json({"tool": tool, **report}).encode("utf-8")

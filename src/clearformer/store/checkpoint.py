@@ -42,13 +42,17 @@ def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def save_model(directory: str | Path, model, tokenizer, meta: dict | None = None) -> Path:
-    """Write a loadable checkpoint directory: config, weights, tokenizer (and optional meta.json)."""
+def save_model(directory: str | Path, model, tokenizer, meta: dict | None = None, facts=None) -> Path:
+    """Write a loadable checkpoint directory: config, weights, tokenizer, the run's decoding facts (`facts`, a
+    generate/facts.py `DecodingFacts`: decoding.json; every producer of a run gives its own) and optional
+    meta.json, each file atomically."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model.config.save(directory / CONFIG_FILE)
     atomic_save_tensors(directory / WEIGHTS_FILE, model_tensors(model))
     tokenizer.save(directory)
+    if facts is not None:
+        facts.save(directory)
     if meta is not None:
         atomic_write_text(directory / META_FILE, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     return directory

@@ -31,16 +31,6 @@ def mask_placeholders(tokenizer, text: str, carry: bool = False) -> Masked:
     return masked if stand_ins is None else stand_ins.assign(text, masked)
 
 
-def mask_with_stand_ins(tokenizer) -> bool:
-    """An imported tokenizer whose vocabulary has no reserved tokens but numeral pieces (Marian's, Firefox's):
-    turn masking on, so numerals stand in and decoding keeps placeholders exactly (tokenize/standins.py).
-    Returns whether it did. Importers call it once, before saving the run."""
-    if tokenizer.stand_ins is None:
-        return False
-    tokenizer.mask_placeholders = True
-    return True
-
-
 def restore_placeholders(masked: Masked, translation: str) -> str:
     """The translation the user gets: each ｟ph{i}｠ back to the source text it stands for (the pair of
     `mask_placeholders`; unchanged when nothing was masked)."""
@@ -90,4 +80,4 @@ def load_tokenizer(directory: str | Path):
 
 
 __all__ = ["BOS", "EOS", "PAD", "SPECIALS", "UNK", "WordTokenizer", "detokenize", "encode_source", "encode_target",
-           "load_tokenizer", "mask_placeholders", "mask_with_stand_ins", "restore_placeholders", "split_words"]
+           "load_tokenizer", "mask_placeholders", "restore_placeholders", "split_words"]

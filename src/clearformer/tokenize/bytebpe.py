@@ -33,7 +33,8 @@ class ByteLevelBPETokenizer(TokenizerFacts):
 
     kind = "gpt2"
 
-    def __init__(self, vocab_json: bytes, merges_txt: bytes, end_of_text: str = END_OF_TEXT) -> None:
+    def __init__(self, vocab_json: bytes, merges_txt: bytes, end_of_text: str = END_OF_TEXT,
+                 facts: dict | None = None) -> None:
         tokenizers = require_tokenizers()
         self.files = {"vocab": bytes(vocab_json), "merges": bytes(merges_txt)}
         vocab = read_vocabulary(self.files["vocab"], FILES["vocab"])
@@ -52,6 +53,7 @@ class ByteLevelBPETokenizer(TokenizerFacts):
         self.size = len(vocab)
         self.eos_id = self.bos_id = self.pad_id = self.unk_id = vocab[end_of_text]
         self.specials = {"eos": end_of_text}
+        self.built_with(facts)  # tokenize/facts.py
 
     def __len__(self) -> int:
         return self.size
@@ -82,7 +84,5 @@ class ByteLevelBPETokenizer(TokenizerFacts):
     def load(cls, directory: str | Path) -> ByteLevelBPETokenizer:
         info, files = load_files(directory, ("vocab", "merges"))
         specials = info.get("specials") if isinstance(info.get("specials"), dict) else {}
-        tokenizer = cls(files["vocab"], files["merges"], str(specials.get("eos", END_OF_TEXT)))
-        tokenizer.set_facts(info)
-        return tokenizer
+        return cls(files["vocab"], files["merges"], str(specials.get("eos", END_OF_TEXT)), info)
 

@@ -34,7 +34,8 @@ class MarianMTTokenizer(TokenizerFacts):
     kind = "marian"
 
     def __init__(self, source_spm: bytes, target_spm: bytes, vocab: dict[str, int],
-                 pad: str = "<pad>", unk: str = "<unk>", eos: str = "</s>", start: str | None = None) -> None:
+                 pad: str = "<pad>", unk: str = "<unk>", eos: str = "</s>", start: str | None = None,
+                 facts: dict | None = None, mask_by_stand_ins: bool = False) -> None:
         self.files = {"source": bytes(source_spm), "target": bytes(target_spm)}
         try:
             self.source = spm.SentencePieceProcessor(model_proto=self.files["source"])
@@ -53,6 +54,7 @@ class MarianMTTokenizer(TokenizerFacts):
         self.bos_id = self.vocab[start]
         # A production vocabulary has no reserved placeholder tokens: numerals stand in (tokenize/standins.py).
         self.stand_ins = None if RESERVED_TOKENS[0] in self.vocab else StandIns.from_vocabulary(self.vocab)
+        self.built_with(facts, mask_by_stand_ins)  # source_eos, masking (tokenize/facts.py)
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -120,7 +122,5 @@ class MarianMTTokenizer(TokenizerFacts):
         info, files = load_files(directory, ("source", "target", "vocab"))
         specials = info.get("specials") if isinstance(info.get("specials"), dict) else {}
         vocab = read_vocabulary(files["vocab"], str(Path(directory) / FILES["vocab"]))
-        tokenizer = cls(files["source"], files["target"], vocab, **{k: v for k, v in specials.items()
-                                                                   if k in ("pad", "unk", "eos", "start")})
-        tokenizer.set_facts(info)
-        return tokenizer
+        return cls(files["source"], files["target"], vocab, **{k: v for k, v in specials.items()
+                                                              if k in ("pad", "unk", "eos", "start")}, facts=info)

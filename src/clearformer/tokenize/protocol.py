@@ -4,9 +4,9 @@ and all that the rest of clearformer may ask of one (no probing with getattr/has
     text  --encode-->  ids (no <bos>/<eos>: encode_source and the batches frame them)  --decode-->  text
 
 The special ids are the vocabulary's; a vocabulary without one of them (GPT-2's has only <|endoftext|>)
-gives that same id for each. The facts (source_eos, length_ratio, max_length_factor, mask_placeholders,
-placeholder_patterns)
-are tokenize/facts.py's; `placeholder_ids` is () when nothing is masked.
+gives that same id for each. The facts (source_eos, mask_placeholders, placeholder_patterns) are
+tokenize/facts.py's; `placeholder_ids` is () when nothing is masked. A tokenizer is text <-> ids only: the run's
+decoding facts (length ratio, length factor, shortlist) are generate/facts.py's `DecodingFacts`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ class Tokenizer(Protocol):
     bos_id: int
     eos_id: int
     source_eos: bool
-    length_ratio: float
-    max_length_factor: float
     mask_placeholders: bool
     placeholder_patterns: tuple[str, ...]
 

@@ -26,7 +26,6 @@ from clearformer.store.atomic import atomic_write_bytes, atomic_write_text
 from clearformer.store.safeio import read_bytes, read_json_object
 from clearformer.tokenize.facts import TokenizerFacts
 from clearformer.tokenize.placeholders import RESERVED_TOKENS
-from clearformer.tokenize.shortlist import SHORTLIST_FILE, LexicalShortlist, read_shortlist
 from clearformer.tokenize.standins import StandIns
 from clearformer.tokenize.words import BOS, EOS, PAD, UNK
 
@@ -40,7 +39,9 @@ class SentencePieceTokenizer(TokenizerFacts):
 
     kind = "sentencepiece"
 
-    def __init__(self, model_proto: bytes, placeholders: Iterable[str] = ()) -> None:
+    def __init__(self, model_proto: bytes, placeholders: Iterable[str] = (), facts: dict | None = None,
+                 mask_by_stand_ins: bool = False) -> None:
+        """`facts`: source_eos, mask_placeholders, placeholder_patterns (tokenize/facts.py `built_with`)."""
         self.model_proto = bytes(model_proto)
         # Placeholders kept as single pieces (user-defined symbols; see clearformer.tokenize.placeholders).
         self.placeholders = tuple(placeholders)
@@ -59,6 +60,7 @@ class SentencePieceTokenizer(TokenizerFacts):
         if self.processor.piece_to_id(RESERVED_TOKENS[0]) == self.unk_id:
             self.stand_ins = StandIns.from_vocabulary(
                 {self.processor.id_to_piece(i): i for i in range(self.processor.get_piece_size())})
+        self.built_with(facts, mask_by_stand_ins)
 
     @property
     def placeholder_ids(self) -> tuple[int, ...]:
@@ -73,7 +75,7 @@ class SentencePieceTokenizer(TokenizerFacts):
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram",
               byte_fallback: bool = True, character_coverage: float = 1.0, seed: int = 1,
-              threads: int = 2, placeholders: Iterable[str] = ()) -> SentencePieceTokenizer:
+              threads: int = 2, placeholders: Iterable[str] = (), facts: dict | None = None) -> SentencePieceTokenizer:
         """Learn a vocabulary of about `vocab_size` pieces from `sentences` (in memory, no temp file).
 
         `placeholders` (e.g. `%s`, `{0}`, `<b>`) become user-defined symbols: always one piece each,
@@ -102,7 +104,7 @@ class SentencePieceTokenizer(TokenizerFacts):
                 **({"user_defined_symbols": placeholders} if placeholders else {}))
         except RuntimeError as error:
             raise UserError(f"SentencePiece training failed: {str(error).splitlines()[0]}") from None
-        return cls(model.getvalue(), placeholders)
+        return cls(model.getvalue(), placeholders, facts)
 
     # -- the tokenizer interface --------------------------------------------------------------
 
@@ -147,17 +149,13 @@ class SentencePieceTokenizer(TokenizerFacts):
     # -- files ----------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        shortlist = {} if self.shortlist is None else {
-            "shortlist": SHORTLIST_FILE, "shortlist_sha256": hashlib.sha256(self.shortlist.data).hexdigest()}
         return {"kind": self.kind, "model": MODEL_FILE, "vocab_size": len(self),
                 "sha256": hashlib.sha256(self.model_proto).hexdigest(), "specials": self.specials,
-                "placeholders": list(self.placeholders), **self.facts(), **shortlist}
+                "placeholders": list(self.placeholders), **self.facts()}
 
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
         atomic_write_bytes(directory / MODEL_FILE, self.model_proto)
-        if self.shortlist is not None:  # the lexical shortlist (Firefox's models), Marian's file as it came
-            atomic_write_bytes(directory / SHORTLIST_FILE, self.shortlist.data)
         atomic_write_text(directory / JSON_FILE, json.dumps(self.to_dict(), ensure_ascii=False) + "\n")
 
     @classmethod
@@ -173,25 +171,10 @@ class SentencePieceTokenizer(TokenizerFacts):
         if not isinstance(placeholders, list) or not all(isinstance(p, str) for p in placeholders):
             raise UserError(f"{directory / JSON_FILE}: \"placeholders\" must be a list of strings")
         try:
-            tokenizer = cls(proto, placeholders)
+            return cls(proto, placeholders, info)
         except (RuntimeError, OSError) as error:
             raise UserError(f"{path}: not a SentencePiece model ({str(error).splitlines()[0]})") from None
         except UserError as error:  # a placeholder that tokenizer.json lists is not in the model
             raise UserError(f"{directory / JSON_FILE}: {error}") from None
-        try:
-            tokenizer.set_facts(info)
-        except ValueError as error:
+        except ValueError as error:  # a fact of the wrong type
             raise UserError(f"{directory / JSON_FILE}: {error}") from None
-        if info.get("shortlist") is not None:
-            # Marian's shortlist covers the model's ids but the <pad> the import appended (interop/marian_bin_vocab.py)
-            tokenizer.shortlist = load_shortlist(directory, info, len(tokenizer) - 1)
-        return tokenizer
-
-
-def load_shortlist(directory: Path, info: dict, vocab_size: int) -> LexicalShortlist:
-    """The run's shortlist.bin, checked against the SHA-256 its tokenizer.json records."""
-    path = directory / SHORTLIST_FILE
-    shortlist = read_shortlist(path, vocab_size)
-    if hashlib.sha256(shortlist.data).hexdigest() != info.get("shortlist_sha256"):
-        raise UserError(f"{path}: damaged (checksum differs from {JSON_FILE})")
-    return shortlist

@@ -52,7 +52,7 @@ class WordTokenizer(TokenizerFacts):
 
     kind = "words"
 
-    def __init__(self, tokens: list[str], specials: dict[str, str] | None = None) -> None:
+    def __init__(self, tokens: list[str], specials: dict[str, str] | None = None, facts: dict | None = None) -> None:
         if len(set(tokens)) != len(tokens):
             raise UserError("a vocabulary lists the same token twice")
         self.itos = list(tokens)
@@ -67,15 +67,17 @@ class WordTokenizer(TokenizerFacts):
         self.unk_id = self.stoi[names["unk"]]
         self.bos_id = self.stoi[names["bos"]]
         self.eos_id = self.stoi[names["eos"]]
+        self.built_with(facts)  # source_eos, mask_placeholders, placeholder_patterns (tokenize/facts.py)
 
     @classmethod
-    def build(cls, sentences: Iterable[str], min_count: int = 1, reserved: Iterable[str] = ()) -> WordTokenizer:
+    def build(cls, sentences: Iterable[str], min_count: int = 1, reserved: Iterable[str] = (),
+              facts: dict | None = None) -> WordTokenizer:
         """Vocabulary of every word seen at least `min_count` times, most frequent first, after the
         specials and the `reserved` tokens (the placeholder tokens ｟ph0｠... of a masking run)."""
         counts = Counter(word for sentence in sentences for word in split_words(sentence))
         words = sorted((w for w, n in counts.items() if n >= min_count), key=lambda w: (-counts[w], w))
         fixed = list(SPECIALS) + [t for t in dict.fromkeys(reserved) if t not in SPECIALS]
-        return cls(fixed + [w for w in words if w not in set(fixed)])
+        return cls(fixed + [w for w in words if w not in set(fixed)], facts=facts)
 
     @property
     def placeholder_ids(self) -> tuple[int, ...]:
@@ -125,6 +127,4 @@ class WordTokenizer(TokenizerFacts):
 
     @classmethod
     def from_dict(cls, data: dict) -> WordTokenizer:
-        tokenizer = cls(data["tokens"], data.get("specials"))
-        tokenizer.set_facts(data)
-        return tokenizer
+        return cls(data["tokens"], data.get("specials"), data)

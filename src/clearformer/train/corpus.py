@@ -2,7 +2,7 @@
 
 Sources, in order of precedence: --tsv FILE or --src FILE --tgt FILE (a user corpus; a fixed 2%
 is held out for validation), --data DIR (a corpus directory with train.tsv, valid.tsv and
-optionally test.tsv) or --data CATALOGUE.po (its translated entries, data/catalogue_pairs.py; 2% held
+optionally test.tsv) or --data CATALOGUE.po (its translated entries, data/catalogue_pairs.py; 10% held
 out), else the preset's default (the built-in phrase set for toy presets,
 data/en-fr-software otherwise).
 """
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from clearformer.data.batching import Example
-from clearformer.data.catalogue_pairs import read_catalogue_pairs
+from clearformer.data.catalogue_pairs import is_catalogue, read_catalogue_pairs
 from clearformer.data.parallel import read_parallel
 from clearformer.data.paths import default_data_dir
 from clearformer.data.toy import toy_splits
@@ -34,6 +34,9 @@ from clearformer.train.options import DataOptions, Vocabulary, is_toy
 
 DEFAULT_CORPUS = "en-fr-software"
 Pairs = list[tuple[str, str]]
+# A catalogue's pairs are few (hundreds): 2% would validate on a handful, and the kept model would be the luck of
+# those few (BENCHMARKS.md, "Learning from the catalogue"); a tenth of them choose it.
+CATALOGUE_VALID_SHARE, CATALOGUE_VALID_LIMIT = 0.1, 300
 
 
 def read_pairs(paths: tuple[str, ...], skip_bad: bool = False) -> Pairs:
@@ -74,8 +77,8 @@ def load_splits(data: DataOptions, preset: str) -> tuple[dict[str, Pairs], str, 
         splits = toy_splits()
         toy = {"train": splits["train"], "valid": splits["valid"]}
         return toy, "built-in toy phrase set", {"dataset": "toy"}
-    if data.data_dir and Path(data.data_dir).suffix.lower() == ".po":  # a team's translated catalogue
-        train, valid = hold_out(read_catalogue_pairs(data.data_dir))
+    if is_catalogue(data.data_dir):  # a team's translated catalogue
+        train, valid = hold_out(read_catalogue_pairs(data.data_dir), CATALOGUE_VALID_SHARE, CATALOGUE_VALID_LIMIT)
         return {"train": train, "valid": valid}, data.data_dir, {"data_files": [data.data_dir]}
     directory = Path(data.data_dir) if data.data_dir else default_corpus_dir()
     if not directory.is_dir():
@@ -104,22 +107,22 @@ def build_tokenizer(vocabulary: Vocabulary, train: Pairs, seed: int = 1):
     vocabulary.source_eos says and masking placeholders as vocabulary.mask_placeholders says (then it is
     learnt from the masked sentences, and the reserved tokens ｟ph0｠... are in its vocabulary)."""
     patterns = check_patterns(vocabulary.placeholder_patterns)
+    facts = {"source_eos": vocabulary.source_eos, "mask_placeholders": vocabulary.mask_placeholders,
+             "placeholder_patterns": list(patterns)}  # the tokenizer is built with them (tokenize/facts.py)
     if vocabulary.mask_placeholders:
         train = masked_pairs(train, patterns)
     sentences = [s for pair in train for s in pair]
     reserved = RESERVED_TOKENS if vocabulary.mask_placeholders else ()
     if vocabulary.tokenizer == "words":
-        tokenizer = WordTokenizer.build(sentences, reserved=reserved)
+        tokenizer = WordTokenizer.build(sentences, reserved=reserved, facts=facts)
     elif vocabulary.mask_placeholders:  # the reserved tokens are the single pieces decoding copies
         tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=vocabulary.vocab_size, seed=seed,
-                                                 placeholders=reserved)
+                                                 placeholders=reserved, facts=facts)
     else:
         # Placeholders frequent in the training sources stay single pieces (copied whole, constrainable).
         symbols = frequent_placeholders(s for s, _ in train) if vocabulary.placeholder_pieces else ()
         tokenizer = SentencePieceTokenizer.train(sentences, vocab_size=vocabulary.vocab_size, seed=seed,
-                                                 placeholders=symbols)
-    tokenizer.source_eos = vocabulary.source_eos
-    tokenizer.mask_placeholders, tokenizer.placeholder_patterns = vocabulary.mask_placeholders, patterns
+                                                 placeholders=symbols, facts=facts)
     return tokenizer
 
 

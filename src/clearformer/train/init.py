@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from clearformer.data.catalogue_pairs import read_catalogue_pairs
 from clearformer.data.deb import sha256_file
 from clearformer.errors import UserError
 from clearformer.limits import MAX_JSON_FILE_BYTES
@@ -54,6 +55,21 @@ COMPANION_FILES = ("MODEL_LICENSE.txt", "provenance.json", "engine_tokenizer.jso
 # peaky distributions rather than learning the new text.
 FINE_TUNE_DEFAULTS = dict(lr_factor=0.02, warmup=20, label_smoothing=0.0, eval_every=200, save_every=200,
                           patience=10, bleu_sentences=200)
+# From a translated catalogue (--data CATALOGUE.po): hundreds of pairs, a few training steps an epoch (4096-token
+# batches). The best model comes after a few epochs and the next ones overfit (BENCHMARKS.md, "Learning from the
+# catalogue"), so validation comes about once an epoch (`catalogue_recipe`) and early stopping ends the run after
+# 5 validations without a better loss; a step checkpoint is written at the end only (the best model is saved when
+# found).
+CATALOGUE_PATIENCE = 5
+PAIRS_PER_STEP = 120  # a catalogue's pairs in one 4096-token batch, about (Django's and Synaptic's pt_BR)
+
+
+def catalogue_recipe(path: str | Path) -> dict:
+    """The loop's defaults for fine-tuning on the catalogue at `path` (flags override them): a validation about
+    every epoch (at least every 3 steps), early stopping after CATALOGUE_PATIENCE of them without progress."""
+    steps_per_epoch = len(read_catalogue_pairs(path)) // PAIRS_PER_STEP
+    every = max(3, steps_per_epoch)
+    return dict(eval_every=every, save_every=10 * every, patience=CATALOGUE_PATIENCE, keep=1)
 
 
 @dataclass(frozen=True)

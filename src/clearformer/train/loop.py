@@ -444,7 +444,7 @@ class Trainer:
         else:
             standing.bad_validations += 1
         if self.world.is_main and (improved or not self.task.keep_best):
-            save_model(self.setup.run_dir, self.model, self.setup.tokenizer, self.meta())
+            save_model(self.setup.run_dir, self.model, self.setup.tokenizer, self.meta(), self.setup.facts)
 
     def against_start(self, loss: float) -> str:
         """For a fine-tuning run: how this validation compares with the starting weights' (step 0)."""
@@ -468,9 +468,9 @@ class Trainer:
                              "world_size": self.world.size, "options": setup.options.to_dict(),
                              "init": self.init.to_dict() if self.init is not None else None}
             state.save_step_checkpoint(setup.run_dir, self.standing.step, self.model, setup.tokenizer, self.meta(),
-                                       setup.optimizer, rng, trainer_state, self.loop.keep)
+                                       setup.optimizer, rng, trainer_state, self.loop.keep, setup.facts)
             if self.standing.best_step is None or not self.task.keep_best:  # the newest model is the run's model
-                save_model(setup.run_dir, self.model, setup.tokenizer, self.meta())
+                save_model(setup.run_dir, self.model, setup.tokenizer, self.meta(), setup.facts)
             self.plot()
         distributed.barrier(self.world)
 

@@ -66,7 +66,7 @@ class DataOptions(Options):
 
     title: ClassVar[str] = "data (default: the built-in phrase set for toy presets, data/en-fr-software otherwise)"
     data_dir: str | None = option(None, "--data", "corpus folder: train/valid/test.tsv; or a translated gettext "
-                                  "catalogue (.po): its translated entries as pairs (2%% held out)", metavar="DIR")
+                                  "catalogue (.po): its translated entries as pairs (10%% held out)", metavar="DIR")
     tsv: str | None = option(None, "--tsv", "your corpus as source<TAB>target lines (2%% held out)",
                              metavar="FILE")
     src: str | None = option(None, "--src", "your source sentences, one a line (with --tgt)", metavar="FILE")

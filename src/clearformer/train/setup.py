@@ -11,7 +11,7 @@ resume); `prepare` builds the translation task on it, clearformer.train.lm the L
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -20,8 +20,9 @@ from clearformer.config import ARCHITECTURES, ConfigError, ModelConfig, preset
 from clearformer.data.batching import drop_long
 from clearformer.devices import resolve_device
 from clearformer.errors import UserError
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.limits import check_model_size
-from clearformer.load import load_config_and_tokenizer
+from clearformer.load import load_config_and_tokenizer, load_decoding_facts
 from clearformer.model.build import build_model
 from clearformer.report.flops import FlopCount
 from clearformer.store.checkpoint import load_weights_into
@@ -62,6 +63,7 @@ class RunSetup:
     resumed_from: Path | None = None
     trainer_state: dict = field(default_factory=dict)
     init: InitRecord | None = None  # where a fine-tuning run (--init) started
+    facts: DecodingFacts = NO_FACTS  # the run's decoding facts, saved as decoding.json with each checkpoint
 
 
 def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False,
@@ -83,7 +85,7 @@ def open_run(options, resume: bool, run_dir: Path, overwrite: bool = False,
     return start
 
 
-def finish_setup(start: RunStart, options, tokenizer, model, task) -> RunSetup:
+def finish_setup(start: RunStart, options, tokenizer, model, task, facts: DecodingFacts = NO_FACTS) -> RunSetup:
     """The optimizer (restored on --resume), the data position and the random generators."""
     optimizer = task.new_optimizer(model)
     if start.resumed_from is not None:
@@ -95,7 +97,7 @@ def finish_setup(start: RunStart, options, tokenizer, model, task) -> RunSetup:
         if start.trainer_state.get("world_size", 1) == start.world.size:
             distributed.restore_rng_state(start.extra, start.world)
     return RunSetup(options, start.device, start.world, start.run_dir, tokenizer, model, optimizer, task,
-                    start.resumed_from, start.trainer_state)
+                    start.resumed_from, start.trainer_state, facts=facts)
 
 
 def restored_model(start: RunStart):
@@ -136,12 +138,14 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
     check_latest_if_default(run_dir)  # a link or a folder at runs/LATEST: refused before training, not after
     start = open_run(options, resume, run_dir, overwrite)
     splits, source, data_record = corpus.load_splits(options.data, options.model.preset)
-    init_record = None
+    init_record, facts = None, NO_FACTS
     if resume:
         tokenizer, model = restored_model(start)
         init_record = InitRecord.from_dict(start.trainer_state.get("init"))
+        facts = load_decoding_facts(start.resumed_from, tokenizer)  # as its first start measured them
     elif options.start.init is not None:  # fine-tuning: the run's tokenizer, config and weights (train/init.py)
         tokenizer, model, init_record = load_init(options.start, options.recipe)
+        facts = load_decoding_facts(options.start.init, tokenizer)  # an imported run's length factor, shortlist
         carry_companions(options.start.init, run_dir)
     else:
         tokenizer = corpus.build_tokenizer(options.vocabulary, splits["train"], options.loop.seed)
@@ -163,10 +167,10 @@ def prepare(options: TrainOptions, resume: bool, run_dir: Path, overwrite: bool 
         raise UserError(f"{source}: no training pair fits {limit} tokens (raise --batch-tokens or max_len)")
     # A resumed run keeps the ratio its first start measured. A run fine-tuned from an imported model (ratio 0:
     # no brevity rule) keeps none either, so that it decodes as the engine it goes back to (export --to marian-bin).
-    if not resume and (init_record is None or tokenizer.length_ratio > 0):
-        tokenizer.length_ratio = corpus.length_ratio(train, tokenizer.source_eos)
+    if not resume and (init_record is None or facts.length_ratio > 0):
+        facts = replace(facts, length_ratio=corpus.length_ratio(train, tokenizer.source_eos))  # a new record, whole
     task = TranslationTask(options, tokenizer, model.config, train, valid, valid_pairs, source, data_record,
-                           dropped, FlopCount.of(model), fold.summary() if fold else "")
-    setup = finish_setup(start, options, tokenizer, model, task)
+                           dropped, FlopCount.of(model), fold.summary() if fold else "", facts)
+    setup = finish_setup(start, options, tokenizer, model, task, facts)
     setup.init = init_record
     return setup

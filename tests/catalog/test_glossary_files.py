@@ -67,3 +67,25 @@ def test_matching_word_boundaries_any_case_longest_first():
     assert glossary.missing("Open the file", "Abrir o Arquivo") == []
     assert glossary.missing("Open the file", "Abrir o documento") == [Term("file", "arquivo")]
     assert uses("Os arquivos", "arquivo") and not uses("arquivamento", "arquivo")
+
+
+def test_a_term_restricted_to_a_context(tmp_path):
+    """A third column (CSV, TSV) or a TBX description of type "context" restricts a term to the entries of that
+    msgctxt (issue 48: "Seeding", context "torrent state"); used without a context, a glossary holds only the
+    unrestricted terms."""
+    csv = tmp_path / "terms.csv"
+    csv.write_text("Seeding,Semeando,torrent state\nSeeding,Semear,Verb\nfile,arquivo,\n", encoding="utf-8")
+    tbx = tmp_path / "terms.tbx"
+    tbx.write_text(TBX.replace('<termEntry id="2">', '<termEntry id="2"><descrip type="context">Verb</descrip>'),
+                   encoding="utf-8")
+    glossary = read_glossary(csv)
+    assert glossary.contexts == {"torrent state", "Verb"}
+    assert [m.term.target for m in glossary.find("Seeding the file")] == ["arquivo"]
+    assert [m.term.target for m in glossary.in_context("torrent state").find("Seeding the file")] == ["Semeando",
+                                                                                                      "arquivo"]
+    assert [m.term.target for m in glossary.in_context("Verb").find("Seeding")] == ["Semear"]
+    assert read_glossary(tbx).terms[1] == Term("bookmark", "marcador", "Verb")
+    assert parse_tsv("Seeding\tSemeando\ttorrent state\n").contexts == {"torrent state"}
+    both = Glossary((Term("file", "ficheiro"), Term("file", "arquivo", "Brazil")))
+    assert both.in_context("Brazil").find("file")[0].term.target == "arquivo"  # the context's term wins
+    assert both.in_context("other").find("file")[0].term.target == "ficheiro"

@@ -4,6 +4,7 @@ decodes exactly as the engine does (its numerals are its own: "31.7" may become 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from clearformer.generate import DecodingOptions, translate
@@ -33,3 +34,18 @@ def test_the_shipped_model_keeps_every_placeholder_exactly(firefox_runs, engine)
         assert "｟" not in output
     # and a sentence without placeholders is the engine's translation, numerals and all
     assert translate(model, tokenizer, PLAIN, facts=facts) == [engine("en-pt").translate(s) for s in PLAIN]
+
+
+def test_a_number_is_not_joined_into_one_the_source_lacks(firefox_runs):
+    """transmission-gtk's message came out "... IPv4 ou IPv66" (issue 48): the source's "6" was owed as a stand-in
+    piece, and the model's "6." had not paid it, so a second "6" was forced after the first. A sentence's own
+    numerals are numbers, not placeholders (generate/options.py `own_stand_ins`), and no number may be written
+    that the source lacks, however its pieces join (generate/constraints.py `NumeralRuns`)."""
+    from clearformer.translator import load_translator
+
+    translator = load_translator(firefox_runs["en-pt"])
+    source = "%s is not an IPv4 or IPv6 address. RPC listeners must be IPv4 or IPv6"
+    for options in (DecodingOptions(), DecodingOptions(beam=4)):
+        [result] = translator.translate([source], options)
+        assert set(re.findall(r"\d+", result.text)) <= {"4", "6"}, result.text
+        assert Counter(find(result.text)) == Counter(find(source)) and not result.notes, result

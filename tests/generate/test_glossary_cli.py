@@ -83,11 +83,12 @@ def test_po_memory_and_glossary(checkpoint, tmp_path, capsys):
     exact = filled[(None, "we eat bread")]  # from --memory: verbatim, not fuzzy
     assert exact.msgstr == "nous mangeons du pain" and "fuzzy" not in exact.flags
     assert "clearformer: from memory, 100% match" in exact.tcomment
-    own = filled[("menu", "I love you")]  # the catalogue's own entry, in another context
-    assert own.msgstr == "Je t'aime" and "(the catalogue)" in own.tcomment
+    own = filled[("menu", "I love you")]  # the catalogue's own entry, in another context: no exact match (issue 48)
+    assert own.msgstr == "Je t'aime" and "(the catalogue)" in own.tcomment and "fuzzy" in own.flags
+    assert "from memory, 99% match" in own.tcomment
     term = filled[(None, "the dog sleeps")]  # the model, with the glossary's term
     assert "le chat" in term.msgstr and "fuzzy" in term.flags
-    assert "2 entries filled from memory exactly" in err
+    assert "1 entry filled from memory exactly" in err
     code, _, err = run_cli(["translate", "--po", str(po), "--out", str(tmp_path / "none.po"), "--checkpoint",
                             str(checkpoint), "--no-memory"], capsys)
     assert code == 0 and polib.pofile(str(tmp_path / "none.po")).find("I love you", msgctxt="menu").msgstr != "" \
@@ -130,3 +131,35 @@ def test_po_names_a_term_not_placed_in_a_comment(checkpoint, tmp_path, capsys):
     assert "fuzzy" in entry.flags
     comment = " ".join(entry.tcomment.split())  # a long comment is wrapped at 78 columns
     assert "clearformer: glossary term not used: 'dog' -> 'nous mangeons du pain le chat'" in comment
+
+
+CONTEXTS = '''msgid ""
+msgstr ""
+"Language: fr\\n"
+"Content-Type: text/plain; charset=UTF-8\\n"
+
+msgctxt "pet state"
+msgid "the dog sleeps"
+msgstr ""
+
+msgid "the dog sleeps"
+msgstr ""
+
+msgctxt "other"
+msgid "the dog sleeps"
+msgstr ""
+'''
+
+
+def test_a_glossary_term_restricted_to_a_msgctxt_applies_there_only(checkpoint, tmp_path, capsys):
+    """"Seeding" (context: torrent state) came out "Verificação" (issue 48): a team's glossary entry
+    `Seeding,Semeando,torrent state` must decide it there, and nowhere else (a CSV's third column, a TSV's)."""
+    po = written(tmp_path, "fr.po", CONTEXTS)
+    for name, text in (("terms.csv", "dog,le chat,pet state\n"), ("terms.tsv", "dog\tle chat\tpet state\n")):
+        out = tmp_path / f"out-{name}.po"
+        code, _, err = run_cli(["translate", "--po", str(po), "--out", str(out), "--checkpoint", str(checkpoint),
+                                "--glossary", str(written(tmp_path, name, text)), "--no-memory"], capsys)
+        assert code == 0, err
+        filled = {e.msgctxt: e.msgstr for e in polib.pofile(str(out))}
+        assert "le chat" in filled["pet state"], filled
+        assert "le chat" not in filled[None] and filled[None] == filled["other"], filled

@@ -58,6 +58,9 @@ class CatalogueSettings:
     accelerator: str = "auto"
     model_masks: bool = True
     model_patterns: tuple[str, ...] = ()
+    # msgctxts that change a translation (a glossary's terms restricted to one: clearformer/glossary.py): a line
+    # of an entry in one of them is its own model input, translated with that context's terms
+    contexts: frozenset[str] = frozenset()
 
 
 def needs_filling(entry: polib.POEntry) -> bool:
@@ -124,6 +127,7 @@ class Plan:
     mark: str | None
     slots: list[Slot] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
+    contexts: list[str] = field(default_factory=list)  # each text's msgctxt where it is one of settings.contexts
     found: Sequence[Sequence[Note]] | None = None  # what the post-check found in each translation (`fill`)
     found_comments: set[str] = field(default_factory=set)
 
@@ -203,12 +207,13 @@ def plan_catalogue(po: polib.POFile, settings: CatalogueSettings, where: str) ->
     slots_entries = [entry for entry in po if needs_filling(entry)]
     plural_forms = catalogue_plural_forms(po, settings, where) if any(map(is_plural, slots_entries)) else None
     plan = Plan(po, settings, plural_forms, mark)
-    index: dict[str, int] = {}
+    index: dict[tuple[str, str], int] = {}
     for entry in slots_entries:
         formats = entry_formats(entry.flags)
-        singular = plan_lines(entry.msgid, formats, mark, settings, plan.texts, index)
-        plural = plan_lines(entry.msgid_plural, formats, mark, settings, plan.texts, index) if is_plural(entry) \
-            else None
+        context = entry.msgctxt if entry.msgctxt in settings.contexts else ""
+        singular = plan_lines(entry.msgid, formats, mark, settings, plan, index, context)
+        plural = plan_lines(entry.msgid_plural, formats, mark, settings, plan, index, context) \
+            if is_plural(entry) else None
         one_forms = plural_forms.singular_forms(same_placeholders(singular, plural)) if plural is not None \
             else frozenset()
         plan.slots.append(Slot(entry, singular, plural, one_forms))
@@ -224,9 +229,10 @@ def same_placeholders(singular: list[Line], plural: list[Line]) -> bool:
 
 
 def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, settings: CatalogueSettings,
-               texts: list[str], index: dict[str, int]) -> list[Line]:
+               plan: Plan, index: dict[tuple[str, str], int], context: str = "") -> list[Line]:
     """The lines of a source text, each stripped of its accelerator and masked; new model inputs are appended
-    to `texts` (`index`: input -> its position, so a repeated line is translated once)."""
+    to `plan.texts`, with their `context` (`index`: (input, context) -> its position, so a repeated line is
+    translated once per context that changes it)."""
     patterns = format_patterns(formats) + settings.model_patterns
     lines = []
     for raw, glued in columns(text):
@@ -245,10 +251,12 @@ def plan_lines(text: str, formats: tuple[Format, ...], mark: str | None, setting
             lines.append(Line(raw, "", stripped=Stripped(raw), copied=True))
             continue
         model_input = masked.text if settings.model_masks else stripped.text
-        if model_input not in index:
-            index[model_input] = len(texts)
-            texts.append(model_input)
-        lines.append(Line(lead, trail, stripped, masked, formats, patterns, index[model_input], glued=glued))
+        if (model_input, context) not in index:
+            index[model_input, context] = len(plan.texts)
+            plan.texts.append(model_input)
+            plan.contexts.append(context)
+        lines.append(Line(lead, trail, stripped, masked, formats, patterns, index[model_input, context],
+                          glued=glued))
     return lines
 
 

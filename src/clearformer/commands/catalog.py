@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clearformer.catalog.fill import CatalogueSettings, Outcome, catalogue_text, plan_catalogue, read_catalogue
+from clearformer.catalog.fill import CatalogueSettings, Outcome, Plan, catalogue_text, plan_catalogue, read_catalogue
 from clearformer.commands import engine as engine_options
 from clearformer.commands.adapt import adapt, add_adapt_argument, check_adapt
 from clearformer.commands.assistant import (
@@ -31,7 +31,8 @@ from clearformer.commands.options import check_not_input
 from clearformer.errors import UserError
 from clearformer.explain.interventions import interventions_from_args
 from clearformer.generate import DecodingOptions
-from clearformer.generate.result import NoteKind
+from clearformer.generate.result import NoteKind, Translation
+from clearformer.glossary import Glossary
 from clearformer.languages import Languages, run_languages
 from clearformer.memory import DEFAULT_THRESHOLD, MemoryOutcome, comment_offers
 from clearformer.quality import fronts as confidence_front
@@ -108,17 +109,15 @@ def run(args) -> int:
     tokenizer = translator.tokenizer
     settings = CatalogueSettings(language=languages.target if languages else None, accelerator=args.accelerator,
                                  model_masks=bool(tokenizer.mask_placeholders),
-                                 model_patterns=tuple(tokenizer.placeholder_patterns))
+                                 model_patterns=tuple(tokenizer.placeholder_patterns),
+                                 contexts=glossary.contexts if glossary is not None else frozenset())
     remembered = fill_catalogue_from_memory(po, memory, args.memory_threshold)  # before the model: what is left
     plan = plan_catalogue(po, settings, str(args.po))
-    # A line the model cannot read is not refused: it comes back with an UNREADABLE note, and is copied.
-    pieces = translator.read(plan.texts, choice.decoding.split, unreadable="note")
     rater = confidence_front.rater(run_folder.directory, warn) if confidence_front.check_confidence_arguments(args) \
         else None
     with engine_options.progress_bar(len(plan.texts), f"translating {Path(args.po).name}", unit="line") as bar, \
             changes:
-        results = translator.translate(pieces, choice.decoding, progress=bar, confidence=rater,
-                                         glossary=glossary)
+        results = translate_plan(translator, plan, choice.decoding, bar, rater, glossary)
     translations = [None if any(note.kind is NoteKind.UNREADABLE for note in result.notes) else result.text
                     for result in results]
     # what the checks found: a `# clearformer:` comment each (the glossary's own notes: comment_glossary_notes)
@@ -139,6 +138,25 @@ def run(args) -> int:
         sys.stdout.flush()
     report(outcome, output, remembered, terms_missing)
     return 0
+
+
+def translate_plan(translator, plan: Plan, decoding: DecodingOptions, progress, rater,
+                   glossary: Glossary | None) -> list[Translation]:
+    """Every text of the plan translated, those of a msgctxt some glossary term is restricted to with that
+    context's terms (`Glossary.in_context`), the others with the unrestricted terms: one call per context (a
+    translation does not depend on its batch). A line the model cannot read is not refused: it comes back with
+    an UNREADABLE note, and is copied."""
+    results: list[Translation] = [Translation("")] * len(plan.texts)
+    groups: dict[str, list[int]] = {}
+    for job, context in enumerate(plan.contexts):
+        groups.setdefault(context, []).append(job)
+    for context, jobs in groups.items():
+        pieces = translator.read([plan.texts[job] for job in jobs], decoding.split, unreadable="note")
+        terms = glossary.in_context(context) if glossary is not None else None
+        found = translator.translate(pieces, decoding, progress=progress, confidence=rater, glossary=terms)
+        for job, result in zip(jobs, found, strict=True):
+            results[job] = result
+    return results
 
 
 def warn(line: str) -> None:

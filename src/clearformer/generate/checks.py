@@ -118,10 +118,12 @@ def check(source: str, output: str, masked: Masked | None = None, forced: bool =
 
 
 def translations(texts: Sequence[str], owners: Sequence[int], count: int, outputs: Sequence[str],
-                 masks: Sequence[Masked] | None = None, forced: Sequence[bool] | None = None) -> list[Translation]:
+                 masks: Sequence[Masked] | None = None, forced: Sequence[bool] | None = None,
+                 given: dict[int, tuple[Note, ...]] | None = None) -> list[Translation]:
     """The pieces of `count` inputs (`texts[i]` translated as `outputs[i]`, placeholders restored, belonging to
     input `owners[i]`) -> one `Translation` per input: the pieces' texts joined by a space, each piece's notes
-    (prefixed "sentence k of n: " when the input was cut into sentences)."""
+    (prefixed "sentence k of n: " when the input was cut into sentences); `given[i]`: piece i's notes, found
+    already (a piece translated again sentence by sentence: generate/translator.py)."""
     parts: list[list[int]] = [[] for _ in range(count)]
     for index, owner in enumerate(owners):
         parts[owner].append(index)
@@ -129,8 +131,8 @@ def translations(texts: Sequence[str], owners: Sequence[int], count: int, output
     for indices in parts:
         notes = []
         for number, index in enumerate(indices, start=1):
-            found = check(texts[index], outputs[index], masks[index] if masks else None,
-                          bool(forced[index]) if forced else False)
+            found = given[index] if given and index in given else check(
+                texts[index], outputs[index], masks[index] if masks else None, bool(forced[index]) if forced else False)
             where = f"sentence {number} of {len(indices)}: " if len(indices) > 1 else ""
             notes += [Note(note.kind, where + note.detail) for note in found]
         text = " ".join(outputs[index] for index in indices if outputs[index])

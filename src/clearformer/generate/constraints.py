@@ -36,9 +36,12 @@ step t, told the tokens chosen (`chose`) and the hypotheses kept (`select`).
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Sequence
 
 import torch
+
+from clearformer.tokenize.placeholders import RESERVED_PATTERN
 
 
 class PlaceholderConstraint:
@@ -62,27 +65,35 @@ class PlaceholderConstraint:
         self.limits = limits  # (rows,) tokens each hypothesis may generate in all, or None: no limit known
         self.bound = torch.ones(src_ids.shape[0], dtype=torch.bool, device=src_ids.device)
         self.forced = torch.zeros_like(self.bound)
+        self.free = torch.zeros_like(self.remaining, dtype=torch.bool)  # (rows, n_pieces): a sentence's numerals
 
     @classmethod
     def for_batch(cls, src_ids: torch.Tensor, piece_ids: Sequence[int] | None, eos_id: int,
                   limits: torch.Tensor | None = None,
-                  owing: Sequence[bool] | None = None) -> PlaceholderConstraint | None:
+                  owing: Sequence[bool] | None = None,
+                  free: Sequence[frozenset[int]] | None = None) -> PlaceholderConstraint | None:
         """The constraint for a batch (`limits` (batch,): the decoder's length limits; `owing` (batch,):
-        which sentences owe their pieces, None: all), or None when there are no placeholder pieces or no
-        sentence of the batch is bound by them (then decoding runs unconstrained, at no cost). A bound
-        sentence without placeholders is still constrained, alone as in any batch: it writes none."""
+        which sentences owe their pieces, None: all; `free` (batch,): the pieces that are a sentence's own
+        numerals where numerals stand in, neither owed nor forbidden here: `NumeralRuns` governs them), or None
+        when there are no placeholder pieces or no sentence of the batch is bound by them (then decoding runs
+        unconstrained, at no cost). A bound sentence without placeholders is still constrained, alone as in any
+        batch: it writes none."""
         if not piece_ids:
             return None
         constraint = cls(src_ids, torch.tensor(sorted(piece_ids), dtype=torch.long), eos_id, limits)
         if owing is not None:  # numerals standing in: a sentence without placeholders keeps its numbers free
             constraint.bound = torch.tensor(owing, dtype=torch.bool, device=src_ids.device)
             constraint.remaining[~constraint.bound] = 0
+        if free is not None:
+            constraint.free = torch.tensor([[int(piece) in own for piece in constraint.piece_ids.tolist()]
+                                            for own in free], dtype=torch.bool, device=src_ids.device)
+            constraint.remaining[constraint.free] = 0
         return constraint if bool(constraint.bound.any()) else None
 
     def forbidden(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(rows, n_pieces) True where piece j must not come next; and (rows,) True where <eos> must not.
         A row that is not bound has neither: the same logits as without the rule (batch-invariance)."""
-        return (self.remaining == 0) & self.bound[:, None], self.remaining.sum(dim=1) > 0
+        return (self.remaining == 0) & self.bound[:, None] & ~self.free, self.remaining.sum(dim=1) > 0
 
     def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
         """Set the logits of forbidden tokens to -inf, in place: logits (rows, vocab) for the token at
@@ -97,67 +108,210 @@ class PlaceholderConstraint:
         if bool(owing.any()):
             self.forced |= owing
             only_owed = torch.full_like(logits[owing], float("-inf"))
-            only_owed[:, self.piece_ids] = pieces[owing]
+            only_owed[:, self.piece_ids] = pieces[owing].masked_fill(self.remaining[owing] == 0, float("-inf"))
             logits[owing] = only_owed
         return logits
 
     def chose(self, tokens: torch.Tensor) -> None:
         """Count the chosen tokens (rows,): a placeholder piece is used up."""
-        self.remaining = self.remaining - (tokens[:, None] == self.piece_ids[None, :]).long()
+        self.remaining = (self.remaining - (tokens[:, None] == self.piece_ids[None, :]).long()).clamp(min=0)
 
     def select(self, rows: torch.Tensor) -> None:
         """Keep hypotheses `rows` (as `DecoderState.select`)."""
         self.remaining = self.remaining.index_select(0, rows)
         self.bound, self.forced = self.bound.index_select(0, rows), self.forced.index_select(0, rows)
+        self.free = self.free.index_select(0, rows)
         if self.limits is not None:
             self.limits = self.limits.index_select(0, rows)
 
 
-class ForeignNumerals:
-    """Where numerals stand in for placeholders (tokenize/standins.py), a sentence's translation writes no digits
-    but its own: a piece holding a digit run that is no part of a number of the sentence ("▁1:", "2:", "▁150"
-    after "15") is forbidden in its rows. The stand-in pieces themselves are the placeholder rule's to count.
+class NumeralRuns:
+    """No numeral in a translation that its source lacks, checked on the number being written, not on each piece.
 
-    allowed (rows, vocab) bool, built at the first step from each sentence's own numbers (`SearchTokens.numerals`;
-    None: the sentence is left free); `select` follows the hypotheses.
+    A number is often written in several pieces: "IPv6" is "▁IPv" "6", and a piece of digits glued to a piece
+    of digits (no word boundary between them) continues the same number. Each piece may be the sentence's own
+    ("6") while the number they join into is not ("IPv66": BENCHMARKS.md, "Trust: corruptions ..."). So the
+    rule follows each hypothesis's digit run, the digits written since the last non-digit or word boundary:
+
+    * a digit may extend the run only while the run stays a prefix of one of the source's numbers ("1" of "15"),
+      and only where the vocabulary can finish it, within the hypothesis's length limit;
+    * the run may end (a non-digit piece, a piece starting a word, <eos>) only where it equals one of them.
+
+    `pieces` are the vocabulary's pieces holding a digit, (id, starts a word, text without the word mark, ends a
+    word) (`digit_pieces`); a word vocabulary's tokens each start and end a word. `numerals` (sentences,): each
+    source's numbers (None: the sentence is left free); `neutral` (sentences,): the pieces that stand in for a
+    placeholder of that sentence (tokenize/standins.py), which the placeholder rule counts: they end a run and
+    are never forbidden here; `silent`: pieces that write nothing (<bos>, <pad>), across which a number goes on;
+    `limits` (sentences,): the tokens each may generate. Where a hypothesis's unfinished number has no
+    continuation left (the shortlist may hold none), the row is left free rather than left with no token at
+    all: the post-check (generate/checks.py) still notes what comes out. `select` follows the hypotheses;
+    `chose` extends or ends their runs.
     """
 
-    def __init__(self, forbidden: list[list[int]], device: torch.device) -> None:
-        self.forbidden = forbidden  # per sentence, the piece ids it may not write
-        self.device = device
-        self.blocked: torch.Tensor | None = None
+    def __init__(self, pieces: Sequence[tuple[int, bool, str, bool]], numerals: Sequence[Sequence[str] | None],
+                 neutral: Sequence[frozenset[int]], device: torch.device, silent: frozenset[int] = frozenset(),
+                 limits: torch.Tensor | None = None) -> None:
+        self.pieces = {index: (starts, text, ends) for index, starts, text, ends in pieces}
+        self.ids = torch.tensor([index for index, *_ in pieces], dtype=torch.long, device=device)
+        self.numbers = [None if own is None else frozenset(own) for own in numerals]
+        self.prefixes = [None if own is None else frozenset(n[:k] for n in own for k in range(1, len(n) + 1))
+                         for own in numerals]
+        self.neutral, self.silent, self.device = list(neutral), silent, device
+        self.limits = None if limits is None else limits.tolist()
+        self.sentence = list(range(len(numerals)))  # the sentence of each hypothesis (row)
+        self.run = [""] * len(numerals)  # each row's digit run so far ("": not inside a number)
+        self.blocked_rows: dict[tuple, torch.Tensor] = {}
+        self.continuing: dict[tuple, torch.Tensor] = {}
 
     @classmethod
-    def for_batch(cls, pieces: Sequence[tuple[int, str]], numerals: Sequence[Sequence[str] | None],
-                  device: torch.device) -> ForeignNumerals | None:
-        """The rule for one batch, or None when no sentence of it has stand-ins."""
-        if not pieces or not any(own is not None for own in numerals):
+    def for_batch(cls, pieces: Sequence[tuple[int, bool, str, bool]], numerals: Sequence[Sequence[str] | None] | None,
+                  neutral: Sequence[frozenset[int]] | None, device: torch.device, silent: frozenset[int] = frozenset(),
+                  limits: torch.Tensor | None = None) -> NumeralRuns | None:
+        """The rule for one batch, or None without digit pieces or without a sentence it binds."""
+        if not pieces or numerals is None or all(own is None for own in numerals):
             return None
-        forbidden = [[] if own is None else [index for index, text in pieces if not is_own(text, own)]
-                     for own in numerals]
-        return cls(forbidden, device)
+        neutral = neutral if neutral is not None else [frozenset()] * len(numerals)
+        return cls(pieces, numerals, neutral, device, silent, limits)
+
+    def after(self, sentence: int, run: str, starts: bool, text: str, ends: bool = False) -> str | None:
+        """The run after writing a piece (`starts`/`ends`: it begins/ends a word; `text`: without the word mark),
+        or None where the piece would make or end a number the source does not hold."""
+        numbers, prefixes = self.numbers[sentence], self.prefixes[sentence]
+        if starts:
+            if run and run not in numbers:
+                return None
+            run = ""
+        for character in text:
+            if character.isdecimal():
+                run += character
+                if run not in prefixes:
+                    return None
+            else:
+                if run and run not in numbers:
+                    return None
+                run = ""
+        if ends and run and run not in numbers:
+            return None
+        return "" if ends else run
+
+    def to_finish(self, sentence: int, run: str) -> int:
+        """How many more pieces an unfinished run may need at most: a digit each (0: the run is finished)."""
+        if not run or run in self.numbers[sentence]:
+            return 0
+        return min(len(n) - len(run) for n in self.numbers[sentence] if n.startswith(run))
+
+    def key(self, sentence: int, run: str, left: int | None) -> tuple:
+        """What a row's choices depend on: its sentence's numbers and stand-ins, its run, and the pieces it may
+        still write where that is fewer than its longest number (most rows share a few keys)."""
+        longest = max((len(n) for n in self.numbers[sentence]), default=0)
+        near = left if left is not None and left < longest else None
+        return self.numbers[sentence], self.neutral[sentence], run, near
+
+    def allows(self, sentence: int, run: str, index: int, left: int | None = None) -> bool:
+        """Whether piece `index` may follow `run` with `left` pieces to come after it (None: no limit): it makes no
+        foreign number, and a number it leaves unfinished can be finished with the vocabulary's pieces in time
+        (a "▁1" of "15" needs a "5" to follow)."""
+        if index in self.neutral[sentence]:
+            return True
+        after = self.after(sentence, run, *self.pieces[index])
+        if after is None or not self.to_finish(sentence, after):
+            return after is not None
+        return (left is None or left >= self.to_finish(sentence, after)) and bool(
+            self._continuations(sentence, after, None if left is None else left - 1).numel())
+
+    def _blocked(self, sentence: int, run: str, left: int | None) -> torch.Tensor:
+        """(n_digit_pieces,) True where the piece may not come next, for a row of `sentence` whose run is `run`."""
+        key = self.key(sentence, run, left)
+        if key not in self.blocked_rows:
+            refused = [not self.allows(sentence, run, index, left) for index in self.ids.tolist()]
+            self.blocked_rows[key] = torch.tensor(refused, dtype=torch.bool, device=self.device)
+        return self.blocked_rows[key]
+
+    def _continuations(self, sentence: int, run: str, left: int | None) -> torch.Tensor:
+        """The ids that may follow an unfinished run: digit pieces carrying it on towards one of the sentence's
+        numbers (empty: the run cannot be finished)."""
+        key = self.key(sentence, run, left)
+        if key not in self.continuing:
+            ids = [index for index, (starts, text, _) in self.pieces.items()
+                   if not starts and text[:1].isdecimal() and index not in self.neutral[sentence]
+                   and self.allows(sentence, run, index, left)]
+            self.continuing[key] = torch.tensor(sorted(ids), dtype=torch.long, device=self.device)
+        return self.continuing[key]
 
     def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
-        if self.blocked is None:
-            self.blocked = torch.zeros(len(self.forbidden), logits.shape[-1], dtype=torch.bool)
-            for row, ids in enumerate(self.forbidden):
-                self.blocked[row, ids] = True
-            self.blocked = self.blocked.to(self.device)
-        return logits.masked_fill_(self.blocked, float("-inf"))
+        """Set to -inf, in place, the pieces that would make or end a number the row's source does not hold."""
+        bound = [row for row, sentence in enumerate(self.sentence) if self.numbers[sentence] is not None]
+        if not bound:
+            return logits
+        blocked = torch.zeros((logits.shape[0], self.ids.numel()), dtype=torch.bool, device=self.device)
+        lefts = {row: self.left(row, t) for row in bound}
+        for row in bound:
+            blocked[row] = self._blocked(self.sentence[row], self.run[row], lefts[row])
+        logits[:, self.ids] = logits[:, self.ids].masked_fill(blocked, float("-inf"))
+        for row in bound:
+            sentence, run = self.sentence[row], self.run[row]
+            if not self.to_finish(sentence, run):
+                continue
+            carry_on = torch.cat([self._continuations(sentence, run, lefts[row]),  # an unfinished number
+                                  torch.tensor(sorted(self.neutral[sentence]), dtype=torch.long, device=self.device)])
+            kept = logits[row, carry_on]
+            if carry_on.numel() and bool(torch.isfinite(kept).any()):
+                logits[row] = float("-inf")
+                logits[row, carry_on] = kept
+        return logits
+
+    def left(self, row: int, t: int | None) -> int | None:
+        """The pieces row `row` may write after the one chosen at step t (None: no limit known)."""
+        if self.limits is None or t is None:
+            return None
+        return int(self.limits[self.sentence[row]]) - t - 1
 
     def chose(self, tokens: torch.Tensor) -> None:
-        """Nothing to count: the set depends on the source only."""
+        """Extend or end each row's run with its chosen token (rows,)."""
+        for row, token in enumerate(tokens.tolist()):
+            sentence, piece = self.sentence[row], self.pieces.get(token)
+            if token in self.silent:
+                continue
+            if self.numbers[sentence] is None or piece is None or token in self.neutral[sentence]:
+                self.run[row] = ""  # not a digit piece: any run ends here
+                continue
+            self.run[row] = self.after(sentence, self.run[row], *piece) or ""
 
     def select(self, rows: torch.Tensor) -> None:
-        if self.blocked is None:
-            self.forbidden = [self.forbidden[i] for i in rows.tolist()]
-        else:
-            self.blocked = self.blocked.index_select(0, rows)
+        keep = rows.tolist()
+        self.sentence = [self.sentence[i] for i in keep]
+        self.run = [self.run[i] for i in keep]
 
 
-def is_own(piece: str, numbers: Sequence[str]) -> bool:
-    """Whether every digit run of `piece` is part of one of the sentence's `numbers` ("15" of "2015")."""
-    return all(any(run in number for number in numbers) for run in re.findall(r"\d+", piece))
+_BYTE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def digit_pieces(tokenizer) -> tuple[tuple[int, bool, str, bool], ...]:
+    """(id, starts a word, text without the word mark, ends a word) of every piece of `tokenizer`'s vocabulary
+    that writes a digit, for `NumeralRuns`: SentencePiece's "▁15" starts a word, "5" continues one; a word
+    vocabulary's tokens each stand apart (tokenize/words.py puts spaces between them); a byte piece "<0x35>"
+    writes "5". Reserved placeholder tokens ｟ph0｠ are no numerals. Read once per tokenizer."""
+    if tokenizer in _DIGIT_PIECES:
+        return _DIGIT_PIECES[tokenizer]
+    words = tokenizer.kind == "words"
+    found = []
+    for index in range(len(tokenizer)):
+        text = tokenizer.id_to_token(index)
+        if not any(character.isdecimal() for character in text) or RESERVED_PATTERN.fullmatch(text):
+            continue
+        byte = _BYTE.fullmatch(text)
+        if byte:
+            if 0x30 <= int(byte.group(1), 16) <= 0x39:
+                found.append((index, False, chr(int(byte.group(1), 16)), False))
+            continue
+        found.append((index, words or text.startswith(WORD_MARKS), text if words else text.lstrip("".join(WORD_MARKS)),
+                      words))
+    _DIGIT_PIECES[tokenizer] = tuple(found)
+    return _DIGIT_PIECES[tokenizer]
+
+
+WORD_MARKS = ("▁", "Ġ")  # SentencePiece's and GPT-2's word-start marks
+_DIGIT_PIECES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 MIN_RUN = 3  # a piece may always repeat this often in a row ("...", "000"); more only where the source does

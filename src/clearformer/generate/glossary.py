@@ -126,7 +126,28 @@ def term_pieces(tokenizer, term: Term, rendering: str = "",
         initial = written
     inflections = inflection_pieces(term.target, starts or {})
     own = set(written) | set(initial) | set(inflections)
-    return TermPieces(term, (written, initial), word_pieces(rendering, own, starts or {}), inflections)
+    triggers = word_pieces(rendering, own, starts or {}) + first_pieces(tokenizer, rendering, own)
+    return TermPieces(term, (written, initial), tuple(dict.fromkeys(triggers)), inflections)
+
+
+def first_pieces(tokenizer, text: str, exclude: set[int]) -> tuple[int, ...]:
+    """The first piece of each word of `text` of MIN_TRIGGER_CHARS letters or more, as written, lower-cased and
+    capitalised, where it starts a word and holds MIN_TRIGGER_CHARS letters itself: a word the vocabulary writes
+    in several pieces ("▁Verifica" "ção", the capitalised "Verificação" of "Seeding": issue 48) triggers the term
+    too, not only the words that are one piece (`word_pieces`)."""
+    found = []
+    for word in text.split():
+        word = word.strip(".,;:!?()[]{}\"'«»")
+        if len(word) < MIN_TRIGGER_CHARS or not word.isalpha():
+            continue
+        for variant in dict.fromkeys((word, word.lower(), capitalised(word))):
+            ids = tokenizer.encode(variant)
+            piece = tokenizer.id_to_token(ids[0]) if ids else ""
+            letters = piece.lstrip("▁")
+            if (piece.startswith("▁") or tokenizer.kind == "words") and len(letters) >= MIN_TRIGGER_CHARS \
+                    and letters.isalpha() and ids[0] not in exclude and ids[0] != tokenizer.unk_id:
+                found.append(ids[0])
+    return tuple(found)
 
 
 def plan_terms(tokenizer, glossary: Glossary, texts: Sequence[str],

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from clearformer.generate.constraints import digit_pieces
 from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.glossary import TermBatch
 from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKENS
@@ -60,8 +61,8 @@ class DecodingOptions(Options):
                             f"training data's length ratio expects: -W * (expected - length)^2 / expected on <eos> "
                             f"(default {DEFAULT_BREVITY}; 0 = off)", metavar="W", at_least=0.0)
     placeholders: str = option("exact", "--placeholders", "'exact' (default): every placeholder piece of a "
-                               "source (%%s, {0}, ...) comes out exactly as often as it went in; 'free': no "
-                               "constraint", choices=PLACEHOLDER_RULES)
+                               "source (%%s, {0}, ...) comes out exactly as often as it went in, and no number the "
+                               "source lacks; 'free': no constraint", choices=PLACEHOLDER_RULES)
     repeats: str = option("auto", "--repeats", "'bounded': no piece comes more than max(3, its longest run in the "
                           "source) times in a row, and no span of 2-8 pieces three times in a row unless the "
                           "source does (no runaway repetition to the length limit); 'free': no bound; "
@@ -110,10 +111,13 @@ class SearchTokens:
     owing: per sentence of one batch, whether its placeholder pieces must be copied (`Masked.owes_copies`:
     not where numerals stand in and the sentence had no placeholder); None: every sentence's.
     terms: per sentence of one batch, the glossary terms it owes (generate/glossary.py); None: no glossary.
-    numeral_pieces: (id, text) of every piece other than the stand-ins that holds a digit, where numerals stand
-    in for placeholders (tokenize/standins.py); numerals: per sentence of one batch, the numbers that are its
-    own where its placeholders have stand-ins (a piece with other digits is then forbidden: `ForeignNumerals`),
-    None for a sentence without; None: no sentence of the batch has stand-ins.
+    numeral_pieces: (id, starts a word, text, ends a word) of every piece that writes a digit (generate/constraints.py
+    `digit_pieces`), where placeholders are exact (); numerals: per sentence of one batch, the numbers that are
+    its own (none other may come out: `NumeralRuns`); None: no rule.
+    stand_in_ids: per stand-in slot (tokenize/standins.py), the ids of its pieces; () without stand-ins.
+    free: per sentence of one batch, the stand-in pieces that are its own numerals, not placeholders ("6" of
+    "IPv6": the placeholder rule neither owes nor forbids them; the numeral rule governs them); neutral: per
+    sentence, the placeholder pieces the placeholder rule counts (never a number); None: no sentence has either.
     """
 
     bos_id: int = DEFAULT_BOS_ID
@@ -127,19 +131,32 @@ class SearchTokens:
     max_length_factor: float = 0.0
     owing: tuple[bool, ...] | None = None
     terms: TermBatch | None = None
-    numeral_pieces: tuple[tuple[int, str], ...] = ()
+    numeral_pieces: tuple[tuple[int, bool, str, bool], ...] = ()
     numerals: tuple[tuple[str, ...] | None, ...] | None = None
+    stand_in_ids: tuple[frozenset[int], ...] = ()
+    free: tuple[frozenset[int], ...] | None = None
+    neutral: tuple[frozenset[int], ...] | None = None
 
     def for_sources(self, masks: Sequence[Masked]) -> SearchTokens:
         """These facts for one batch of sources as `tokenize.mask_placeholders` read them (`owing`, `numerals`):
         each sentence's own, so that a sentence decodes as it would alone."""
         owing = tuple(masked.owes_copies for masked in masks)
-        numerals = tuple(own_numerals(masked.text) if masked.originals and masked.spelled else None
-                         for masked in masks) if self.numeral_pieces else ()
-        numerals = numerals if any(n is not None for n in numerals) else None
-        if all(owing) and self.owing is None and numerals is None and self.numerals is None:
+        numerals = tuple(own_numerals(masked.text) for masked in masks) if self.numeral_pieces else None
+        free = tuple(self.own_stand_ins(masked) for masked in masks)
+        neutral = tuple(frozenset(self.placeholder_ids) - own if owes else frozenset()
+                        for own, owes in zip(free, owing, strict=True))
+        if all(owing) and self.owing is None and numerals is None and self.numerals is None and not any(free):
             return self
-        return replace(self, owing=owing, numerals=numerals)
+        return replace(self, owing=owing, numerals=numerals, free=free if any(free) else None, neutral=neutral)
+
+    def own_stand_ins(self, masked: Masked) -> frozenset[int]:
+        """The stand-in pieces that are a sentence's numerals, not its placeholders: every slot but those its
+        placeholders were given (tokenize/standins.py `assign`: a slot skipped keeps its numeral)."""
+        if not self.stand_in_ids or not masked.spelled:
+            return frozenset()
+        used = {slot for slot, original in enumerate(masked.originals)
+                if not (slot < len(masked.spelled) and original == masked.spelled[slot])}
+        return frozenset().union(*(ids for slot, ids in enumerate(self.stand_in_ids) if slot not in used))
 
 
 def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None,
@@ -150,8 +167,8 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None,
     Without a tokenizer, <bos> and <eos> are the WordTokenizer's (tests with random models).
     """
     config = model.config
-    pieces = () if tokenizer is None or (options is not None and options.placeholders == "free") \
-        else tuple(tokenizer.placeholder_ids)
+    exact = tokenizer is not None and (options is None or options.placeholders == "exact")
+    pieces = tuple(tokenizer.placeholder_ids) if exact else ()
     return SearchTokens(
         bos_id=DEFAULT_BOS_ID if tokenizer is None else tokenizer.bos_id,
         eos_id=DEFAULT_EOS_ID if tokenizer is None else tokenizer.eos_id,
@@ -162,16 +179,18 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None,
         repeat_bound=repeat_bound(tokenizer, options),
         shortlist=None if options is not None and options.shortlist == "off" else facts.shortlist,
         max_length_factor=facts.max_length_factor,
-        numeral_pieces=numeral_pieces(tokenizer) if pieces else (),
+        numeral_pieces=digit_pieces(tokenizer) if exact else (),
+        stand_in_ids=stand_in_ids(tokenizer) if pieces else (),
     )
 
 
-def numeral_pieces(tokenizer) -> tuple[tuple[int, str], ...]:
-    """(id, text) of the pieces holding a digit that are not stand-ins, where numerals stand in (else ())."""
+def stand_in_ids(tokenizer) -> tuple[frozenset[int], ...]:
+    """Per stand-in slot, the ids of its pieces ("▁1" and "1"), where numerals stand in (else ())."""
     stand_ins = tokenizer.stand_ins if tokenizer.mask_placeholders else None
     if stand_ins is None:
         return ()
-    return tuple((tokenizer.token_to_id(piece), piece) for piece in stand_ins.numeral_pieces)
+    return tuple(frozenset(tokenizer.token_to_id(piece) for piece in forms if piece is not None)
+                 for forms in zip(stand_ins.spaced, stand_ins.attached, strict=True))
 
 
 def repeat_bound(tokenizer, options: DecodingOptions | None) -> bool:

@@ -10,7 +10,7 @@ hypotheses kept (`select`, as `DecoderState.select`).
     ShortlistRule         only the candidates of the run's lexical shortlist (generate/shortlist.py; --shortlist)
     MinLength             <eos> forbidden before `DecodingOptions.min_length` tokens
     BrevityPenalty        a bonus (<= 0) on <eos> for ending shorter than expected (generate/brevity.py)
-    ForeignNumerals       where numerals stand in for placeholders, no digits but the sentence's own
+    NumeralRuns           no number the source lacks, followed over the pieces a number is written in
     RepeatBound           no runaway repetition of a piece or a span (generate/constraints.py)
     PlaceholderConstraint every placeholder piece of the source copied exactly (generate/constraints.py)
     GlossaryConstraint    every glossary term of the source written as the glossary says (generate/glossary.py)
@@ -27,7 +27,7 @@ from typing import Protocol
 import torch
 
 from clearformer.generate.brevity import BrevityPenalty
-from clearformer.generate.constraints import ForeignNumerals, PlaceholderConstraint, RepeatBound
+from clearformer.generate.constraints import NumeralRuns, PlaceholderConstraint, RepeatBound
 from clearformer.generate.glossary import GlossaryConstraint
 from clearformer.generate.options import DecodingOptions, SearchTokens
 from clearformer.generate.shortlist import ShortlistRule
@@ -86,14 +86,14 @@ class DecodingRules:
         brevity = BrevityPenalty.for_batch(src_ids, tokens, options.brevity)
         if brevity is not None:
             rules.append(brevity)
-        if tokens.numerals is not None:  # numerals standing in: no digits but the sentence's own
-            numerals = ForeignNumerals.for_batch(tokens.numeral_pieces, tokens.numerals, src_ids.device)
-            if numerals is not None:
-                rules.append(numerals)
+        numerals = NumeralRuns.for_batch(tokens.numeral_pieces, tokens.numerals, tokens.neutral, src_ids.device,
+                                         frozenset({tokens.bos_id, tokens.pad_id}), limits)
+        if numerals is not None:  # no number but the sentence's own
+            rules.append(numerals)
         if tokens.repeat_bound:
             rules.append(RepeatBound(src_ids, tokens.pad_id, tokens.placeholder_ids))
         placeholders = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, tokens.eos_id, limits,
-                                                       tokens.owing)
+                                                       tokens.owing, tokens.free)
         if placeholders is not None:
             rules.append(placeholders)
         terms = GlossaryConstraint.for_batch(tokens.terms, tokens.eos_id, limits, src_ids.device)

@@ -26,7 +26,7 @@ from clearformer.errors import UserError
 from clearformer.limits import MAX_SENTENCE_CHARS, has_surrogates, shorten
 from clearformer.tokenize import Masked, encode_source, mask_placeholders, restore_placeholders
 from clearformer.tokenize.placeholders import PlaceholderError
-from clearformer.tokenize.sentences import split_long
+from clearformer.tokenize.sentences import LONG_PARAGRAPH_WORDS, split_long
 
 
 def check_source(tokenizer, text: str, max_len: int, where: str | None = None,
@@ -129,16 +129,18 @@ def piece_label(where: str | None, number: int, total: int) -> str | None:
 
 def prepare_sources(tokenizer, inputs: Sequence[str], max_len: int, split: bool = True, check: bool = True,
                     where: Callable[[int], str | None] | None = None,
-                    warn: Callable[[str], None] | None = None, allow_empty: bool = True) -> Pieces:
+                    warn: Callable[[str], None] | None = None, allow_empty: bool = True,
+                    words: int = LONG_PARAGRAPH_WORDS) -> Pieces:
     """Inputs -> their `Pieces` (see the module docstring): split, encoded once, each piece checked.
 
     `check`: every non-empty piece through `check_source` (a one-line UserError naming `where(index)` and
     the piece); an empty (blank) input is one empty piece, which translates to "" (with `allow_empty` off,
     an "empty sentence" error: `explain` has nothing to show). `warn(line)` is told once per input of the
-    words the model does not know."""
+    words the model does not know. `words`: an input of more words than this is cut into its sentences (0: every
+    input of two sentences or more, as the translator retries a translation that dropped one)."""
     pieces = Pieces(count=len(inputs))
     for index, text in enumerate(inputs):
-        parts = split_long(text) if split else [text]
+        parts = split_long(text, words) if split else [text]
         name = where(index) if where else None
         for number, part in enumerate(parts, start=1):
             if check and (part.strip() or not allow_empty):

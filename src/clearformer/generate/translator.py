@@ -172,13 +172,18 @@ class Reading:
 
 
 def records(pieces: Pieces, texts: Sequence[str], glossary: Glossary | TermBatch | None = None,
-            forced: Sequence[bool] | None = None) -> list[Translation]:
+            forced: Sequence[bool] | None = None, retried: dict[int, Translation] | None = None) -> list[Translation]:
     """One `Translation` per input of `pieces` from its pieces' translated texts (placeholders restored), with
     what the post-check found (generate/checks.py; `forced[i]`: the search put a placeholder of piece i where
     the model would have ended), an UNREADABLE note for an input the model could not read, and with a
-    `glossary` a GLOSSARY_TERM_MISSING note for each term of a piece's source its translation lacks."""
+    `glossary` a GLOSSARY_TERM_MISSING note for each term of a piece's source its translation lacks; `retried`:
+    piece -> its translation made again sentence by sentence (its text and its sentences' notes stand)."""
+    retried = retried or {}
     restored = pieces.restore(texts)
-    results = checks.translations(pieces.texts, pieces.owners, pieces.count, restored, pieces.masks, forced)
+    for index, result in retried.items():
+        restored[index] = result.text
+    results = checks.translations(pieces.texts, pieces.owners, pieces.count, restored, pieces.masks, forced,
+                                  {index: result.notes for index, result in retried.items()})
     notes: list[tuple[Note, ...]] = [(Note(NoteKind.UNREADABLE, pieces.unreadable[index]),)
                                      if index in pieces.unreadable else () for index in range(pieces.count)]
     if isinstance(glossary, Glossary):
@@ -304,7 +309,46 @@ class PyTorchTranslator(Reading):
                     progress(len(chunk))
         finally:
             model.train(was_training)
-        found = records(pieces, texts, glossary, forced)
+        found = records(pieces, texts, glossary, forced, self.sentence_by_sentence(pieces, texts, options, glossary,
+                                                                                 searched))
         if confidence is not None:
             return confidence.rate(model, self.tokenizer, tokens, pieces, searched, found)
         return found
+
+    def sentence_by_sentence(self, pieces: Pieces, texts: list[str], options: DecodingOptions,
+                             glossary: Glossary | TermBatch | None, searched: list[list[int]],
+                             ) -> dict[int, Translation]:
+        """The pieces whose translation dropped a sentence of their source (generate/checks.py `dropped_sentences`),
+        translated again sentence by sentence: cut as a long input is (`prepare_sources`, every sentence its
+        piece) and translated as every input is (`translate`). Kept, as piece index -> its `Translation` (the
+        sentences' translations joined, their notes), where that no longer drops a sentence; elsewhere the first
+        translation and its note stay. A kept piece's ids in `searched` become its sentences' (what a confidence
+        rating reads back)."""
+        restored = pieces.restore(texts)
+        dropped = [index for index, (source, text) in enumerate(zip(pieces.texts, restored, strict=True))
+                   if text and checks.dropped_sentences(source, text)]
+        if not dropped:
+            return {}
+        again = prepare_sources(self.tokenizer, [pieces.texts[index] for index in dropped], self.model.config.max_len,
+                                check=False, words=0)
+        ids = KeptIds()
+        planned = glossary if isinstance(glossary, Glossary) else None  # a TermBatch was planned per first piece
+        retried = self.translate(again, options, confidence=ids, glossary=planned)
+        kept = {}
+        for number, (index, result) in enumerate(zip(dropped, retried, strict=True)):
+            parts = again.of(number)
+            if len(parts) > 1 and not checks.dropped_sentences(pieces.texts[index], result.text):
+                kept[index] = result
+                searched[index] = [token for part in parts for token in ids.searched[part]]
+        return kept
+
+
+class KeptIds:
+    """A `Rater` that rates nothing: it keeps the ids the search chose for each piece (`searched`)."""
+
+    searched: Sequence[list[int]] = ()
+
+    def rate(self, model, tokenizer, tokens: SearchTokens, pieces: Pieces, searched: Sequence[list[int]],
+             translations: list[Translation]) -> list[Translation]:
+        self.searched = searched
+        return translations

@@ -19,13 +19,13 @@ The form follows the text: a placeholder after a space (or first) takes the spac
 attached to a word ("'%s'") the bare "1", and the model's choice of form places the space in the
 translation. Stand-ins are chosen per sentence among the numerals the sentence does not hold
 (`assign`): "Page 1 of %d" masks %d as ｟ph1｠ (the piece "▁2"), and its own "1" stays the numeral it is
-(a stand-in piece of the vocabulary, copied exactly by the constraint and spelled back by
-`Masked.spelled`), so a placeholder is masked in every sentence with room for it and a translation never
-depends on which other sentences share its batch. A sentence with more placeholders than free numerals is
-not masked (its numerals stay numerals). In a sentence whose placeholders numerals stand in for, a piece
-that holds digits other than its own (the vocabulary's "▁1:", "2:", "▁150") is forbidden while decoding
-(generate/constraints.py `ForeignNumerals`): the model would otherwise glue a stand-in to a neighbour and
-leak it into the output ("manipulador 1: %s %s", docs/placeholders.md).
+(a stand-in piece of the vocabulary, spelled back by `Masked.spelled`; decoding treats it as the sentence's
+number, not as a placeholder owed: generate/options.py `own_stand_ins`), so a placeholder is masked in every
+sentence with room for it and a translation never depends on which other sentences share its batch. A sentence
+with more placeholders than free numerals is not masked (its numerals stay numerals). No sentence's translation
+writes a number its source lacks, however the pieces join (generate/constraints.py `NumeralRuns`): the model
+would otherwise glue a stand-in to a neighbour and leak it into the output ("manipulador 1: %s %s",
+docs/placeholders.md), or join two of the sentence's own digits into a number it lacks ("IPv66").
 """
 
 from __future__ import annotations

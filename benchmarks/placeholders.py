@@ -87,7 +87,7 @@ def read_tsv(path: Path) -> list[tuple[str, str]]:
     return [tuple(line.split("\t")[:2]) for line in path.read_text(encoding="utf-8").splitlines() if "\t" in line]
 
 
-def decode_set(model, tokenizer, pairs, beam: int, repeats: str | None) -> dict:
+def decode_set(model, tokenizer, pairs, beam: int, repeats: str | None, facts=None) -> dict:
     """Translate the sources of `pairs` as `translate` does, keeping ids; score and count runaways."""
     from clearformer.evaluate import score_corpus
     from clearformer.generate.options import DecodingOptions, search_tokens
@@ -106,7 +106,9 @@ def decode_set(model, tokenizer, pairs, beam: int, repeats: str | None) -> dict:
             return translation
     extra = {} if repeats is None else {"repeats": repeats}
     options = DecodingOptions(beam=beam, **extra).check().but(with_scores=False)
-    tokens = search_tokens(model, tokenizer, options)
+    # the run's facts (its length ratio, limit and shortlist), as translate decodes; an earlier tree has none
+    tokens = search_tokens(model, tokenizer, options) if facts is None else \
+        search_tokens(model, tokenizer, options, facts=facts)
     max_len = model.config.max_len
     sources = [s for s, _ in pairs]
     read = prepare_sources(tokenizer, sources, max_len, check=False)
@@ -142,12 +144,17 @@ def evaluate(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     model, tokenizer, _ = load_model(args.run)
+    try:  # decoding.json (issue 47); an earlier tree read its facts from the tokenizer
+        from clearformer.load import load_decoding_facts
+        facts = load_decoding_facts(args.run, tokenizer)
+    except ImportError:
+        facts = None
     model.eval()
     result = {"label": args.label, "run": str(args.run), "beam": args.beam, "repeats": args.repeats,
               "mask_placeholders": bool(tokenizer.mask_placeholders), "sets": {}}
     for name, path in (("unusual", None), ("test", args.test), ("heldout", args.heldout)):
         pairs = list(UNUSUAL) if path is None else read_tsv(Path(path))[: args.limit or None]
-        result["sets"][name] = decode_set(model, tokenizer, pairs, args.beam, args.repeats)
+        result["sets"][name] = decode_set(model, tokenizer, pairs, args.beam, args.repeats, facts)
         result["sets"][name]["sources"] = [s for s, _ in pairs]
         result["sets"][name]["references"] = [t for _, t in pairs]
         summary = {k: v for k, v in result["sets"][name].items() if k not in ("hypotheses", "sources", "references")}

@@ -50,15 +50,15 @@ def graph_depth(model, src: torch.Tensor, tgt: torch.Tensor) -> int:
     can start only when the one before it on this chain has finished, whatever the hardware's width."""
     logits = model(src, tgt)  # on the CPU, nn.GRU runs its cell per position (no fused kernel hides the loop)
     longest: dict = {}
-    order, stack = [], [logits.grad_fn]
+    entered, stack = set(), [logits.grad_fn]
     while stack:  # iterative post-order: a GRU's chain is thousands of nodes deep
         node = stack.pop()
         if node is None or node in longest:
             continue
-        if node in order:
+        if node in entered:
             longest[node] = 1 + max((longest.get(nxt, 0) for nxt, _ in node.next_functions if nxt), default=0)
             continue
-        order.append(node)
+        entered.add(node)
         stack.append(node)
         stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None and nxt not in longest)
     return longest[logits.grad_fn]

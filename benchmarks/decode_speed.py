@@ -197,8 +197,10 @@ def ct2_runner(translator, tokens, batches, beam: int, new_tokens: int):
 
 
 INT8 = "clearformer, int8"  # the same model, its linear layers in int8 (generate/int8.py; translate --quantize int8)
-# ... as first shipped: one int8 row per input row, the output layer not rescored (what the second row costs)
-INT8_ONE_ROW = "clearformer, int8 one row per input"
+# ... with every linear layer requantized to int8 (two int8 rows per input row), as the second pass shipped it:
+# what the hidden layers' int8 costs or buys against translate's choice (int8 output projection only, for weights
+# that were float; generate/int8.py)
+INT8_EVERY = "clearformer, int8 every layer requantized"
 AB_PREFIX = "clearformer, "  # the same runs with one switch of DecodingOptions on ("... on") and off ("... off")
 SWITCHES = {"compile": ("on", "off")}  # DecodingOptions field: (its value "on", its value "off")
 # Module settings (module, name, value "off"): the product layout of `generate/layout.py`.
@@ -215,16 +217,16 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
         torch.manual_seed(args.seed)
         model = for_decoding(Transformer(preset("small", src_vocab_size=args.vocab, tgt_vocab_size=args.vocab,
                                                 dropout=0.0, max_len=512)).eval().to(args.device))
-        int8_model, one_row = copy.deepcopy(model), copy.deepcopy(model)
+        int8_model, every = copy.deepcopy(model), copy.deepcopy(model)
         if args.device == "cpu":  # int8 (generate/int8.py) is a CPU path
             quantize_int8(int8_model)
-            quantize_int8(one_row, passes=1, rescored=0)
+            quantize_int8(every, requantize=True)
         for beam in (1, 4):
             options = DecodingOptions(beam=beam, alpha=0.6, max_new=new, min_length=new, with_scores=False)
             if args.ab is None:
                 runs[("clearformer, KV cache", beam)] = clearformer_runner(model, batches, options)
                 runs[(INT8, beam)] = clearformer_runner(int8_model, batches, options)
-                runs[(INT8_ONE_ROW, beam)] = clearformer_runner(one_row, batches, options)
+                runs[(INT8_EVERY, beam)] = clearformer_runner(every, batches, options)
             for switch in (args.ab or []):
                 if switch in MODEL_SWITCHES:
                     runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(model, batches, options)
@@ -368,6 +370,17 @@ def main() -> None:
         per_round = f"{paired[(name, beam)]:.2f}x" if (name, beam) in paired else "—"
         rows.append([name, search, f"{tokens / value:.2f}", f"{value:,.0f}", speed_up, per_round])
     rows.sort(key=lambda row: (row[1], row[0] != ours))
+    # issue 54's goal: clearformer's int8 against CTranslate2's, best against best and round by round
+    peer = ct2_export_row.MARIAN_INT8
+    against = []
+    for beam in (1, 4):
+        if (INT8, beam) in rate and (peer, beam) in rate:
+            paired_int8 = statistics.median(p / o for p, o in zip(rounds[(peer, beam)], rounds[(INT8, beam)],
+                                                                  strict=True))
+            search = "greedy" if beam == 1 else f"beam {beam}"
+            best_int8 = rate[(INT8, beam)] / rate[(peer, beam)]
+            against.append(f"{search} {best_int8:.2f}x ({paired_int8:.2f}x round by round)")
+    versus = f" `{INT8}` against `{peer}`: {', '.join(against)}." if against else ""
     body = (f"{args.sentences} sentences ({where}), batches of {args.batch} sentences, exactly "
             f"{args.new_tokens} new tokens per sentence (<eos> suppressed until then, on every system), "
             f"vocabulary {args.vocab}, random weights, float32, {args.threads} threads, best of "
@@ -377,7 +390,7 @@ def main() -> None:
             f"against best); per-round: the median over the {args.repeats} rounds of the same ratio within "
             f"each round. "
             f"1-minute load average of the machine: {load} (other jobs sharing the cores slow every "
-            f"system; the best-of rounds damp that but do not remove it).{missing}\n\n"
+            f"system; the best-of rounds damp that but do not remove it).{missing}{versus}\n\n"
             + markdown_table(["system", "search", "seconds", "tokens/s", "clearformer (cache) speed-up",
                               "per-round median"], rows))
     print(body)

@@ -81,14 +81,15 @@ SETUPS = (("float32, shortlist masks the logits", False, 0, "on"),
           ("int8 + shortlist as a slice", True, 2, "on"))
 
 
-def int8_translator(model, tokenizer, facts, passes: int, rescored: int = RESCORED) -> PyTorchTranslator:
+def int8_translator(model, tokenizer, facts, passes: int, rescored: int = RESCORED,
+                    requantize: bool = False) -> PyTorchTranslator:
     """The run as `translate --quantize int8` decodes it (generate/translator.py `decoding_model`: the layout, the
     shortlist's slice, int8 on a copy), with these int8 settings (generate/int8.py `quantize_int8`); `facts`: the
     run's decoding facts (`load_decoding_facts`)."""
     decoded = copy.deepcopy(for_decoding(model))
     if facts.shortlist is not None:
         use_shortlist_output(decoded)
-    quantize_int8(decoded, passes=passes, rescored=rescored)
+    quantize_int8(decoded, passes=passes, rescored=rescored, requantize=requantize)
     return PyTorchTranslator(decoded, tokenizer, facts=facts)
 
 

@@ -4,11 +4,12 @@ greedy and beam 4, and where the others come from.
 For every run given (each with its test sentences), one table row per search, one column per way of decoding:
 
 - float32 as `translate` decodes it (the reference);
-- int8 as first shipped: one int8 row per input row, the output projection in int8 like every layer
-  (`quantize_int8(passes=1, rescored=0)`);
-- two int8 rows per input row (integers and remainder), the output projection not rescored (`rescored=0`):
-  what the activations' rounding moved;
-- int8 as `translate --quantize int8` decodes now (two rows, the output's best logits rescored in float);
+- int8 as first shipped: every linear layer int8 (float-trained weights requantized), one int8 row per input
+  row, the output projection not rescored (`quantize_int8(passes=1, rescored=0, requantize=True)`);
+- as the second pass shipped it: every layer int8, two int8 rows per input row (integers and remainder), the
+  output's best logits rescored in float (`requantize=True`);
+- int8 as `translate --quantize int8` decodes now: the output projection (rescored) and the layers whose
+  file shipped int8 integers (Firefox's students: every one), float-trained layers left float;
 - for Firefox's students, the browser's int8 arithmetic: float32 with every int8 layer's input rounded as
   intgemm rounds it in Firefox (the file's fixed `*_QuantMultA` scales; learn/browser.py, lesson 16).
 
@@ -40,11 +41,10 @@ from clearformer.generate.translator import PyTorchTranslator  # noqa: E402
 from clearformer.learn.browser import activation_scales, int8_activations  # noqa: E402
 from clearformer.load import load_decoding_facts, load_model  # noqa: E402
 
-# (column, int8 rows per input row, output logits rescored in float); None: float32
-SETUPS = (("int8, one row per input (first pass)", 1, 0),
-          ("int8, two rows per input, output not rescored", 2, 0),
-          (f"int8 now: two rows, output's best {RESCORED} rescored", 2, RESCORED))
-
+# (column, int8 rows per input row, output logits rescored in float, float-trained layers requantized too)
+SETUPS = (("every layer int8, one row per input (first pass)", 1, 0, True),
+          (f"every layer int8, two rows, output's best {RESCORED} rescored (second pass)", 2, RESCORED, True),
+          (f"int8 now: output projection (best {RESCORED} rescored) and shipped layers (two rows)", 2, RESCORED, False))
 
 def sentences_of(spec: str, count: int) -> list[str]:
     if spec == "firefox":
@@ -75,8 +75,8 @@ class BrowserArithmetic(PyTorchTranslator):
 def agreement(run: Path, sentences: list[str], browser: bool) -> list[list[str]]:
     model, tokenizer, _ = load_model(run)
     facts = load_decoding_facts(run, tokenizer)  # the engine's shortlist and length factor (decoding.json)
-    translators = {name: int8_translator(model, tokenizer, facts, passes, rescored)
-                   for name, passes, rescored in SETUPS}
+    translators = {name: int8_translator(model, tokenizer, facts, passes, rescored, requantize)
+                   for name, passes, rescored, requantize in SETUPS}
     if browser:
         translators["browser"] = BrowserArithmetic(model, tokenizer, facts)
     reference = PyTorchTranslator.open(model, tokenizer, None, facts=facts)
@@ -107,13 +107,13 @@ def main() -> None:
     for run, spec in args.run:
         rows += agreement(Path(run), sentences_of(spec, args.sentences), run in args.browser)
         print(rows[-2:], flush=True)
-    table = markdown_table(["run", "search", *(name for name, _, _ in SETUPS),
+    table = markdown_table(["run", "search", *(name for name, *_ in SETUPS),
                             "the browser's int8 arithmetic (QuantMultA)"], rows)
     runs = ", ".join(f"{Path(run).name} ({spec}, first {args.sentences})" for run, spec in args.run)
     body = (f"Test sentences translated exactly as float32 translates them (`translate`, batches of 64), out of "
-            f"how many: {runs}. Columns: generate/int8.py's settings (`quantize_int8(passes, rescored)`; the "
-            f"last is `translate --quantize int8`), and for Firefox's student the browser's arithmetic "
-            f"(float32 with each int8 layer's input rounded by the file's fixed QuantMultA, as intgemm in "
+            f"how many: {runs}. Columns: generate/int8.py's settings (`quantize_int8(passes, rescored, "
+            f"requantize)`; the last is `translate --quantize int8`), and for Firefox's student the browser's "
+            f"arithmetic (float32 with each int8 layer's input rounded by the file's fixed QuantMultA, as intgemm in "
             f"Firefox does). 1 thread; {time.perf_counter() - start:.0f} s; 1-minute load average "
             f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after (agreement does not depend on load).\n\n"
             f"{table}\n")

@@ -13,7 +13,14 @@ from gen_helpers import tiny_config
 from torch import nn
 
 from clearformer.generate import DecodingOptions, greedy_decode, pad_batch
-from clearformer.generate.int8 import RESCORED, Int8Linear, Int8Output, quantize_int8, shipped_scale
+from clearformer.generate.int8 import (
+    FLIPPED_ROWS,
+    RESCORED,
+    Int8Linear,
+    Int8Output,
+    quantize_int8,
+    shipped_scale,
+)
 from clearformer.generate.options import search_tokens
 from clearformer.generate.shortlist import ShortlistOutput, sliced_output, use_shortlist_output
 from clearformer.model.transformer import Transformer
@@ -87,6 +94,19 @@ def test_a_row_gives_the_same_numbers_in_any_batch():
         assert torch.equal(layer(batch[row: row + 1])[0], together[row])
 
 
+def test_the_product_layout_for_a_few_rows_changes_no_number():
+    """At most FLIPPED_ROWS int8 rows multiply with the weight as the left operand: integer sums, exact in any
+    order, so every row count gives each row the numbers it has alone, across the switch of layout too."""
+    torch.manual_seed(11)
+    layer = Int8Linear(nn.Linear(48, 24))
+    batch = torch.randn(FLIPPED_ROWS + 9, 48)
+    alone = [layer(batch[row: row + 1])[0] for row in range(batch.shape[0])]
+    for count in (1, 2, FLIPPED_ROWS // 2, FLIPPED_ROWS // 2 + 1, FLIPPED_ROWS, batch.shape[0]):
+        together = layer(batch[:count])
+        for row in range(count):
+            assert torch.equal(together[row], alone[row]), (count, row)
+
+
 def test_a_weight_on_an_int8_lattice_keeps_its_integers():
     torch.manual_seed(2)
     integers = torch.randint(-127, 128, (12, 20), dtype=torch.int8)
@@ -105,7 +125,7 @@ def test_a_weight_on_an_int8_lattice_keeps_its_integers():
 def test_an_int8_model_decodes_each_sentence_as_it_does_alone():
     torch.manual_seed(3)
     model = Transformer(tiny_config(40, d_model=32, n_heads=4, d_ff=64)).eval()
-    summary = quantize_int8(model)
+    summary = quantize_int8(model, requantize=True)  # every layer: the int8 path at its widest
     assert summary.layers == sum(isinstance(m, Int8Linear) for m in model.modules()) > 0
     assert not any(type(m) is nn.Linear for m in model.modules())
     assert isinstance(model.output.linear, Int8Output)  # the output layer rescores its best logits in float
@@ -115,6 +135,26 @@ def test_an_int8_model_decodes_each_sentence_as_it_does_alone():
     together = greedy_decode(model, pad_batch(sources, model.config.pad_id), options).sequences()
     for ids, out in zip(sources, together, strict=True):
         assert greedy_decode(model, pad_batch([ids], model.config.pad_id), options).sequences()[0] == out
+
+
+def test_float_weights_stay_float_but_the_output_and_shipped_integers():
+    """`translate --quantize int8`'s choice: the output projection in int8 (its best logits rescored), a layer whose
+    weight is its file's int8 lattice in int8 with those integers, a float-trained layer left float (requantizing
+    it moved translations: BENCHMARKS.md, "int8 against float32: where the translations move")."""
+    torch.manual_seed(12)
+    model = Transformer(tiny_config(40, d_model=32, n_heads=4, d_ff=64)).eval()
+    ffn = model.encoder.layers[0].feed_forward.linear_1
+    with torch.no_grad():  # as Firefox's students ship it: integers / one scale
+        integers = torch.randint(-127, 128, ffn.weight.shape)
+        integers[0, 0] = 127
+        ffn.weight.copy_(integers / 300.0)
+    summary = quantize_int8(model)
+    assert isinstance(model.output.linear, Int8Output)
+    layer = model.encoder.layers[0].feed_forward.linear_1
+    assert isinstance(layer, Int8Linear) and layer.shipped and torch.equal(layer.weight, integers.to(torch.int8))
+    int8 = [m for m in model.modules() if isinstance(m, Int8Linear)]
+    assert (summary.layers, summary.shipped, len(int8)) == (2, 1, 2)
+    assert type(model.encoder.layers[0].feed_forward.linear_2) is nn.Linear
 
 
 def test_mla_is_refused():
@@ -187,7 +227,9 @@ def test_the_callers_model_keeps_its_layers(checkpoint):
     for quantize in ("none", "int8"):
         decoded = decoding_model(model, shortlist, quantize)
         assert decoded is not model and sliced_output(decoded) is not None
-        assert any(isinstance(m, Int8Linear) for m in decoded.modules()) == (quantize == "int8")
+        # the slice stays float, and so do the float-trained layers: int8 has nothing to take here
+        assert not any(isinstance(m, Int8Linear) for m in decoded.modules())
+        assert isinstance(decoding_model(model, None, quantize).output.linear, Int8Output) == (quantize == "int8")
     PyTorchTranslator.open(model, tokenizer, None).translate(["I love you"])
     assert isinstance(model.output, OutputProjection) and sliced_output(model) is None
     assert not any(isinstance(m, Int8Linear | ShortlistOutput) for m in model.modules())

@@ -17,15 +17,22 @@ with one per row and the product in integers (exact), every row's result is the 
 Why each input row as two int8 rows (its integers and what they left, x_hi and x_lo, multiplied in the same
 `_int_mm` call): one int8 row per input moved 41 of Firefox's student's 260 test translations away from float32's,
 its weights being exact; the second row makes the input ~14-bit, which moves none (BENCHMARKS.md, "int8 against
-float32: where the translations move"). One sentence at a time the second row costs the product nothing (2 x 256
-rows take as long as 1 x 256); at 32 sentences it costs about a fifth of a greedy step (the same section). The
-weights stay 8-bit: what they still move is the output projection's argmax among near-ties, so the output layer
-(`Int8Output`) recomputes its few best logits per row in float (the float matrix is the embedding table in a
-tied model, kept anyway) before the search reads them.
+float32: where the translations move").
 
-Firefox's students ship their matrices in intgemm's int8 (W = q / scale, one scale per matrix,
-`interop/marian_bin.py`): a weight that lies on such a lattice is taken as those very integers with that scale,
-not requantized (`Int8Summary.shipped` counts them).
+Which layers (`quantize_int8`): the output projection, and every layer whose file shipped int8 integers. Firefox's
+students ship their matrices in intgemm's int8 (W = q / scale, one scale per matrix, `interop/marian_bin.py`): a
+weight on such a lattice is taken as those very integers with that scale, not requantized (`Int8Summary.shipped`),
+so int8 arithmetic with two input rows changes none of its translations. A float-trained layer stays float:
+requantizing its weights (a scale per output row) is what moved a trained run's translations (small-fr: 250 of
+260 beam 4 kept, every layer in int8), and at these sizes the int8 layer is not faster than the float one (its
+input's quantization and the output's scaling are tensor operations of their own: at 128 rows they cost more than
+the integer product saves; one sentence at a time each operation's dispatch costs what the product does). The
+output projection is the one that pays: the largest matrix, read at every step, a quarter of the bytes (faster
+one sentence at a time, greedy and beam; slower at beam 4 over 32 sentences), and what int8 moves there is the
+argmax among near-ties, so `Int8Output` recomputes each row's few best logits in float (the float matrix is the
+embedding table in a tied model, kept anyway) before the search reads them: small-fr's translations are then
+float32's (BENCHMARKS.md, the same section and "Decoding speed (greedy and beam 4, KV cache, peers)").
+`requantize=True` turns every layer int8 (the benchmarks' comparison).
 """
 
 from __future__ import annotations
@@ -46,6 +53,25 @@ TINY = torch.finfo(torch.float32).tiny  # the scale of an all-zero row: its inte
 # 127 as a tensor: a Python number in a tensor operation is first copied into one (aten::_to_copy), which at
 # one sentence costs as much as the operation (BENCHMARKS.md, "int8 against float32: where the translations move")
 LEVELS = torch.tensor(127.0)
+REMAINDER = torch.tensor(1.0 / 127.0)  # the second int8 row's weight: what the integers left, in 1/127ths
+
+
+# At most this many int8 rows multiply as (q_W X^T)^T, the weight as the left operand: on this CPU torch's int8
+# product of a few rows by a wide weight ran 1.5-2.3x faster that way (1 to 32 rows; BENCHMARKS.md, "int8
+# against float32: where the translations move"). Integer sums are exact in any order, so the layout changes no
+# number: a row's result is the same in any batch.
+FLIPPED_ROWS = 32
+
+
+def int8_rows(count: int, width: int, weight: torch.Tensor):
+    """(integers, product): an empty int8 matrix (count, width) to write a layer's input integers into, and the
+    function that multiplies it by `weight` (out, width) int8 -> (count, out) int32, in the layout the count
+    asks for (a transposed view for a few rows)."""
+    if count <= FLIPPED_ROWS:
+        columns = torch.empty((width, count), dtype=torch.int8)
+        return columns.t(), lambda: torch._int_mm(weight, columns).t()
+    integers = torch.empty((count, width), dtype=torch.int8)
+    return integers, lambda: torch._int_mm(integers, weight.t())
 
 
 @dataclass(frozen=True)
@@ -99,18 +125,21 @@ class Int8Linear(nn.Module):
         # Few tensor operations on purpose: at one sentence a step multiplies 1 x 256 rows, and each
         # operation's dispatch costs about what the product does (BENCHMARKS.md, "Firefox's en-pt student").
         rows = x.reshape(-1, self.in_features)
-        peak = torch.linalg.vector_norm(rows, float("inf"), dim=1, keepdim=True).clamp_(min=TINY)
-        steps = rows / peak * LEVELS  # x / s_x, in [-127, 127]
+        count = rows.shape[0]
+        # the row's peak as amax of abs: linalg.vector_norm(inf) took 13x as long at 128 x 256 (same numbers)
+        peak = rows.abs().amax(dim=1, keepdim=True).clamp_(min=TINY)
+        steps = rows * (LEVELS / peak)  # x / s_x, in [-127, 127]
         high = steps.round()
-        if self.passes == 1:
-            product = torch._int_mm(high.to(torch.int8), self.weight.t()).float()
-        else:
-            low = steps.sub_(high).mul_(LEVELS).round_()  # what the integers left, in 1/127ths: |low| <= 64
-            both = torch._int_mm(torch.cat((high, low)).to(torch.int8), self.weight.t())
-            both = both.view(2, rows.shape[0], self.out_features).float()  # exact below 2^24: in <= 1040
-            product = torch.add(*both.unbind(), alpha=1.0 / 127.0)
-        scale = peak * self.step_scale
-        out = product.mul_(scale) if self.bias is None else torch.addcmul(self.bias, product, scale)
+        integers, product = int8_rows(self.passes * count, self.in_features, self.weight)
+        integers[:count] = high  # the cast to int8, written where the product reads it
+        if self.passes == 2:
+            integers[count:] = steps.sub_(high).mul_(LEVELS).round_()  # what the integers left, in 1/127ths
+        integer = product()  # (rows, out) int32: hi rows, then lo rows
+        # Three passes over the output (each a tensor operation; int32 becomes float inside the first): the two
+        # rows' sum, the row's scale, the output's scale and bias
+        out = integer if self.passes == 1 else torch.addcmul(integer[:count], integer[count:], REMAINDER)
+        out = torch.mul(out, peak)
+        out = out.mul_(self.step_scale) if self.bias is None else torch.addcmul(self.bias, out, self.step_scale)
         return out.view(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
@@ -143,29 +172,56 @@ class Int8Output(Int8Linear):
         if self.rescored == 0:
             return logits
         flat, rows = logits.view(-1, self.out_features), x.reshape(-1, self.in_features)
-        best = flat.topk(self.rescored, dim=1, sorted=False).indices  # (rows, k)
-        exact = (self.float_weight[best] * rows[:, None, :]).sum(dim=-1)
+        best = best_ids(flat, self.rescored)  # (rows, k)
+        picked = best.view(-1)  # index_select: a third of advanced indexing's time at 128 x 8 rows of 256
+        exact = (self.float_weight.index_select(0, picked).view(*best.shape, -1) * rows[:, None, :]).sum(dim=-1)
         if self.bias is not None:
-            exact += self.bias[best]
+            exact += self.bias.index_select(0, picked).view_as(best)
         flat.scatter_(1, best, exact)
         return logits
 
 
-def quantize_int8(model: nn.Module, passes: int = 2, rescored: int = RESCORED) -> Int8Summary:
-    """Turn every linear layer of `model` (but a sliced output projection's) into its int8 form, in place,
-    for decoding only (the int8 layers have no gradients): `passes` int8 rows per input row, and the output
-    projection's `rescored` best logits per row recomputed in float (benchmarks/int8_agreement.py measures
-    the other settings). A model whose decoder reads a linear layer's
-    weight matrix itself (MLA's absorbed path) is refused with ValueError: that read would miss the int8."""
+# The output layer finds each row's best logits block by block: the best k lie in the k blocks of BLOCK logits
+# with the highest maxima (a block outside them has k higher logits elsewhere), so one topk over the blocks'
+# maxima and one over their k x BLOCK logits replace a topk over the whole vocabulary, which cost more than
+# the int8 product saved at beam 4's 128 rows (BENCHMARKS.md, "int8 against float32: where the translations
+# move"). The same steps for any number of rows: a row's choice does not depend on its batch.
+BLOCK = 32
+
+
+def best_ids(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """logits (rows, width) -> (rows, k) int64: the ids of each row's k highest values, in no order."""
+    rows, width = logits.shape
+    blocks = width // BLOCK
+    if blocks <= k:
+        return logits.topk(k, dim=1, sorted=False).indices
+    whole = logits[:, : blocks * BLOCK].reshape(rows, blocks, BLOCK)
+    chosen = whole.amax(dim=2).topk(k, dim=1, sorted=False).indices  # (rows, k) block numbers
+    ids = (chosen[:, :, None] * BLOCK + torch.arange(BLOCK)).view(rows, k * BLOCK)
+    if width > blocks * BLOCK:  # the last, partial block: always a candidate
+        ids = torch.cat((ids, torch.arange(blocks * BLOCK, width).expand(rows, -1)), dim=1)
+    return ids.gather(1, logits.gather(1, ids).topk(k, dim=1, sorted=False).indices)
+
+
+def quantize_int8(model: nn.Module, passes: int = 2, rescored: int = RESCORED, requantize: bool = False) -> Int8Summary:
+    """Turn linear layers of `model` into their int8 form, in place, for decoding only (the int8 layers have no
+    gradients): the output projection (but a sliced one) always, its `rescored` best logits per row recomputed
+    in float; every other layer whose weight is the int8 lattice its file shipped (Firefox's students), with
+    `passes` int8 rows per input row; a layer whose weight would have to be requantized from float stays float
+    unless `requantize` (module docstring: rounding those weights moves translations, and at these sizes the
+    int8 layer is not faster; benchmarks/int8_agreement.py measures the other settings). A model whose decoder
+    reads a linear layer's weight matrix itself (MLA's absorbed path) is refused with ValueError: that read
+    would miss the int8."""
     if model.config.attention == "mla":
         raise ValueError("int8: MLA's absorbed decoding reads its up-projection's weight matrix; decode it in float32")
     # A sliced output projection (generate/shortlist.py) multiplies a few float rows: its full form stays float
     # too, so that beam search and scores read the same logits as the slice.
     sliced = sliced_output(model)
     kept = set() if sliced is None else {id(module) for module in sliced.full.modules()}
-    targets = [(name, module) for name, module in model.named_modules()
-               if isinstance(module, nn.Linear) and id(module) not in kept]
     outputs = {id(module.linear) for module in model.modules() if isinstance(module, OutputProjection)}
+    targets = [(name, module) for name, module in model.named_modules()
+               if isinstance(module, nn.Linear) and id(module) not in kept
+               and (id(module) in outputs or requantize or shipped_scale(module.weight.detach()) is not None)]
     shipped = 0
     for name, linear in targets:
         parent_name, _, child = name.rpartition(".")

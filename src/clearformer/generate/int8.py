@@ -56,24 +56,6 @@ LEVELS = torch.tensor(127.0)
 REMAINDER = torch.tensor(1.0 / 127.0)  # the second int8 row's weight: what the integers left, in 1/127ths
 
 
-# At most this many int8 rows multiply as (q_W X^T)^T, the weight as the left operand: on this CPU torch's int8
-# product of a few rows by a wide weight ran 1.5-2.3x faster that way (1 to 32 rows; BENCHMARKS.md, "int8
-# against float32: where the translations move"). Integer sums are exact in any order, so the layout changes no
-# number: a row's result is the same in any batch.
-FLIPPED_ROWS = 32
-
-
-def int8_rows(count: int, width: int, weight: torch.Tensor):
-    """(integers, product): an empty int8 matrix (count, width) to write a layer's input integers into, and the
-    function that multiplies it by `weight` (out, width) int8 -> (count, out) int32, in the layout the count
-    asks for (a transposed view for a few rows)."""
-    if count <= FLIPPED_ROWS:
-        columns = torch.empty((width, count), dtype=torch.int8)
-        return columns.t(), lambda: torch._int_mm(weight, columns).t()
-    integers = torch.empty((count, width), dtype=torch.int8)
-    return integers, lambda: torch._int_mm(integers, weight.t())
-
-
 @dataclass(frozen=True)
 class Int8Summary:
     """What `quantize_int8` did: layers turned int8, of which `shipped` kept the integers their file had."""
@@ -130,13 +112,15 @@ class Int8Linear(nn.Module):
         peak = rows.abs().amax(dim=1, keepdim=True).clamp_(min=TINY)
         steps = rows * (LEVELS / peak)  # x / s_x, in [-127, 127]
         high = steps.round()
-        integers, product = int8_rows(self.passes * count, self.in_features, self.weight)
-        integers[:count] = high  # the cast to int8, written where the product reads it
+        # The integers go into a buffer of their own, cast as they are written: torch 2.13's `_int_mm` returned
+        # wrong sums for a one-row input viewed with strides (1, 1), as a transposed one-row view has.
+        integers = torch.empty((self.passes * count, self.in_features), dtype=torch.int8)
+        integers[:count] = high
         if self.passes == 2:
             integers[count:] = steps.sub_(high).mul_(LEVELS).round_()  # what the integers left, in 1/127ths
-        integer = product()  # (rows, out) int32: hi rows, then lo rows
-        # Three passes over the output (each a tensor operation; int32 becomes float inside the first): the two
-        # rows' sum, the row's scale, the output's scale and bias
+        integer = torch._int_mm(integers, self.weight.t())  # (passes x rows, out) int32: hi rows, then lo rows
+        # Three tensor operations over the output (int32 becomes float within the first): the two rows' sum, the
+        # row's scale, the output's scale and bias
         out = integer if self.passes == 1 else torch.addcmul(integer[:count], integer[count:], REMAINDER)
         out = torch.mul(out, peak)
         out = out.mul_(self.step_scale) if self.bias is None else torch.addcmul(self.bias, out, self.step_scale)
@@ -173,7 +157,7 @@ class Int8Output(Int8Linear):
             return logits
         flat, rows = logits.view(-1, self.out_features), x.reshape(-1, self.in_features)
         best = best_ids(flat, self.rescored)  # (rows, k)
-        picked = best.view(-1)  # index_select: a third of advanced indexing's time at 128 x 8 rows of 256
+        picked = best.view(-1)
         exact = (self.float_weight.index_select(0, picked).view(*best.shape, -1) * rows[:, None, :]).sum(dim=-1)
         if self.bias is not None:
             exact += self.bias.index_select(0, picked).view_as(best)
@@ -183,9 +167,9 @@ class Int8Output(Int8Linear):
 
 # The output layer finds each row's best logits block by block: the best k lie in the k blocks of BLOCK logits
 # with the highest maxima (a block outside them has k higher logits elsewhere), so one topk over the blocks'
-# maxima and one over their k x BLOCK logits replace a topk over the whole vocabulary, which cost more than
-# the int8 product saved at beam 4's 128 rows (BENCHMARKS.md, "int8 against float32: where the translations
-# move"). The same steps for any number of rows: a row's choice does not depend on its batch.
+# maxima and one over their k x BLOCK logits replace a topk over the whole vocabulary (at beam 4's 128 rows of
+# 8,000, 1 thread: 1.26 ms, against about 0.6 ms for the three; BENCHMARKS.md, "int8 against float32: where the
+# translations move"). The same steps for any number of rows: a row's choice does not depend on its batch.
 BLOCK = 32
 
 

@@ -334,8 +334,9 @@ def context_section(args, debs: dict[str, Path]) -> None:
         rows = context_effect(args.checkpoint, Path(args.before), debs, Path(folder))
     body = (f"Each package's single messages with a msgctxt (at most 60) and, without one, those holding a word of "
             f"a context's short message (at most 60: where a term restricted to a context must not apply), filled "
-            f"empty by `translate --po --no-memory` with Firefox's en-pt student; \"before\": main at e078a70 "
-            f"(msgctxt unused: a glossary's third column ignored), \"after\": this tree. The glossary: a team's "
+            f"empty by `translate --po --no-memory` with Firefox's en-pt student; \"before\": {args.before_label} "
+            f"(main at e078a70 ignored msgctxt and a glossary's third column), \"after\": this tree. The glossary: a "
+            f"team's "
             f"terms for its contexts, each message of {MAX_TERM_WORDS} words or fewer with a msgctxt as "
             f"`msgid,msgstr,msgctxt` (the package's own translation: `Seeding,Semeando,Gerund`). \"equal\": those "
             f"entries filled with the package's own translation; \"no-context entries changed by the glossary\": "

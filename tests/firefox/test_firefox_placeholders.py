@@ -69,3 +69,18 @@ def test_an_owed_placeholder_is_written_before_the_final_punctuation(firefox_run
             assert Counter(find(text)) == Counter(find(source)), (source, text)
             ending = re.search(r"[.!?:…]+$", source).group(0)
             assert text.endswith(ending) and not re.search(r"[.!?:…]\s*%s", text), (source, text)
+
+
+def test_an_apostrophe_of_the_source_is_not_forced_into_the_translation(firefox_runs):
+    """file-roller's "You don’t have permission to create an archive in this folder" came out "... nesta pasta’"
+    (issue 48): the ’ of "don’t" was carried as a placeholder and forced at the end (tokenize/unwritable.py)."""
+    from clearformer.translator import load_translator
+
+    translator = load_translator(firefox_runs["en-pt"])
+    sources = ["You don’t have permission to create an archive in this folder",
+               "You don’t have the right permissions to read files from folder “%s”"]
+    for options in (DecodingOptions(), DecodingOptions(beam=4)):
+        for source, result in zip(sources, translator.translate(sources, options), strict=True):
+            assert not result.text.endswith("’") and result.text.count("’") <= 1, result.text
+            assert "%s" not in source or "“%s”" in result.text, result.text
+            assert not result.notes, result

@@ -12,7 +12,6 @@ import sys
 
 import pytest
 import torch
-from seeds import seed_args
 
 from clearformer.cli import main
 from clearformer.explain.attribution import DEFAULT_STEPS, attribute, source_inputs, target_logprobs
@@ -30,20 +29,13 @@ CLEAN, CORRUPTED = "I love you", "I love music"
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """The toy translator (2 + 2 layers, 4 heads), trained 250 steps (about 15 s), and its folder."""
+def run_dir(toy_model):
+    """The toy translator (2 + 2 layers, 4 heads): the session's, trained once for every folder that reads it
+    (tests/conftest.py `toy_model`), and its folder (read only)."""
     from clearformer.load import load_model
 
-    base = tmp_path_factory.mktemp("why")
-    os.environ.setdefault("CLEARFORMER_RUNS", str(base / "runs"))
-    threads = torch.get_num_threads()
-    try:
-        assert main(["train", "--preset", "toy-translate", "--out", str(base / "model"), "--threads", "1",
-                     "--quiet", "--steps", "250", *seed_args()]) == 0
-    finally:
-        torch.set_num_threads(threads)
-    model, tokenizer, _ = load_model(base / "model")
-    return base / "model", model, tokenizer
+    model, tokenizer, _ = load_model(toy_model)
+    return toy_model, model, tokenizer
 
 
 @pytest.fixture(scope="module")

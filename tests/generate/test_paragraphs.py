@@ -91,8 +91,8 @@ def test_serve_translates_a_paragraph_as_translate_does(toy, count, monkeypatch)
     from clearformer.serve.app import create_app
     from clearformer.serve.explainer import load
 
-    # What is compared here is the paragraph path, not the answer bound (tests/hostile/test_server.py): a toy
-    # model of 150 steps may babble to the page's length limit on a given CPU or seed, and the walkthrough of
+    # What is compared here is the paragraph path, not the answer bound (tests/hostile/test_server.py): the
+    # session's toy model may babble to the page's length limit on a given CPU or seed, and the walkthrough of
     # a 16-word sentence then passes 8 MiB. No answer reaches these bounds, so serve answers whatever the
     # model writes.
     monkeypatch.setattr(requests_module, "MAX_ANSWER_BYTES", sys.maxsize)

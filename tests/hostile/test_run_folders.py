@@ -28,7 +28,11 @@ def busy_run(tmp_path_factory):
     """A `clearformer train --out DIR` running (slowed down) in another process: DIR's lock is held."""
     run = tmp_path_factory.mktemp("busy") / "run"
     env = {**os.environ, "CLEARFORMER_CACHE": "off"}
-    process = subprocess.Popen(slowed_command(0.2, "train", "--out", run, "--steps", "100000", "--quiet"), env=env,
+    # A checkpoint every 4 steps: the folder is a run's (checkpoints/ written) within seconds of the start, where
+    # the default 200 steps took most of a minute; the sleep keeps the endless run's share of a core small.
+    process = subprocess.Popen(slowed_command(0.5, "train", "--out", run, "--steps", "100000", "--save-every", "4",
+                                              "--eval-every", "4", "--bleu-sentences", "2", "--keep", "2",
+                                              "--quiet"), env=env,
                                stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120

@@ -212,6 +212,22 @@ def test_final_punctuation_pieces_of_a_vocabulary():
     from clearformer.generate.constraints import final_mark_pieces
     from clearformer.tokenize import WordTokenizer
 
-    tokenizer = WordTokenizer.build(["Saved . Really ?", "loading from %s ...", "Error : 3.5 files ."])
+    tokenizer = WordTokenizer.build(["Saved . Really ?", "loading from %s ...", "Error : 3.5 files ( a ) ."])
     marks = {tokenizer.id_to_token(index) for index in final_mark_pieces(tokenizer)}
-    assert {".", "?", ":"} <= marks <= {".", "?", "...", ":"}  # not "3.5", "%s" or a word
+    assert {".", "?", ":", ")"} <= marks <= {".", "?", "...", ":", ")"}  # not "3.5", "%s", "(" or a word
+
+
+def test_either_form_of_a_stand_in_slot_pays_for_it():
+    """sphinx's "%s() (%s class method)": the source's second stand-in is the attached "2" of "(2"; the model wrote
+    the spaced "▁2" ("classe %s)") and was forbidden it, so it closed the parenthesis and the search put the
+    placeholder after it (issue 48). The forms of one slot (tokenize/standins.py) pay for each other, once."""
+    src = torch.tensor([[8, 6, 9, 3]])  # piece 6: slot {5, 6}'s attached form
+    constraint = PlaceholderConstraint.for_batch(src, PIECES, eos_id=3, slots=[frozenset({5, 6})])
+    logits = torch.zeros(1, 12)
+    logits[0, 5] = 4.0  # the model prefers the spaced form
+    out = constraint(logits.clone(), 0)
+    assert int(out.argmax()) == 5 and torch.isinf(out[0, 7])  # 7: not in the source
+    constraint.chose(torch.tensor([5]))
+    out = constraint(logits.clone(), 1)
+    assert torch.isinf(out[0, 5]) and torch.isinf(out[0, 6])  # paid: neither form again
+    assert int(constraint.owed()[0]) == 0

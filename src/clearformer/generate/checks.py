@@ -79,7 +79,8 @@ def missing_placeholders(source: str, output: str, forced: bool = False, masked:
                                                             f"the source are missing from the translation"))
     if forced:
         notes.append(Note(NoteKind.PLACEHOLDER_NOT_PLACED, "the model did not place every placeholder: the search "
-                                                           "put one where the model ended; check its place"))
+                                                           "put one where the model ended its sentence; check its "
+                                                           "place"))
     return notes
 
 

@@ -6,12 +6,19 @@ so a placeholder in a source sentence is one token id, and copying it is one dec
 `PlaceholderConstraint` makes that choice compulsory, row by row:
 
 * a placeholder piece may be produced only while the source still has one of it unused
-  (none invented, none doubled);
+  (none invented, none doubled); where numerals stand in, a slot's two forms ("▁2", "2") are one
+  placeholder, either of which pays for it (the model's choice of form places the space);
 * <eos> is forbidden while any placeholder piece of the source is still unused
   (none dropped);
 * where <eos> would have been the best token but a placeholder is still owed, the best owed
   placeholder comes instead (a model that has "finished" rarely chooses the placeholder it
   skipped on its own: left free, it would write on until its length limit);
+* the source's final punctuation is where its sentence ends, as <eos> is: where a source ends with a
+  sentence-final mark (`final_mark_pieces`: ".", "...", "?", "!", ":", ")"), the output's mark that would be its
+  last (it has written one mark fewer than the source holds; a run of mark pieces, "." "." ".", is one
+  mark) gives way to an owed placeholder as <eos> does. Else the placeholder lands after the sentence's end
+  ("The document is not %s valid." -> "O documento não é válido. %s": BENCHMARKS.md, "Trust: corruptions
+  ..."); a mark inside a line of two sentences is no end;
 * a hypothesis with only as many tokens left before its length limit as it owes placeholders
   writes them now (a young model sometimes runs on, repeating itself, until the limit: its
   translation is poor either way, but it still holds every placeholder of the source).
@@ -57,11 +64,27 @@ class PlaceholderConstraint:
     """
 
     def __init__(self, src_ids: torch.Tensor, piece_ids: torch.Tensor, eos_id: int,
-                 limits: torch.Tensor | None = None) -> None:
+                 limits: torch.Tensor | None = None, final_marks: Sequence[int] = (),
+                 pad_id: int | None = None, slots: Sequence[frozenset[int]] = ()) -> None:
         self.piece_ids = piece_ids.to(src_ids.device)
         self.eos_id = eos_id
-        # remaining[s, j] = how often piece j occurs in sentence s's source
-        self.remaining = (src_ids[:, :, None] == self.piece_ids[None, None, :]).sum(dim=1)
+        # The pieces of one stand-in slot ("▁2" and "2", tokenize/standins.py) pay for each other: the model's choice
+        # of form places the space (a source's "(2" may come out "classe 2)"). same (n_pieces, n_pieces): one slot;
+        # lead (n_pieces,): the first piece of each slot, which counts what the slot owes.
+        ids = self.piece_ids.tolist()
+        slot_of = [next((k for k, slot in enumerate(slots) if piece in slot), len(slots) + j)
+                   for j, piece in enumerate(ids)]
+        group = torch.tensor(slot_of, dtype=torch.long, device=src_ids.device)
+        self.same = (group[:, None] == group[None, :]).long()
+        self.lead = torch.tensor([slot_of.index(k) == j for j, k in enumerate(slot_of)], dtype=torch.bool,
+                                 device=src_ids.device)
+        self.marks = torch.tensor(sorted(final_marks), dtype=torch.long, device=src_ids.device)
+        # marks_left (rows,): the source's sentence-final marks the output has yet to write, where the source ends
+        # with one (else 0: <eos> alone ends it); after_mark (rows,): the last token written was a mark
+        self.marks_left = source_marks(src_ids, self.marks, eos_id, pad_id)
+        self.after_mark = torch.zeros(src_ids.shape[0], dtype=torch.bool, device=src_ids.device)
+        # remaining[s, j] = how often piece j (or another form of its slot) occurs in sentence s's source
+        self.remaining = (src_ids[:, :, None] == self.piece_ids[None, None, :]).sum(dim=1) @ self.same
         self.limits = limits  # (rows,) tokens each hypothesis may generate in all, or None: no limit known
         self.bound = torch.ones(src_ids.shape[0], dtype=torch.bool, device=src_ids.device)
         self.forced = torch.zeros_like(self.bound)
@@ -71,16 +94,21 @@ class PlaceholderConstraint:
     def for_batch(cls, src_ids: torch.Tensor, piece_ids: Sequence[int] | None, eos_id: int,
                   limits: torch.Tensor | None = None,
                   owing: Sequence[bool] | None = None,
-                  free: Sequence[frozenset[int]] | None = None) -> PlaceholderConstraint | None:
+                  free: Sequence[frozenset[int]] | None = None,
+                  final_marks: Sequence[int] = (), pad_id: int | None = None,
+                  slots: Sequence[frozenset[int]] = ()) -> PlaceholderConstraint | None:
         """The constraint for a batch (`limits` (batch,): the decoder's length limits; `owing` (batch,):
         which sentences owe their pieces, None: all; `free` (batch,): the pieces that are a sentence's own
-        numerals where numerals stand in, neither owed nor forbidden here: `NumeralRuns` governs them), or None
+        numerals where numerals stand in, neither owed nor forbidden here: `NumeralRuns` governs them;
+        `final_marks`: the vocabulary's sentence-final punctuation pieces, `final_mark_pieces`; `slots`: the pieces of
+        each stand-in slot, either of which pays for the other), or None
         when there are no placeholder pieces or no sentence of the batch is bound by them (then decoding runs
         unconstrained, at no cost). A bound sentence without placeholders is still constrained, alone as in any
         batch: it writes none."""
         if not piece_ids:
             return None
-        constraint = cls(src_ids, torch.tensor(sorted(piece_ids), dtype=torch.long), eos_id, limits)
+        constraint = cls(src_ids, torch.tensor(sorted(piece_ids), dtype=torch.long), eos_id, limits, final_marks,
+                         pad_id, slots)
         if owing is not None:  # numerals standing in: a sentence without placeholders keeps its numbers free
             constraint.bound = torch.tensor(owing, dtype=torch.bool, device=src_ids.device)
             constraint.remaining[~constraint.bound] = 0
@@ -93,15 +121,20 @@ class PlaceholderConstraint:
     def forbidden(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(rows, n_pieces) True where piece j must not come next; and (rows,) True where <eos> must not.
         A row that is not bound has neither: the same logits as without the rule (batch-invariance)."""
-        return (self.remaining == 0) & self.bound[:, None] & ~self.free, self.remaining.sum(dim=1) > 0
+        return (self.remaining == 0) & self.bound[:, None] & ~self.free, self.owed() > 0
+
+    def owed(self) -> torch.Tensor:
+        """(rows,) how many placeholders each hypothesis still owes (a slot's forms counted once)."""
+        return (self.remaining * self.lead).sum(dim=1)
 
     def __call__(self, logits: torch.Tensor, t: int | None = None) -> torch.Tensor:
         """Set the logits of forbidden tokens to -inf, in place: logits (rows, vocab) for the token at
         step t (0-based; needed to know how many tokens are left before the length limits)."""
         no_piece, no_eos = self.forbidden()
-        owing = no_eos & (logits.argmax(dim=-1) == self.eos_id)  # would end, but a placeholder is owed
+        best = logits.argmax(dim=-1)
+        owing = no_eos & ((best == self.eos_id) | self.would_end_sentence(best))  # would end, but one is owed
         if self.limits is not None and t is not None:  # only room left for the owed placeholders
-            owing |= no_eos & (self.remaining.sum(dim=1) >= self.limits - t)
+            owing |= no_eos & (self.owed() >= self.limits - t)
         pieces = logits[:, self.piece_ids].masked_fill(no_piece, float("-inf"))
         logits[:, self.piece_ids] = pieces
         logits[:, self.eos_id] = logits[:, self.eos_id].masked_fill(no_eos, float("-inf"))
@@ -112,17 +145,64 @@ class PlaceholderConstraint:
             logits[owing] = only_owed
         return logits
 
+    def would_end_sentence(self, best: torch.Tensor) -> torch.Tensor:
+        """(rows,) True where the best token `best` (rows,) starts the output's last sentence-final mark."""
+        if not self.marks.numel():
+            return torch.zeros_like(best, dtype=torch.bool)
+        return torch.isin(best, self.marks) & ~self.after_mark & (self.marks_left == 1)
+
     def chose(self, tokens: torch.Tensor) -> None:
-        """Count the chosen tokens (rows,): a placeholder piece is used up."""
-        self.remaining = (self.remaining - (tokens[:, None] == self.piece_ids[None, :]).long()).clamp(min=0)
+        """Count the chosen tokens (rows,): a placeholder piece is used up; a mark that starts a run of marks is
+        one of the source's sentence ends written."""
+        self.remaining = (self.remaining - (tokens[:, None] == self.piece_ids[None, :]).long() @ self.same).clamp(min=0)
+        if self.marks.numel():
+            mark = torch.isin(tokens, self.marks)
+            self.marks_left = (self.marks_left - (mark & ~self.after_mark).long()).clamp(min=0)
+            self.after_mark = mark
 
     def select(self, rows: torch.Tensor) -> None:
         """Keep hypotheses `rows` (as `DecoderState.select`)."""
         self.remaining = self.remaining.index_select(0, rows)
+        self.marks_left, self.after_mark = self.marks_left.index_select(0, rows), self.after_mark.index_select(0, rows)
         self.bound, self.forced = self.bound.index_select(0, rows), self.forced.index_select(0, rows)
         self.free = self.free.index_select(0, rows)
         if self.limits is not None:
             self.limits = self.limits.index_select(0, rows)
+
+
+# A piece of these characters (after its word mark), ending with one that is not an opening bracket, ends a
+# sentence or closes its last part: an owed placeholder comes before a source's closing parenthesis too ("%s() (%s
+# class method)" -> "... (todo método de classe)%s" else; "()" is one piece of Firefox's, "(" ")" two). Not the
+# apostrophe, which is also a word's spelling ("don't").
+SENTENCE_FINAL, OPENING = ".!?:…)]}»\"", "([{«"
+
+
+def final_mark_pieces(tokenizer) -> tuple[int, ...]:
+    """The pieces of `tokenizer`'s vocabulary that write sentence-final punctuation only (".", "▁.", "...", "?",
+    "!", ":", and the closing ")", "()", "]", '"'), for `PlaceholderConstraint`. Read once per tokenizer."""
+    if tokenizer not in _FINAL_MARKS:
+        _FINAL_MARKS[tokenizer] = tuple(
+            index for index in range(len(tokenizer))
+            if (text := tokenizer.id_to_token(index).lstrip("".join(WORD_MARKS)))
+            and all(character in SENTENCE_FINAL + OPENING for character in text) and text[-1] in SENTENCE_FINAL)
+    return _FINAL_MARKS[tokenizer]
+
+
+def source_marks(src_ids: torch.Tensor, marks: torch.Tensor, eos_id: int, pad_id: int | None) -> torch.Tensor:
+    """(sentences,) how many runs of sentence-final mark pieces each source (sentences, src_len) holds where its last
+    piece (before <eos> and padding) is one, else 0."""
+    is_mark = torch.isin(src_ids, marks)
+    starts = is_mark & ~torch.cat([torch.zeros_like(is_mark[:, :1]), is_mark[:, :-1]], dim=1)
+    text = src_ids != eos_id
+    if pad_id is not None:
+        text &= src_ids != pad_id
+    positions = torch.arange(src_ids.shape[1], device=src_ids.device).expand_as(src_ids)
+    last = torch.where(text, positions, -1).amax(dim=1)
+    ends = is_mark.gather(1, last.clamp(min=0)[:, None])[:, 0] & (last >= 0)
+    return torch.where(ends, starts.sum(dim=1), torch.zeros_like(last))
+
+
+_FINAL_MARKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class NumeralRuns:

@@ -9,6 +9,11 @@ hypothesis, which terms are still owed and how far the one being written has got
 * where the model would write its own word for an owed term, the glossary's comes instead: the trigger
   pieces are forbidden and the term's first piece takes the best of their scores (so the term lands where
   the model translates it, not at the end; the variant is the capitalised one at a sentence start);
+* where the term opens the source, the opening of the model's own rendering is a trigger too, whatever it is
+  (`TermPieces.anchors`): a word written in pieces too short to trigger alone ("▁A" "dição" for "Adding") or
+  an article ("O download" for "Downloading") would else be written, and the term added after it ("Adição
+  Adicionando", "O Baixando": BENCHMARKS.md, "Trust: msgctxt"); mid-sentence such a piece is too common to
+  mean the term ("a", "o", "de");
 * once a hypothesis writes the first piece of an owed term (by itself or so), the term's other pieces are
   forced, one per step, until it is whole (a multi-piece term cannot be left half-written); a one-word term
   the model writes inflected ("primeira" for "primeiro", `glossary.inflected`) is used as well;
@@ -30,7 +35,7 @@ the model chose freely (explain/translation.py shows it per step).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -54,6 +59,10 @@ class TermPieces:
     variants: tuple[tuple[int, ...], tuple[int, ...]]
     triggers: tuple[int, ...] = ()
     inflections: tuple[int, ...] = ()  # word pieces that are the (one-word) term inflected: they satisfy it too
+    # The first piece of the model's own rendering, whatever its length ("▁A" of "Adição", "▁O" of "O download"):
+    # a trigger at the translation's first step only, kept in a sentence's plan only where the term opens the
+    # source (`plan_terms`).
+    anchors: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,11 +123,13 @@ def inflection_pieces(target: str, starts: dict[str, list[tuple[str, int]]]) -> 
     return tuple(index for word, index in starts.get(target[:2].lower(), ()) if pattern.fullmatch(word))
 
 
-def term_pieces(tokenizer, term: Term, rendering: str = "",
+def term_pieces(tokenizer, term: Term, rendering: str | Sequence[str] = "",
                 starts: dict[str, list[tuple[str, int]]] | None = None) -> TermPieces | None:
     """`term` as pieces (None when the vocabulary cannot write its target: it is then reported, not forced);
-    `rendering`: the model's own translation of the source term, whose words become the triggers; `starts`:
-    `word_starts(tokenizer)`, for the term's inflections."""
+    `rendering`: the model's own translations of the source term (as written, capitalised), whose words become the
+    triggers and whose first pieces the anchors; `starts`: `word_starts(tokenizer)`, for the term's inflections."""
+    renderings = (rendering,) if isinstance(rendering, str) else tuple(rendering)
+    rendering = " ".join(renderings)
     written, initial = (tuple(tokenizer.encode(text)) for text in (term.target, capitalised(term.target)))
     if not written or tokenizer.unk_id in written:
         return None
@@ -127,7 +138,11 @@ def term_pieces(tokenizer, term: Term, rendering: str = "",
     inflections = inflection_pieces(term.target, starts or {})
     own = set(written) | set(initial) | set(inflections)
     triggers = word_pieces(rendering, own, starts or {}) + first_pieces(tokenizer, rendering, own)
-    return TermPieces(term, (written, initial), tuple(dict.fromkeys(triggers)), inflections)
+    openings = [tokenizer.encode(text)[:1] for one in renderings for text in (one.strip(), capitalised(one.strip()))
+                if text]
+    anchors = [ids[0] for ids in openings if ids and ids[0] not in own and ids[0] != tokenizer.unk_id]
+    return TermPieces(term, (written, initial), tuple(dict.fromkeys(triggers)), inflections,
+                      tuple(dict.fromkeys(anchors)))
 
 
 def first_pieces(tokenizer, text: str, exclude: set[int]) -> tuple[int, ...]:
@@ -151,18 +166,21 @@ def first_pieces(tokenizer, text: str, exclude: set[int]) -> tuple[int, ...]:
 
 
 def plan_terms(tokenizer, glossary: Glossary, texts: Sequence[str],
-               renderings: dict[str, str]) -> list[tuple[TermPieces, ...]]:
-    """The terms each text owes, as pieces; `renderings[source term]`: the model's own translation of it."""
+               renderings: dict[str, str | tuple[str, ...]]) -> list[tuple[TermPieces, ...]]:
+    """The terms each text owes, as pieces; `renderings[source term]`: the model's own translations of it. A term
+    keeps its anchors only in a text it opens (nothing but spaces and symbols before it)."""
     planned: dict[Term, TermPieces | None] = {}
     starts = word_starts(tokenizer)
     plans = []
     for text in texts:
         plan = []
-        for term in glossary.terms_in(text):
+        matches = glossary.find(text)
+        opening = matches[0].term if matches and not any(c.isalnum() for c in text[:matches[0].start]) else None
+        for term in dict.fromkeys(match.term for match in matches):
             if term not in planned:
                 planned[term] = term_pieces(tokenizer, term, renderings.get(term.source, ""), starts)
             if planned[term] is not None:
-                plan.append(planned[term])
+                plan.append(planned[term] if term == opening else replace(planned[term], anchors=()))
         plans.append(tuple(plan))
     return plans
 
@@ -178,7 +196,7 @@ def term_batch(tokenizer, glossary: Glossary | None, texts: Sequence[str],
     if not found:
         return None
     rendered = render([variant for term in found for variant in (term.source, capitalised(term.source))])
-    renderings = {term.source: f"{rendered[2 * i]} {rendered[2 * i + 1]}" for i, term in enumerate(found)}
+    renderings = {term.source: (rendered[2 * i], rendered[2 * i + 1]) for i, term in enumerate(found)}
     plans = plan_terms(tokenizer, glossary, texts, renderings)
     return TermBatch(tuple(plans), sentence_end_ids(tokenizer)) if any(plans) else None
 
@@ -195,11 +213,12 @@ def glossary_notes(glossary: Glossary | None, source: str, translation: str) -> 
 class GlossaryConstraint:
     """Per hypothesis: which of its sentence's terms are still owed, and the term being written.
 
-    For B sentences owing at most K terms of at most L pieces with at most T triggers and F inflections: pieces
-    (rows, K, 2, L) and lengths (rows, K, 2) of both variants, triggers (rows, K, T) and inflections (rows, K, F),
-    padded with -1; owed (rows, K);
+    For B sentences owing at most K terms of at most L pieces with at most T triggers, A anchors and F inflections:
+    pieces (rows, K, 2, L) and lengths (rows, K, 2) of both variants, triggers (rows, K, T), anchors (rows, K, A)
+    and inflections (rows, K, F), padded with -1; owed (rows, K);
     active, variant, pos (rows,): the term being written (-1: none), which variant, how many of its pieces
-    are out; starts (rows,): the next word starts a sentence. `select` follows the hypotheses as
+    are out; starts (rows,): the next word starts a sentence; opening (rows,): nothing written yet (the anchors
+    trigger). `select` follows the hypotheses as
     `PlaceholderConstraint.select` does.
     """
 
@@ -210,6 +229,8 @@ class GlossaryConstraint:
         width = max(len(variant) for plan in plans for term in plan for variant in term.variants)
         t = max([len(term.triggers) for plan in plans for term in plan] + [1])
         f = max([len(term.inflections) for plan in plans for term in plan] + [1])
+        a = max([len(term.anchors) for plan in plans for term in plan] + [1])
+        anchors = torch.full((len(plans), k, a), -1, dtype=torch.long)
         inflections = torch.full((len(plans), k, f), -1, dtype=torch.long)
         pieces = torch.full((len(plans), k, 2, width), -1, dtype=torch.long)
         lengths = torch.zeros((len(plans), k, 2), dtype=torch.long)
@@ -220,12 +241,14 @@ class GlossaryConstraint:
                 owed[row, j] = True
                 triggers[row, j, : len(term.triggers)] = torch.tensor(term.triggers, dtype=torch.long)
                 inflections[row, j, : len(term.inflections)] = torch.tensor(term.inflections, dtype=torch.long)
+                anchors[row, j, : len(term.anchors)] = torch.tensor(term.anchors, dtype=torch.long)
                 for v, variant in enumerate(term.variants):
                     pieces[row, j, v, : len(variant)] = torch.tensor(variant, dtype=torch.long)
                     lengths[row, j, v] = len(variant)
         self.pieces, self.lengths = pieces.to(device), lengths.to(device)
         self.triggers, self.owed = triggers.to(device), owed.to(device)
-        self.inflections = inflections.to(device)
+        self.inflections, self.anchors = inflections.to(device), anchors.to(device)
+        self.opening = torch.ones((len(plans),), dtype=torch.bool, device=device)
         self.active = torch.full((len(plans),), -1, dtype=torch.long, device=device)
         self.variant = torch.zeros_like(self.active)
         self.pos = torch.zeros_like(self.active)
@@ -253,7 +276,10 @@ class GlossaryConstraint:
         writing = self.active >= 0
         owing = self.owed.any(dim=1) & ~writing
         if bool(owing.any()):
-            self.give_way(logits, owing, forced)
+            triggers = self.triggers
+            if bool(self.opening.any()):
+                triggers = torch.cat([triggers, self.anchors.masked_fill(~self.opening[:, None, None], -1)], dim=2)
+            self.give_way(logits, owing, forced, triggers)
             ending = logits.argmax(dim=-1) == self.eos_id
             if self.limits is not None:
                 owed_pieces = (self.lengths[:, :, 0] * self.owed).sum(dim=1)
@@ -277,18 +303,19 @@ class GlossaryConstraint:
             trace.emit("glossary", "forced", forced)
         return logits
 
-    def give_way(self, logits: torch.Tensor, owing: torch.Tensor, forced: torch.Tensor) -> None:
-        """Where a row owing a term would write the model's own word for it (a trigger), the term's first
-        piece takes the trigger's score and the trigger is forbidden; `forced` notes the rows where that
-        substitution is the best choice."""
-        rows_n, k, t = self.triggers.shape
-        live = (self.triggers >= 0) & self.owed[:, :, None] & owing[:, None, None]
+    def give_way(self, logits: torch.Tensor, owing: torch.Tensor, forced: torch.Tensor,
+                 triggers: torch.Tensor) -> None:
+        """Where a row owing a term would write the model's own word for it (one of `triggers` (rows, K, T')),
+        the term's first piece takes the trigger's score and the trigger is forbidden; `forced` notes the rows
+        where that substitution is the best choice."""
+        rows_n, k, t = triggers.shape
+        live = (triggers >= 0) & self.owed[:, :, None] & owing[:, None, None]
         best_before = logits.argmax(dim=-1)
-        index = self.triggers.clamp(min=0).reshape(rows_n, k * t)
+        index = triggers.clamp(min=0).reshape(rows_n, k * t)
         scores = logits.gather(1, index).reshape(rows_n, k, t).masked_fill(~live, float("-inf"))
         best_trigger = scores.amax(dim=2)  # (rows, K)
         r, j, s = live.nonzero(as_tuple=True)
-        logits[r, self.triggers[r, j, s]] = float("-inf")
+        logits[r, triggers[r, j, s]] = float("-inf")
         first = self.firsts()
         # Near the best (within PROMOTE_MARGIN nats): the model holds the term itself plausible here.
         owed_first = (first >= 0) & self.owed & owing[:, None]
@@ -327,10 +354,12 @@ class GlossaryConstraint:
                 else:
                     self.active[row], self.variant[row], self.pos[row] = j, v, 1
         self.starts = torch.isin(tokens, self.ends)
+        self.opening = torch.zeros_like(self.opening)
 
     def select(self, rows: torch.Tensor) -> None:
         """Keep hypotheses `rows` (as `DecoderState.select`)."""
-        for name in ("pieces", "lengths", "triggers", "inflections", "owed", "active", "variant", "pos", "starts"):
+        for name in ("pieces", "lengths", "triggers", "anchors", "inflections", "owed", "active", "variant", "pos",
+                     "starts", "opening"):
             setattr(self, name, getattr(self, name).index_select(0, rows))
         if self.limits is not None:
             self.limits = self.limits.index_select(0, rows)

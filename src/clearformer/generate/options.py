@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from clearformer.generate.constraints import digit_pieces
+from clearformer.generate.constraints import digit_pieces, final_mark_pieces
 from clearformer.generate.facts import NO_FACTS, DecodingFacts
 from clearformer.generate.glossary import TermBatch
 from clearformer.limits import MAX_ALPHA, MAX_BATCH_SIZE, MAX_BEAM, MAX_NEW_TOKENS
@@ -118,6 +118,8 @@ class SearchTokens:
     free: per sentence of one batch, the stand-in pieces that are its own numerals, not placeholders ("6" of
     "IPv6": the placeholder rule neither owes nor forbids them; the numeral rule governs them); neutral: per
     sentence, the placeholder pieces the placeholder rule counts (never a number); None: no sentence has either.
+    final_marks: the pieces of sentence-final punctuation, before which an owed placeholder comes (where placeholders
+    are exact; generate/constraints.py `final_mark_pieces`).
     """
 
     bos_id: int = DEFAULT_BOS_ID
@@ -136,6 +138,7 @@ class SearchTokens:
     stand_in_ids: tuple[frozenset[int], ...] = ()
     free: tuple[frozenset[int], ...] | None = None
     neutral: tuple[frozenset[int], ...] | None = None
+    final_marks: tuple[int, ...] = ()
 
     def for_sources(self, masks: Sequence[Masked]) -> SearchTokens:
         """These facts for one batch of sources as `tokenize.mask_placeholders` read them (`owing`, `numerals`):
@@ -181,6 +184,7 @@ def search_tokens(model, tokenizer=None, options: DecodingOptions | None = None,
         max_length_factor=facts.max_length_factor,
         numeral_pieces=digit_pieces(tokenizer) if exact else (),
         stand_in_ids=stand_in_ids(tokenizer) if pieces else (),
+        final_marks=final_mark_pieces(tokenizer) if pieces else (),
     )
 
 

@@ -93,7 +93,8 @@ class DecodingRules:
         if tokens.repeat_bound:
             rules.append(RepeatBound(src_ids, tokens.pad_id, tokens.placeholder_ids))
         placeholders = PlaceholderConstraint.for_batch(src_ids, tokens.placeholder_ids, tokens.eos_id, limits,
-                                                       tokens.owing, tokens.free)
+                                                       tokens.owing, tokens.free, tokens.final_marks, tokens.pad_id,
+                                                       tokens.stand_in_ids)
         if placeholders is not None:
             rules.append(placeholders)
         terms = GlossaryConstraint.for_batch(tokens.terms, tokens.eos_id, limits, src_ids.device)

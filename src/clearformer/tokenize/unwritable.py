@@ -9,6 +9,11 @@ puts its own characters back. A run that does not mask placeholders is left as i
 `unwritable_spans(tokenizer, text)`: the maximal runs of characters the vocabulary cannot write (a character's
 pieces decoded back differ from it), or, for a word vocabulary, its unknown words; `carry_unwritable` masks them
 in a sentence already masked, as long as the reserved tokens (or stand-ins) last.
+
+A typographic apostrophe between two letters ("don’t", "GNOME’s") is no span: it is part of a word's spelling,
+which the translation replaces. Carried, it was owed, read as a numeral inside a word ("don" "1" "t"), and the
+search put it where the model ended ("... nesta pasta’": BENCHMARKS.md, "Trust: corruptions ..."). The model
+reads it as the ASCII apostrophe it knows (`SPELLING`); as a quote (‘%s’) it is carried.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import weakref
 from clearformer.tokenize.placeholders import RESERVED_PATTERN, Masked, PlaceholderError, mask, restore
 
 _WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer -> {character: writable}
+SPELLING = {"’": "'", "‘": "'", "ʼ": "'"}  # apostrophes inside a word, as a vocabulary without them reads them
 
 
 def writes(tokenizer, character: str) -> bool:
@@ -32,10 +38,23 @@ def writes(tokenizer, character: str) -> bool:
     return known[character]
 
 
+def read_apostrophes(tokenizer, text: str) -> str:
+    """`text` with each apostrophe between two letters that the vocabulary cannot write (`SPELLING`) as the ASCII
+    one it can ("don’t" -> "don't")."""
+    if not any(character in text for character in SPELLING):
+        return text
+    return "".join(SPELLING[character] if character in SPELLING and 0 < index < len(text) - 1
+                   and text[index - 1].isalpha() and text[index + 1].isalpha()
+                   and not writes(tokenizer, character) and writes(tokenizer, SPELLING[character]) else character
+                   for index, character in enumerate(text))
+
+
 def unwritable_spans(tokenizer, text: str) -> list[str]:
-    """The spans of `text` the vocabulary cannot write, in order (each distinct span once)."""
+    """The spans of `text` the vocabulary cannot write, in order (each distinct span once; an apostrophe inside a
+    word is none: `read_apostrophes`)."""
     if tokenizer.kind == "words":
         return list(dict.fromkeys(tokenizer.unknown_words(text)))
+    text = read_apostrophes(tokenizer, text)
     spans, run = [], []
     for character in text:
         if writes(tokenizer, character):
@@ -58,7 +77,10 @@ def span_pattern(span: str) -> str:
 
 def carry_unwritable(tokenizer, masked: Masked, limit: int) -> Masked:
     """`masked` with every span the vocabulary cannot write masked too (numbered in the order of the text);
-    unchanged when there is none, or when they would need more than `limit` reserved tokens in all."""
+    unchanged when there is none, or when they would need more than `limit` reserved tokens in all. An apostrophe
+    inside a word is read as the ASCII one (`read_apostrophes`)."""
+    if tokenizer.kind != "words":
+        masked = Masked(read_apostrophes(tokenizer, masked.text), masked.originals, masked.spelled)
     spans = unwritable_spans(tokenizer, RESERVED_PATTERN.sub(" ", masked.text))
     if not spans:
         return masked

@@ -196,7 +196,8 @@ def decoding_model(model, shortlist, quantize: str = "none"):
     """The model as this engine decodes it, its layers swapped once, here, where it is opened (gpt-fast's
     `convert_for_runtime`), never the caller's model changed: with a lexical shortlist the output projection
     computes only the candidates' rows (generate/shortlist.py `ShortlistOutput`, greedy text: the same tokens),
-    and with quantize "int8" every other linear layer is int8 (generate/int8.py), on a copy of the model."""
+    and with quantize "int8" the layers `quantize_int8` chooses are int8 (generate/int8.py: the output projection
+    when it is not a slice, and every layer whose file shipped int8 integers), on a copy of the model."""
     if quantize == "int8":
         if next(model.parameters()).device.type != "cpu":
             raise UserError("--quantize int8 decodes on the CPU (torch's int8 product); leave out --device")

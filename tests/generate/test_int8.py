@@ -239,6 +239,11 @@ def test_the_callers_model_keeps_its_layers(checkpoint):
         # the slice stays float, and so do the float-trained layers: int8 has nothing to take here
         assert not any(isinstance(m, Int8Linear) for m in decoded.modules())
         assert isinstance(decoding_model(model, None, quantize).output.linear, Int8Output) == (quantize == "int8")
+    said = []
+    decoding_model(model, shortlist, "int8", said.append)  # nothing turned int8: the user is told, not left to guess
+    assert len(said) == 1 and "no layer of this run turns int8" in said[0] and "float32" in said[0]
+    decoding_model(model, None, "int8", said.append)  # the output projection turned: nothing to say
+    assert len(said) == 1
     PyTorchTranslator.open(model, tokenizer, None).translate(["I love you"])
     assert isinstance(model.output, OutputProjection) and sliced_output(model) is None
     assert not any(isinstance(m, Int8Linear | ShortlistOutput) for m in model.modules())

@@ -192,12 +192,14 @@ def records(pieces: Pieces, texts: Sequence[str], glossary: Glossary | TermBatch
     return [result.noted(*notes[index]) for index, result in enumerate(results)]
 
 
-def decoding_model(model, shortlist, quantize: str = "none"):
+def decoding_model(model, shortlist, quantize: str = "none", said: Callable[[str], None] | None = None):
     """The model as this engine decodes it, its layers swapped once, here, where it is opened (gpt-fast's
     `convert_for_runtime`), never the caller's model changed: with a lexical shortlist the output projection
     computes only the candidates' rows (generate/shortlist.py `ShortlistOutput`, greedy text: the same tokens),
     and with quantize "int8" the layers `quantize_int8` chooses are int8 (generate/int8.py: the output projection
-    when it is not a slice, and every layer whose file shipped int8 integers), on a copy of the model."""
+    when it is not a slice, and every layer whose file shipped int8 integers), on a copy of the model. Where that
+    leaves no layer to turn (a shortlist's float slice over float-trained layers, e.g. a fine-tuned student), `said`
+    is told so: the run then decodes in float32, and the user asked for int8."""
     if quantize == "int8":
         if next(model.parameters()).device.type != "cpu":
             raise UserError("--quantize int8 decodes on the CPU (torch's int8 product); leave out --device")
@@ -207,8 +209,9 @@ def decoding_model(model, shortlist, quantize: str = "none"):
             model = copy.copy(model)
             model._modules = dict(model._modules)
         use_shortlist_output(model)
-    if quantize == "int8":
-        quantize_int8(model)
+    if quantize == "int8" and quantize_int8(model).layers == 0 and said is not None:
+        said("--quantize int8: no layer of this run turns int8 (its output projection is the shortlist's float "
+             "slice, its other layers were trained in float: generate/int8.py); it decodes in float32")
     return model
 
 
@@ -251,15 +254,17 @@ class PyTorchTranslator(Reading):
     @classmethod
     def open(cls, model, tokenizer, directory, settings: EngineSettings = DEFAULT_SETTINGS,
              said: Callable[[str], None] | None = None, facts: DecodingFacts = NO_FACTS) -> PyTorchTranslator:
-        """The engine for a loaded run (`directory` and `said`: the protocol's, unused here); `settings.threads`
-        given to torch here, for every command alike (`translate --po --threads N` too)."""
+        """The engine for a loaded run (`directory`: the protocol's, unused here; `said`: told what --quantize int8
+        could not do); `settings.threads` given to torch here, for every command alike (`translate --po --threads N`
+        too)."""
         cls.check_settings(settings)
         if settings.threads is not None:
             import torch
 
             torch.set_num_threads(settings.threads)
         # The layout first (a copy sharing the weights), then the shortlist's slice and int8 on it.
-        return cls(decoding_model(for_decoding(model), facts.shortlist, settings.quantize), tokenizer, settings, facts)
+        return cls(decoding_model(for_decoding(model), facts.shortlist, settings.quantize, said), tokenizer, settings,
+                   facts)
 
     def translate(self, inputs: Sequence[str] | Pieces, options: DecodingOptions | None = None,
                   progress: Progress | None = None, confidence: Rater | None = None,

@@ -83,6 +83,62 @@ def test_the_output_layer_rescores_its_best_logits_in_float():
         assert torch.equal(layer(hidden[row: row + 1])[0], logits[row])
 
 
+def output_layers(linear: nn.Linear) -> list[Int8Output]:
+    """The int8 output layer of `linear` with each integer product this machine has: oneDNN's (where it runs
+    here: a CPU with VNNI) and `torch._int_mm`'s (everywhere)."""
+    layers = [Int8Output(linear)]
+    if layers[0].packed is not None:
+        fallback = Int8Output(linear)
+        fallback.packed = None
+        layers.append(fallback)
+    return layers
+
+
+def test_the_output_layers_ranking_is_the_integer_product_scaled_back():
+    """One int8 row per input row (its integers), the weight's integers, both scales and the bias: the same numbers
+    from either integer product (oneDNN's takes the row as unsigned bytes, the integers + 128)."""
+    torch.manual_seed(14)
+    linear = nn.Linear(64, 700)
+    x = torch.randn(2, 5, 64) * torch.logspace(-3, 3, 5)[:, None]
+    rows = x.reshape(-1, 64)
+    peak = rows.abs().amax(dim=1, keepdim=True)
+    integers = torch.round(rows / peak * 127).double()
+    with torch.inference_mode():
+        for layer in output_layers(linear):
+            expected = ((integers @ layer.weight.double().t()) * peak.double() / 127 * layer.scale.double()
+                        + linear.bias.detach().double())
+            got = layer.ranking(x)
+            assert got.shape == (2, 5, 700)
+            torch.testing.assert_close(got.reshape(-1, 700).double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_output_layer_gives_a_row_its_logits_alone_at_every_row_count():
+    """Beam search's rows (sentences x beams, 1 to 128 and more) against each row alone: the same logits bit for
+    bit, whatever blocking the integer product picks for its number of rows."""
+    torch.manual_seed(15)
+    hidden = torch.randn(130, 256)
+    with torch.inference_mode():
+        for layer in output_layers(nn.Linear(256, 3000)):
+            alone = [layer(hidden[row: row + 1])[0] for row in range(hidden.shape[0])]
+            for count in (2, 3, 4, 8, 16, 17, 32, 33, 64, 65, 128, 130):
+                together = layer(hidden[:count])
+                for row in range(count):
+                    assert torch.equal(together[row], alone[row]), (layer.packed is None, count, row)
+
+
+def test_the_onednn_product_needs_vnni_and_survives_a_copy(monkeypatch):
+    """Without VNNI (x86 kernels would sum byte pairs in int16, which can saturate) the output layer uses
+    `torch._int_mm`; a copy of the layer (copy.deepcopy: oneDNN's packed weight is opaque) packs again."""
+    torch.manual_seed(16)
+    linear = nn.Linear(32, 300)
+    hidden = torch.randn(3, 32)
+    layer = Int8Output(linear)
+    with torch.inference_mode():
+        assert torch.equal(copy.deepcopy(layer)(hidden), layer(hidden))
+    monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: False)
+    assert Int8Output(linear).packed is None
+
+
 def test_a_row_gives_the_same_numbers_in_any_batch():
     """One scale per row and an integer product: a sentence's numbers cannot depend on its batch."""
     torch.manual_seed(1)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 
@@ -231,8 +232,13 @@ class NumeralRuns:
     def __init__(self, pieces: Sequence[tuple[int, bool, str, bool]], numerals: Sequence[Sequence[str] | None],
                  neutral: Sequence[frozenset[int]], device: torch.device, silent: frozenset[int] = frozenset(),
                  limits: torch.Tensor | None = None) -> None:
-        self.pieces = {index: (starts, text, ends) for index, starts, text, ends in pieces}
-        self.ids = torch.tensor([index for index, *_ in pieces], dtype=torch.long, device=device)
+        # The vocabulary's digit pieces as a table, and what each key allows (`key`: it depends only on these
+        # pieces and the key, never on the batch): made once per vocabulary and shared by every batch, so one
+        # sentence at a time does not rebuild them (8% of a sentence's time: BENCHMARKS.md, "Firefox's en-pt
+        # student").
+        table = digit_table(pieces, device)
+        self.pieces, self.ids = table.pieces, table.ids
+        self.blocked_rows, self.continuing = table.blocked, table.continuing
         self.numbers = [None if own is None else frozenset(own) for own in numerals]
         self.prefixes = [None if own is None else frozenset(n[:k] for n in own for k in range(1, len(n) + 1))
                          for own in numerals]
@@ -240,8 +246,6 @@ class NumeralRuns:
         self.limits = None if limits is None else limits.tolist()
         self.sentence = list(range(len(numerals)))  # the sentence of each hypothesis (row)
         self.run = [""] * len(numerals)  # each row's digit run so far ("": not inside a number)
-        self.blocked_rows: dict[tuple, torch.Tensor] = {}
-        self.continuing: dict[tuple, torch.Tensor] = {}
 
     @classmethod
     def for_batch(cls, pieces: Sequence[tuple[int, bool, str, bool]], numerals: Sequence[Sequence[str] | None] | None,
@@ -361,6 +365,40 @@ class NumeralRuns:
         keep = rows.tolist()
         self.sentence = [self.sentence[i] for i in keep]
         self.run = [self.run[i] for i in keep]
+
+
+@dataclass
+class DigitTable:
+    """`NumeralRuns`' view of a vocabulary's digit pieces: id -> (starts a word, text, ends a word), their ids
+    (n_digit_pieces,), and its two caches, key -> blocked digit pieces and key -> continuation ids."""
+
+    pieces: dict[int, tuple[bool, str, bool]]
+    ids: torch.Tensor
+    blocked: dict[tuple, torch.Tensor] = field(default_factory=dict)
+    continuing: dict[tuple, torch.Tensor] = field(default_factory=dict)
+
+
+# (id of the digit pieces, device) -> (those pieces, kept alive while their id is a key here; their table)
+_TABLES: dict[tuple[int, str], tuple[Sequence, DigitTable]] = {}
+MAX_KEYS = 4096  # keys kept per table: a server's sentences bring new numbers for ever
+MAX_TABLES = 8
+
+
+def digit_table(pieces: Sequence[tuple[int, bool, str, bool]], device: torch.device) -> DigitTable:
+    """The one `DigitTable` of these digit pieces (`digit_pieces`) on `device`, made at its first batch; its caches
+    are emptied when they pass MAX_KEYS keys."""
+    slot = (id(pieces), str(device))
+    found = _TABLES.get(slot)
+    if found is None or found[0] is not pieces:
+        if len(_TABLES) >= MAX_TABLES:
+            _TABLES.clear()
+        table = DigitTable({index: (starts, text, ends) for index, starts, text, ends in pieces},
+                           torch.tensor([index for index, *_ in pieces], dtype=torch.long, device=device))
+        found = _TABLES[slot] = (pieces, table)
+    for cache in (found[1].blocked, found[1].continuing):
+        if len(cache) > MAX_KEYS:
+            cache.clear()
+    return found[1]
 
 
 _BYTE = re.compile(r"<0x([0-9A-Fa-f]{2})>")

@@ -79,6 +79,24 @@ def shipped_scale(weight: torch.Tensor) -> float | None:
     return scale if float((steps - steps.round()).abs().max()) < LATTICE_TOLERANCE else None
 
 
+ZERO_POINT = 128  # oneDNN's int8 product takes its input as unsigned bytes: the integers x_int + 128
+
+
+def onednn_weight(weight: torch.Tensor) -> torch.Tensor | None:
+    """weight (out, in) int8 -> the same integers packed for oneDNN's int8 product (`torch.ops.onednn`, the kernels
+    torch's own x86 int8 path runs), or None where this machine should use `torch._int_mm`: torch without oneDNN's
+    int8 operators, or a CPU without VNNI. With VNNI each unsigned x signed byte product is summed straight into
+    int32, exact; without it x86 kernels sum pairs of products in int16 first, which can saturate (255 x 127 x 2 >
+    32,767), and a saturated sum would no longer be the integer product the module docstring promises. Exact
+    integers are what keep a row's numbers the same in any batch (tests/generate/test_int8.py)."""
+    if weight.device.type != "cpu" or not torch.cpu._is_vnni_supported():
+        return None
+    try:
+        return torch.ops.onednn.qlinear_prepack(weight, None)
+    except (AttributeError, RuntimeError):  # a torch built without oneDNN's int8 operators
+        return None
+
+
 class Int8Linear(nn.Module):
     """A linear layer in int8: x (..., in) -> (..., out), as the `nn.Linear` it came from up to int8 rounding.
 
@@ -102,6 +120,7 @@ class Int8Linear(nn.Module):
         self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float().clone())
         # s_W / 127: with the row's peak p, the product's scale is p s_W / 127 (s_x = p / 127), one multiply
         self.register_buffer("step_scale", self.scale / 127.0)
+        self.weight_t = self.weight.t()  # (in, out): the layout `_int_mm` reads, a view made once, not per call
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Few tensor operations on purpose: at one sentence a step multiplies 1 x 256 rows, and each
@@ -114,15 +133,16 @@ class Int8Linear(nn.Module):
         high = steps.round()
         # The integers go into a buffer of their own, cast as they are written: torch 2.13's `_int_mm` returned
         # wrong sums for a one-row input viewed with strides (1, 1), as a transposed one-row view has.
-        integers = torch.empty((self.passes * count, self.in_features), dtype=torch.int8)
-        integers[:count] = high
-        if self.passes == 2:
-            integers[count:] = steps.sub_(high).mul_(LEVELS).round_()  # what the integers left, in 1/127ths
-        integer = torch._int_mm(integers, self.weight.t())  # (passes x rows, out) int32: hi rows, then lo rows
+        if self.passes == 2:  # the integers, then what they left in 1/127ths, as one new (2 x rows, in) buffer
+            integers = torch.cat((high, steps.sub_(high).mul_(LEVELS).round_())).to(torch.int8)
+        else:
+            integers = torch.empty((count, self.in_features), dtype=torch.int8)
+            integers[:] = high
+        integer = torch._int_mm(integers, self.weight_t)  # (passes x rows, out) int32: hi rows, then lo rows
         # Three tensor operations over the output (int32 becomes float within the first): the two rows' sum, the
         # row's scale, the output's scale and bias
-        out = integer if self.passes == 1 else torch.addcmul(integer[:count], integer[count:], REMAINDER)
-        out = torch.mul(out, peak)
+        out = torch.mul(integer, peak) if self.passes == 1 else torch.addcmul(integer[:count], integer[count:],
+                                                                              REMAINDER).mul_(peak)
         out = out.mul_(self.step_scale) if self.bias is None else torch.addcmul(self.bias, out, self.step_scale)
         return out.view(*x.shape[:-1], self.out_features)
 
@@ -150,9 +170,44 @@ class Int8Output(Int8Linear):
         super().__init__(linear, passes=1)
         self.rescored = min(rescored, self.out_features)
         self.float_weight = linear.weight.detach()  # shares the storage: a tied table is not copied
+        # oneDNN's int8 product, its weight packed once (`onednn_weight`; None: `torch._int_mm`); the weight's
+        # zero points, all 0 (symmetric)
+        self.packed = onednn_weight(self.weight)
+        self.zero_points = torch.zeros(self.out_features, dtype=torch.long)
+
+    def __getstate__(self) -> dict:
+        # oneDNN's packed weight is opaque (no storage to copy): a copy of the model (copy.deepcopy) packs again
+        return {**self.__dict__, "packed": None}
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.packed = onednn_weight(self.weight)
+
+    def ranking(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., in) -> the int8 logits (..., out): (q_W x_int) s_x s_W + b, one int8 row per input row.
+
+        Where oneDNN's product runs (`onednn_weight`), the row's integers go in as unsigned bytes x_int + 128 (its
+        kernel's input type, the zero point 128 taken off inside) and come back as floats already times s_W; the
+        row's scale s_x and the bias follow in one operation written over them. The same integer sums as
+        `torch._int_mm`'s, 2.5x faster at beam 4's 128 rows, where `_int_mm` also left the int32 -> float
+        conversion and both scales as operations of their own over the whole vocabulary (BENCHMARKS.md, "int8
+        against float32: where the translations move")."""
+        if self.packed is None:
+            return super().forward(x)
+        rows = x.reshape(-1, self.in_features)
+        peak = rows.abs().amax(dim=1, keepdim=True).clamp_(min=TINY)
+        codes = torch.round(rows * (LEVELS / peak)).add_(ZERO_POINT).to(torch.uint8)  # x / s_x + 128, in [1, 255]
+        logits = torch.ops.onednn.qlinear_pointwise(codes, 1.0, ZERO_POINT, self.packed, self.scale, self.zero_points,
+                                                    None, 1.0, 0, torch.float32, "none", [], "")
+        row_scale = peak * REMAINDER  # s_x = max|x_row| / 127
+        if self.bias is None:
+            logits.mul_(row_scale)
+        else:  # written over the product: a fresh (rows, vocab) tensor costs its page faults again
+            torch.addcmul(self.bias, logits, row_scale, out=logits)
+        return logits.view(*x.shape[:-1], self.out_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logits = super().forward(x)
+        logits = self.ranking(x)
         if self.rescored == 0:
             return logits
         flat, rows = logits.view(-1, self.out_features), x.reshape(-1, self.in_features)

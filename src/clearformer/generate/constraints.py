@@ -72,14 +72,8 @@ class PlaceholderConstraint:
         # The pieces of one stand-in slot ("▁2" and "2", tokenize/standins.py) pay for each other: the model's choice
         # of form places the space (a source's "(2" may come out "classe 2)"). same (n_pieces, n_pieces): one slot;
         # lead (n_pieces,): the first piece of each slot, which counts what the slot owes.
-        ids = self.piece_ids.tolist()
-        slot_of = [next((k for k, slot in enumerate(slots) if piece in slot), len(slots) + j)
-                   for j, piece in enumerate(ids)]
-        group = torch.tensor(slot_of, dtype=torch.long, device=src_ids.device)
-        self.same = (group[:, None] == group[None, :]).long()
-        self.lead = torch.tensor([slot_of.index(k) == j for j, k in enumerate(slot_of)], dtype=torch.bool,
-                                 device=src_ids.device)
-        self.marks = torch.tensor(sorted(final_marks), dtype=torch.long, device=src_ids.device)
+        self.same, self.lead, self.marks = slot_tables(tuple(self.piece_ids.tolist()), tuple(slots),
+                                                       tuple(final_marks), src_ids.device)
         # marks_left (rows,): the source's sentence-final marks the output has yet to write, where the source ends
         # with one (else 0: <eos> alone ends it); after_mark (rows,): the last token written was a mark
         self.marks_left = source_marks(src_ids, self.marks, eos_id, pad_id)
@@ -169,6 +163,29 @@ class PlaceholderConstraint:
         self.free = self.free.index_select(0, rows)
         if self.limits is not None:
             self.limits = self.limits.index_select(0, rows)
+
+
+def slot_tables(ids: tuple[int, ...], slots: tuple[frozenset[int], ...], final_marks: tuple[int, ...],
+                device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`PlaceholderConstraint`'s vocabulary-level tensors for its pieces `ids` (n_pieces,): same (n_pieces,
+    n_pieces), 1 where two pieces are one stand-in slot's; lead (n_pieces,), each slot's first piece; and the
+    sentence-final marks (sorted). They depend on the vocabulary only: made once and shared by every batch (one
+    sentence at a time they were rebuilt per sentence: BENCHMARKS.md, "Firefox's en-pt student")."""
+    key = (ids, slots, final_marks, str(device))
+    if key not in _SLOT_TABLES:
+        if len(_SLOT_TABLES) >= MAX_TABLES:
+            _SLOT_TABLES.clear()
+        slot_of = [next((k for k, slot in enumerate(slots) if piece in slot), len(slots) + j)
+                   for j, piece in enumerate(ids)]
+        group = torch.tensor(slot_of, dtype=torch.long, device=device)
+        _SLOT_TABLES[key] = ((group[:, None] == group[None, :]).long(),
+                             torch.tensor([slot_of.index(k) == j for j, k in enumerate(slot_of)], dtype=torch.bool,
+                                          device=device),
+                             torch.tensor(sorted(final_marks), dtype=torch.long, device=device))
+    return _SLOT_TABLES[key]
+
+
+_SLOT_TABLES: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
 
 # A piece of these characters (after its word mark), ending with one that is not an opening bracket, ends a

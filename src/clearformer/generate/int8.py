@@ -33,6 +33,14 @@ argmax among near-ties, so `Int8Output` recomputes each row's few best logits in
 embedding table in a tied model, kept anyway) before the search reads them: small-fr's translations are then
 float32's (BENCHMARKS.md, the same section and "Decoding speed (greedy and beam 4, KV cache, peers)").
 `requantize=True` turns every layer int8 (the benchmarks' comparison).
+
+Which kernel: `torch._int_mm` everywhere, but the output projection's product goes through oneDNN's int8 kernel
+(`torch.ops.onednn.qlinear_pointwise`, its weight packed once) on a CPU with VNNI: the same exact integer sums,
+with the int32 -> float conversion and the weight's scales inside the kernel instead of passes of their own over
+rows x vocabulary numbers (`Int8Output.ranking`). At beam 4's 128 rows `_int_mm` left its int8 output projection
+no faster than the float one; one sentence at a time oneDNN's call costs more than `_int_mm`'s at the hidden
+layers' sizes (256 x 256: about 45 us against 10), so they keep `_int_mm`. The kernel is a property of the
+machine, never of the batch: a row's logits are the same in any batch on either.
 """
 
 from __future__ import annotations
@@ -189,9 +197,9 @@ class Int8Output(Int8Linear):
         Where oneDNN's product runs (`onednn_weight`), the row's integers go in as unsigned bytes x_int + 128 (its
         kernel's input type, the zero point 128 taken off inside) and come back as floats already times s_W; the
         row's scale s_x and the bias follow in one operation written over them. The same integer sums as
-        `torch._int_mm`'s, 2.5x faster at beam 4's 128 rows, where `_int_mm` also left the int32 -> float
-        conversion and both scales as operations of their own over the whole vocabulary (BENCHMARKS.md, "int8
-        against float32: where the translations move")."""
+        `torch._int_mm`'s, in about half the time at beam 4's 128 rows, where `_int_mm` also left the int32 ->
+        float conversion and both scales as operations of their own over the whole vocabulary (BENCHMARKS.md, "int8
+        against float32: where the translations move", fourth pass)."""
         if self.packed is None:
             return super().forward(x)
         rows = x.reshape(-1, self.in_features)

@@ -119,3 +119,16 @@ def test_stand_ins_are_the_placeholder_rules_and_a_row_is_never_left_empty():
     logits = torch.full((1, 20), float("-inf"))
     logits[0, 3] = 0.0
     assert torch.isfinite(numerals(logits, 1)[0, 3])  # left free: the post-check notes what comes out
+
+
+def test_the_digit_table_is_made_once_per_vocabulary_and_shared_by_batches():
+    """One sentence at a time, every batch is a new rule: the vocabulary's digit pieces and what each (numbers, run)
+    allows are made once and shared (they were rebuilt for every sentence), and give what a fresh table gives."""
+    from clearformer.generate import constraints
+
+    first, second = rule(("15",)), rule(("6",))
+    assert first.ids is second.ids and first.blocked_rows is second.blocked_rows
+    shared = [allowed(rule(("15",)), [12]), allowed(rule(("4", "6")), [1, 11])]
+    constraints._TABLES.clear()
+    assert [allowed(rule(("15",)), [12]), allowed(rule(("4", "6")), [1, 11])] == shared
+    assert shared[0] == {13}

@@ -22,9 +22,10 @@ CTranslate2 (its own OpenMP runtime and allocations) had run in the same process
 user who runs one translator sees.
 
 `--ab SWITCH` instead times clearformer against itself with one decoding switch (a field of
-`DecodingOptions`; today `compile`: the one-token step compiled by torch.compile, against eager)
-on and off, batch by batch in alternating order, and writes the medians of the per-pair ratios
-to its own section of BENCHMARKS.md.
+`DecodingOptions`; today `compile`: the one-token step compiled by torch.compile, against eager; a setting
+of the layout, `few_rows_layout`; of the int8 model, `int8_output_onednn`: its output projection's oneDNN
+product against `torch._int_mm`) on and off, batch by batch in alternating order, and writes the
+medians of the per-pair ratios to its own section of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -205,6 +206,9 @@ AB_PREFIX = "clearformer, "  # the same runs with one switch of DecodingOptions 
 SWITCHES = {"compile": ("on", "off")}  # DecodingOptions field: (its value "on", its value "off")
 # Module settings (module, name, value "off"): the product layout of `generate/layout.py`.
 MODEL_SWITCHES = {"few_rows_layout": (layout_module, "FEW_ROWS", 0)}
+# Settings of the int8 model (`clearformer, int8`), as (module path in it, name, value "off"): its output projection's
+# integer product through oneDNN (generate/int8.py `Int8Output.ranking`) against `torch._int_mm` (packed None)
+INT8_SWITCHES = {"int8_output_onednn": ("output.linear", "packed", None)}
 
 
 def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], object]:
@@ -228,6 +232,12 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
                 runs[(INT8, beam)] = clearformer_runner(int8_model, batches, options)
                 runs[(INT8_EVERY, beam)] = clearformer_runner(every, batches, options)
             for switch in (args.ab or []):
+                if switch in INT8_SWITCHES:
+                    path, name, value = INT8_SWITCHES[switch]
+                    runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(int8_model, batches, options)
+                    runs[(f"{AB_PREFIX}{switch} off", beam)] = clearformer_runner(
+                        int8_model, batches, options, (int8_model.get_submodule(path), name, value))
+                    continue
                 if switch in MODEL_SWITCHES:
                     runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(model, batches, options)
                     runs[(f"{AB_PREFIX}{switch} off", beam)] = clearformer_runner(model, batches, options,
@@ -298,16 +308,17 @@ def main() -> None:
     parser.add_argument("--skip-peers", action="store_true",
                         help="clearformer only (no transformers / ctranslate2)")
     parser.add_argument("--skip-uncached", action="store_true", help="leave out the runs without the KV cache")
-    parser.add_argument("--ab", nargs="*", choices=[*SWITCHES, *MODEL_SWITCHES], default=None, metavar="SWITCH",
+    parser.add_argument("--ab", nargs="*", choices=[*SWITCHES, *MODEL_SWITCHES, *INT8_SWITCHES], default=None,
+                        metavar="SWITCH",
                         help="instead of the comparison with peers: time clearformer with each of these "
                              "decoding switches on against off, batch by batch, alternating "
-                             f"(no names: all of {', '.join([*SWITCHES, *MODEL_SWITCHES])}). "
+                             f"(no names: all of {', '.join([*SWITCHES, *MODEL_SWITCHES, *INT8_SWITCHES])}). "
                              "Writes its own section of BENCHMARKS.md")
     args = parser.parse_args()
     if args.device != "cpu" and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: no CUDA GPU is available here")
     if args.ab == []:
-        args.ab = [*SWITCHES, *MODEL_SWITCHES]
+        args.ab = [*SWITCHES, *MODEL_SWITCHES, *INT8_SWITCHES]
     if args.ab is not None:  # the A/B compares clearformer with itself only
         args.skip_peers = args.skip_uncached = True
 

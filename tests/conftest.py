@@ -62,6 +62,27 @@ LONGEST_FILES = ["hostile/test_learn_check.py", "firefox/test_export.py", "gener
                  "hostile/test_paths.py", "train/test_resume.py", "learn/test_browser_lesson.py"]
 
 _sandbox: dict = {}
+# What every process the session starts (the xdist workers, the commands' child processes, notebook kernels, the
+# GPU window's stages) inherits, set before the workers start: `process_environment`.
+PROCESS_VARIABLES = ("OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+
+
+def process_environment(folder: Path, environment) -> dict[str, str]:
+    """The variables the session's processes get (those the user set stay as they are, but the one below):
+    - OMP_NUM_THREADS=1: two workers share a 2-core machine, and a process with torch's default two threads
+      beside the other worker waits for its second thread at every small product (the GPU window's CPU rehearsal
+      took 59 s with two threads, 35 s with one; tests/threads.py says the same of the tiny models in-process);
+    - Python's compiled bytecode kept in the sandbox (PYTHONPYCACHEPREFIX) where the user's environment says
+      not to write it beside the sources (PYTHONDONTWRITEBYTECODE): otherwise every child process compiles every
+      module it imports again (about a third of a second per child for clearformer's own modules alone, and the
+      suite starts hundreds of children); nothing is written in the checkout or site-packages either way."""
+    wanted = {}
+    if "OMP_NUM_THREADS" not in environment:
+        wanted["OMP_NUM_THREADS"] = "1"
+    if environment.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in environment:
+        wanted["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+        wanted["PYTHONDONTWRITEBYTECODE"] = ""  # empty: Python writes bytecode again (into the prefix)
+    return wanted
 
 
 def checkout_state(root: Path = REPOSITORY) -> dict[str, tuple[int, int]]:
@@ -105,6 +126,8 @@ def pytest_configure(config):
                     before=checkout_state())
     for name, sub in SANDBOX_VARIABLES.items():
         os.environ[name] = str(folder / sub)
+    _sandbox["processes"] = {name: os.environ.get(name) for name in PROCESS_VARIABLES}
+    os.environ.update(process_environment(folder, os.environ))
 
 
 @pytest.hookimpl(trylast=True)
@@ -137,7 +160,7 @@ def pytest_unconfigure(config):
         return
     if _sandbox.pop("inductor", False):
         os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    for name, value in _sandbox.pop("saved").items():
+    for name, value in [*_sandbox.pop("saved").items(), *_sandbox.pop("processes").items()]:
         if value is None:
             os.environ.pop(name, None)
         else:

@@ -3,6 +3,7 @@ the parity sentences (sentences.txt: how they were chosen is in its header)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -77,14 +78,20 @@ def engine():
 
 
 @pytest.fixture(scope="session")
-def our_translations(firefox_runs) -> dict[str, list[str]]:
-    """clearformer's greedy translations (shortlist on) of the parity sentences, batched, once per session."""
+def our_translations(firefox_runs, tmp_path_factory) -> dict[str, list[str]]:
+    """clearformer's greedy translations (shortlist on) of the parity sentences, batched, once per session (for
+    both workers: tests/shared.py; 2 x 260 sentences, about 15 s)."""
     from clearformer.generate import DecodingOptions, translate
     from clearformer.load import load_decoding_facts, load_model
 
-    out = {}
-    for direction, sources in parity_sentences().items():
-        model, tokenizer, _ = load_model(firefox_runs[direction])
-        facts = load_decoding_facts(firefox_runs[direction], tokenizer)  # the engine's shortlist and length factor
-        out[direction] = translate(model, tokenizer, sources, DecodingOptions(batch_size=64), facts=facts)
-    return out
+    def translated(folder: Path) -> None:
+        out = {}
+        for direction, sources in parity_sentences().items():
+            model, tokenizer, _ = load_model(firefox_runs[direction])
+            facts = load_decoding_facts(firefox_runs[direction], tokenizer)  # the engine's shortlist, length factor
+            out[direction] = translate(model, tokenizer, sources, DecodingOptions(batch_size=64), facts=facts)
+        folder.mkdir(parents=True)
+        (folder / "translations.json").write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
+
+    folder = built_once(tmp_path_factory, "firefox-translations", translated)
+    return json.loads((folder / "translations.json").read_text(encoding="utf-8"))

@@ -170,6 +170,9 @@ def test_a_one_row_view_with_unit_strides_gives_the_same_numbers():
     assert row.stride() == (1, 1)
     torch.testing.assert_close(layer(row), layer(row.clone(memory_format=torch.contiguous_format)), rtol=0, atol=0)
     assert torch.equal(layer(row), layer(torch.tensor(row.tolist())))
+    with torch.inference_mode():  # and the output layer, on either integer product
+        for output in output_layers(nn.Linear(40, 300)):
+            assert torch.equal(output(row), output(torch.tensor(row.tolist())))
 
 
 def test_a_weight_on_an_int8_lattice_keeps_its_integers():

@@ -298,8 +298,13 @@ class PyTorchTranslator(Reading):
         todo = sorted((item for item in enumerate(pieces.sources) if item[1]), key=lambda item: -len(item[1]))
         if progress is not None and len(todo) < len(pieces.sources):
             progress(len(pieces.sources) - len(todo))
+        # Decoding runs in eval mode (no dropout); a model that is in it already (every loaded run) is not walked
+        # twice more to set what is set: eval() and train() cost ~0.6 ms a call on Firefox's student, ~4% of one
+        # sentence's translation (BENCHMARKS.md, "Firefox's en-pt student ...", the fourth pass's notes).
         was_training = model.training
-        model.eval()
+        switched = any(module.training for module in model.modules())
+        if switched:
+            model.eval()
         try:
             for start in range(0, len(todo), options.batch_size):
                 chunk = todo[start: start + options.batch_size]
@@ -314,7 +319,8 @@ class PyTorchTranslator(Reading):
                 if progress is not None:
                     progress(len(chunk))
         finally:
-            model.train(was_training)
+            if switched:
+                model.train(was_training)
         found = records(pieces, texts, glossary, forced, self.sentence_by_sentence(pieces, texts, options, glossary,
                                                                                  searched))
         if confidence is not None:

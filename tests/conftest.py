@@ -6,7 +6,8 @@ temporary folder (set before collection, so every test, every child process star
 and every notebook kernel sees it), and the checkout is compared before and after the suite: a file
 created, changed or removed under the repository (.git, .venv, caches and __pycache__ aside) fails the
 session with the list of what changed. The toy model the lessons read is trained once per session into
-the sandbox's cache, where `learn` looks for it (`toy_model`).
+the sandbox's cache, where `learn` looks for it (`toy_model`). Every process the session starts computes on one
+thread and keeps its bytecode in the sandbox (`process_environment`).
 
 CLEARFORMER_TEST_SEED (a whole number, default 0) shifts every seed the tests' models use: the toy model's and
 every training fixture's `--seed`, the child processes' that train, and the seed each test starts from
@@ -68,14 +69,14 @@ PROCESS_VARIABLES = ("OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACH
 
 
 def process_environment(folder: Path, environment) -> dict[str, str]:
-    """The variables the session's processes get (those the user set stay as they are, but the one below):
+    """The variables the session's processes get (a variable the user set is kept, but PYTHONDONTWRITEBYTECODE:
     - OMP_NUM_THREADS=1: two workers share a 2-core machine, and a process with torch's default two threads
       beside the other worker waits for its second thread at every small product (the GPU window's CPU rehearsal
       took 59 s with two threads, 35 s with one; tests/threads.py says the same of the tiny models in-process);
     - Python's compiled bytecode kept in the sandbox (PYTHONPYCACHEPREFIX) where the user's environment says
       not to write it beside the sources (PYTHONDONTWRITEBYTECODE): otherwise every child process compiles every
       module it imports again (about a third of a second per child for clearformer's own modules alone, and the
-      suite starts hundreds of children); nothing is written in the checkout or site-packages either way."""
+      suite starts hundreds of children); nothing is written in the checkout or site-packages either way)."""
     wanted = {}
     if "OMP_NUM_THREADS" not in environment:
         wanted["OMP_NUM_THREADS"] = "1"

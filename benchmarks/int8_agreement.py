@@ -46,6 +46,7 @@ SETUPS = (("every layer int8, one row per input (first pass)", 1, 0, True),
           (f"every layer int8, two rows, output's best {RESCORED} rescored (second pass)", 2, RESCORED, True),
           (f"int8 now: output projection (best {RESCORED} rescored) and shipped layers (two rows)", 2, RESCORED, False))
 
+
 def sentences_of(spec: str, count: int) -> list[str]:
     if spec == "firefox":
         lines = english(10_000)

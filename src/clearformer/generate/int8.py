@@ -97,7 +97,8 @@ def onednn_weight(weight: torch.Tensor) -> torch.Tensor | None:
     int32, exact; without it x86 kernels sum pairs of products in int16 first, which can saturate (255 x 127 x 2 >
     32,767), and a saturated sum would no longer be the integer product the module docstring promises. Exact
     integers are what keep a row's numbers the same in any batch (tests/generate/test_int8.py)."""
-    if weight.device.type != "cpu" or not torch.cpu._is_vnni_supported():
+    vnni = getattr(torch.cpu, "_is_vnni_supported", None)  # private, and absent from older torch (>= 2.3 allowed)
+    if weight.device.type != "cpu" or vnni is None or not vnni():
         return None
     try:
         return torch.ops.onednn.qlinear_prepack(weight, None)

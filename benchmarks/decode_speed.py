@@ -55,7 +55,6 @@ from clearformer.generate import DecodingOptions, beam_search, greedy_decode, pa
 from clearformer.generate import layout as layout_module  # noqa: E402
 from clearformer.generate.int8 import quantize_int8  # noqa: E402
 from clearformer.generate.layout import for_decoding  # noqa: E402
-from clearformer.model import cache as cache_module  # noqa: E402
 from clearformer.model.transformer import Transformer  # noqa: E402
 
 SIZE = dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)
@@ -210,10 +209,6 @@ MODEL_SWITCHES = {"few_rows_layout": (layout_module, "FEW_ROWS", 0)}
 # Settings of the int8 model (`clearformer, int8`), as (module path in it, name, value "off"): its output projection's
 # integer product through oneDNN (generate/int8.py `Int8Output.ranking`) against `torch._int_mm` (packed None)
 INT8_SWITCHES = {"int8_output_onednn": ("output.linear", "packed", None)}
-# Settings of the model's cache, as (class, name, value "off"), timed on the int8 model (issue 54's goal): a reorder
-# that leaves room for the next position (model/cache.py `TimeCache`) against every append by torch.cat
-SEARCH_SWITCHES = {"cache_room": (cache_module.TimeCache, "ROOM", False)}
-ALL_SWITCHES = [*SWITCHES, *MODEL_SWITCHES, *INT8_SWITCHES, *SEARCH_SWITCHES]
 
 
 def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], object]:
@@ -242,11 +237,6 @@ def build_runs(system: str, args, directory: Path) -> dict[tuple[str, int], obje
                     runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(int8_model, batches, options)
                     runs[(f"{AB_PREFIX}{switch} off", beam)] = clearformer_runner(
                         int8_model, batches, options, (int8_model.get_submodule(path), name, value))
-                    continue
-                if switch in SEARCH_SWITCHES:
-                    runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(int8_model, batches, options)
-                    runs[(f"{AB_PREFIX}{switch} off", beam)] = clearformer_runner(int8_model, batches, options,
-                                                                                  SEARCH_SWITCHES[switch])
                     continue
                 if switch in MODEL_SWITCHES:
                     runs[(f"{AB_PREFIX}{switch} on", beam)] = clearformer_runner(model, batches, options)
@@ -318,18 +308,17 @@ def main() -> None:
     parser.add_argument("--skip-peers", action="store_true",
                         help="clearformer only (no transformers / ctranslate2)")
     parser.add_argument("--skip-uncached", action="store_true", help="leave out the runs without the KV cache")
-    parser.add_argument("--ab", nargs="*", choices=[*SWITCHES, *MODEL_SWITCHES, *INT8_SWITCHES, *SEARCH_SWITCHES],
-                        default=None,
+    parser.add_argument("--ab", nargs="*", choices=[*SWITCHES, *MODEL_SWITCHES, *INT8_SWITCHES], default=None,
                         metavar="SWITCH",
                         help="instead of the comparison with peers: time clearformer with each of these "
                              "decoding switches on against off, batch by batch, alternating "
-                             f"(no names: all of {', '.join(ALL_SWITCHES)}). "
+                             f"(no names: all of {', '.join([*SWITCHES, *MODEL_SWITCHES, *INT8_SWITCHES])}). "
                              "Writes its own section of BENCHMARKS.md")
     args = parser.parse_args()
     if args.device != "cpu" and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: no CUDA GPU is available here")
     if args.ab == []:
-        args.ab = ALL_SWITCHES
+        args.ab = [*SWITCHES, *MODEL_SWITCHES, *INT8_SWITCHES]
     if args.ab is not None:  # the A/B compares clearformer with itself only
         args.skip_peers = args.skip_uncached = True
 
@@ -358,10 +347,7 @@ def main() -> None:
         temporary.cleanup()
         report = ab_report(ab, args, load)
         print(report)
-        if not args.no_write and set(args.ab) <= set(SEARCH_SWITCHES):  # a section of their own: the int8 model's
-            write_section("decode_search_ab", "Decoding: the beam step's cache and candidates (alternating A/B)",
-                          f"On the int8 model (`{INT8}`). {report}")
-        elif not args.no_write:
+        if not args.no_write:
             write_section("decode_switches_ab", "Decoding: each switch on against off (alternating A/B)", report)
         return
     best: dict[tuple[str, int], float] = {}

@@ -14,7 +14,7 @@ from tolerance import assert_float32_close, transformer_depth
 from clearformer.config import variant_overrides
 from clearformer.generate import DecodingOptions, beam_search, encode_source, greedy_decode, search_tokens, translate
 from clearformer.model.attention import attention, explicit_attention
-from clearformer.model.cache import DecoderCache, KVCache, LatentCache, LayerCache
+from clearformer.model.cache import DecoderCache, KVCache, LayerCache
 from clearformer.record import trace
 from clearformer.tokenize import WordTokenizer
 
@@ -177,53 +177,3 @@ def test_explicit_and_fused_attention_agree_with_shared_key_heads(recording, kv_
         out = attention(q, k, v, mask, 0.0, d ** -0.5, recorder_prefix="test")
     torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(explicit_attention(q, k, v, mask, 0.0, d ** -0.5)[0], expected, atol=1e-6, rtol=1e-5)
-
-
-
-class CacheBeside:
-    """A `TimeCache` and, beside it, what torch.cat and index_select give for the same updates and reorders."""
-
-    def __init__(self, cache, inner: tuple[int, ...], width: int) -> None:
-        self.cache, self.inner, self.width, self.rows = cache, inner, width, 6
-        self.reference: list[torch.Tensor] | None = None
-        self.generator = torch.Generator().manual_seed(7)
-
-    def update(self, t: int) -> tuple[torch.Tensor, ...]:
-        new = [torch.randn(self.rows, *self.inner, t, self.width, generator=self.generator) for _ in range(2)]
-        self.reference = new if self.reference is None else [
-            torch.cat([old, tensor], dim=-2) for old, tensor in zip(self.reference, new, strict=True)]
-        return self.cache.update(*new)
-
-    def reorder(self, index: list[int]) -> None:
-        self.reference = [tensor.index_select(0, torch.tensor(index)) for tensor in self.reference]
-        self.cache.reorder(torch.tensor(index))
-        self.rows = len(index)
-
-    def agrees(self, tensors) -> bool:
-        return all(torch.equal(a, b) for a, b in zip(tensors, self.reference, strict=True))
-
-
-@pytest.mark.parametrize("kind", ["kv", "mla"])  # (rows, heads, t, d_head); MLA's (rows, t, width)
-def test_a_growing_cache_after_a_reorder_writes_only_the_new_position_and_holds_what_cat_would(kind):
-    """`TimeCache` (model/cache.py): after a reorder of a cache that grows, the next one-position update writes
-    into the tensor the reorder gathered into (no copy of the past); any other sequence of updates and reorders
-    (two reorders in a row, a two-position update, rows that leave) holds exactly what torch.cat and
-    index_select give; a cache updated once (cross-attention's) keeps plain tensors."""
-    both = CacheBeside(KVCache(), (2,), 3) if kind == "kv" else CacheBeside(LatentCache(), (), 4)
-    both.update(1)
-    both.reorder([0, 0, 1, 2, 3, 4, 5, 5])
-    assert all(t.is_contiguous() for t in both.cache.tensors())  # updated once: no room made
-    both.update(1)
-    for index in ([7, 6, 5, 4, 3, 2, 1, 0], [1, 1, 0, 2, 3, 4, 6, 5]):
-        both.reorder(index)
-        room = [t.untyped_storage().data_ptr() for t in both.cache.tensors()]
-        out = both.update(1)
-        assert [t.untyped_storage().data_ptr() for t in out] == room  # written in place
-        assert all(t.is_contiguous() for t in out) and both.agrees(out)
-    both.reorder([2, 3, 4])  # rows leave
-    both.reorder([2, 1, 0])  # twice before an update
-    assert both.agrees(both.update(2))  # two positions at once: appended by cat
-    both.reorder([0, 1])
-    out = both.update(1)
-    assert both.agrees(out) and out[0].shape[-2] == 7
-    assert both.cache.nbytes() == sum(t.numel() * t.element_size() for t in both.reference)

@@ -40,36 +40,16 @@ from clearformer.config import ModelConfig, attention_variant
 
 
 class TimeCache:
-    """Tensors (rows, ..., t, width) that grow along time (dim -2) by `update`; rows reordered by `reorder`.
-
-    A step appends one position by `torch.cat` (a copy of everything so far), except right after a `reorder`
-    of a cache that grows: the reorder gathers the kept rows into tensors one position longer, and the next
-    `update` only writes that position. A beam search reorders at every step, so each of its steps copies
-    what it must once (the gather) instead of twice (BENCHMARKS.md, "Decoding: the beam step's cache and
-    candidates (alternating A/B)"). What the fields hold is contiguous either way: attention read a strided view
-    of preallocated buffers (gpt-fast's `KVCache`, `StaticKVCache` below) more slowly than the copies it saved."""
-
-    ROOM = True  # False: every append by torch.cat (`benchmarks/decode_speed.py --ab cache_room`)
-    _grows = False  # appended to at least once: a reorder then leaves room for the next position
-    _room: list[torch.Tensor] | None = None  # after such a reorder: tensors (rows, ..., t + 1, width), the fields
-    # being their first t positions
+    """Tensors (rows, ..., t, width) that grow along time (dim -2) by `update`; rows reordered by `reorder`."""
 
     def tensors(self) -> list[torch.Tensor | None]:
         return [getattr(self, field.name) for field in dataclasses.fields(self)]
 
     def update(self, *new: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Append this step's tensors (one per field, in field order) along time; return everything so far."""
-        room, self._room = self._room, None
-        for index, (field, tensor) in enumerate(zip(dataclasses.fields(self), new, strict=True)):
+        for field, tensor in zip(dataclasses.fields(self), new, strict=True):
             old = getattr(self, field.name)
-            if old is None:
-                setattr(self, field.name, tensor)
-            elif room is not None and tensor.shape[-2] == 1:  # the position the reorder left room for
-                room[index][..., -1:, :] = tensor
-                setattr(self, field.name, room[index])
-            else:
-                self._grows = True
-                setattr(self, field.name, torch.cat([old, tensor], dim=-2))
+            setattr(self, field.name, tensor if old is None else torch.cat([old, tensor], dim=-2))
         return tuple(self.tensors())
 
     @property
@@ -79,20 +59,10 @@ class TimeCache:
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows `index` (new_rows,) in that order."""
-        self._room = [] if self.ROOM and self._grows and self.filled else None
         for field in dataclasses.fields(self):
             tensor = getattr(self, field.name)
-            if tensor is None:
-                continue
-            if self._room is None:
+            if tensor is not None:
                 setattr(self, field.name, tensor.index_select(0, index))
-                continue
-            shape = (index.shape[0],) + tensor.shape[1:-2] + (tensor.shape[-2] + 1, tensor.shape[-1])
-            room = tensor.new_empty(shape)
-            kept = room[..., :-1, :]
-            torch.index_select(tensor, 0, index, out=kept)  # the one copy: into the new tensor, in place
-            setattr(self, field.name, kept)
-            self._room.append(room)
 
     def nbytes(self) -> int:
         """Bytes the stored tensors hold."""

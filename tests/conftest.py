@@ -50,12 +50,12 @@ TOY_TRAINING = ["--threads", "1", "--quiet", "--steps", "200", *seed_args()]
 # The files that take longest (`python -m benchmarks.suite_time`: setup included, summed by file), sent
 # to the workers first: pytest -n 2 --dist loadfile hands out one file at a time in collection order, and a long
 # file met last keeps one worker busy while the other idles (the longest-first rule). Order within: longest first.
-LONGEST_FILES = ["hostile/test_learn_check.py", "generate/test_batch_invariance.py", "hostile/test_catalogues.py",
-                 "learn/test_notebooks.py", "firefox/test_export.py", "firefox/test_parity.py",
-                 "hostile/test_marian_files.py", "hostile/test_sizes.py", "interop/test_batch_invariance_marian.py",
-                 "train/test_ddp.py", "hostile/test_reads.py", "train/test_gpu_window.py", "viz/test_page_fits.py",
-                 "firefox/test_views.py", "generate/test_compiled.py", "core/test_python_api.py",
-                 "hostile/test_cache_folder.py", "hostile/test_signals.py", "catalog/test_catalogue_fidelity.py",
+LONGEST_FILES = ["hostile/test_learn_check.py", "generate/test_batch_invariance.py", "learn/test_notebooks.py",
+                 "firefox/test_export.py", "firefox/test_parity.py", "hostile/test_marian_files.py",
+                 "hostile/test_sizes.py", "interop/test_batch_invariance_marian.py", "train/test_ddp.py",
+                 "hostile/test_reads.py", "train/test_gpu_window.py", "viz/test_page_fits.py", "firefox/test_views.py",
+                 "generate/test_compiled.py", "core/test_python_api.py", "hostile/test_cache_folder.py",
+                 "hostile/test_catalogues.py", "hostile/test_signals.py", "catalog/test_catalogue_fidelity.py",
                  "catalog/test_adapt.py", "firefox/test_batch_invariance_firefox.py", "train/test_toy.py",
                  "hostile/test_fixed_names.py", "learn/test_lessons.py", "hostile/test_killed_runs.py",
                  "lm/test_lm_page.py", "viz/test_confidence_browser.py", "interop/test_ct2_engine.py",

@@ -11,6 +11,7 @@ import sys
 
 import polib
 
+from clearformer.cli import main
 from clearformer.commands.adapt import MIN_ADAPT_ENTRIES, adapted_run_dir
 from clearformer.commands.train import init_options
 from clearformer.data.toy import toy_splits
@@ -67,22 +68,29 @@ def test_adapt_learns_the_catalogue_into_a_new_run_and_fills_it(tmp_path, toy_mo
     assert adapted_run_dir(toy_model, po) == runs / f"{toy_model.name}-adapted-app-2"  # never the kept one
 
 
-def test_too_few_translated_entries_is_one_line(tmp_path, toy_model):
+def test_too_few_translated_entries_is_one_line(tmp_path, toy_model, monkeypatch, capsys):
+    """Refusals before any work: in-process (the journey through a real process is the test above)."""
     po = catalogue(tmp_path / "young.po", 12, 3)
     runs = tmp_path / "runs"
-    done = translate(["--checkpoint", str(toy_model), "--po", str(po), "--adapt", "1"], tmp_path, runs)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [
+    monkeypatch.setenv("CLEARFORMER_RUNS", str(runs))
+    monkeypatch.chdir(tmp_path)
+
+    def refused(*argv: str) -> str:
+        code = main(["translate", *argv])
+        captured = capsys.readouterr()
+        assert code == 2 and captured.out == "", (code, captured)
+        return captured.err
+
+    assert refused("--checkpoint", str(toy_model), "--po", str(po), "--adapt", "1").strip().splitlines() == [
         f"clearformer translate: error: {po}: 12 translated entries; --adapt learns from at least "
         f"{MIN_ADAPT_ENTRIES} (translate without --adapt, or translate more first)"]
     assert not runs.exists()
-    done = translate(["--checkpoint", str(toy_model), "--po", str(po), "--adapt", "-1"], tmp_path, runs)
-    assert done.returncode == 2 and "--adapt -1: give minutes of training" in done.stderr
+    assert "--adapt -1: give minutes of training" in refused("--checkpoint", str(toy_model), "--po", str(po),
+                                                             "--adapt", "-1")
     template = catalogue(tmp_path / "app.pot", 0, 3)
-    done = translate(["--checkpoint", str(toy_model), "--po", str(template), "--adapt", "1"], tmp_path, runs)
-    assert done.returncode == 2 and "a .po file), not a template" in done.stderr
-    done = translate(["--checkpoint", str(toy_model), "--adapt", "1", "hello"], tmp_path, runs)
-    assert done.returncode == 2 and "--adapt applies to --po" in done.stderr
+    assert "a .po file), not a template" in refused("--checkpoint", str(toy_model), "--po", str(template),
+                                                    "--adapt", "1")
+    assert "--adapt applies to --po" in refused("--checkpoint", str(toy_model), "--adapt", "1", "hello")
 
 
 def test_a_catalogue_validates_a_tenth_about_once_an_epoch(tmp_path, toy_model):

@@ -231,8 +231,16 @@ def test_lens_of_a_language_model_ends_at_its_choice():
     (("lens", ""), "empty sentence"),
     (("lens", CLEAN, "--max-new-tokens", "0"), "--max-new-tokens"),
 ])
-def test_bad_input_is_one_line(run_dir, words, message):
-    done = cli(run_dir, *words)
-    assert done.returncode != 0
-    assert message in done.stderr and "Traceback" not in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+def test_bad_input_is_one_line(run_dir, words, message, capsys):
+    code = main([*words, "--checkpoint", str(run_dir[0])])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_bad_input_is_one_line_from_the_installed_command(run_dir):
+    """The same refusal through a real process: its exit code and its standard error, nothing else."""
+    done = cli(run_dir, "lens", "")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "empty sentence" in done.stderr and len(done.stderr.strip().splitlines()) == 1

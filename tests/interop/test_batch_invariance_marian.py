@@ -28,9 +28,10 @@ def imported():
     import tempfile
     from pathlib import Path
 
-    folder, _ = marian_folder(Path(tempfile.mkdtemp(prefix="clearformer-marian-")) / "hf", seed=4,
-                              proto=marian_spm(WORDS + NUMERALS, vocab_size=120), max_position_embeddings=128)
-    model, tokenizer, _ = load_marian(str(folder))
+    with tempfile.TemporaryDirectory(prefix="clearformer-marian-") as scratch:  # read whole: nothing is left
+        folder, _ = marian_folder(Path(scratch) / "hf", seed=4, proto=marian_spm(WORDS + NUMERALS, vocab_size=120),
+                                  max_position_embeddings=128)
+        model, tokenizer, _ = load_marian(str(folder))
     assert tokenizer.stand_ins is not None and tokenizer.mask_placeholders
     return model, tokenizer
 

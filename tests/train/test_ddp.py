@@ -14,13 +14,18 @@ from clearformer.train.state import step_checkpoints
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
+def torchrun_environment(tmp_path, **extra: str) -> dict[str, str]:
+    """One thread per worker; TMPDIR in the test's folder: torchrun's agent leaves a torchelastic_* folder there."""
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", TMPDIR=str(tmp_path), **extra)
+
+
 OPTIONS = ["--steps", "8", "--log-every", "1", "--eval-every", "4", "--save-every", "4",
            "--bleu-sentences", "4"]
 
 
 def test_two_processes_equal_one_with_the_same_global_batch(tmp_path):
     ddp, single = tmp_path / "ddp", tmp_path / "single"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env = torchrun_environment(tmp_path)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                "-m", "clearformer.cli", *tiny_args(ddp, *OPTIONS)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
@@ -45,7 +50,7 @@ def test_language_model_two_processes_equal_one_with_the_same_global_batch(tmp_p
     common = ["lm", "train", "--corpus", str(corpus), "--preset", "lm-tiny", "--tokenizer", "words", "--steps", "4",
               "--batch-size", "2", "--block-size", "8", "--eval-every", "2", "--threads", "1", "--quiet",
               *seed_args()]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env = torchrun_environment(tmp_path)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                "-m", "clearformer.cli", *common, "--out", str(ddp)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
@@ -63,7 +68,7 @@ def test_sigterm_to_torchrun_stops_every_worker_at_one_step_with_a_checkpoint(tm
     import time
 
     run = tmp_path / "ddp"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", CLEARFORMER_CACHE="off")
+    env = torchrun_environment(tmp_path, CLEARFORMER_CACHE="off")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                "-m", "clearformer.cli", *tiny_args(run, "--steps", "100000", "--log-every", "1", "--save-every",
                                                    "1000", "--eval-every", "1000", "--bleu-sentences", "2")]

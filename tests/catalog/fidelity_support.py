@@ -77,10 +77,11 @@ def fill_text(text: str, language: str = "fr", translate=marked) -> tuple[str, s
     return catalogue_text(po), keys
 
 
-def outside(text: str, keys: set) -> str:
+def outside(text: str, keys: set, po=None) -> str:
     """`text` without its header and the entries whose (msgctxt, msgid) is in `keys` (each entry from its
-    first comment to the end of its last msgstr)."""
-    po = parse_catalogue(text.encode("utf-8"), "x.po")
+    first comment to the end of its last msgstr). po: the catalogue already read from `text`, before any change
+    (else `text` is parsed here)."""
+    po = parse_catalogue(text.encode("utf-8"), "x.po") if po is None else po
     spans = [po.source.raw[None]] if None in po.source.raw else []
     spans += [po.source.raw[id(entry)] for entry in po if (entry.msgctxt, entry.msgid) in keys]
     pieces, position = [], 0

@@ -57,13 +57,18 @@ def test_train_writes_only_its_run_folder_and_the_documented_cache(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "run"]
 
 
-def test_with_the_cache_off_train_writes_nothing_outside_its_run(tmp_path):
-    home = tmp_path / "home"
+def test_with_the_cache_off_train_writes_nothing_outside_its_run_not_even_in_tmpdir(tmp_path):
+    """Nothing in the home folder, and nothing left in TMPDIR once the process has ended (a child: at-exit
+    clean-ups count; a command that never compiles must not leave torch's or matplotlib's folders there)."""
+    home, temporary = tmp_path / "home", tmp_path / "tmp"
+    temporary.mkdir()
     outcome = run_child("train (cache off)", ["train", "--out", "run", "--steps", "2", "--eval-every", "2",
                                               "--bleu-sentences", "2", "--quiet"], tmp_path,
-                        env={"HOME": str(home), "CLEARFORMER_CACHE": "off"})
+                        env={"HOME": str(home), "CLEARFORMER_CACHE": "off", "TMPDIR": str(temporary),
+                             "TORCHINDUCTOR_CACHE_DIR": None, "MPLCONFIGDIR": None})  # not an in-process command's
     assert outcome.code == 0, outcome.stderr
     assert not any(home.rglob("*"))
+    assert sorted(p.name for p in temporary.iterdir()) == []
 
 
 @pytest.mark.parametrize("name", ["../../x", "..", "a/b", ".hidden", "/abs"])

@@ -7,7 +7,7 @@ import json
 import os
 
 import pytest
-from conftest import one_line, run_child, tree_hashes
+from conftest import one_line, tree_hashes
 
 
 @pytest.mark.parametrize("version", [0, 99, "1", -1, 10**30, []])
@@ -59,17 +59,6 @@ def test_a_client_hanging_up_mid_body_leaves_no_traceback(toy_run, capfd):
     assert "Traceback" not in err and "ClientDisconnect" not in err, err
     statuses = [m["status"] for m in sent[1:] if isinstance(m, dict) and m.get("type") == "http.response.start"]
     assert statuses == [400]
-
-
-def test_commands_that_never_compile_leave_nothing_in_tmpdir(tmp_path):
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    outcome = run_child("train, TMPDIR watched", ["train", "--out", "run", "--steps", "2", "--eval-every", "2",
-                                                  "--bleu-sentences", "2", "--quiet"], tmp_path,
-                        env={"TMPDIR": str(temporary), "CLEARFORMER_CACHE": "off", "TORCHINDUCTOR_CACHE_DIR": None,
-                             "MPLCONFIGDIR": None})  # not inherited from an in-process command of this suite
-    assert outcome.code == 0, outcome.stderr
-    assert sorted(p.name for p in temporary.iterdir()) == []
 
 
 def test_claims_out_in_a_read_only_place_is_one_line(in_process, tmp_path):

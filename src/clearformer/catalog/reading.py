@@ -89,7 +89,10 @@ class RawEntry:
     end: int = 0
 
     def get(self, name: str) -> Field | None:
-        return next((f for f in self.fields if f.name == name), None)
+        for found in self.fields:  # a loop, not next() over a generator: called for every field of every entry
+            if found.name == name:
+                return found
+        return None
 
     @property
     def obsolete(self) -> bool:

@@ -1,10 +1,13 @@
 """Hostile Marian files (issue 51): a model YAML whose numbers are not numbers, another model's vocabulary or
-shortlist, a damaged 1 GiB shortlist, an int8 scale that overflows. Each is one line and exit 2, in a child
-process under a memory and time limit (conftest.run_child), and its neighbours with it."""
+shortlist, a damaged 1 GiB shortlist, an int8 scale that overflows. Each is one line and exit 2: in a child
+process under a memory and time limit (conftest.run_child) where reading could run away (the 1 GiB shortlist, a
+YAML's numbers), in-process where the file is only checked (another direction's file, an int8 scale: there every
+warning is recorded, not only the ones a child's standard error would show)."""
 
 from __future__ import annotations
 
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -100,14 +103,15 @@ def test_the_export_yaml_reads_back_as_the_models_own(model):
 
 
 @pytest.mark.parametrize("which", ["vocab", "shortlist"])
-def test_the_other_directions_file_is_refused(files, tmp_path, which):
+def test_the_other_directions_file_is_refused(files, tmp_path, in_process, which):
     """`import marian-bin model.enpt.bin --vocab vocab.pten.spm` translated "I love you." as "as become you.";
     the pt-en shortlist beside the en-pt model and vocabulary likewise: both are refused, naming the file."""
     own, other = files["en-pt"], files["pt-en"]
     vocab = other["vocab"] if which == "vocab" else own["vocab"]
     shortlist = other["shortlist"] if which == "shortlist" else own["shortlist"]
-    line = one_line(run_child(f"foreign {which}", import_argv(own["model"], vocab, shortlist), tmp_path))
-    assert str(other[which]) in line and "another" in line, line
+    code, _, err = in_process(*import_argv(own["model"], vocab, shortlist))
+    line = one_line(err)
+    assert code == 2 and str(other[which]) in line and "another" in line, line
     assert not (tmp_path / "m" / "model.safetensors").exists()
 
 
@@ -166,8 +170,12 @@ def test_shortlist_sizes_and_ids_are_checked_before_use(files, tmp_path, in_proc
 
 
 @pytest.mark.parametrize("scale", [1e-45, 1e-40, 0.0, -1.0, float("inf"), float("nan")])
-def test_an_int8_scale_that_overflows_is_one_line_and_no_warning(model, files, tmp_path, scale):
+def test_an_int8_scale_that_overflows_is_one_line_and_no_warning(model, files, tmp_path, in_process, scale):
     """An int8 scale of 1e-45 printed numpy's RuntimeWarning (overflow) before its one-line error."""
     path = rewritten(model, tmp_path / "m.bin", scale=scale)
-    line = one_line(run_child(f"int8 scale {scale}", import_argv(path, files["en-pt"]["vocab"]), tmp_path))
-    assert "encoder_l1_self_Wq" in line and "int8 scale" in line and "Warning" not in line, line
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # every warning, even one Python's default filters would show only once
+        code, _, err = in_process(*import_argv(path, files["en-pt"]["vocab"]))
+    line = one_line(err)
+    assert code == 2 and "encoder_l1_self_Wq" in line and "int8 scale" in line and "Warning" not in line, line
+    assert not caught, [str(warning.message) for warning in caught]

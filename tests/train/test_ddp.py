@@ -14,6 +14,7 @@ from clearformer.train.state import step_checkpoints
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # seconds on its own: -m 'not slow' skips it (pyproject)
 
+
 def torchrun_environment(tmp_path, **extra: str) -> dict[str, str]:
     """One thread per worker; TMPDIR in the test's folder: torchrun's agent leaves a torchelastic_* folder there."""
     return dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", TMPDIR=str(tmp_path), **extra)

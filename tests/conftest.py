@@ -72,11 +72,11 @@ def process_environment(folder: Path, environment) -> dict[str, str]:
     """The variables the session's processes get (a variable the user set is kept, but PYTHONDONTWRITEBYTECODE:
     - OMP_NUM_THREADS=1: two workers share a 2-core machine, and a process with torch's default two threads
       beside the other worker waits for its second thread at every small product (the GPU window's CPU rehearsal
-      took 59 s with two threads, 35 s with one; tests/threads.py says the same of the tiny models in-process);
+      among them; tests/threads.py says the same of the tiny models in-process);
     - Python's compiled bytecode kept in the sandbox (PYTHONPYCACHEPREFIX) where the user's environment says
       not to write it beside the sources (PYTHONDONTWRITEBYTECODE): otherwise every child process compiles every
-      module it imports again (about a third of a second per child for clearformer's own modules alone, and the
-      suite starts hundreds of children); nothing is written in the checkout or site-packages either way)."""
+      module it imports again, and the suite starts hundreds of children (BENCHMARKS.md, "The test suite's time
+      on this machine"); nothing is written in the checkout or site-packages either way)."""
     wanted = {}
     if "OMP_NUM_THREADS" not in environment:
         wanted["OMP_NUM_THREADS"] = "1"

@@ -81,7 +81,7 @@ def test_a_fine_tuned_run_ships_back_to_the_engine(fine_tuned, firefox_runs, tmp
     assert main(["export", "--checkpoint", str(fine_tuned), "--to", "marian-bin", str(out), "--quantize",
                  "int8"]) == 0
     sources = parity_sentences()["en-pt"]
-    engine = NativeDirection(str(out))  # loaded once: a load per sentence took 20 s of the test's 57
+    engine = NativeDirection(str(out))  # loaded once: a load per sentence was a large share of the test
     theirs = [engine.translate(s) for s in sources]
     back = tmp_path / "back"
     assert main(["import", "marian-bin", str(out / "model.intgemm.alphas.bin"), "--vocab", str(out / "vocab.spm"),

@@ -60,7 +60,7 @@ def test_a_sentence_translates_as_alone_in_any_batch(kind, search, drawn):
 @pytest.mark.parametrize("search", list(OPTIONS))
 @pytest.mark.parametrize("kind", KINDS)
 # 40 fresh draws a run (not derandomized: every run explores other batches; CI runs the suite twice, 80 a
-# submission): 60 took ~6% of the whole suite's summed time (BENCHMARKS.md, "The test suite's time on this machine")
+# submission): 60 were a large share of the suite's time (BENCHMARKS.md, "The test suite's time on this machine")
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(drawn=batches(MIXED, most=24))
 def test_a_sentence_translates_as_alone_in_many_batches(kind, search, drawn):

@@ -51,7 +51,7 @@ def test_a_sentence_translates_as_alone_in_any_batch(search, drawn):
 @pytest.mark.slow
 @pytest.mark.parametrize("search", list(OPTIONS))
 # 40 fresh draws a run (not derandomized: every run explores other batches; CI runs the suite twice, 80 a
-# submission): 60 took ~6% of the whole suite's summed time (BENCHMARKS.md, "The test suite's time on this machine")
+# submission): 60 were a large share of the suite's time (BENCHMARKS.md, "The test suite's time on this machine")
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(drawn=batches(POOL, most=24))
 def test_a_sentence_translates_as_alone_in_many_batches(search, drawn):

@@ -251,8 +251,8 @@ class NumeralRuns:
                  limits: torch.Tensor | None = None) -> None:
         # The vocabulary's digit pieces as a table, and what each key allows (`key`: it depends only on these
         # pieces and the key, never on the batch): made once per vocabulary and shared by every batch, so one
-        # sentence at a time does not rebuild them (8% of a sentence's time: BENCHMARKS.md, "Firefox's en-pt
-        # student").
+        # sentence at a time does not rebuild them (a measured share of a sentence's time: BENCHMARKS.md,
+        # "Firefox's en-pt student").
         table = digit_table(pieces, device)
         self.pieces, self.ids = table.pieces, table.ids
         self.blocked_rows, self.continuing = table.blocked, table.continuing

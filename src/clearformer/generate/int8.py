@@ -39,8 +39,8 @@ Which kernel: `torch._int_mm` everywhere, but the output projection's product go
 with the int32 -> float conversion and the weight's scales inside the kernel instead of passes of their own over
 rows x vocabulary numbers (`Int8Output.ranking`). At beam 4's 128 rows `_int_mm` left its int8 output projection
 no faster than the float one; one sentence at a time oneDNN's call costs more than `_int_mm`'s at the hidden
-layers' sizes (256 x 256: about 45 us against 10), so they keep `_int_mm`. The kernel is a property of the
-machine, never of the batch: a row's logits are the same in any batch on either.
+layers' sizes (BENCHMARKS.md, "int8 against float32: where the translations move"), so they keep `_int_mm`. The
+kernel is a property of the machine, never of the batch: a row's logits are the same in any batch on either.
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ class Int8Output(Int8Linear):
         Where oneDNN's product runs (`onednn_weight`), the row's integers go in as unsigned bytes x_int + 128 (its
         kernel's input type, the zero point 128 taken off inside) and come back as floats already times s_W; the
         row's scale s_x and the bias follow in one operation written over them. The same integer sums as
-        `torch._int_mm`'s, in about half the time at beam 4's 128 rows, where `_int_mm` also left the int32 ->
+        `torch._int_mm`'s, in less time at beam 4's 128 rows, where `_int_mm` also left the int32 ->
         float conversion and both scales as operations of their own over the whole vocabulary (BENCHMARKS.md, "int8
         against float32: where the translations move", fourth pass)."""
         if self.packed is None:

@@ -299,7 +299,7 @@ class PyTorchTranslator(Reading):
         if progress is not None and len(todo) < len(pieces.sources):
             progress(len(pieces.sources) - len(todo))
         # Decoding runs in eval mode (no dropout); a model that is in it already (every loaded run) is not walked
-        # twice more to set what is set: eval() and train() cost ~0.6 ms a call on Firefox's student, ~4% of one
+        # twice more to set what is set: on Firefox's student the two walks were a measurable share of one
         # sentence's translation (BENCHMARKS.md, "Firefox's en-pt student ...", the fourth pass's notes).
         was_training = model.training
         switched = any(module.training for module in model.modules())

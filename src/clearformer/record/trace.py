@@ -130,8 +130,8 @@ def emit(module: nn.Module | str, what: str, value: torch.Tensor, **meta) -> tor
     without any), recorded if a recorder is active. `meta` goes with the record and to the hooks (the
     attention weights pass their mask, so that a hook can give a head uniform weights)."""
     # `active()` and `active_hooks()` inlined: every layer of every decoding step passes here, nearly always with
-    # neither, and one sentence at a time the two calls were 2% of its time (BENCHMARKS.md, "Firefox's en-pt
-    # student")
+    # neither, and one sentence at a time the two calls were a measurable share of its time (BENCHMARKS.md,
+    # "Firefox's en-pt student")
     if torch.compiler.is_compiling():
         return value
     recorder, hooks = _active.get(), _hooks.get()
